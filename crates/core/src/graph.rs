@@ -1,0 +1,133 @@
+//! The resolved model: primitive ops over values and storages, with per-sample sizes.
+//!
+//! A *value* is a tensor; a *storage* is the memory behind it. Views and in-place ops create new
+//! values over an existing storage, so the simulation counts each storage once however many values
+//! (or saving ops) refer to it. Parameters are values too, so tied weights and autocast weight copies
+//! need no special cases. Sizes are linear in the batch: `fixed + per_sample × batch` bytes.
+
+use crate::units::{DType, Shape};
+
+pub type ValueId = u32;
+pub type StorageId = u32;
+
+/// Bytes as a linear function of the batch size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lin {
+    pub fixed: u64,
+    pub per_sample: u64,
+}
+
+impl Lin {
+    pub const ZERO: Lin = Lin { fixed: 0, per_sample: 0 };
+    pub fn at(self, batch: u64) -> u64 {
+        self.fixed.saturating_add(self.per_sample.saturating_mul(batch))
+    }
+    pub fn add(self, o: Lin) -> Lin {
+        Lin { fixed: self.fixed.saturating_add(o.fixed), per_sample: self.per_sample.saturating_add(o.per_sample) }
+    }
+}
+
+/// What a storage holds, which decides its lifetime and its category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageClass {
+    /// The batch (inputs and targets): exists before the step and after it.
+    Input,
+    /// A trainable parameter.
+    Param,
+    /// A buffer (BatchNorm running statistics).
+    Buffer,
+    /// Created by the forward pass.
+    Activation,
+    /// A half-precision copy of a parameter made by autocast; cached until the forward ends.
+    ParamCast,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Storage {
+    pub bytes: Lin,
+    pub class: StorageClass,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Value {
+    pub storage: StorageId,
+    /// Per-sample shape; the full tensor has a leading batch dimension when `batched`.
+    pub shape: Shape,
+    pub batched: bool,
+    pub dtype: DType,
+    pub requires_grad: bool,
+}
+
+impl Value {
+    pub fn bytes(&self) -> Lin {
+        let b = self.shape.numel().saturating_mul(self.dtype.size());
+        if self.batched {
+            Lin { fixed: 0, per_sample: b }
+        } else {
+            Lin { fixed: b, per_sample: 0 }
+        }
+    }
+}
+
+/// How an op's backward produces its input gradients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradRule {
+    /// New gradient tensors for the inputs (most ops).
+    Alloc,
+    /// The incoming gradient is passed on unchanged (views, `add`): no new memory
+    /// where the input has the output's size.
+    Alias,
+}
+
+/// One primitive op (an aten op or a fused kernel) in forward order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    pub name: &'static str,
+    /// Index into [`Graph::layers`] of the layer that emitted it.
+    pub layer: u32,
+    pub inputs: Vec<ValueId>,
+    pub outputs: Vec<ValueId>,
+    /// Storages this op allocates in the forward pass (outputs and extras such as masks).
+    pub allocs: Vec<StorageId>,
+    /// Storages kept for backward (only for ops recorded by autograd).
+    pub saved: Vec<StorageId>,
+    pub grad: GradRule,
+    /// Recorded by autograd (training, and some input requires grad).
+    pub recorded: bool,
+    /// Workspace alive only while the op runs, forward and backward.
+    pub fwd_scratch: Lin,
+    pub bwd_scratch: Lin,
+    /// Activation-checkpointing unit this op belongs to.
+    pub unit: Option<u32>,
+}
+
+/// The op graph of a model for one set of lowering options.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Graph {
+    pub storages: Vec<Storage>,
+    pub values: Vec<Value>,
+    pub ops: Vec<Op>,
+    /// The loss (training) or model output (inference).
+    pub output: ValueId,
+    /// Parameter values in creation order (for optimizer state and step temporaries).
+    pub params: Vec<ValueId>,
+}
+
+impl Graph {
+    pub fn value(&self, v: ValueId) -> &Value {
+        &self.values[v as usize]
+    }
+    pub fn storage_of(&self, v: ValueId) -> StorageId {
+        self.values[v as usize].storage
+    }
+    pub fn param_numel(&self) -> u64 {
+        self.params.iter().map(|&p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
+    }
+    pub fn buffer_bytes(&self) -> u64 {
+        self.storages
+            .iter()
+            .filter(|s| s.class == StorageClass::Buffer)
+            .map(|s| s.bytes.fixed)
+            .fold(0, u64::saturating_add)
+    }
+}

@@ -1,0 +1,225 @@
+//! Element-wise activations, dropout and softmax, plus the element-wise helpers other layers use.
+
+use super::LayerResult;
+use crate::graph::{GradRule, ValueId};
+use crate::lower::{Builder, CastPolicy};
+use crate::spec::is_false;
+use crate::units::DType;
+use serde::{Deserialize, Serialize};
+
+/// What an element-wise op keeps for its backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saves {
+    Nothing,
+    Input,
+    Output,
+}
+
+/// An out-of-place unary op in the input's dtype.
+pub fn unary(b: &mut Builder, name: &'static str, x: ValueId, saves: Saves) -> ValueId {
+    let (shape, dt) = (b.shape(x).clone(), b.dtype(x));
+    let save_in: &[ValueId] = if saves == Saves::Input { &[x] } else { &[] };
+    b.op(name, &[x], &[(shape, dt)], save_in, saves == Saves::Output, &[], GradRule::Alloc)[0]
+}
+
+/// `a * b` (both saved: each one's gradient needs the other).
+pub fn mul(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
+    let (ins, dt) = b.autocast(CastPolicy::Promote, &[x, y]);
+    let shape = broadcast(b, ins[0], ins[1]);
+    let rg_x = b.value(ins[0]).requires_grad;
+    let rg_y = b.value(ins[1]).requires_grad;
+    // mul saves the other operand for each input that needs a gradient.
+    let mut saved = vec![];
+    if rg_x {
+        saved.push(ins[1]);
+    }
+    if rg_y {
+        saved.push(ins[0]);
+    }
+    b.op("mul", &ins, &[(shape, dt)], &saved, false, &[], GradRule::Alloc)[0]
+}
+
+/// `a + b`, out of place: saves nothing, passes the gradient through.
+pub fn add(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
+    let (ins, dt) = b.autocast(CastPolicy::Promote, &[x, y]);
+    let shape = broadcast(b, ins[0], ins[1]);
+    b.op("add", &ins, &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
+}
+
+/// The larger of two broadcastable shapes (the batched one wins).
+fn broadcast(b: &Builder, x: ValueId, y: ValueId) -> crate::units::Shape {
+    let (sx, sy) = (b.shape(x), b.shape(y));
+    if sx.numel() >= sy.numel() {
+        sx.clone()
+    } else {
+        sy.clone()
+    }
+}
+
+/// `nn.ReLU(inplace=False)`; the backward uses the output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Relu {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inplace: bool,
+}
+
+impl Relu {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let inplace = b.opts.inplace_relu.unwrap_or(self.inplace);
+        Ok(if inplace && can_write(b, x) {
+            b.inplace("relu_", x, None, true, GradRule::Alloc)
+        } else {
+            unary(b, "relu", x, Saves::Output)
+        })
+    }
+}
+
+/// In-place writes are only legal on activations (not on the input batch or a leaf).
+fn can_write(b: &Builder, x: ValueId) -> bool {
+    b.g.storages[b.g.storage_of(x) as usize].class == crate::graph::StorageClass::Activation
+}
+
+/// `nn.LeakyReLU(negative_slope=0.01)`; saves its input (its output when in place).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeakyRelu {
+    #[serde(default = "slope")]
+    pub negative_slope: f64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inplace: bool,
+}
+
+fn slope() -> f64 {
+    0.01
+}
+
+impl LeakyRelu {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        Ok(if self.inplace && can_write(b, x) {
+            b.inplace("leaky_relu_", x, None, true, GradRule::Alloc)
+        } else {
+            unary(b, "leaky_relu", x, Saves::Input)
+        })
+    }
+}
+
+/// `nn.GELU(approximate='none'|'tanh')`; `"new"` is Hugging Face's `gelu_new`, written in
+/// Python ops (GPT-2), which keeps four tensors for backward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Gelu {
+    #[serde(default)]
+    pub approximate: GeluApprox,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GeluApprox {
+    #[default]
+    None,
+    Tanh,
+    New,
+}
+
+impl Gelu {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        Ok(match self.approximate {
+            GeluApprox::None | GeluApprox::Tanh => unary(b, "gelu", x, Saves::Input),
+            GeluApprox::New => gelu_new(b, x),
+        })
+    }
+}
+
+/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, op by op.
+fn gelu_new(b: &mut Builder, x: ValueId) -> ValueId {
+    let cube = unary(b, "pow", x, Saves::Input);
+    let scaled = unary(b, "mul_scalar", cube, Saves::Nothing);
+    let inner = add(b, x, scaled);
+    let inner = unary(b, "mul_scalar", inner, Saves::Nothing);
+    let th = unary(b, "tanh", inner, Saves::Output);
+    let one_plus = unary(b, "add_scalar", th, Saves::Nothing);
+    let half_x = unary(b, "mul_scalar", x, Saves::Nothing);
+    mul(b, half_x, one_plus)
+}
+
+/// `nn.SiLU`; saves its input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Silu {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inplace: bool,
+}
+
+impl Silu {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        Ok(unary(b, "silu", x, Saves::Input))
+    }
+}
+
+/// `nn.Softmax(dim)`; saves its output. Autocast on CUDA runs it in fp32.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Softmax {
+    #[serde(default = "minus_one")]
+    pub dim: i64,
+}
+
+fn minus_one() -> i64 {
+    -1
+}
+
+impl Softmax {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let rank = b.shape(x).rank() as i64 + 1;
+        if self.dim < -rank || self.dim >= rank {
+            return Err(format!("dim {} is out of range for a {rank}-d input (batch included)", self.dim));
+        }
+        Ok(softmax(b, x, None))
+    }
+}
+
+/// Softmax over the last dimension, optionally forcing the output dtype (`dtype=torch.float32`).
+pub fn softmax(b: &mut Builder, x: ValueId, out_dtype: Option<DType>) -> ValueId {
+    let policy = b.norm_policy();
+    let (ins, dt) = b.autocast(policy, &[x]);
+    let dt = out_dtype.unwrap_or(dt);
+    let shape = b.shape(x).clone();
+    b.op("softmax", &ins, &[(shape, dt)], &[], true, &[], GradRule::Alloc)[0]
+}
+
+/// `nn.Dropout(p=0.5)`: in training, an output and a 1-byte mask (CUDA's `native_dropout`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dropout {
+    #[serde(default = "half")]
+    pub p: f64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inplace: bool,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+impl Dropout {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        if !(0.0..=1.0).contains(&self.p) {
+            return Err(format!("dropout probability must be between 0 and 1, got {}", self.p));
+        }
+        Ok(dropout(b, x, self.p))
+    }
+}
+
+pub fn dropout(b: &mut Builder, x: ValueId, p: f64) -> ValueId {
+    if !b.training() || p == 0.0 {
+        return x;
+    }
+    let (shape, dt, batched) = (b.shape(x).clone(), b.dtype(x), b.value(x).batched);
+    // CUDA's native_dropout keeps a bool mask; CPU eager keeps the scaled float noise tensor.
+    let mask = match b.opts.device {
+        crate::memory::config::Device::Cuda => DType::Bool,
+        crate::memory::config::Device::Cpu => dt,
+    };
+    b.op("native_dropout", &[x], &[(shape.clone(), dt)], &[], false, &[(shape, batched, mask)], GradRule::Alloc)[0]
+}

@@ -1,0 +1,278 @@
+//! Multi-head self-attention and transformer layers, lowered the way Hugging Face writes them.
+//!
+//! Per sample, activations are `[S, D]`. Eager attention (`softmax(QKᵀ/√d)V` in separate ops)
+//! materialises and saves `H × S × S` scores, probabilities and a dropout mask; SDPA's
+//! memory-efficient/flash kernels save only Q, K, V, the output and an `H × S` log-sum-exp.
+
+use super::activation::{add, dropout, mul, softmax, unary, GeluApprox, Saves};
+use super::linear::{GatedMlp, Linear};
+use super::norm::{LayerNorm, RmsNorm};
+use super::{positive, t, LayerResult};
+use crate::graph::{GradRule, ValueId};
+use crate::lower::{Builder, CastPolicy};
+use crate::memory::config::AttentionImpl;
+use crate::spec::is_false;
+use crate::units::{DType, Shape};
+use serde::{Deserialize, Serialize};
+
+/// Self-attention with its Q/K/V and output projections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiheadAttention {
+    pub embed_dim: u64,
+    pub num_heads: u64,
+    /// Grouped-query attention (LLaMA): fewer key/value heads than query heads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_kv_heads: Option<u64>,
+    /// Dropout on the attention probabilities.
+    #[serde(default)]
+    pub dropout: f64,
+    #[serde(default = "t")]
+    pub bias: bool,
+    /// Causal mask (decoders).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub causal: bool,
+    /// Rotary position embedding applied to Q and K (LLaMA).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rotary: bool,
+    /// One `[D, 3D]` projection split into Q, K, V (GPT-2's `c_attn`, `nn.MultiheadAttention`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fused_qkv: bool,
+}
+
+impl MultiheadAttention {
+    fn check(&self) -> LayerResult<(u64, u64)> {
+        positive(self.embed_dim, "embed_dim")?;
+        positive(self.num_heads, "num_heads")?;
+        if self.embed_dim % self.num_heads != 0 {
+            return Err(format!("embed_dim ({}) must be divisible by num_heads ({})", self.embed_dim, self.num_heads));
+        }
+        let kv = self.num_kv_heads.unwrap_or(self.num_heads);
+        positive(kv, "num_kv_heads")?;
+        if self.num_heads % kv != 0 {
+            return Err(format!("num_heads ({}) must be divisible by num_kv_heads ({kv})", self.num_heads));
+        }
+        if !(0.0..=1.0).contains(&self.dropout) {
+            return Err(format!("dropout must be between 0 and 1, got {}", self.dropout));
+        }
+        Ok((self.embed_dim / self.num_heads, kv))
+    }
+
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let (hd, kvh) = self.check()?;
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 {
+            return Err(format!("expected a [S, {}] input, got {}", self.embed_dim, b.shape(x)));
+        }
+        super::expect_last(b.shape(x), self.embed_dim, "features")?;
+        let (seq, d, h) = (s[0], self.embed_dim, self.num_heads);
+        let kv_dim = kvh * hd;
+        let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
+        let (q, k, v) = if self.fused_qkv {
+            let qkv = proj(d, d + 2 * kv_dim).lower(b, x)?;
+            let q = b.view(qkv, Shape::new([seq, d]));
+            let k = b.view(qkv, Shape::new([seq, kv_dim]));
+            let v = b.view(qkv, Shape::new([seq, kv_dim]));
+            (q, k, v)
+        } else {
+            (proj(d, d).lower(b, x)?, proj(d, kv_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
+        };
+        // [S, H·hd] → [H, S, hd]: views.
+        let mut q = b.view(q, Shape::new([h, seq, hd]));
+        let mut k = b.view(k, Shape::new([kvh, seq, hd]));
+        let mut v = b.view(v, Shape::new([kvh, seq, hd]));
+        if self.rotary {
+            q = rotary(b, q);
+            k = rotary(b, k);
+        }
+        let out = match b.opts.attention {
+            AttentionImpl::Eager => {
+                if kvh != h {
+                    k = copy(b, k, Shape::new([h, seq, hd]));
+                    v = copy(b, v, Shape::new([h, seq, hd]));
+                }
+                let scores = bmm(b, q, k, Shape::new([h, seq, seq]), true);
+                let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+                if self.causal {
+                    let mask = b.op("causal_mask", &[], &[(Shape::new([seq, seq]), b.dtype(scores))], &[], false, &[], GradRule::Alloc)[0];
+                    scores = add(b, scores, mask);
+                }
+                let probs = softmax(b, scores, None);
+                let probs = dropout(b, probs, self.dropout);
+                let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
+                copy(b, out, Shape::new([seq, d]))
+            }
+            AttentionImpl::Sdpa => {
+                let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
+                let lse = (Shape::new([h, seq.div_ceil(32) * 32]), true, DType::F32);
+                let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
+                // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
+                b.view(out, Shape::new([seq, d]))
+            }
+        };
+        proj(d, d).lower(b, out)
+    }
+}
+
+/// A contiguous copy (what `reshape` of a transposed tensor or `.contiguous()` does).
+fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
+    let dt = b.dtype(x);
+    b.op("clone", &[x], &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
+}
+
+/// `torch.matmul` of `[H, S, hd]`-shaped operands: both come in transposed, so `matmul`'s reshape
+/// copies them before the `bmm`, which saves the copies.
+fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {
+    let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, y]);
+    let left = if copy_left { let s = b.shape(ins[0]).clone(); copy(b, ins[0], s) } else { ins[0] };
+    let s = b.shape(ins[1]).clone();
+    let right = copy(b, ins[1], s);
+    b.op("bmm", &[left, right], &[(out, dt)], &[left, right], false, &[], GradRule::Alloc)[0]
+}
+
+/// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`).
+fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
+    let s = b.shape(x).0.clone();
+    let table = Shape::new([s[1], s[2]]);
+    let cos = b.op("rope_cos", &[], &[(table.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let sin = b.op("rope_sin", &[], &[(table, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let a = mul(b, x, cos);
+    let half = Shape::new([s[0], s[1], s[2] / 2]);
+    let dt = b.dtype(x);
+    let neg = b.op("neg", &[x], &[(half, dt)], &[], false, &[], GradRule::Alloc)[0];
+    let rot = b.op("cat", &[neg, x], &[(Shape(s), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let r = mul(b, rot, sin);
+    add(b, a, r)
+}
+
+/// Feed-forward activation of a transformer layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FfnActivation {
+    #[default]
+    Relu,
+    Gelu,
+    /// `gelu(approximate='tanh')`.
+    GeluTanh,
+    /// Hugging Face's `gelu_new`, written in Python ops (GPT-2).
+    GeluNew,
+    Silu,
+}
+
+/// The norm a transformer layer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NormKind {
+    #[default]
+    LayerNorm,
+    RmsNorm,
+}
+
+/// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
+/// activation='relu', layer_norm_eps=1e-5, norm_first=False, bias=True)`, plus the switches the
+/// Hugging Face families need (`gated_mlp`, `norm`, `num_kv_heads`, `rotary`, `fused_qkv`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformerLayer {
+    pub d_model: u64,
+    pub nhead: u64,
+    #[serde(default = "ffn")]
+    pub dim_feedforward: u64,
+    #[serde(default = "drop")]
+    pub dropout: f64,
+    /// Dropout on attention probabilities; defaults to `dropout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_dropout: Option<f64>,
+    #[serde(default)]
+    pub activation: FfnActivation,
+    #[serde(default = "ln_eps")]
+    pub layer_norm_eps: f64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub norm_first: bool,
+    #[serde(default = "t")]
+    pub bias: bool,
+    #[serde(default)]
+    pub norm: NormKind,
+    /// SwiGLU feed-forward (`down(silu(gate(x)) * up(x))`) instead of `fc2(act(fc1(x)))`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub gated_mlp: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_kv_heads: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rotary: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fused_qkv: bool,
+}
+
+fn ffn() -> u64 {
+    2048
+}
+fn drop() -> f64 {
+    0.1
+}
+fn ln_eps() -> f64 {
+    1e-5
+}
+
+impl TransformerLayer {
+    pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
+        positive(self.dim_feedforward, "dim_feedforward")?;
+        let attn = MultiheadAttention {
+            embed_dim: self.d_model,
+            num_heads: self.nhead,
+            num_kv_heads: self.num_kv_heads,
+            dropout: self.attention_dropout.unwrap_or(self.dropout),
+            bias: self.bias,
+            causal,
+            rotary: self.rotary,
+            fused_qkv: self.fused_qkv,
+        };
+        let attn_block = |b: &mut Builder, x| -> LayerResult<ValueId> {
+            let a = attn.lower(b, x)?;
+            Ok(dropout(b, a, self.dropout))
+        };
+        if self.norm_first {
+            let n = self.norm(b, x)?;
+            let a = attn_block(b, n)?;
+            let h = add(b, x, a);
+            let n2 = self.norm(b, h)?;
+            let m = self.mlp(b, n2)?;
+            Ok(add(b, h, m))
+        } else {
+            let a = attn_block(b, x)?;
+            let h = add(b, a, x);
+            let h = self.norm(b, h)?;
+            let m = self.mlp(b, h)?;
+            let h2 = add(b, m, h);
+            self.norm(b, h2)
+        }
+    }
+
+    fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        match self.norm {
+            NormKind::LayerNorm => {
+                LayerNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps, elementwise_affine: true, bias: self.bias }
+                    .lower(b, x)
+            }
+            NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps }.lower(b, x),
+        }
+    }
+
+    fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let m = if self.gated_mlp {
+            GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias: self.bias }.lower(b, x)?
+        } else {
+            let fc = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
+            let h = fc(self.d_model, self.dim_feedforward).lower(b, x)?;
+            let h = match self.activation {
+                FfnActivation::Relu => unary(b, "relu", h, Saves::Output),
+                FfnActivation::Gelu | FfnActivation::GeluTanh => unary(b, "gelu", h, Saves::Input),
+                FfnActivation::GeluNew => super::activation::Gelu { approximate: GeluApprox::New }.lower(b, h)?,
+                FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
+            };
+            fc(self.dim_feedforward, self.d_model).lower(b, h)?
+        };
+        Ok(dropout(b, m, self.dropout))
+    }
+}

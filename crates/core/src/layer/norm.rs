@@ -1,0 +1,173 @@
+//! Normalisation layers.
+
+use super::activation::{mul, unary, Saves};
+use super::{positive, t, LayerResult};
+use crate::graph::{GradRule, ValueId};
+use crate::lower::Builder;
+use crate::units::{DType, Shape};
+use serde::{Deserialize, Serialize};
+
+fn eps() -> f64 {
+    1e-5
+}
+fn bn_momentum() -> f64 {
+    0.1
+}
+
+/// `nn.BatchNorm1d/2d(num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchNorm {
+    pub num_features: u64,
+    #[serde(default = "eps")]
+    pub eps: f64,
+    #[serde(default = "bn_momentum")]
+    pub momentum: f64,
+    #[serde(default = "t")]
+    pub affine: bool,
+    #[serde(default = "t")]
+    pub track_running_stats: bool,
+}
+
+impl BatchNorm {
+    /// `rank`: 1 for BatchNorm1d (`[C]` or `[C, L]`), 3 for BatchNorm2d (`[C, H, W]`).
+    pub fn lower(&self, b: &mut Builder, x: ValueId, two_d: bool) -> LayerResult<ValueId> {
+        positive(self.num_features, "num_features")?;
+        let s = b.shape(x).clone();
+        let ok_rank = if two_d { s.rank() == 3 } else { s.rank() == 1 || s.rank() == 2 };
+        if !ok_rank {
+            let want = if two_d { "[C, H, W]" } else { "[C] or [C, L]" };
+            return Err(format!("expected a {want} input, got {s}"));
+        }
+        if s.0[0] != self.num_features {
+            return Err(format!("expected {} channels, got {}", self.num_features, s.0[0]));
+        }
+        let c = self.num_features;
+        let (w, bias) = if self.affine {
+            (Some(b.param(Shape::new([c]))), Some(b.param(Shape::new([c]))))
+        } else {
+            (None, None)
+        };
+        if self.track_running_stats {
+            let dt = b.param_dtype();
+            b.buffer(2 * c, dt);
+            b.buffer(1, DType::I64);
+        }
+        let mut ins = vec![x];
+        ins.extend(w);
+        ins.extend(bias);
+        let dt = b.dtype(x);
+        let stats = Shape::new([c]);
+        let training = b.training();
+        let extras: Vec<(Shape, bool, DType)> =
+            if training { vec![(stats.clone(), false, DType::F32), (stats, false, DType::F32)] } else { vec![] };
+        let save: Vec<ValueId> = ins[..ins.len().min(2)].to_vec();
+        Ok(b.op("batch_norm", &ins, &[(s, dt)], &save, false, &extras, GradRule::Alloc)[0])
+    }
+}
+
+/// `nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)` over the last dim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerNorm {
+    pub normalized_shape: u64,
+    #[serde(default = "eps")]
+    pub eps: f64,
+    #[serde(default = "t")]
+    pub elementwise_affine: bool,
+    #[serde(default = "t")]
+    pub bias: bool,
+}
+
+impl LayerNorm {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.normalized_shape, "normalized_shape")?;
+        super::expect_last(b.shape(x), self.normalized_shape, "features")?;
+        let w = self.elementwise_affine.then(|| b.param(Shape::new([self.normalized_shape])));
+        let bias = (self.elementwise_affine && self.bias).then(|| b.param(Shape::new([self.normalized_shape])));
+        Ok(layer_norm(b, x, w, bias))
+    }
+}
+
+/// `native_layer_norm`: output, per-row mean and rstd (fp32); saves input, mean, rstd.
+pub fn layer_norm(b: &mut Builder, x: ValueId, w: Option<ValueId>, bias: Option<ValueId>) -> ValueId {
+    let mut ins = vec![x];
+    ins.extend(w);
+    ins.extend(bias);
+    let policy = b.norm_policy();
+    let (ins, dt) = b.autocast(policy, &ins);
+    let s = b.shape(x).clone();
+    let rows = Shape::new([s.numel() / s.last().max(1)]);
+    let batched = b.value(x).batched;
+    let extras = [(rows.clone(), batched, DType::F32), (rows, batched, DType::F32)];
+    b.op("layer_norm", &ins, &[(s, dt)], &ins[..1], false, &extras, GradRule::Alloc)[0]
+}
+
+/// `nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupNorm {
+    pub num_groups: u64,
+    pub num_channels: u64,
+    #[serde(default = "eps")]
+    pub eps: f64,
+    #[serde(default = "t")]
+    pub affine: bool,
+}
+
+impl GroupNorm {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.num_groups, "num_groups")?;
+        let s = b.shape(x).clone();
+        if s.rank() < 1 || s.0[0] != self.num_channels {
+            return Err(format!("expected {} channels, got input shape {s}", self.num_channels));
+        }
+        if self.num_channels % self.num_groups != 0 {
+            return Err(format!("num_channels ({}) must be divisible by num_groups ({})", self.num_channels, self.num_groups));
+        }
+        let mut ins = vec![x];
+        if self.affine {
+            ins.push(b.param(Shape::new([self.num_channels])));
+            ins.push(b.param(Shape::new([self.num_channels])));
+        }
+        let policy = b.norm_policy();
+        let (ins, dt) = b.autocast(policy, &ins);
+        let g = Shape::new([self.num_groups]);
+        let extras = [(g.clone(), true, DType::F32), (g, true, DType::F32)];
+        Ok(b.op("group_norm", &ins, &[(s, dt)], &ins[..1], false, &extras, GradRule::Alloc)[0])
+    }
+}
+
+/// LLaMA's `RMSNorm(hidden_size, eps=1e-6)` as Hugging Face writes it, op by op:
+/// `weight * (x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).to(dtype)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RmsNorm {
+    pub normalized_shape: u64,
+    #[serde(default = "rms_eps")]
+    pub eps: f64,
+}
+
+fn rms_eps() -> f64 {
+    1e-6
+}
+
+impl RmsNorm {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.normalized_shape, "normalized_shape")?;
+        super::expect_last(b.shape(x), self.normalized_shape, "features")?;
+        let w = b.param(Shape::new([self.normalized_shape]));
+        let in_dtype = b.dtype(x);
+        let xf = b.cast(x, DType::F32);
+        let sq = unary(b, "pow", xf, Saves::Input);
+        let rows = b.shape(x).with_last(1);
+        let batched = b.value(x).batched;
+        let mean = b.op("mean", &[sq], &[(rows.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+        let _ = batched;
+        let var = unary(b, "add_scalar", mean, Saves::Nothing);
+        let inv = unary(b, "rsqrt", var, Saves::Output);
+        let normed = mul(b, xf, inv);
+        let normed = b.cast(normed, in_dtype);
+        Ok(mul(b, w, normed))
+    }
+}

@@ -1,0 +1,72 @@
+//! `nn.LSTM`, `nn.GRU`, `nn.RNN` with `batch_first=True`: `[S, input_size]` → `[S, H·dirs]`
+//! (the `output` of the returned tuple).
+//!
+//! Memory follows cuDNN's training path: per layer and direction the output sequence, and a
+//! reserve space holding every gate pre-activation and cell state for backward
+//! (`S × (gates + 1) × H` values); this is an approximation of cuDNN's reserve layout.
+
+use super::{positive, t, LayerResult};
+use crate::graph::{GradRule, ValueId};
+use crate::lower::{Builder, CastPolicy};
+use crate::spec::is_false;
+use crate::units::Shape;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recurrent {
+    pub input_size: u64,
+    pub hidden_size: u64,
+    #[serde(default = "one")]
+    pub num_layers: u64,
+    #[serde(default = "t")]
+    pub bias: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bidirectional: bool,
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Recurrent {
+    /// `gates`: 4 for LSTM, 3 for GRU, 1 for a plain RNN.
+    pub fn lower(&self, b: &mut Builder, x: ValueId, gates: u64) -> LayerResult<ValueId> {
+        positive(self.hidden_size, "hidden_size")?;
+        positive(self.num_layers, "num_layers")?;
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 {
+            return Err(format!("expected a [S, {}] input, got {}", self.input_size, b.shape(x)));
+        }
+        super::expect_last(b.shape(x), self.input_size, "input features")?;
+        if self.num_layers > 10_000 {
+            return Err(format!("{} layers is beyond what the core simulates (at most 10,000)", self.num_layers));
+        }
+        let dirs = if self.bidirectional { 2 } else { 1 };
+        let h = self.hidden_size;
+        let seq = s[0];
+        let mut cur = x;
+        for layer in 0..self.num_layers {
+            let inp = if layer == 0 { self.input_size } else { h * dirs };
+            let mut ins = vec![cur];
+            for _ in 0..dirs {
+                ins.push(b.param(Shape::new([gates * h, inp])));
+                ins.push(b.param(Shape::new([gates * h, h])));
+                if self.bias {
+                    ins.push(b.param(Shape::new([gates * h])));
+                    ins.push(b.param(Shape::new([gates * h])));
+                }
+            }
+            let (ins, dt) = b.autocast(CastPolicy::Lower, &ins);
+            let out = Shape::new([seq, h * dirs]);
+            let reserve = Shape::new([seq, dirs * (gates + 1) * h]);
+            cur = b.op("rnn_layer", &ins, &[(out, dt)], &ins[..1], true, &[(reserve, true, dt)], GradRule::Alloc)[0];
+            if self.dropout > 0.0 && layer + 1 < self.num_layers {
+                cur = super::activation::dropout(b, cur, self.dropout);
+            }
+        }
+        Ok(cur)
+    }
+}

@@ -1,0 +1,38 @@
+//! # vramcalc-core
+//!
+//! The estimation core of vramcalc: model specs, shape inference, presets, importers and a
+//! storage-level simulation of a PyTorch training step. No web, GPU or I/O dependencies.
+//!
+//! Flow: [`spec::ModelSpec`] (serde JSON) → [`resolve::resolve`] (shapes, op graph) →
+//! [`memory::Prepared::estimate`] → [`memory::Estimate`], which every view formats.
+//!
+//! | module | concern |
+//! |---|---|
+//! | `spec` | what the user wrote |
+//! | `layer/*` | one file per layer family: config, shape rules, lowering |
+//! | `lower`, `graph` | the op vocabulary and the resolved graph |
+//! | `resolve` | spec → graph with paths in errors |
+//! | `memory/*` | configuration, simulation, optimizer, device overheads |
+//! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
+//! | `share` | the share-link codec |
+
+pub mod error;
+pub mod graph;
+pub mod import;
+pub mod layer;
+pub mod lower;
+pub mod memory;
+pub mod presets;
+pub mod resolve;
+pub mod spec;
+pub mod units;
+
+pub use error::{Error, Result};
+pub use memory::config::{
+    AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
+};
+pub use memory::device::{Gpu, GPUS};
+pub use memory::simulate::{Breakdown, Phase};
+pub use memory::{estimate, Estimate, LayerReport, Prepared};
+pub use spec::{Layer, ModelSpec};
+pub use units::{format_bytes, thousands, ByteUnit, DType, Shape};

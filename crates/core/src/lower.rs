@@ -1,0 +1,331 @@
+//! The op vocabulary layers are lowered to: one method per aten-level op, each stating what it
+//! allocates and what it saves for backward (PyTorch's `derivatives.yaml`, observed on torch 2.x).
+//!
+//! Autocast is applied here, as PyTorch applies it per op: matmul-like ops cast their inputs to the
+//! half dtype (weights once per forward, cached), fp32-list ops cast to fp32, the rest run in
+//! their inputs' widest dtype.
+
+use crate::graph::{GradRule, Graph, Lin, Op, StorageClass, Storage, Value, ValueId};
+use crate::memory::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
+use crate::units::{DType, Shape};
+use std::collections::HashMap;
+
+/// Settings that change which ops run (as opposed to how big they are).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LowerOptions {
+    pub training: bool,
+    pub precision: Precision,
+    pub autocast_device: AutocastDevice,
+    pub device: Device,
+    pub attention: AttentionImpl,
+    pub checkpointing: bool,
+    /// Force every ReLU in place (`Some(true)`) or out of place (`Some(false)`).
+    pub inplace_relu: Option<bool>,
+    pub framework: Framework,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions {
+            training: true,
+            precision: Precision::Fp32,
+            autocast_device: AutocastDevice::Cuda,
+            device: Device::Cuda,
+            attention: AttentionImpl::Sdpa,
+            checkpointing: false,
+            inplace_relu: None,
+            framework: Framework::PytorchEager,
+        }
+    }
+}
+
+/// How autocast treats an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CastPolicy {
+    /// matmul, linear, conv: inputs cast to the half dtype.
+    Lower,
+    /// Ops autocast runs in fp32 on this device (softmax, layer_norm on CUDA; losses).
+    Fp32,
+    /// Everything else: the widest input dtype.
+    Promote,
+}
+
+/// What an op keeps for backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Save {
+    Nothing,
+    Input,
+    Output,
+}
+
+pub struct Builder {
+    pub g: Graph,
+    pub opts: LowerOptions,
+    layer: u32,
+    unit: Option<u32>,
+    next_unit: u32,
+    cast_cache: HashMap<(ValueId, DType), ValueId>,
+    /// The first embedding's weight, for `tied_weight` linears.
+    pub tied_embedding: Option<ValueId>,
+}
+
+impl Builder {
+    pub fn new(opts: LowerOptions) -> Self {
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None }
+    }
+
+    pub fn set_layer(&mut self, layer: u32) {
+        self.layer = layer;
+    }
+
+    /// Starts a checkpointing unit (if checkpointing is on and none is open); returns whether it did.
+    pub fn begin_unit(&mut self) -> bool {
+        if !self.opts.checkpointing || !self.opts.training || self.unit.is_some() {
+            return false;
+        }
+        self.unit = Some(self.next_unit);
+        self.next_unit += 1;
+        true
+    }
+
+    pub fn end_unit(&mut self) {
+        self.unit = None;
+    }
+
+    pub fn training(&self) -> bool {
+        self.opts.training
+    }
+
+    /// The dtype parameters are stored in.
+    pub fn param_dtype(&self) -> DType {
+        match self.opts.precision {
+            Precision::Fp16 => DType::F16,
+            Precision::Bf16 => DType::Bf16,
+            _ => DType::F32,
+        }
+    }
+
+    /// Floating dtype of activations entering the network.
+    pub fn float_dtype(&self) -> DType {
+        self.param_dtype()
+    }
+
+    fn autocast_half(&self) -> Option<DType> {
+        match self.opts.precision {
+            Precision::AmpFp16 => Some(DType::F16),
+            Precision::AmpBf16 => Some(DType::Bf16),
+            _ => None,
+        }
+    }
+
+    /// Whether autocast runs softmax / layer_norm in fp32 (CUDA's op list) or leaves them (CPU's).
+    pub fn norm_policy(&self) -> CastPolicy {
+        match self.opts.autocast_device {
+            AutocastDevice::Cuda => CastPolicy::Fp32,
+            AutocastDevice::Cpu => CastPolicy::Promote,
+        }
+    }
+
+    fn new_storage(&mut self, bytes: Lin, class: StorageClass) -> u32 {
+        self.g.storages.push(Storage { bytes, class });
+        (self.g.storages.len() - 1) as u32
+    }
+
+    fn new_value(&mut self, shape: Shape, batched: bool, dtype: DType, rg: bool, class: StorageClass) -> ValueId {
+        let v = Value { storage: 0, shape, batched, dtype, requires_grad: rg };
+        let s = self.new_storage(v.bytes(), class);
+        self.g.values.push(Value { storage: s, ..v });
+        (self.g.values.len() - 1) as ValueId
+    }
+
+    fn alias_value(&mut self, of: ValueId, shape: Shape, rg: bool) -> ValueId {
+        let base = self.g.value(of).clone();
+        self.g.values.push(Value { shape, requires_grad: rg, ..base });
+        (self.g.values.len() - 1) as ValueId
+    }
+
+    pub fn value(&self, v: ValueId) -> &Value {
+        self.g.value(v)
+    }
+    pub fn shape(&self, v: ValueId) -> &Shape {
+        &self.g.value(v).shape
+    }
+    pub fn dtype(&self, v: ValueId) -> DType {
+        self.g.value(v).dtype
+    }
+
+    /// The model input (batched, no grad).
+    pub fn input(&mut self, shape: Shape, dtype: DType) -> ValueId {
+        self.new_value(shape, true, dtype, false, StorageClass::Input)
+    }
+
+    /// A trainable parameter of `shape`.
+    pub fn param(&mut self, shape: Shape) -> ValueId {
+        let dt = self.param_dtype();
+        let v = self.new_value(shape, false, dt, true, StorageClass::Param);
+        self.g.params.push(v);
+        v
+    }
+
+    /// A non-trainable buffer (running statistics).
+    pub fn buffer(&mut self, numel: u64, dtype: DType) {
+        let bytes = numel.saturating_mul(dtype.size());
+        self.new_storage(Lin { fixed: bytes, per_sample: 0 }, StorageClass::Buffer);
+    }
+
+    /// The general op: `outputs` are new storages; `extras` are saved-only tensors (masks, stats).
+    #[allow(clippy::too_many_arguments)]
+    pub fn op(
+        &mut self,
+        name: &'static str,
+        inputs: &[ValueId],
+        outputs: &[(Shape, DType)],
+        save_inputs: &[ValueId],
+        save_outputs: bool,
+        extras: &[(Shape, bool, DType)],
+        grad: GradRule,
+    ) -> Vec<ValueId> {
+        let rg = self.opts.training && inputs.iter().any(|&i| self.g.value(i).requires_grad);
+        let batched = inputs.iter().any(|&i| self.g.value(i).batched);
+        let mut outs = Vec::with_capacity(outputs.len());
+        let mut allocs = Vec::new();
+        for (shape, dt) in outputs {
+            let v = self.new_value(shape.clone(), batched, *dt, rg, StorageClass::Activation);
+            allocs.push(self.g.storage_of(v));
+            outs.push(v);
+        }
+        let mut saved = Vec::new();
+        if rg {
+            saved.extend(save_inputs.iter().map(|&i| self.g.storage_of(i)));
+            if save_outputs {
+                saved.extend(outs.iter().map(|&o| self.g.storage_of(o)));
+            }
+            for (shape, b, dt) in extras {
+                let bytes = Value { storage: 0, shape: shape.clone(), batched: *b, dtype: *dt, requires_grad: false }.bytes();
+                let s = self.new_storage(bytes, StorageClass::Activation);
+                allocs.push(s);
+                saved.push(s);
+            }
+        }
+        saved.sort_unstable();
+        saved.dedup();
+        self.g.ops.push(Op {
+            name,
+            layer: self.layer,
+            inputs: inputs.to_vec(),
+            outputs: outs.clone(),
+            allocs,
+            saved,
+            grad,
+            recorded: rg,
+            fwd_scratch: Lin::ZERO,
+            bwd_scratch: Lin::ZERO,
+            unit: self.unit,
+        });
+        outs
+    }
+
+    /// Adds backward workspace to the last op.
+    pub fn last_bwd_scratch(&mut self, bytes: Lin) {
+        if let Some(op) = self.g.ops.last_mut() {
+            op.bwd_scratch = op.bwd_scratch.add(bytes);
+        }
+    }
+
+    /// A view (reshape of a contiguous tensor, transpose, select): same storage, no memory.
+    pub fn view(&mut self, x: ValueId, shape: Shape) -> ValueId {
+        self.view_with_grad(x, shape, GradRule::Alias)
+    }
+
+    /// A view whose backward follows `grad` (`select` allocates a full-size zero gradient).
+    pub fn view_with_grad(&mut self, x: ValueId, shape: Shape, grad: GradRule) -> ValueId {
+        let rg = self.g.value(x).requires_grad;
+        let out = self.alias_value(x, shape, rg);
+        if rg {
+            self.g.ops.push(Op {
+                name: "view",
+                layer: self.layer,
+                inputs: vec![x],
+                outputs: vec![out],
+                allocs: vec![],
+                saved: vec![],
+                grad,
+                recorded: true,
+                fwd_scratch: Lin::ZERO,
+                bwd_scratch: Lin::ZERO,
+                unit: self.unit,
+            });
+        }
+        out
+    }
+
+    /// An in-place op writing into `x`'s storage (`relu_`, `add_`).
+    pub fn inplace(&mut self, name: &'static str, x: ValueId, other: Option<ValueId>, save_output: bool, grad: GradRule) -> ValueId {
+        let rg = self.opts.training
+            && (self.g.value(x).requires_grad || other.is_some_and(|o| self.g.value(o).requires_grad));
+        let shape = self.g.value(x).shape.clone();
+        let out = self.alias_value(x, shape, rg);
+        let mut inputs = vec![x];
+        inputs.extend(other);
+        let saved = if rg && save_output { vec![self.g.storage_of(out)] } else { vec![] };
+        self.g.ops.push(Op {
+            name,
+            layer: self.layer,
+            inputs,
+            outputs: vec![out],
+            allocs: vec![],
+            saved,
+            grad,
+            recorded: rg,
+            fwd_scratch: Lin::ZERO,
+            bwd_scratch: Lin::ZERO,
+            unit: self.unit,
+        });
+        out
+    }
+
+    /// Casts to `dtype` (autocast's `_to_copy`); parameter casts are cached for the forward.
+    pub fn cast(&mut self, x: ValueId, dtype: DType) -> ValueId {
+        if self.g.value(x).dtype == dtype {
+            return x;
+        }
+        let is_param = self.g.storages[self.g.storage_of(x) as usize].class == StorageClass::Param;
+        if is_param {
+            if let Some(&c) = self.cast_cache.get(&(x, dtype)) {
+                return c;
+            }
+        }
+        let shape = self.g.value(x).shape.clone();
+        let out = self.op("to_copy", &[x], &[(shape, dtype)], &[], false, &[], GradRule::Alloc)[0];
+        if is_param {
+            let s = self.g.storage_of(out);
+            self.g.storages[s as usize].class = StorageClass::ParamCast;
+            self.cast_cache.insert((x, dtype), out);
+        }
+        out
+    }
+
+    /// Casts the inputs of an op as autocast would and returns them with the op's compute dtype.
+    pub fn autocast(&mut self, policy: CastPolicy, xs: &[ValueId]) -> (Vec<ValueId>, DType) {
+        let widest = xs
+            .iter()
+            .map(|&x| self.dtype(x))
+            .filter(|d| matches!(d, DType::F32 | DType::F16 | DType::Bf16))
+            .max_by_key(|d| d.size())
+            .unwrap_or(DType::F32);
+        let target = match (self.autocast_half(), policy) {
+            (Some(h), CastPolicy::Lower) => h,
+            (Some(_), CastPolicy::Fp32) => DType::F32,
+            _ => widest,
+        };
+        let cast: Vec<ValueId> = xs
+            .iter()
+            .map(|&x| if is_float(self.dtype(x)) { self.cast(x, target) } else { x })
+            .collect();
+        (cast, target)
+    }
+}
+
+pub fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::Bf16)
+}

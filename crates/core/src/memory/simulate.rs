@@ -1,0 +1,603 @@
+//! The storage-level timeline of one steady-state step.
+//!
+//! Forward: each op allocates its outputs; a storage dies after its last forward reader unless an
+//! op saved it. Backward, ops in reverse: input gradients are allocated (or passed through for
+//! views and `add`), parameter gradients appear, then the op's saved storages and incoming
+//! gradient are released. The peak is sampled after each op's allocations, before its frees —
+//! where PyTorch's `max_memory_allocated` sees it. Checkpointing units drop their saved tensors in
+//! the forward, keep their inputs, and recompute the unit's forward when backward reaches it.
+
+use crate::graph::{GradRule, Graph, Lin, StorageClass, StorageId, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// Where in the step something happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+        }
+    }
+}
+
+/// Bytes by category at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub parameters: u64,
+    pub buffers: u64,
+    pub gradients: u64,
+    pub optimizer_state: u64,
+    pub activations: u64,
+    pub temporaries: u64,
+    pub input: u64,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> u64 {
+        [self.parameters, self.buffers, self.gradients, self.optimizer_state, self.activations, self.temporaries, self.input]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// `(key, bytes)` pairs in display order; keys are the JSON field names.
+    pub fn entries(&self) -> [(&'static str, u64); 7] {
+        [
+            ("parameters", self.parameters),
+            ("buffers", self.buffers),
+            ("gradients", self.gradients),
+            ("optimizer_state", self.optimizer_state),
+            ("activations", self.activations),
+            ("temporaries", self.temporaries),
+            ("input", self.input),
+        ]
+    }
+
+    fn slot(&mut self, c: Cat) -> &mut u64 {
+        match c {
+            Cat::Parameters => &mut self.parameters,
+            Cat::Buffers => &mut self.buffers,
+            Cat::Gradients => &mut self.gradients,
+            Cat::OptimizerState => &mut self.optimizer_state,
+            Cat::Activations => &mut self.activations,
+            Cat::Temporaries => &mut self.temporaries,
+            Cat::Input => &mut self.input,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cat {
+    Parameters,
+    Buffers,
+    Gradients,
+    OptimizerState,
+    Activations,
+    Temporaries,
+    Input,
+}
+
+/// One sample of memory over the step (after an op's allocations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    pub phase: Phase,
+    /// Row of the per-layer table whose op this is (`u32::MAX` for the optimizer step).
+    pub layer: u32,
+    pub bytes: u64,
+}
+
+/// What the optimizer adds, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OptimizerCost {
+    pub state: u64,
+    pub step_temporaries: u64,
+}
+
+/// Result of one simulated step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepResult {
+    pub peak: u64,
+    pub peak_phase: Phase,
+    /// Op index at the peak (`None` in the optimizer step).
+    pub peak_op: Option<u32>,
+    pub breakdown: Breakdown,
+    /// Peak with every storage rounded up like the CUDA caching allocator (512 B; 2 MiB above 1 MiB).
+    pub peak_reserved: u64,
+    pub peak_rounded512: u64,
+    pub phase_peaks: [u64; 3],
+    pub timeline: Vec<TimelinePoint>,
+    /// Bytes saved for backward by each op (at the simulated batch), indexed by op.
+    pub saved_by_op: Vec<u64>,
+}
+
+/// Batch-independent bookkeeping for a graph, computed once and reused across batch sizes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Storages that die after forward op `i` (not saved, last read there).
+    fwd_frees: Vec<Vec<StorageId>>,
+    /// Saved storages released after backward op `i`.
+    bwd_frees: Vec<Vec<StorageId>>,
+    /// Storages released after forward ends (autocast weight cache).
+    end_of_forward_frees: Vec<StorageId>,
+    /// For each checkpointing unit: its op range and the storages it allocates and keeps on recompute.
+    units: Vec<UnitPlan>,
+    training: bool,
+}
+
+#[derive(Debug, Clone)]
+struct UnitPlan {
+    first: usize,
+    last: usize,
+    /// Per op of the unit (recompute): storages to free right after it.
+    recompute_frees: Vec<Vec<StorageId>>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Plan {
+    pub fn new(g: &Graph, training: bool) -> Plan {
+        let n_ops = g.ops.len();
+        let n_st = g.storages.len();
+        let mut last_use = vec![NONE; n_st];
+        let mut first_saver = vec![NONE; n_st];
+        let mut unit_of_alloc = vec![NONE; n_st];
+        for (i, op) in g.ops.iter().enumerate() {
+            for &v in op.inputs.iter().chain(op.outputs.iter()) {
+                last_use[g.storage_of(v) as usize] = i as u32;
+            }
+            for &s in &op.allocs {
+                last_use[s as usize] = last_use[s as usize].max(i as u32).min(i as u32).max(i as u32);
+                unit_of_alloc[s as usize] = op.unit.unwrap_or(NONE);
+            }
+        }
+        // recompute the true last use (allocation may precede reads)
+        for (i, op) in g.ops.iter().enumerate() {
+            for &v in &op.inputs {
+                let s = g.storage_of(v) as usize;
+                last_use[s] = last_use[s].max(i as u32);
+            }
+        }
+        let mut units: Vec<UnitPlan> = Vec::new();
+        for (i, op) in g.ops.iter().enumerate() {
+            if let Some(u) = op.unit {
+                let u = u as usize;
+                if units.len() <= u {
+                    units.resize(u + 1, UnitPlan { first: i, last: i, recompute_frees: vec![] });
+                    units[u].first = i;
+                }
+                units[u].last = i;
+            }
+        }
+        // Saved storages: in a checkpointing unit nothing is kept but the unit's inputs.
+        for (i, op) in g.ops.iter().enumerate().rev() {
+            if !training || !op.recorded {
+                continue;
+            }
+            match op.unit {
+                None => {
+                    for &s in &op.saved {
+                        first_saver[s as usize] = i as u32;
+                    }
+                }
+                Some(u) => {
+                    let first = units[u as usize].first;
+                    for &v in &op.inputs {
+                        let s = g.storage_of(v) as usize;
+                        let from_outside = unit_of_alloc[s] != u || matches!(g.storages[s].class, StorageClass::Input);
+                        if from_outside && g.storages[s].class == StorageClass::Activation {
+                            // held by the checkpoint until the unit's backward is done
+                            first_saver[s] = first_saver[s].min(first as u32);
+                        }
+                    }
+                }
+            }
+        }
+        let mut fwd_frees = vec![Vec::new(); n_ops];
+        let mut bwd_frees = vec![Vec::new(); n_ops];
+        let mut end_of_forward_frees = Vec::new();
+        for s in 0..n_st {
+            let class = g.storages[s].class;
+            if !matches!(class, StorageClass::Activation | StorageClass::ParamCast) || s as StorageId == g.storage_of(g.output) {
+                continue;
+            }
+            if first_saver[s] != NONE {
+                bwd_frees[first_saver[s] as usize].push(s as StorageId);
+            } else if class == StorageClass::ParamCast {
+                end_of_forward_frees.push(s as StorageId);
+            } else if last_use[s] != NONE {
+                fwd_frees[last_use[s] as usize].push(s as StorageId);
+            }
+        }
+        // Recompute plan: within a unit, storages saved by the unit's ops stay until their saver's
+        // backward; the rest die at their last use inside the unit.
+        for unit in units.iter_mut() {
+            let mut saver = std::collections::HashMap::new();
+            for i in (unit.first..=unit.last).rev() {
+                let op = &g.ops[i];
+                if op.recorded {
+                    for &s in &op.saved {
+                        saver.insert(s, i);
+                    }
+                }
+            }
+            let mut frees = vec![Vec::new(); unit.last - unit.first + 1];
+            for i in unit.first..=unit.last {
+                for &s in &g.ops[i].allocs {
+                    if let Some(&j) = saver.get(&s) {
+                        bwd_frees[j].push(s);
+                    } else {
+                        let lu = (last_use[s as usize] as usize).clamp(i, unit.last);
+                        frees[lu - unit.first].push(s);
+                    }
+                }
+            }
+            unit.recompute_frees = frees;
+        }
+        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training }
+    }
+
+    /// Simulates one step at `batch` with the optimizer's persistent state and step temporaries.
+    pub fn simulate(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool) -> StepResult {
+        let mut sim = Sim::new(g, batch, record_timeline);
+        // persistent memory at the start of the step
+        for s in 0..g.storages.len() {
+            let cat = match g.storages[s].class {
+                StorageClass::Param => Cat::Parameters,
+                StorageClass::Buffer => Cat::Buffers,
+                StorageClass::Input => Cat::Input,
+                _ => continue,
+            };
+            sim.alloc(s as StorageId, cat);
+        }
+        sim.add_raw(Cat::OptimizerState, if self.training { opt.state } else { 0 });
+        self.forward(&mut sim);
+        if self.training {
+            self.backward(&mut sim);
+            sim.phase = Phase::Optimizer;
+            sim.layer = NONE;
+            sim.op = None;
+            sim.add_raw(Cat::Temporaries, opt.step_temporaries);
+            sim.sample();
+            sim.sub_raw(Cat::Temporaries, opt.step_temporaries);
+        }
+        sim.finish()
+    }
+
+    fn forward(&self, sim: &mut Sim) {
+        let g = sim.g;
+        sim.phase = Phase::Forward;
+        for (i, op) in g.ops.iter().enumerate() {
+            sim.op = Some(i as u32);
+            sim.layer = op.layer;
+            for &s in &op.allocs {
+                sim.alloc(s, Cat::Activations);
+            }
+            let scratch = op.fwd_scratch.at(sim.batch);
+            sim.add_raw(Cat::Temporaries, scratch);
+            sim.sample();
+            sim.sub_raw(Cat::Temporaries, scratch);
+            for &s in &self.fwd_frees[i] {
+                sim.free(s);
+            }
+            if op.recorded {
+                let saved: u64 = op.saved.iter().map(|&s| sim.storage_bytes(s)).sum();
+                sim.saved_by_op[i] = saved;
+            }
+        }
+        for &s in &self.end_of_forward_frees {
+            sim.free(s);
+        }
+        if !self.training {
+            sim.free(g.storage_of(g.output));
+        }
+    }
+
+    fn backward(&self, sim: &mut Sim) {
+        let g = sim.g;
+        sim.phase = Phase::Backward;
+        let mut grads = Grads::new(g);
+        grads.set(g.output, sim.new_grad(Lin { fixed: 4, per_sample: 0 }, false));
+        let mut unit_done = vec![false; self.units.len()];
+        for i in (0..g.ops.len()).rev() {
+            let op = &g.ops[i];
+            if !op.recorded {
+                continue;
+            }
+            sim.op = Some(i as u32);
+            sim.layer = op.layer;
+            if let Some(u) = op.unit {
+                let u = u as usize;
+                if !unit_done[u] {
+                    unit_done[u] = true;
+                    self.recompute(sim, u);
+                    sim.phase = Phase::Backward;
+                    sim.op = Some(i as u32);
+                    sim.layer = op.layer;
+                }
+            }
+            let has_grad = op.outputs.iter().any(|&o| grads.get(o).is_some());
+            let mut transient: Vec<usize> = Vec::new();
+            let mut new_param_grads: Vec<usize> = Vec::new();
+            if has_grad {
+                let out_grad = op.outputs.first().and_then(|&o| grads.get(o));
+                for &v in &op.inputs {
+                    let val = g.value(v);
+                    if !val.requires_grad {
+                        continue;
+                    }
+                    let is_param = g.storages[val.storage as usize].class == StorageClass::Param;
+                    let alias = op.grad == GradRule::Alias
+                        && out_grad.is_some_and(|og| sim.grads[og].bytes == val.bytes())
+                        && !is_param;
+                    match (grads.get(v), alias) {
+                        (None, true) => {
+                            let og = out_grad.unwrap_or(usize::MAX);
+                            sim.grads[og].refs += 1;
+                            grads.set(v, og);
+                        }
+                        (None, false) => {
+                            let id = sim.new_grad(val.bytes(), is_param);
+                            if is_param {
+                                new_param_grads.push(id);
+                            }
+                            grads.set(v, id);
+                        }
+                        (Some(_), true) => {}
+                        (Some(_), false) => transient.push(sim.new_grad(val.bytes(), false)),
+                    }
+                }
+            }
+            let scratch = if has_grad { op.bwd_scratch.at(sim.batch) } else { 0 };
+            sim.add_raw(Cat::Temporaries, scratch);
+            sim.sample();
+            sim.sub_raw(Cat::Temporaries, scratch);
+            for id in transient {
+                sim.release_grad(id);
+            }
+            // AccumulateGrad turns the new tensors into `.grad`s
+            for id in new_param_grads {
+                sim.promote_grad(id);
+            }
+            for &o in &op.outputs {
+                if let Some(id) = grads.take(o) {
+                    sim.release_grad(id);
+                }
+            }
+            for &s in &self.bwd_frees[i] {
+                sim.free(s);
+            }
+        }
+        // whatever the graph still holds is freed with it
+        for i in 0..g.ops.len() {
+            for &s in &self.fwd_frees[i] {
+                sim.free(s);
+            }
+            for &s in &self.bwd_frees[i] {
+                sim.free(s);
+            }
+        }
+        for id in 0..sim.grads.len() {
+            if !sim.grads[id].param && sim.grads[id].refs > 0 {
+                sim.grads[id].refs = 1;
+                sim.release_grad(id);
+            }
+        }
+    }
+
+    /// Re-runs a checkpointing unit's forward when backward first needs its saved tensors.
+    fn recompute(&self, sim: &mut Sim, u: usize) {
+        let g = sim.g;
+        let unit = &self.units[u];
+        for i in unit.first..=unit.last {
+            let op = &g.ops[i];
+            sim.op = Some(i as u32);
+            sim.layer = op.layer;
+            for &s in &op.allocs {
+                sim.alloc(s, Cat::Activations);
+            }
+            sim.sample();
+            for &s in &unit.recompute_frees[i - unit.first] {
+                sim.free(s);
+            }
+        }
+    }
+}
+
+struct Grads {
+    of_value: Vec<u32>,
+}
+
+impl Grads {
+    fn new(g: &Graph) -> Grads {
+        Grads { of_value: vec![NONE; g.values.len()] }
+    }
+    fn get(&self, v: ValueId) -> Option<usize> {
+        let id = self.of_value[v as usize];
+        (id != NONE).then_some(id as usize)
+    }
+    fn set(&mut self, v: ValueId, id: usize) {
+        self.of_value[v as usize] = id as u32;
+    }
+    fn take(&mut self, v: ValueId) -> Option<usize> {
+        let id = self.get(v);
+        self.of_value[v as usize] = NONE;
+        id
+    }
+}
+
+struct GradBuf {
+    bytes: Lin,
+    refs: u32,
+    param: bool,
+}
+
+struct Sim<'g> {
+    g: &'g Graph,
+    batch: u64,
+    live: Vec<bool>,
+    cat_of: Vec<Cat>,
+    grads: Vec<GradBuf>,
+    cur: Breakdown,
+    cur_reserved: u64,
+    cur_rounded: u64,
+    phase: Phase,
+    op: Option<u32>,
+    layer: u32,
+    peak: u64,
+    peak_phase: Phase,
+    peak_op: Option<u32>,
+    peak_breakdown: Breakdown,
+    peak_reserved: u64,
+    peak_rounded: u64,
+    phase_peaks: [u64; 3],
+    record: bool,
+    timeline: Vec<TimelinePoint>,
+    saved_by_op: Vec<u64>,
+}
+
+/// Rounding of the CUDA caching allocator: 512-byte blocks; large blocks in 2 MiB granules.
+pub fn round512(b: u64) -> u64 {
+    b.div_ceil(512).saturating_mul(512)
+}
+
+pub fn round_reserved(b: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    if b <= MIB {
+        round512(b)
+    } else {
+        b.div_ceil(2 * MIB).saturating_mul(2 * MIB)
+    }
+}
+
+impl<'g> Sim<'g> {
+    fn new(g: &'g Graph, batch: u64, record: bool) -> Self {
+        Sim {
+            g,
+            batch,
+            live: vec![false; g.storages.len()],
+            cat_of: vec![Cat::Activations; g.storages.len()],
+            grads: Vec::new(),
+            cur: Breakdown::default(),
+            cur_reserved: 0,
+            cur_rounded: 0,
+            phase: Phase::Forward,
+            op: None,
+            layer: NONE,
+            peak: 0,
+            peak_phase: Phase::Forward,
+            peak_op: None,
+            peak_breakdown: Breakdown::default(),
+            peak_reserved: 0,
+            peak_rounded: 0,
+            phase_peaks: [0; 3],
+            record,
+            timeline: Vec::new(),
+            saved_by_op: vec![0; g.ops.len()],
+        }
+    }
+
+    fn storage_bytes(&self, s: StorageId) -> u64 {
+        self.g.storages[s as usize].bytes.at(self.batch)
+    }
+
+    fn add_raw(&mut self, c: Cat, b: u64) {
+        let slot = self.cur.slot(c);
+        *slot = slot.saturating_add(b);
+        self.cur_reserved = self.cur_reserved.saturating_add(round_reserved(b));
+        self.cur_rounded = self.cur_rounded.saturating_add(round512(b));
+    }
+
+    fn sub_raw(&mut self, c: Cat, b: u64) {
+        let slot = self.cur.slot(c);
+        *slot = slot.saturating_sub(b);
+        self.cur_reserved = self.cur_reserved.saturating_sub(round_reserved(b));
+        self.cur_rounded = self.cur_rounded.saturating_sub(round512(b));
+    }
+
+    fn alloc(&mut self, s: StorageId, c: Cat) {
+        if std::mem::replace(&mut self.live[s as usize], true) {
+            return;
+        }
+        self.cat_of[s as usize] = c;
+        let b = self.storage_bytes(s);
+        self.add_raw(c, b);
+    }
+
+    fn free(&mut self, s: StorageId) {
+        if !std::mem::replace(&mut self.live[s as usize], false) {
+            return;
+        }
+        let b = self.storage_bytes(s);
+        let c = self.cat_of[s as usize];
+        self.sub_raw(c, b);
+    }
+
+    fn new_grad(&mut self, bytes: Lin, param: bool) -> usize {
+        self.grads.push(GradBuf { bytes, refs: 1, param });
+        // a parameter's gradient counts as a temporary until AccumulateGrad makes it `.grad`
+        self.add_raw(Cat::Temporaries, bytes.at(self.batch));
+        self.grads.len() - 1
+    }
+
+    fn promote_grad(&mut self, id: usize) {
+        let b = self.grads[id].bytes.at(self.batch);
+        let t = self.cur.slot(Cat::Temporaries);
+        *t = t.saturating_sub(b);
+        let gr = self.cur.slot(Cat::Gradients);
+        *gr = gr.saturating_add(b);
+    }
+
+    fn release_grad(&mut self, id: usize) {
+        if id >= self.grads.len() || self.grads[id].param {
+            return;
+        }
+        let buf = &mut self.grads[id];
+        if buf.refs == 0 {
+            return;
+        }
+        buf.refs -= 1;
+        if buf.refs == 0 {
+            let b = buf.bytes.at(self.batch);
+            self.sub_raw(Cat::Temporaries, b);
+        }
+    }
+
+    fn sample(&mut self) {
+        let total = self.cur.total();
+        let pi = self.phase as usize;
+        self.phase_peaks[pi] = self.phase_peaks[pi].max(total);
+        if total > self.peak {
+            self.peak = total;
+            self.peak_phase = self.phase;
+            self.peak_op = self.op;
+            self.peak_breakdown = self.cur;
+        }
+        self.peak_reserved = self.peak_reserved.max(self.cur_reserved);
+        self.peak_rounded = self.peak_rounded.max(self.cur_rounded);
+        if self.record {
+            self.timeline.push(TimelinePoint { phase: self.phase, layer: self.layer, bytes: total });
+        }
+    }
+
+    fn finish(self) -> StepResult {
+        StepResult {
+            peak: self.peak,
+            peak_phase: self.peak_phase,
+            peak_op: self.peak_op,
+            breakdown: self.peak_breakdown,
+            peak_reserved: self.peak_reserved,
+            peak_rounded512: self.peak_rounded,
+            phase_peaks: self.phase_peaks,
+            timeline: self.timeline,
+            saved_by_op: self.saved_by_op,
+        }
+    }
+}

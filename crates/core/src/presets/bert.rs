@@ -1,0 +1,116 @@
+//! Hugging Face `BertModel` / `BertForSequenceClassification` (transformers 5), written as specs:
+//! embeddings (word + token type, `+=` positions, LayerNorm, dropout), post-norm encoder layers
+//! with exact GELU, the tanh pooler over `[CLS]`, and optionally dropout + a classifier.
+
+use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
+use crate::layer::embedding::{Embedding, PositionalEmbedding};
+use crate::layer::norm::LayerNorm;
+use crate::spec::{InputDType, InputSpec, Layer, ModelSpec};
+use serde_json::json;
+
+/// The `config.json` fields a BERT spec needs. `Default` is BERT-base
+/// (<https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json>).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BertConfig {
+    pub vocab_size: u64,
+    pub hidden_size: u64,
+    pub num_hidden_layers: u64,
+    pub num_attention_heads: u64,
+    pub intermediate_size: u64,
+    pub max_position_embeddings: u64,
+    pub type_vocab_size: u64,
+    pub hidden_dropout_prob: f64,
+    pub attention_probs_dropout_prob: f64,
+    pub layer_norm_eps: f64,
+    pub hidden_act: FfnActivation,
+    pub num_labels: u64,
+    pub seq_len: u64,
+}
+
+impl BertConfig {
+    pub fn base() -> Self {
+        BertConfig {
+            vocab_size: 30522,
+            hidden_size: 768,
+            num_hidden_layers: 12,
+            num_attention_heads: 12,
+            intermediate_size: 3072,
+            max_position_embeddings: 512,
+            type_vocab_size: 2,
+            hidden_dropout_prob: 0.1,
+            attention_probs_dropout_prob: 0.1,
+            layer_norm_eps: 1e-12,
+            hidden_act: FfnActivation::Gelu,
+            num_labels: 2,
+            seq_len: 128,
+        }
+    }
+
+    /// BERT-large (<https://huggingface.co/google-bert/bert-large-uncased/blob/main/config.json>).
+    pub fn large() -> Self {
+        BertConfig { hidden_size: 1024, num_hidden_layers: 24, num_attention_heads: 16, intermediate_size: 4096, ..Self::base() }
+    }
+}
+
+impl Default for BertConfig {
+    fn default() -> Self {
+        Self::base()
+    }
+}
+
+/// `BertModel` (with pooler), or `BertForSequenceClassification` when `classifier`.
+pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
+    let d = c.hidden_size;
+    let mut layers = vec![
+        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: d, padding_idx: Some(0) }),
+        Layer::PositionalEmbedding(PositionalEmbedding {
+            num_embeddings: c.type_vocab_size,
+            embedding_dim: d,
+            per_sample: true,
+            index_buffer: c.max_position_embeddings,
+            inplace: false,
+        }),
+        Layer::PositionalEmbedding(PositionalEmbedding {
+            num_embeddings: c.max_position_embeddings,
+            embedding_dim: d,
+            per_sample: false,
+            index_buffer: c.max_position_embeddings,
+            inplace: true,
+        }),
+        Layer::LayerNorm(LayerNorm { normalized_shape: d, eps: c.layer_norm_eps, elementwise_affine: true, bias: true }),
+        serde_json::from_value(json!({"kind": "dropout", "p": c.hidden_dropout_prob})).ok()?,
+        Layer::Repeat {
+            times: c.num_hidden_layers,
+            body: vec![Layer::TransformerEncoderLayer(TransformerLayer {
+                d_model: d,
+                nhead: c.num_attention_heads,
+                dim_feedforward: c.intermediate_size,
+                dropout: c.hidden_dropout_prob,
+                attention_dropout: Some(c.attention_probs_dropout_prob),
+                activation: c.hidden_act,
+                layer_norm_eps: c.layer_norm_eps,
+                norm_first: false,
+                bias: true,
+                norm: NormKind::LayerNorm,
+                gated_mlp: false,
+                num_kv_heads: None,
+                rotary: false,
+                fused_qkv: false,
+            })],
+        },
+        serde_json::from_value(json!({"kind": "select_token", "index": 0})).ok()?,
+        serde_json::from_value(json!({"kind": "linear", "in_features": d, "out_features": d})).ok()?,
+        Layer::Tanh,
+    ];
+    if classifier {
+        layers.push(serde_json::from_value(json!({"kind": "dropout", "p": c.hidden_dropout_prob})).ok()?);
+        layers.push(serde_json::from_value(json!({"kind": "linear", "in_features": d, "out_features": c.num_labels})).ok()?);
+    }
+    Some(ModelSpec {
+        version: crate::spec::SPEC_VERSION,
+        name: Some(if classifier { "BertForSequenceClassification" } else { "BertModel" }.to_string()),
+        input: InputSpec { shape: vec![c.seq_len], dtype: InputDType::Int64, vocab_size: Some(c.vocab_size) },
+        layers,
+        loss: Default::default(),
+    })
+}

@@ -1,0 +1,83 @@
+//! Built-in models as plain constructors of [`ModelSpec`]s (candle's `models/*` style).
+//! Parameter counts equal PyTorch's exactly (tested in `tests/presets.rs`).
+
+mod bert;
+mod resnet;
+mod vgg;
+
+use crate::error::{Error, Result};
+use crate::spec::ModelSpec;
+use serde::Serialize;
+
+pub use bert::{bert, BertConfig};
+pub use resnet::resnet;
+pub use vgg::vgg;
+
+/// How the app groups presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Cnn,
+    Transformer,
+    Rnn,
+}
+
+/// A preset's id (as the CLI and share links name it) and what the app shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PresetInfo {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub family: Family,
+    /// Sequence length used when none is given (token models).
+    pub default_seq_len: Option<u64>,
+}
+
+const fn cnn(id: &'static str, title: &'static str) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Cnn, default_seq_len: None }
+}
+const fn tf(id: &'static str, title: &'static str, seq: u64) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Transformer, default_seq_len: Some(seq) }
+}
+
+pub const PRESETS: &[PresetInfo] = &[
+    cnn("resnet18", "ResNet-18 (torchvision)"),
+    cnn("resnet34", "ResNet-34 (torchvision)"),
+    cnn("resnet50", "ResNet-50 (torchvision)"),
+    cnn("resnet101", "ResNet-101 (torchvision)"),
+    cnn("resnet152", "ResNet-152 (torchvision)"),
+    cnn("vgg11", "VGG-11 (torchvision)"),
+    cnn("vgg13", "VGG-13 (torchvision)"),
+    cnn("vgg16", "VGG-16 (torchvision)"),
+    cnn("vgg19", "VGG-19 (torchvision)"),
+    cnn("vgg11_bn", "VGG-11 with BatchNorm"),
+    cnn("vgg13_bn", "VGG-13 with BatchNorm"),
+    cnn("vgg16_bn", "VGG-16 with BatchNorm"),
+    cnn("vgg19_bn", "VGG-19 with BatchNorm"),
+    tf("bert-base", "BERT-base (BertModel)", 128),
+    tf("bert-large", "BERT-large (BertModel)", 128),
+    tf("bert-base-seqcls", "BERT-base for sequence classification", 128),
+    tf("bert-large-seqcls", "BERT-large for sequence classification", 128),
+];
+
+/// All presets, in menu order.
+pub fn list() -> &'static [PresetInfo] {
+    PRESETS
+}
+
+pub fn info(id: &str) -> Option<&'static PresetInfo> {
+    PRESETS.iter().find(|p| p.id == id)
+}
+
+/// Builds the spec of preset `id`.
+pub fn build(id: &str) -> Result<ModelSpec> {
+    let spec = match id {
+        "resnet18" | "resnet34" | "resnet50" | "resnet101" | "resnet152" => resnet(id),
+        "vgg11" | "vgg13" | "vgg16" | "vgg19" | "vgg11_bn" | "vgg13_bn" | "vgg16_bn" | "vgg19_bn" => vgg(id),
+        "bert-base" => bert(&BertConfig::base(), false),
+        "bert-large" => bert(&BertConfig::large(), false),
+        "bert-base-seqcls" => bert(&BertConfig::base(), true),
+        "bert-large-seqcls" => bert(&BertConfig::large(), true),
+        _ => None,
+    };
+    spec.ok_or_else(|| Error::UnknownPreset(id.to_string()))
+}

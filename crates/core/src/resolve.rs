@@ -1,0 +1,286 @@
+//! Spec → resolved model: shape inference through every layer and lowering to the op graph.
+//! Errors name the layer's path (`layers[3].body[1]`), its kind and what did not fit.
+
+use crate::error::{Error, Result};
+use crate::graph::{Graph, ValueId};
+use crate::lower::{Builder, LowerOptions};
+use crate::spec::{InputDType, Join, Layer, Loss, ModelSpec};
+use crate::units::{DType, Shape};
+use serde::{Deserialize, Serialize};
+
+/// Limits that keep an absurd spec from exhausting memory or time (a clear error instead).
+pub const MAX_OPS: usize = 2_000_000;
+pub const MAX_LAYERS: u64 = 200_000;
+
+/// One row of the per-layer table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerInfo {
+    /// `layers[3].body[1]`.
+    pub path: String,
+    pub kind: String,
+    /// Nesting depth (0 for top-level layers).
+    pub depth: u32,
+    /// Per-sample output shape (no batch dimension).
+    pub output_shape: Shape,
+    /// Parameters this layer owns (a block: its whole body).
+    pub params: u64,
+    /// Output elements per sample (the cs231n "memory" column).
+    pub activation_values: u64,
+    /// Whether this row is a block (its children follow it).
+    pub block: bool,
+}
+
+/// The resolved model for one set of lowering options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub graph: Graph,
+    pub layers: Vec<LayerInfo>,
+    /// The model's output value (before the loss).
+    pub model_output: ValueId,
+    pub input_shape: Shape,
+}
+
+/// Resolves `spec` with an optional sequence-length override for token/sequence inputs.
+pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Result<Resolved> {
+    let mut shape = spec.input.shape.clone();
+    if shape.is_empty() {
+        return Err(Error::Input("`shape` needs at least one dimension (without the batch)".into()));
+    }
+    if shape.iter().any(|&d| d == 0) {
+        return Err(Error::Input(format!("every dimension must be at least 1, got {:?}", shape)));
+    }
+    if let Some(s) = seq_len {
+        if s == 0 {
+            return Err(Error::Config("sequence length must be at least 1".into()));
+        }
+        if spec.input.dtype == InputDType::Int64 || shape.len() == 2 {
+            shape[0] = s;
+        }
+    }
+    let input_shape = Shape(shape);
+    if input_shape.numel() >= 1 << 40 {
+        return Err(Error::TooLarge(format!("an input of {} values per sample", input_shape.numel())));
+    }
+    let mut b = Builder::new(opts);
+    let dtype = match spec.input.dtype {
+        InputDType::Int64 => DType::I64,
+        InputDType::Float32 => b.float_dtype(),
+    };
+    let x = b.input(input_shape.clone(), dtype);
+    let mut r = Resolver { b, layers: Vec::new(), count: 0 };
+    let out = r.sequence(&spec.layers, x, "layers", 0)?;
+    let loss = if opts.training { r.loss(spec.loss, out)? } else { out };
+    let mut graph = r.b.g;
+    graph.output = loss;
+    Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
+}
+
+struct Resolver {
+    b: Builder,
+    layers: Vec<LayerInfo>,
+    count: u64,
+}
+
+impl Resolver {
+    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+        for (i, layer) in layers.iter().enumerate() {
+            x = self.layer(layer, x, &format!("{path}[{i}]"), depth)?;
+        }
+        Ok(x)
+    }
+
+    fn layer(&mut self, layer: &Layer, x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+        self.count += 1;
+        if self.count > MAX_LAYERS || self.b.g.ops.len() > MAX_OPS {
+            return Err(Error::TooLarge(format!(
+                "the model has more than {MAX_LAYERS} layers or {MAX_OPS} ops (at {path})"
+            )));
+        }
+        let row = self.layers.len();
+        self.layers.push(LayerInfo {
+            path: path.to_string(),
+            kind: layer.kind().to_string(),
+            depth,
+            output_shape: Shape::default(),
+            params: 0,
+            activation_values: 0,
+            block: false,
+        });
+        let params_before = self.b.g.param_numel();
+        self.b.set_layer(row as u32);
+        let err = |message: String| Error::Layer { path: path.to_string(), kind: layer.kind().to_string(), message };
+        let b = &mut self.b;
+        let out = match layer {
+            Layer::Linear(l) => l.lower(b, x).map_err(err)?,
+            Layer::Conv1d(l) => l.lower(b, x).map_err(err)?,
+            Layer::Conv2d(l) => l.lower(b, x).map_err(err)?,
+            Layer::ConvTranspose2d(l) => l.lower(b, x).map_err(err)?,
+            Layer::BatchNorm1d(l) => l.lower(b, x, false).map_err(err)?,
+            Layer::BatchNorm2d(l) => l.lower(b, x, true).map_err(err)?,
+            Layer::LayerNorm(l) => l.lower(b, x).map_err(err)?,
+            Layer::GroupNorm(l) => l.lower(b, x).map_err(err)?,
+            Layer::RmsNorm(l) => l.lower(b, x).map_err(err)?,
+            Layer::Relu(l) => l.lower(b, x).map_err(err)?,
+            Layer::LeakyRelu(l) => l.lower(b, x).map_err(err)?,
+            Layer::Gelu(l) => l.lower(b, x).map_err(err)?,
+            Layer::Silu(l) => l.lower(b, x).map_err(err)?,
+            Layer::Tanh => crate::layer::activation::unary(b, "tanh", x, crate::layer::activation::Saves::Output),
+            Layer::Sigmoid => crate::layer::activation::unary(b, "sigmoid", x, crate::layer::activation::Saves::Output),
+            Layer::Softmax(l) => l.lower(b, x).map_err(err)?,
+            Layer::Dropout(l) => l.lower(b, x).map_err(err)?,
+            Layer::MaxPool2d(l) => l.lower(b, x).map_err(err)?,
+            Layer::AvgPool2d(l) => l.lower(b, x).map_err(err)?,
+            Layer::AdaptiveAvgPool2d(l) => l.lower(b, x).map_err(err)?,
+            Layer::Flatten(l) => l.lower(b, x).map_err(err)?,
+            Layer::Transpose(l) => l.lower(b, x).map_err(err)?,
+            Layer::SelectToken(l) => l.lower(b, x).map_err(err)?,
+            Layer::Embedding(l) => l.lower(b, x).map_err(err)?,
+            Layer::PositionalEmbedding(l) => l.lower(b, x).map_err(err)?,
+            Layer::ClsToken(l) => l.lower(b, x).map_err(err)?,
+            Layer::Lstm(l) => l.lower(b, x, 4).map_err(err)?,
+            Layer::Gru(l) => l.lower(b, x, 3).map_err(err)?,
+            Layer::Rnn(l) => l.lower(b, x, 1).map_err(err)?,
+            Layer::MultiheadAttention(l) => l.lower(b, x).map_err(err)?,
+            Layer::GatedMlp(l) => l.lower(b, x).map_err(err)?,
+            Layer::TransformerEncoderLayer(l) => self.unit(|b| l.lower(b, x, false)).map_err(err)?,
+            Layer::TransformerDecoderLayer(l) => self.unit(|b| l.lower(b, x, true)).map_err(err)?,
+            Layer::Sequential { layers, checkpoint } => {
+                self.layers[row].block = true;
+                let opened = *checkpoint && self.b.begin_unit();
+                let out = self.sequence(layers, x, &format!("{path}.layers"), depth + 1);
+                if opened {
+                    self.b.end_unit();
+                }
+                out?
+            }
+            Layer::Residual { body, shortcut, inplace } => {
+                self.layers[row].block = true;
+                let y = self.sequence(body, x, &format!("{path}.body"), depth + 1)?;
+                let s = match shortcut {
+                    Some(sc) => self.sequence(sc, x, &format!("{path}.shortcut"), depth + 1)?,
+                    None => x,
+                };
+                let (ys, ss) = (self.b.shape(y).clone(), self.b.shape(s).clone());
+                if ys != ss {
+                    return Err(err(format!("body output {ys} does not match shortcut output {ss}")));
+                }
+                self.b.set_layer(row as u32);
+                if *inplace && self.b.g.storages[self.b.g.storage_of(y) as usize].class == crate::graph::StorageClass::Activation {
+                    self.b.inplace("add_", y, Some(s), false, crate::graph::GradRule::Alias)
+                } else {
+                    crate::layer::activation::add(&mut self.b, y, s)
+                }
+            }
+            Layer::Repeat { times, body } => {
+                self.layers[row].block = true;
+                if *times == 0 {
+                    return Err(err("`times` must be at least 1".into()));
+                }
+                if times.saturating_mul(body.len().max(1) as u64) > MAX_LAYERS {
+                    return Err(Error::TooLarge(format!("{path} repeats {} layers {times} times", body.len())));
+                }
+                let mut y = x;
+                for i in 0..*times {
+                    let opened = self.b.begin_unit();
+                    let r = self.sequence(body, y, &format!("{path}.body#{i}"), depth + 1);
+                    if opened {
+                        self.b.end_unit();
+                    }
+                    y = r?;
+                }
+                y
+            }
+            Layer::Parallel { branches, join } => {
+                self.layers[row].block = true;
+                if branches.is_empty() {
+                    return Err(err("needs at least one branch".into()));
+                }
+                let mut outs = Vec::new();
+                for (i, br) in branches.iter().enumerate() {
+                    outs.push(self.sequence(br, x, &format!("{path}.branches[{i}]"), depth + 1)?);
+                }
+                self.b.set_layer(row as u32);
+                self.join(&outs, *join).map_err(err)?
+            }
+        };
+        let shape = self.b.shape(out).clone();
+        let params = self.b.g.param_numel() - params_before;
+        let info = &mut self.layers[row];
+        info.activation_values = shape.numel();
+        info.output_shape = shape;
+        info.params = params;
+        Ok(out)
+    }
+
+    /// Lowers a transformer layer as one checkpointing unit.
+    fn unit<T>(&mut self, f: impl FnOnce(&mut Builder) -> T) -> T {
+        let opened = self.b.begin_unit();
+        let out = f(&mut self.b);
+        if opened {
+            self.b.end_unit();
+        }
+        out
+    }
+
+    fn join(&mut self, outs: &[ValueId], join: Join) -> std::result::Result<ValueId, String> {
+        let first = self.b.shape(outs[0]).clone();
+        match join {
+            Join::Add => {
+                let mut acc = outs[0];
+                for &o in &outs[1..] {
+                    if self.b.shape(o) != &first {
+                        return Err(format!("branch outputs {} and {} cannot be added", first, self.b.shape(o)));
+                    }
+                    acc = crate::layer::activation::add(&mut self.b, acc, o);
+                }
+                Ok(acc)
+            }
+            Join::Concat => {
+                let mut channels = 0u64;
+                for &o in outs {
+                    let s = self.b.shape(o);
+                    if s.rank() != first.rank() || s.0[1..] != first.0[1..] {
+                        return Err(format!("branch outputs {} and {} differ beyond the channel dimension", first, s));
+                    }
+                    channels = channels.saturating_add(s.0[0]);
+                }
+                let mut shape = first.0.clone();
+                shape[0] = channels;
+                let (ins, dt) = self.b.autocast(crate::lower::CastPolicy::Promote, outs);
+                Ok(self.b.op("cat", &ins, &[(Shape(shape), dt)], &[], false, &[], crate::graph::GradRule::Alloc)[0])
+            }
+        }
+    }
+
+    /// The loss: `cross_entropy` = `log_softmax` (saved, N×C) + `nll_loss`; or `mse_loss`.
+    fn loss(&mut self, loss: Loss, out: ValueId) -> Result<ValueId> {
+        let b = &mut self.b;
+        b.set_layer(self.layers.len().saturating_sub(1) as u32);
+        let shape = b.shape(out).clone();
+        let scalar = Shape::new([]);
+        Ok(match loss {
+            Loss::CrossEntropy => {
+                let rows = Shape::new([shape.numel() / shape.last().max(1)]);
+                let target = b.input(rows, DType::I64);
+                let (ins, dt) = b.autocast(crate::lower::CastPolicy::Fp32, &[out]);
+                let logp = b.op("log_softmax", &ins, &[(shape, dt)], &[], true, &[], crate::graph::GradRule::Alloc)[0];
+                let l = b.op("nll_loss", &[logp, target], &[(scalar, DType::F32)], &[logp], false, &[], crate::graph::GradRule::Alloc)[0];
+                unbatch(b, l)
+            }
+            Loss::Mse => {
+                let target = b.input(shape, b.dtype(out));
+                let (ins, _) = b.autocast(crate::lower::CastPolicy::Fp32, &[out, target]);
+                let l = b.op("mse_loss", &ins, &[(scalar, DType::F32)], &ins, false, &[], crate::graph::GradRule::Alloc)[0];
+                unbatch(b, l)
+            }
+        })
+    }
+}
+
+/// A reduced loss is one scalar for the whole batch, not one per sample.
+fn unbatch(b: &mut Builder, v: ValueId) -> ValueId {
+    let s = b.g.storage_of(v) as usize;
+    b.g.values[v as usize].batched = false;
+    b.g.storages[s].bytes = b.g.values[v as usize].bytes();
+    v
+}

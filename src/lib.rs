@@ -1,0 +1,1 @@
+//! vramcalc web app (Yew).
