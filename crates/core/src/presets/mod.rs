@@ -2,6 +2,9 @@
 //! Parameter counts equal PyTorch's exactly (tested in `tests/presets.rs`).
 
 mod bert;
+mod gpt2;
+mod inception;
+mod lstm;
 mod resnet;
 mod vgg;
 
@@ -10,6 +13,9 @@ use crate::spec::ModelSpec;
 use serde::Serialize;
 
 pub use bert::{bert, BertConfig};
+pub use gpt2::{gpt2, Gpt2Config};
+pub use inception::inception_v3;
+pub use lstm::{lstm_lm, LstmLmConfig};
 pub use resnet::resnet;
 pub use vgg::vgg;
 
@@ -35,6 +41,9 @@ pub struct PresetInfo {
 const fn cnn(id: &'static str, title: &'static str) -> PresetInfo {
     PresetInfo { id, title, family: Family::Cnn, default_seq_len: None }
 }
+const fn rnn(id: &'static str, title: &'static str, seq: u64) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Rnn, default_seq_len: Some(seq) }
+}
 const fn tf(id: &'static str, title: &'static str, seq: u64) -> PresetInfo {
     PresetInfo { id, title, family: Family::Transformer, default_seq_len: Some(seq) }
 }
@@ -53,10 +62,13 @@ pub const PRESETS: &[PresetInfo] = &[
     cnn("vgg13_bn", "VGG-13 with BatchNorm"),
     cnn("vgg16_bn", "VGG-16 with BatchNorm"),
     cnn("vgg19_bn", "VGG-19 with BatchNorm"),
+    cnn("inception_v3", "Inception v3 with aux classifier (torchvision)"),
     tf("bert-base", "BERT-base (BertModel)", 128),
     tf("bert-large", "BERT-large (BertModel)", 128),
     tf("bert-base-seqcls", "BERT-base for sequence classification", 128),
     tf("bert-large-seqcls", "BERT-large for sequence classification", 128),
+    tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024),
+    rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35),
 ];
 
 /// All presets, in menu order.
@@ -77,6 +89,9 @@ pub fn build(id: &str) -> Result<ModelSpec> {
         "bert-large" => bert(&BertConfig::large(), false),
         "bert-base-seqcls" => bert(&BertConfig::base(), true),
         "bert-large-seqcls" => bert(&BertConfig::large(), true),
+        "inception_v3" => Some(inception_v3(true)),
+        "gpt2" => gpt2(&Gpt2Config::default(), true),
+        "lstm-ptb" => lstm_lm(&LstmLmConfig::default()),
         _ => None,
     };
     spec.ok_or_else(|| Error::UnknownPreset(id.to_string()))

@@ -1,0 +1,173 @@
+//! Every preset's parameter count equals PyTorch's exactly (torchvision / transformers
+//! `sum(p.numel() for p in model.parameters())`, tied weights counted once), every preset
+//! resolves and round-trips through JSON, and VGG16's per-layer shapes match the cs231n table.
+
+use vramcalc_core::presets::{self, inception_v3};
+use vramcalc_core::{ModelSpec, Prepared, TrainConfig};
+
+fn params(spec: &ModelSpec) -> u64 {
+    let cfg = TrainConfig { batch: 1, ..TrainConfig::default() };
+    Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate().params
+}
+
+fn preset_params(id: &str) -> u64 {
+    params(&presets::build(id).unwrap_or_else(|e| panic!("{id}: {e}")))
+}
+
+#[test]
+fn torchvision_counts() {
+    for (id, n) in [
+        ("resnet18", 11_689_512),
+        ("resnet34", 21_797_672),
+        ("resnet50", 25_557_032),
+        ("resnet101", 44_549_160),
+        ("resnet152", 60_192_808),
+        ("vgg11", 132_863_336),
+        ("vgg13", 133_047_848),
+        ("vgg16", 138_357_544),
+        ("vgg19", 143_667_240),
+        ("vgg11_bn", 132_868_840),
+        ("vgg13_bn", 133_053_736),
+        ("vgg16_bn", 138_365_992),
+        ("vgg19_bn", 143_678_248),
+        ("inception_v3", 27_161_264),
+    ] {
+        assert_eq!(preset_params(id), n, "{id}");
+    }
+}
+
+#[test]
+fn inception_v3_without_aux_classifier() {
+    // AuxLogits: conv0 768·128 + BN 2·128, conv1 128·768·5·5 + BN 2·768, fc 768·1000 + 1000
+    // = 3,326,696 = 27,161,264 − 23,834,568.
+    assert_eq!(params(&inception_v3(false)), 23_834_568);
+    let with = presets::build("inception_v3").unwrap();
+    let out = Prepared::new(&with, &TrainConfig { batch: 2, ..Default::default() }).unwrap().estimate();
+    let last = out.layers.iter().filter(|l| l.info.depth == 0).last().unwrap();
+    assert_eq!(last.info.output_shape.0, vec![1000]);
+}
+
+#[test]
+fn transformer_counts() {
+    for (id, n) in [
+        ("bert-base", 109_482_240),
+        ("bert-large", 335_141_888),
+        ("bert-base-seqcls", 109_483_778),
+        ("bert-large-seqcls", 335_143_938),
+        // GPT2LMHeadModel: lm_head shares wte's weight, so it adds nothing.
+        ("gpt2", 124_439_808),
+    ] {
+        assert_eq!(preset_params(id), n, "{id}");
+    }
+}
+
+#[test]
+fn bert_base_without_pooler() {
+    // The pooler is Linear(768, 768): 768·768 + 768 = 590,592.
+    assert_eq!(109_482_240 - (768 * 768 + 768), 108_891_648);
+    let mut spec = presets::build("bert-base").unwrap();
+    let n = spec.layers.len();
+    assert_eq!(spec.layers[n - 1].kind(), "tanh");
+    spec.layers.truncate(n - 3); // select_token, linear, tanh
+    assert_eq!(params(&spec), 108_891_648);
+}
+
+#[test]
+fn lstm_ptb_medium_count() {
+    // encoder Embedding(10000, 650):                       6,500,000
+    // LSTM(650, 650, 2): per layer w_ih 4·650·650 + w_hh 4·650·650 + b_ih 4·650 + b_hh 4·650
+    //                  = 1,690,000 + 1,690,000 + 2,600 + 2,600 = 3,385,200; × 2 = 6,770,400
+    // decoder Linear(650, 10000): weight tied to the encoder, bias  10,000
+    // total                                                    13,280,400
+    assert_eq!(10_000 * 650 + 2 * (2 * 4 * 650 * 650 + 2 * 4 * 650) + 10_000, 13_280_400);
+    assert_eq!(preset_params("lstm-ptb"), 13_280_400);
+    let spec = presets::build("lstm-ptb").unwrap();
+    assert_eq!(spec.input.shape, vec![35]);
+    assert_eq!(spec.input.vocab_size, Some(10_000));
+}
+
+#[test]
+fn gpt2_is_causal_prenorm_and_tied() {
+    let spec = presets::build("gpt2").unwrap();
+    let json = serde_json::to_value(&spec).unwrap();
+    let layer = &json["layers"][3]["body"][0];
+    assert_eq!(layer["kind"], "transformer_decoder_layer");
+    assert_eq!(layer["norm_first"], true);
+    assert_eq!(layer["fused_qkv"], true);
+    assert_eq!(layer["activation"], "gelu_new");
+    let head = json["layers"].as_array().unwrap().last().unwrap();
+    assert_eq!(head["tied_weight"], true);
+    // logits per token over the vocabulary
+    let out = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(16), ..Default::default() }).unwrap().estimate();
+    assert_eq!(out.layers.iter().filter(|l| l.info.depth == 0).last().unwrap().info.output_shape.0, vec![16, 50257]);
+}
+
+#[test]
+fn every_preset_resolves_and_round_trips_through_json() {
+    for p in presets::list() {
+        let spec = presets::build(p.id).unwrap_or_else(|e| panic!("{}: {e}", p.id));
+        let text = spec.to_json_pretty();
+        let back = ModelSpec::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", p.id));
+        assert_eq!(back, spec, "{} does not round-trip", p.id);
+        let compact: ModelSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(compact, spec);
+        assert!(params(&spec) > 0, "{}", p.id);
+    }
+    assert!(presets::build("resnet9000").is_err());
+}
+
+#[test]
+fn preset_ids_are_the_issue_list() {
+    let ids: Vec<&str> = presets::list().iter().map(|p| p.id).collect();
+    for id in [
+        "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn",
+        "vgg13_bn", "vgg16_bn", "vgg19_bn", "inception_v3", "bert-base", "bert-large", "bert-base-seqcls",
+        "bert-large-seqcls", "lstm-ptb", "gpt2",
+    ] {
+        assert!(ids.contains(&id), "missing preset {id}");
+    }
+}
+
+/// cs231n "CNNs in practice" VGGNet table: per-image activation counts of every row.
+#[test]
+fn vgg16_layer_shapes_match_cs231n() {
+    let spec = presets::build("vgg16").unwrap();
+    let est = Prepared::new(&spec, &TrainConfig { batch: 1, ..Default::default() }).unwrap().estimate();
+    let rows: Vec<_> = est
+        .layers
+        .iter()
+        .filter(|l| matches!(l.info.kind.as_str(), "conv2d" | "max_pool2d" | "linear"))
+        .map(|l| (l.info.kind.as_str(), l.info.output_shape.0.clone(), l.info.activation_values))
+        .collect();
+    let expected: Vec<(&str, Vec<u64>)> = vec![
+        ("conv2d", vec![64, 224, 224]),
+        ("conv2d", vec![64, 224, 224]),
+        ("max_pool2d", vec![64, 112, 112]),
+        ("conv2d", vec![128, 112, 112]),
+        ("conv2d", vec![128, 112, 112]),
+        ("max_pool2d", vec![128, 56, 56]),
+        ("conv2d", vec![256, 56, 56]),
+        ("conv2d", vec![256, 56, 56]),
+        ("conv2d", vec![256, 56, 56]),
+        ("max_pool2d", vec![256, 28, 28]),
+        ("conv2d", vec![512, 28, 28]),
+        ("conv2d", vec![512, 28, 28]),
+        ("conv2d", vec![512, 28, 28]),
+        ("max_pool2d", vec![512, 14, 14]),
+        ("conv2d", vec![512, 14, 14]),
+        ("conv2d", vec![512, 14, 14]),
+        ("conv2d", vec![512, 14, 14]),
+        ("max_pool2d", vec![512, 7, 7]),
+        ("linear", vec![4096]),
+        ("linear", vec![4096]),
+        ("linear", vec![1000]),
+    ];
+    assert_eq!(rows.len(), expected.len());
+    for (i, ((kind, shape, values), (ek, es))) in rows.iter().zip(&expected).enumerate() {
+        assert_eq!((*kind, shape), (*ek, es), "row {i}");
+        assert_eq!(*values, es.iter().product::<u64>(), "row {i}");
+    }
+    let input: u64 = 3 * 224 * 224; // the INPUT row: 150,528
+    let total = input + rows.iter().map(|r| r.2).sum::<u64>();
+    assert_eq!(total, 15_237_608);
+}
