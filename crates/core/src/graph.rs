@@ -111,6 +111,9 @@ pub struct Graph {
     pub output: ValueId,
     /// Parameter values in creation order (for optimizer state and step temporaries).
     pub params: Vec<ValueId>,
+    /// `(storage, op)`: the storage stays alive at least until forward op `op` (a Python variable
+    /// or a module's caller still refers to it).
+    pub holds: Vec<(StorageId, u32)>,
 }
 
 impl Graph {

@@ -225,6 +225,15 @@ impl Builder {
         outs
     }
 
+    /// Keeps `v`'s storage alive until the last op emitted so far (a Python local or a module
+    /// caller still holds it, e.g. `h = norm(h + x)` keeps the old `h` during `norm`).
+    pub fn hold(&mut self, v: ValueId) {
+        if let Some(last) = self.g.ops.len().checked_sub(1) {
+            let s = self.g.storage_of(v);
+            self.g.holds.push((s, last as u32));
+        }
+    }
+
     /// Adds backward workspace to the last op.
     pub fn last_bwd_scratch(&mut self, bytes: Lin) {
         if let Some(op) = self.g.ops.last_mut() {

@@ -203,6 +203,8 @@ impl Resolver {
                 self.join(&outs, *join).map_err(err)?
             }
         };
+        // the caller holds the module's input until the module returns
+        self.b.hold(x);
         let shape = self.b.shape(out).clone();
         let params = self.b.g.param_numel() - params_before;
         let info = &mut self.layers[row];

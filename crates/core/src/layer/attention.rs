@@ -240,12 +240,17 @@ impl TransformerLayer {
             let m = self.mlp(b, n2)?;
             Ok(add(b, h, m))
         } else {
+            // Hugging Face: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`
+            // (the dropout output) alive while the norm runs.
             let a = attn_block(b, x)?;
             let h = add(b, a, x);
             let h = self.norm(b, h)?;
+            b.hold(a);
             let m = self.mlp(b, h)?;
             let h2 = add(b, m, h);
-            self.norm(b, h2)
+            let out = self.norm(b, h2)?;
+            b.hold(m);
+            Ok(out)
         }
     }
 

@@ -165,6 +165,9 @@ impl Plan {
                 last_use[s] = last_use[s].max(i as u32);
             }
         }
+        for &(s, until) in &g.holds {
+            last_use[s as usize] = last_use[s as usize].max(until);
+        }
         let mut units: Vec<UnitPlan> = Vec::new();
         for (i, op) in g.ops.iter().enumerate() {
             if let Some(u) = op.unit {

@@ -2,7 +2,7 @@
 //! embeddings, dropout, pre-norm causal layers (fused `c_attn`, `gelu_new`), the final
 //! `ln_f`, and the `lm_head` tied to the token embedding; cross-entropy per token over the vocabulary.
 
-use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
+use crate::layer::attention::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::LayerNorm;
@@ -65,20 +65,13 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
         Layer::Repeat {
             times: c.n_layer,
             body: vec![Layer::TransformerDecoderLayer(TransformerLayer {
-                d_model: d,
-                nhead: c.n_head,
-                dim_feedforward: c.n_inner.unwrap_or(4 * d),
                 dropout: c.resid_pdrop,
                 attention_dropout: Some(c.attn_pdrop),
                 activation: c.activation_function,
                 layer_norm_eps: c.layer_norm_epsilon,
                 norm_first: true,
-                bias: true,
-                norm: NormKind::LayerNorm,
-                gated_mlp: false,
-                num_kv_heads: None,
-                rotary: false,
                 fused_qkv: true,
+                ..super::transformer_layer(d, c.n_head, c.n_inner.unwrap_or(d.saturating_mul(4)))
             })],
         },
         Layer::LayerNorm(LayerNorm { normalized_shape: d, eps: c.layer_norm_epsilon, elementwise_affine: true, bias: true }),

@@ -9,6 +9,7 @@ mod resnet;
 mod vgg;
 
 use crate::error::{Error, Result};
+use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
 use crate::spec::ModelSpec;
 use serde::Serialize;
 
@@ -70,6 +71,27 @@ pub const PRESETS: &[PresetInfo] = &[
     tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35),
 ];
+
+/// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
+/// (post-norm LayerNorm, ReLU, biases, dropout 0.1); presets and importers change fields with `..`.
+pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) -> TransformerLayer {
+    TransformerLayer {
+        d_model,
+        nhead,
+        dim_feedforward,
+        dropout: 0.1,
+        attention_dropout: None,
+        activation: FfnActivation::Relu,
+        layer_norm_eps: 1e-5,
+        norm_first: false,
+        bias: true,
+        norm: NormKind::LayerNorm,
+        gated_mlp: false,
+        num_kv_heads: None,
+        rotary: false,
+        fused_qkv: false,
+    }
+}
 
 /// All presets, in menu order.
 pub fn list() -> &'static [PresetInfo] {

@@ -1,0 +1,165 @@
+//! Adapter from `tests/data/reference.jsonl` (PyTorch peaks measured by
+//! `shared/reference/measure.py`, torch 2.15, MemTracker under FakeTensorMode) to specs and configs.
+//! Shared by `tests/reference.rs` and `examples/reference_table.rs`.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::{
+    AttentionImpl, AutocastDevice, Breakdown, Device, Estimate, Mode, OptimizerImpl, OptimizerKind, Precision,
+    TrainConfig,
+};
+
+pub const DATA: &str = include_str!("../data/reference.jsonl");
+
+pub struct Case {
+    pub label: String,
+    pub setting: String,
+    pub spec: ModelSpec,
+    pub config: TrainConfig,
+    pub measured: u64,
+    pub measured_phase: String,
+    pub measured_phase_peaks: String,
+    /// Measured bytes per category, keyed like `Breakdown` (temporaries include the step's).
+    pub measured_breakdown: Vec<(&'static str, u64)>,
+}
+
+pub fn cases() -> Vec<Case> {
+    DATA.lines().filter(|l| !l.trim().is_empty()).map(|l| case(&serde_json::from_str(l).unwrap())).collect()
+}
+
+fn case(r: &Value) -> Case {
+    let model = r["model"].as_str().unwrap();
+    let batch = r["batch"].as_u64().unwrap();
+    let seq_len = r["seq_len"].as_u64();
+    let spec = match model {
+        "bert-base" => vramcalc_core::presets::build("bert-base-seqcls").unwrap(),
+        m if m.starts_with("custom_") => custom_spec(r),
+        m => vramcalc_core::presets::build(m).unwrap(),
+    };
+    let opt = &r["optimizer"];
+    let optimizer = match (opt["name"].as_str(), opt["momentum"].as_f64().unwrap_or(0.0) > 0.0) {
+        (Some("sgd"), false) => OptimizerKind::Sgd,
+        (Some("sgd"), true) => OptimizerKind::SgdMomentum,
+        (Some("adam"), _) => OptimizerKind::Adam,
+        (Some("adamw"), _) => OptimizerKind::Adamw,
+        (None, _) => OptimizerKind::Sgd,
+        (Some(o), _) => panic!("unknown optimizer {o}"),
+    };
+    let foreach = opt["foreach_resolved"].as_bool().unwrap_or(false);
+    let precision = match r["precision"].as_str().unwrap() {
+        "fp32" => Precision::Fp32,
+        "bf16_autocast" => Precision::AmpBf16,
+        p => panic!("unknown precision {p}"),
+    };
+    let mode = if r["mode"] == "infer" { Mode::Infer } else { Mode::Train };
+    let config = TrainConfig {
+        batch,
+        seq_len,
+        optimizer,
+        optimizer_impl: if foreach { OptimizerImpl::Foreach } else { OptimizerImpl::Forloop },
+        precision,
+        autocast_device: AutocastDevice::Cpu,
+        device: if r["cuda_emulation"].as_bool().unwrap_or(false) { Device::Cuda } else { Device::Cpu },
+        mode,
+        checkpointing: r["checkpointing"].as_bool().unwrap_or(false),
+        grad_accum: 1,
+        attention: if r["attn_impl"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
+        ..TrainConfig::default()
+    };
+    let b = &r["breakdown"];
+    let g = |k: &str| b[k].as_u64().unwrap_or(0);
+    let measured_breakdown = vec![
+        ("parameters", g("parameters")),
+        ("buffers", g("buffers")),
+        ("gradients", g("gradients")),
+        ("optimizer_state", g("optimizer_states")),
+        ("activations", g("activations")),
+        ("temporaries", g("temporaries") + g("optimizer_step_temporaries")),
+        ("input", g("inputs")),
+    ];
+    let mut setting = format!("b{batch}");
+    if let Some(s) = seq_len {
+        setting += &format!(" s{s}");
+    }
+    if mode == Mode::Infer {
+        setting += " infer";
+    } else {
+        setting += &format!(" {}{}", optimizer.name(), if foreach { "/foreach" } else { "" });
+    }
+    if precision != Precision::Fp32 {
+        setting += " bf16-amp";
+    }
+    if config.checkpointing {
+        setting += " ckpt";
+    }
+    if model == "bert-base" {
+        setting += &format!(" {}", config.attention.name());
+    }
+    Case {
+        label: model.to_string(),
+        setting,
+        spec,
+        config,
+        measured: r["peak_bytes"].as_u64().unwrap(),
+        measured_phase: r["peak_phase"].as_str().unwrap().to_string(),
+        measured_phase_peaks: r["phase_peak_bytes"].to_string(),
+        measured_breakdown,
+    }
+}
+
+/// Parses the `repr()`s of the `nn.Sequential` entries in `custom_layers`.
+fn custom_spec(r: &Value) -> ModelSpec {
+    let shape: Vec<u64> = r["input_shape"].as_array().unwrap()[1..].iter().map(|v| v.as_u64().unwrap()).collect();
+    let mut layers: Vec<serde_json::Value> = Vec::new();
+    for l in r["custom_layers"].as_array().unwrap() {
+        let l = l.as_str().unwrap();
+        let (name, args) = l.split_once('(').unwrap();
+        let args = args.strip_suffix(')').unwrap_or(args);
+        let pos: Vec<&str> = args.split(", ").filter(|a| !a.contains('=')).collect();
+        let kw = |k: &str| -> Option<String> {
+            let key = format!("{k}=");
+            let i = args.find(&key)?;
+            let rest = &args[i + key.len()..];
+            let v = if rest.starts_with('(') { &rest[1..rest.find(')').unwrap()] } else { rest.split(", ").next().unwrap() };
+            Some(v.split(", ").next().unwrap().to_string())
+        };
+        let json = match name {
+            "Linear" => format!(
+                r#"{{"kind":"linear","in_features":{},"out_features":{},"bias":{}}}"#,
+                kw("in_features").unwrap(),
+                kw("out_features").unwrap(),
+                kw("bias").unwrap() == "True"
+            ),
+            "Conv2d" => format!(
+                r#"{{"kind":"conv2d","in_channels":{},"out_channels":{},"kernel_size":{},"stride":{},"padding":{}}}"#,
+                pos[0],
+                pos[1],
+                kw("kernel_size").unwrap(),
+                kw("stride").unwrap(),
+                kw("padding").unwrap_or("0".into())
+            ),
+            "BatchNorm2d" => format!(r#"{{"kind":"batch_norm2d","num_features":{}}}"#, pos[0]),
+            "ReLU" => format!(r#"{{"kind":"relu","inplace":{}}}"#, args.contains("inplace=True")),
+            "MaxPool2d" => format!(r#"{{"kind":"max_pool2d","kernel_size":{},"stride":{}}}"#, kw("kernel_size").unwrap(), kw("stride").unwrap()),
+            "Flatten" => r#"{"kind":"flatten"}"#.to_string(),
+            other => panic!("layer {other} not handled"),
+        };
+        layers.push(serde_json::from_str(&json).unwrap());
+    }
+    let n = layers.len();
+    let _ = n;
+    serde_json::from_value(serde_json::json!({"input": {"shape": shape}, "layers": layers})).unwrap()
+}
+
+pub fn breakdown_entries(b: &Breakdown) -> [(&'static str, u64); 7] {
+    b.entries()
+}
+
+pub fn rel_err(est: u64, meas: u64) -> f64 {
+    (est as f64 - meas as f64) / meas as f64
+}
+
+pub fn estimate(c: &Case) -> Estimate {
+    vramcalc_core::estimate(&c.spec, &c.config).unwrap()
+}
