@@ -1,0 +1,264 @@
+//! Command-line arguments: parsed by clap, then validated into core types.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use vramcalc_core::memory::device::gpu;
+use vramcalc_core::units::parse_bytes;
+use vramcalc_core::{
+    AttentionImpl, AutocastDevice, ByteUnit, Device, Estimate, Framework, Mode, ModelSpec,
+    OptimizerImpl, OptimizerKind, Precision, TrainConfig,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "vramcalc",
+    version,
+    about = "GPU memory of a PyTorch training step, before you run it"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List the built-in models.
+    Presets {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the GPUs `--gpu` knows, with their memory.
+    Gpus {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The per-layer table: path, kind, output shape, parameters, activation values.
+    Show {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Peak memory of one training (or inference) step.
+    Estimate {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        settings: Settings,
+        /// Print the estimate as JSON (schema in README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Largest batch whose device total fits a capacity or a GPU.
+    MaxBatch {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        settings: Settings,
+        #[command(flatten)]
+        capacity: Capacity,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct ModelArgs {
+    /// A built-in model (`vramcalc presets`).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// A JSON model spec (docs/spec-format.md).
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    /// A Hugging Face `config.json`.
+    #[arg(long)]
+    pub hf_config: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    pub fn load(&self) -> Result<ModelSpec> {
+        if let Some(id) = &self.preset {
+            return Ok(vramcalc_core::presets::build(id)?);
+        }
+        if let Some(path) = &self.spec {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            return ModelSpec::from_json(&text).with_context(|| format!("in {}", path.display()));
+        }
+        if let Some(path) = &self.hf_config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            return vramcalc_core::import::hf::from_config_json(&text)
+                .with_context(|| format!("in {}", path.display()));
+        }
+        bail!("give one of --preset, --spec or --hf-config")
+    }
+
+    pub fn estimate(&self, spec: &ModelSpec, settings: &Settings) -> Result<Estimate> {
+        Ok(vramcalc_core::estimate(spec, &settings.config(spec)?)?)
+    }
+
+    /// The estimate at default settings (for `show`, which needs shapes and parameters only).
+    pub fn estimate_default(&self, spec: &ModelSpec) -> Result<Estimate> {
+        Ok(vramcalc_core::estimate(
+            spec,
+            &TrainConfig {
+                batch: 1,
+                ..TrainConfig::default()
+            },
+        )?)
+    }
+}
+
+#[derive(Args)]
+pub struct Settings {
+    /// Samples per optimizer step.
+    #[arg(long, default_value_t = 32)]
+    pub batch: u64,
+    /// Sequence length of token models (default: the preset's).
+    #[arg(long)]
+    pub seq_len: Option<u64>,
+    /// sgd | sgd-momentum | adam | adamw | adamw-amsgrad | adagrad | rmsprop | rmsprop-centered | adafactor | adam8bit
+    #[arg(long, default_value = "adamw")]
+    pub optimizer: String,
+    /// forloop | foreach | fused (foreach is PyTorch's default on CUDA)
+    #[arg(long, default_value = "foreach")]
+    pub optimizer_impl: String,
+    /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16
+    #[arg(long, default_value = "fp32")]
+    pub precision: String,
+    /// Whose autocast op lists apply: cuda | cpu
+    #[arg(long, default_value = "cuda")]
+    pub autocast_device: String,
+    /// Whose kernels are simulated (dropout masks, SDPA): cuda | cpu
+    #[arg(long, default_value = "cuda")]
+    pub device: String,
+    /// train | infer
+    #[arg(long, default_value = "train")]
+    pub mode: String,
+    /// Activation checkpointing per block (transformer layers, ResNet stages).
+    #[arg(long)]
+    pub checkpointing: bool,
+    /// Gradient accumulation steps (micro-batch = batch / steps).
+    #[arg(long, default_value_t = 1)]
+    pub grad_accum: u64,
+    /// eager | sdpa
+    #[arg(long, default_value = "sdpa")]
+    pub attention: String,
+    /// Make every ReLU in place.
+    #[arg(long)]
+    pub inplace_relu: bool,
+    /// pytorch-eager | candle
+    #[arg(long, default_value = "pytorch-eager")]
+    pub framework: String,
+    /// MB (10^6) or MiB (2^20)
+    #[arg(long, default_value = "MB")]
+    pub units: String,
+}
+
+fn pick<T>(
+    value: &str,
+    flag: &str,
+    parse: fn(&str) -> Option<T>,
+    all: &[T],
+    name: fn(&T) -> &'static str,
+) -> Result<T> {
+    parse(value).ok_or_else(|| {
+        let options: Vec<&str> = all.iter().map(name).collect();
+        anyhow!("--{flag} {value:?} is not one of {}", options.join(", "))
+    })
+}
+
+impl Settings {
+    pub fn config(&self, spec: &ModelSpec) -> Result<TrainConfig> {
+        let _ = spec;
+        Ok(TrainConfig {
+            batch: self.batch,
+            seq_len: self.seq_len,
+            optimizer: pick(
+                &self.optimizer,
+                "optimizer",
+                OptimizerKind::parse,
+                OptimizerKind::ALL,
+                |v| v.name(),
+            )?,
+            optimizer_impl: pick(
+                &self.optimizer_impl,
+                "optimizer-impl",
+                OptimizerImpl::parse,
+                OptimizerImpl::ALL,
+                |v| v.name(),
+            )?,
+            precision: pick(
+                &self.precision,
+                "precision",
+                Precision::parse,
+                Precision::ALL,
+                |v| v.name(),
+            )?,
+            autocast_device: pick(
+                &self.autocast_device,
+                "autocast-device",
+                AutocastDevice::parse,
+                AutocastDevice::ALL,
+                |v| v.name(),
+            )?,
+            device: pick(&self.device, "device", Device::parse, Device::ALL, |v| {
+                v.name()
+            })?,
+            mode: pick(&self.mode, "mode", Mode::parse, Mode::ALL, |v| v.name())?,
+            checkpointing: self.checkpointing,
+            grad_accum: self.grad_accum,
+            attention: pick(
+                &self.attention,
+                "attention",
+                AttentionImpl::parse,
+                AttentionImpl::ALL,
+                |v| v.name(),
+            )?,
+            inplace_relu: self.inplace_relu.then_some(true),
+            framework: pick(
+                &self.framework,
+                "framework",
+                Framework::parse,
+                Framework::ALL,
+                |v| v.name(),
+            )?,
+        })
+    }
+
+    pub fn unit(&self) -> ByteUnit {
+        if self.units.eq_ignore_ascii_case("mib") {
+            ByteUnit::Mib
+        } else {
+            ByteUnit::Mb
+        }
+    }
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct Capacity {
+    /// Memory to fit in: `24GB`, `24GiB`, `11000MB`.
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// A GPU id from `vramcalc gpus` (e.g. `rtx-4090`).
+    #[arg(long)]
+    pub gpu: Option<String>,
+}
+
+impl Capacity {
+    pub fn bytes(&self) -> Result<u64> {
+        if let Some(c) = &self.capacity {
+            return parse_bytes(c).ok_or_else(|| {
+                anyhow!("--capacity {c:?} is not a size like 24GB, 24GiB or 11000MB")
+            });
+        }
+        let id = self.gpu.as_deref().unwrap_or_default();
+        gpu(id)
+            .map(|g| g.bytes)
+            .ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))
+    }
+}

@@ -1,0 +1,200 @@
+//! Human and JSON output. Formats `Estimate`s; computes no memory.
+
+use anyhow::Result;
+use serde_json::json;
+use std::fmt::Write as _;
+use vramcalc_core::memory::Prepared;
+use vramcalc_core::units::{format_bytes, thousands, ByteUnit};
+use vramcalc_core::{Estimate, ModelSpec, TrainConfig, GPUS};
+
+pub fn presets(as_json: bool) -> Result<String> {
+    let mut o = String::new();
+    let list = vramcalc_core::presets::list();
+    if as_json {
+        writeln!(o, "{}", serde_json::to_string_pretty(list)?)?;
+    } else {
+        for p in list {
+            writeln!(
+                o,
+                "{:<20} {:<12} {}",
+                p.id,
+                format!("{:?}", p.family).to_lowercase(),
+                p.title
+            )?;
+        }
+    }
+    Ok(o)
+}
+
+pub fn gpus(as_json: bool) -> Result<String> {
+    let mut o = String::new();
+    if as_json {
+        writeln!(o, "{}", serde_json::to_string_pretty(GPUS)?)?;
+    } else {
+        for g in GPUS {
+            writeln!(
+                o,
+                "{:<18} {:>10}  {}",
+                g.id,
+                format_bytes(g.bytes, ByteUnit::Mib),
+                g.name
+            )?;
+        }
+    }
+    Ok(o)
+}
+
+fn model_name(spec: &ModelSpec) -> String {
+    spec.name.clone().unwrap_or_else(|| "custom model".into())
+}
+
+pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
+    let mut o = String::new();
+    if as_json {
+        let layers: Vec<_> = est
+            .layers
+            .iter()
+            .map(|l| json!({"path": l.info.path, "kind": l.info.kind, "output_shape": l.info.output_shape, "params": l.info.params, "activation_values": l.info.activation_values}))
+            .collect();
+        writeln!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"model": model_name(spec), "params": est.params, "layers": layers})
+            )?
+        )?;
+        return Ok(o);
+    }
+    writeln!(
+        o,
+        "{}: {} parameters",
+        model_name(spec),
+        thousands(est.params)
+    )?;
+    writeln!(
+        o,
+        "{:<48} {:<26} {:<22} {:>14} {:>14}",
+        "path", "kind", "output shape", "params", "activations"
+    )?;
+    for l in &est.layers {
+        let indent = "  ".repeat(l.info.depth as usize);
+        writeln!(
+            o,
+            "{:<48} {:<26} {:<22} {:>14} {:>14}",
+            format!("{indent}{}", l.info.path),
+            l.info.kind,
+            l.info.output_shape.to_string(),
+            thousands(l.info.params),
+            thousands(l.info.activation_values)
+        )?;
+    }
+    Ok(o)
+}
+
+pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool) -> Result<String> {
+    let mut o = String::new();
+    if as_json {
+        let mut v = serde_json::to_value(est)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("model".into(), json!(model_name(spec)));
+        }
+        writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(o);
+    }
+    let c = &est.config;
+    let f = |b: u64| format_bytes(b, unit);
+    writeln!(
+        o,
+        "{} — {} parameters",
+        model_name(spec),
+        thousands(est.params)
+    )?;
+    writeln!(
+        o,
+        "batch {} (micro-batch {}), {}, {} ({}), {}{}{}",
+        c.batch,
+        c.micro_batch(),
+        c.precision,
+        c.optimizer,
+        c.optimizer_impl,
+        c.mode,
+        if c.checkpointing {
+            ", checkpointing"
+        } else {
+            ""
+        },
+        c.seq_len
+            .map(|s| format!(", seq len {s}"))
+            .unwrap_or_default()
+    )?;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "peak allocated   {:>12}   ({} bytes) in {}",
+        f(est.peak_bytes),
+        thousands(est.peak_bytes),
+        est.peak_at
+    )?;
+    for (k, b) in est.breakdown.entries() {
+        if b > 0 {
+            writeln!(o, "  {:<15}{:>12}", k.replace('_', " "), f(b))?;
+        }
+    }
+    writeln!(o, 
+        "device total  ≈ {:>12}   (reserved {} + CUDA context {} + cuBLAS workspace {}; approximate)",
+        f(est.device_total_bytes),
+        f(est.device.reserved),
+        f(est.device.cuda_context),
+        f(est.device.cublas_workspace)
+    )?;
+    writeln!(
+        o,
+        "rule of thumb    {:>12}   (params × n + batch × outputs × 2 + input, for comparison)",
+        f(est.rule_of_thumb_bytes)
+    )?;
+    Ok(o)
+}
+
+pub fn max_batch(
+    spec: &ModelSpec,
+    config: &TrainConfig,
+    capacity: u64,
+    unit: ByteUnit,
+    as_json: bool,
+) -> Result<String> {
+    let mut o = String::new();
+    let prepared = Prepared::new(spec, config)?;
+    let best = prepared.max_batch(capacity);
+    let at = best.map(|b| prepared.peak_at(b));
+    if as_json {
+        writeln!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "model": model_name(spec),
+                "capacity_bytes": capacity,
+                "max_batch": best,
+                "peak_bytes": at.map(|a| a.0),
+                "device_total_bytes": at.map(|a| a.1),
+            }))?
+        )?;
+        return Ok(o);
+    }
+    match (best, at) {
+        (Some(b), Some((peak, total))) => writeln!(
+            o,
+            "{}: largest batch that fits {}: {b} (peak allocated {}, device total ≈ {})",
+            model_name(spec),
+            format_bytes(capacity, unit),
+            format_bytes(peak, unit),
+            format_bytes(total, unit)
+        ),
+        _ => writeln!(
+            o,
+            "{}: even batch 1 does not fit {}",
+            model_name(spec),
+            format_bytes(capacity, unit)
+        ),
+    }?;
+    Ok(o)
+}

@@ -1,0 +1,98 @@
+//! Runs the `vramcalc` binary as a user would.
+
+use std::process::Command;
+
+fn vramcalc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = vramcalc(args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn presets_lists_every_required_id() {
+    let v = json(&["presets", "--json"]);
+    let ids: Vec<&str> = v.as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    for id in ["resnet18", "resnet152", "vgg16_bn", "bert-base", "bert-large-seqcls"] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+}
+
+#[test]
+fn estimate_json_has_the_documented_fields() {
+    let v = json(&["estimate", "--preset", "vgg16", "--batch", "8", "--json"]);
+    assert_eq!(v["params"], 138_357_544);
+    for key in ["peak_bytes", "device_total_bytes", "rule_of_thumb_bytes"] {
+        assert!(v[key].as_u64().unwrap() > 0, "{key}");
+    }
+    assert!(["forward", "backward", "optimizer"].contains(&v["peak_phase"].as_str().unwrap()));
+    let b = &v["breakdown"];
+    let sum: u64 = ["parameters", "buffers", "gradients", "optimizer_state", "activations", "temporaries", "input"]
+        .iter()
+        .map(|k| b[*k].as_u64().unwrap_or_else(|| panic!("breakdown.{k}")))
+        .sum();
+    assert_eq!(sum, v["peak_bytes"].as_u64().unwrap());
+    let first = &v["layers"][0];
+    for key in ["path", "kind", "output_shape", "params", "activation_values", "saved_bytes"] {
+        assert!(!first[key].is_null(), "layers[0].{key}");
+    }
+    assert_eq!(first["output_shape"], serde_json::json!([64, 224, 224]));
+}
+
+#[test]
+fn batch_and_precision_change_the_peak() {
+    let peak = |args: &[&str]| {
+        let mut a = vec!["estimate", "--preset", "resnet50", "--json"];
+        a.extend_from_slice(args);
+        json(&a)["peak_bytes"].as_u64().unwrap()
+    };
+    let b16 = peak(&["--batch", "16"]);
+    let b32 = peak(&["--batch", "32"]);
+    assert!(b32 > b16);
+    assert!(peak(&["--batch", "32", "--precision", "amp-fp16"]) < b32);
+    assert!(peak(&["--batch", "32", "--checkpointing"]) < b32);
+    assert!(peak(&["--batch", "32", "--optimizer", "sgd"]) < b32);
+    assert!(peak(&["--batch", "32", "--grad-accum", "4"]) < b32);
+}
+
+#[test]
+fn max_batch_is_consistent_with_the_estimate() {
+    let v = json(&["max-batch", "--preset", "resnet18", "--gpu", "rtx-4090", "--json"]);
+    let best = v["max_batch"].as_u64().unwrap();
+    let cap = v["capacity_bytes"].as_u64().unwrap();
+    assert!(v["device_total_bytes"].as_u64().unwrap() <= cap);
+    let next = json(&["estimate", "--preset", "resnet18", "--batch", &(best + 1).to_string(), "--json"]);
+    assert!(next["device_total_bytes"].as_u64().unwrap() > cap);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_no_panic() {
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "resnet7"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown preset `resnet7`"), "{err}");
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "vgg16", "--optimizer", "lion"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--optimizer \"lion\" is not one of"), "{err}");
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "vgg16", "--batch", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("batch size must be at least 1"), "{err}");
+    let dir = std::env::temp_dir().join("vramcalc-cli-test.json");
+    std::fs::write(&dir, r#"{"input":{"shape":[3,32,32]},"layers":[{"kind":"conv2d","in_channels":3,"out_channels":8,"kernel_size":3},{"kind":"flatten"},{"kind":"linear","in_features":100,"out_features":10}]}"#).unwrap();
+    let (code, _, err) = vramcalc(&["estimate", "--spec", dir.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("layers[2] (linear): expected 100 input features, got 7200"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn human_output_uses_separators_and_units() {
+    let (code, out, _) = vramcalc(&["estimate", "--preset", "vgg16", "--batch", "4", "--units", "MiB"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("138,357,544 parameters"), "{out}");
+    assert!(out.contains("GiB") || out.contains("MiB"), "{out}");
+    assert!(out.contains("rule of thumb"));
+}
