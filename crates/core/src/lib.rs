@@ -24,6 +24,7 @@ pub mod lower;
 pub mod memory;
 pub mod presets;
 pub mod resolve;
+pub mod share;
 pub mod spec;
 pub mod units;
 

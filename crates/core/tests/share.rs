@@ -1,0 +1,225 @@
+//! Share links: compact, round-tripping, stable (saved links keep decoding to the same state),
+//! and safe (tampered, truncated, oversized or bomb links are errors, never panics).
+
+#[path = "../examples/fuzz_share.rs"]
+#[allow(dead_code)]
+mod fuzz_share;
+
+use vramcalc_core::presets;
+use vramcalc_core::share::{decode, encode, ModelSource, ShareError, ShareState, MAX_LINK_LEN};
+use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::{ByteUnit, OptimizerKind, Precision, TrainConfig};
+
+fn preset_with_settings() -> ShareState {
+    ShareState {
+        model: ModelSource::Preset { id: "gpt2".into() },
+        config: TrainConfig {
+            batch: 8,
+            seq_len: Some(512),
+            precision: Precision::AmpBf16,
+            optimizer: OptimizerKind::Adam8bit,
+            checkpointing: true,
+            grad_accum: 4,
+            ..TrainConfig::default()
+        },
+        gpu: Some("a100-80gb".into()),
+        capacity_bytes: None,
+        unit: ByteUnit::Mib,
+        lang: "de".into(),
+    }
+}
+
+/// A hand-written 50-layer CNN: 15 conv/BN/ReLU blocks in 5 stages, pools, classifier.
+fn custom_cnn() -> ModelSpec {
+    let mut layers = Vec::new();
+    let mut c = 3;
+    for (stage, width) in [32u64, 64, 128, 256, 512].into_iter().enumerate() {
+        for _ in 0..3 {
+            layers.push(serde_json::json!({"kind": "conv2d", "in_channels": c, "out_channels": width, "kernel_size": 3, "padding": 1, "bias": false}));
+            layers.push(serde_json::json!({"kind": "batch_norm2d", "num_features": width}));
+            layers.push(serde_json::json!({"kind": "relu", "inplace": true}));
+            c = width;
+        }
+        if stage < 2 {
+            layers.push(serde_json::json!({"kind": "max_pool2d", "kernel_size": 2}));
+        }
+    }
+    layers.push(serde_json::json!({"kind": "adaptive_avg_pool2d", "output_size": 1}));
+    layers.push(serde_json::json!({"kind": "flatten"}));
+    layers.push(serde_json::json!({"kind": "linear", "in_features": 512, "out_features": 100}));
+    assert_eq!(layers.len(), 50);
+    let spec = serde_json::json!({"version": 1, "name": "my-cnn", "input": {"shape": [3, 64, 64]}, "layers": layers});
+    ModelSpec::from_json(&spec.to_string()).unwrap()
+}
+
+fn round_trip(state: &ShareState) -> String {
+    let link = encode(state).unwrap();
+    assert_eq!(&decode(&link).unwrap(), state, "{link}");
+    assert_eq!(&decode(&format!("#{link}")).unwrap(), state);
+    assert_eq!(&decode(&format!("https://example.org/vramcalc/?embed#{link}")).unwrap(), state);
+    link
+}
+
+#[test]
+fn links_are_compact() {
+    let preset = round_trip(&preset_with_settings());
+    println!("preset with changed settings: {} characters: {preset}", preset.len());
+    assert!(preset.len() <= 120, "{preset}");
+    assert!(preset.starts_with("v1.p=gpt2,"), "{preset}");
+
+    let cnn = ShareState { model: ModelSource::Spec(custom_cnn()), config: TrainConfig { batch: 64, ..Default::default() }, gpu: Some("rtx-4090".into()), ..Default::default() };
+    let cnn_link = round_trip(&cnn);
+    println!("custom 50-layer CNN: {} characters", cnn_link.len());
+    assert!(cnn_link.len() <= 1500, "{}", cnn_link.len());
+
+    // edited presets travel as specs, also within the budget
+    for id in ["resnet50", "vgg16_bn", "inception_v3", "bert-base", "gpt2"] {
+        let state = ShareState { model: ModelSource::Spec(presets::build(id).unwrap()), ..Default::default() };
+        let link = round_trip(&state);
+        println!("{id} as an edited spec: {} characters", link.len());
+        assert!(link.len() <= 3000, "{id}: {}", link.len());
+    }
+    assert_eq!(encode(&ShareState::default()).unwrap(), "v1.p=resnet50");
+}
+
+#[test]
+fn every_setting_round_trips() {
+    let mut state = preset_with_settings();
+    state.capacity_bytes = Some(12_345_678_901);
+    state.config.inplace_relu = Some(false);
+    state.config.mode = vramcalc_core::Mode::Infer;
+    state.config.attention = vramcalc_core::AttentionImpl::Eager;
+    state.config.device = vramcalc_core::Device::Cpu;
+    state.config.autocast_device = vramcalc_core::AutocastDevice::Cpu;
+    state.config.optimizer_impl = vramcalc_core::OptimizerImpl::Fused;
+    state.config.framework = vramcalc_core::Framework::Candle;
+    state.lang = "pt-BR, ünïcode=ok".into();
+    state.gpu = Some("my,gpu=1".into());
+    round_trip(&state);
+    for id in presets::list().iter().map(|p| p.id) {
+        round_trip(&ShareState { model: ModelSource::Preset { id: id.into() }, ..Default::default() });
+        round_trip(&ShareState { model: ModelSource::Spec(presets::build(id).unwrap()), ..Default::default() });
+    }
+}
+
+/// The states behind `tests/data/share_links.txt`.
+fn saved(name: &str) -> ShareState {
+    match name {
+        "default" => ShareState::default(),
+        "gpt2-settings" => preset_with_settings(),
+        "custom-cnn" => ShareState {
+            model: ModelSource::Spec(custom_cnn()),
+            config: TrainConfig { batch: 64, ..Default::default() },
+            gpu: Some("rtx-4090".into()),
+            ..Default::default()
+        },
+        "resnet18-edited" => {
+            let mut spec = presets::build("resnet18").unwrap();
+            spec.input.shape = vec![3, 128, 128];
+            ShareState {
+                model: ModelSource::Spec(spec),
+                config: TrainConfig { batch: 256, optimizer: OptimizerKind::SgdMomentum, precision: Precision::AmpFp16, ..Default::default() },
+                capacity_bytes: Some(24_000_000_000),
+                ..Default::default()
+            }
+        }
+        other => panic!("no expected state for saved link `{other}`"),
+    }
+}
+
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited"];
+
+/// Links made on the day v1 was written; they must decode to these states forever.
+#[test]
+fn saved_links_still_decode() {
+    let path = format!("{}/tests/data/share_links.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let links: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_once(' ').unwrap())
+        .collect();
+    assert_eq!(links.len(), 4);
+    for (name, link) in links {
+        let want = saved(name);
+        assert_eq!(decode(link).unwrap_or_else(|e| panic!("{name}: {e}")), want, "{name}");
+    }
+}
+
+/// Prints the saved links for today's encoder (to extend `share_links.txt`):
+/// `cargo test -p vramcalc-core --test share -- --ignored --nocapture print_links`.
+#[test]
+#[ignore]
+fn print_links() {
+    for name in SAVED {
+        println!("{name} {}", encode(&saved(name)).unwrap());
+    }
+}
+
+#[test]
+fn bad_links_say_what_is_wrong() {
+    let err = |link: &str| decode(link).unwrap_err();
+    assert_eq!(err(""), ShareError::Empty);
+    assert_eq!(err("#"), ShareError::Empty);
+    assert!(matches!(err("v9.p=x"), ShareError::UnknownVersion(v) if v == "v9"));
+    assert!(matches!(err("hello"), ShareError::UnknownVersion(_)));
+    assert!(matches!(err("v1."), ShareError::Malformed(_)));
+    assert!(matches!(err("v1.b=8"), ShareError::Malformed(m) if m.contains("no model")));
+    assert!(matches!(err("v1.p=gpt2,p=bert-base"), ShareError::Field { key, .. } if key == "p"));
+    assert!(matches!(err("v1.p=gpt2,b=0"), ShareError::Field { key, .. } if key == "b"));
+    assert!(matches!(err("v1.p=gpt2,b=99999999999999999999"), ShareError::Field { key, .. } if key == "b"));
+    assert!(matches!(err("v1.p=gpt2,ck=yes"), ShareError::Field { key, .. } if key == "ck"));
+    assert!(matches!(err("v1.p=gpt2,pr=fp64"), ShareError::Field { key, .. } if key == "config"));
+    assert!(matches!(err("v1.p=gpt2,u=GB"), ShareError::Field { key, .. } if key == "u"));
+    assert!(matches!(err("v1.p=gpt2,s=AAAA"), ShareError::Field { .. }));
+    assert!(matches!(err("v1.s=!!"), ShareError::Field { key, .. } if key == "s"));
+    assert!(matches!(err(&format!("v1.p={}", "x".repeat(MAX_LINK_LEN))), ShareError::TooLong { .. }));
+    // a truncated link
+    let link = encode(&ShareState { model: ModelSource::Spec(custom_cnn()), ..Default::default() }).unwrap();
+    for cut in [link.len() - 1, link.len() - 7, link.len() / 2, 5] {
+        assert!(decode(&link[..cut]).is_err(), "cut at {cut}");
+    }
+    // unknown config keys (fields added after v1) are ignored
+    assert_eq!(decode("v1.p=resnet50,some_future_field=3").unwrap(), ShareState::default());
+}
+
+#[test]
+fn sizes_are_bounded() {
+    use vramcalc_core::share::base64url_encode;
+    let deflated = |json: &[u8]| {
+        let mut payload = vec![1u8];
+        payload.extend(miniz_oxide::deflate::compress_to_vec(json, 6));
+        format!("v1.s={}", base64url_encode(&payload))
+    };
+    // a decompression bomb: 64 MiB of spaces is a ~64 kB link... this one is 16 MiB → ~16 kB
+    let bomb = deflated(&vec![b' '; 16 << 20]);
+    assert!(bomb.len() < MAX_LINK_LEN, "{}", bomb.len());
+    assert!(matches!(decode(&bomb), Err(ShareError::TooLarge(m)) if m.contains("inflates")));
+    // 10^9 layers by repeat
+    let huge = deflated(br#"{"input":{"shape":[3,8,8]},"layers":[{"kind":"repeat","times":1000000000,"body":[{"kind":"relu"}]}]}"#);
+    assert!(matches!(decode(&huge), Err(ShareError::TooLarge(_))), "{:?}", decode(&huge));
+    // nested repeats multiply
+    let nested = deflated(br#"{"input":{"shape":[4]},"layers":[{"kind":"repeat","times":1000,"body":[{"kind":"repeat","times":1000,"body":[{"kind":"relu"}]}]}]}"#);
+    assert!(matches!(decode(&nested), Err(ShareError::TooLarge(_))));
+    // deep nesting
+    let mut deep = String::from(r#"{"input":{"shape":[4]},"layers":"#);
+    for _ in 0..40 {
+        deep.push_str(r#"[{"kind":"sequential","layers":"#);
+    }
+    deep.push_str("[]");
+    for _ in 0..40 {
+        deep.push_str("}]");
+    }
+    deep.push('}');
+    assert!(decode(&deflated(deep.as_bytes())).is_err());
+    // and encode refuses what decode would refuse
+    let spec: ModelSpec = serde_json::from_str(r#"{"input":{"shape":[4]},"layers":[{"kind":"repeat","times":1000000000,"body":[{"kind":"relu"}]}]}"#).unwrap();
+    assert!(encode(&ShareState { model: ModelSource::Spec(spec), ..Default::default() }).is_err());
+}
+
+#[test]
+fn fuzz_smoke() {
+    let stats = fuzz_share::fuzz(5_000, 7);
+    assert_eq!(stats.runs, 5_000);
+    assert!(stats.ok > 50 && stats.errors > 1000, "{stats:?}");
+}
