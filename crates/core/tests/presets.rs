@@ -171,3 +171,21 @@ fn vgg16_layer_shapes_match_cs231n() {
     let total = input + rows.iter().map(|r| r.2).sum::<u64>();
     assert_eq!(total, 15_237_608);
 }
+
+/// Every JSON example in `docs/spec-format.md` parses (as a spec, a layer or a list of layers),
+/// and the whole-spec examples resolve.
+#[test]
+fn spec_format_doc_examples_parse() {
+    let path = format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let blocks: Vec<&str> = doc.split("```json").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert!(blocks.len() >= 6);
+    for block in blocks {
+        if let Ok(spec) = ModelSpec::from_json(block) {
+            Prepared::new(&spec, &TrainConfig { batch: 2, ..Default::default() }).unwrap_or_else(|e| panic!("{e}: {block}"));
+        } else if serde_json::from_str::<vramcalc_core::Layer>(block).is_err() {
+            let layers: Vec<vramcalc_core::Layer> = serde_json::from_str(block).unwrap_or_else(|e| panic!("{e}: {block}"));
+            assert!(!layers.is_empty());
+        }
+    }
+}
