@@ -1,6 +1,7 @@
 //! The memory model: simulate a PyTorch training (or inference) step storage by storage.
 //! Pure functions, no I/O.
 
+pub mod candle;
 pub mod config;
 pub mod device;
 pub mod optimizer;
@@ -60,6 +61,7 @@ pub struct Prepared {
     plan: Plan,
     opt: OptimizerCost,
     config: TrainConfig,
+    candle: Option<candle::CandlePlan>,
 }
 
 impl Prepared {
@@ -86,7 +88,13 @@ impl Prepared {
             OptimizerCost::default()
         };
         let plan = Plan::new(g, training);
-        Ok(Prepared { resolved, plan, opt, config: *config })
+        let candle = match config.framework {
+            config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
+            config::Framework::PytorchEager => None,
+        };
+        let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).sum();
+        let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
+        Ok(Prepared { resolved, plan, opt, config: *config, candle })
     }
 
     /// Peak allocated and device total at `batch` samples per step.
@@ -97,6 +105,12 @@ impl Prepared {
 
     fn step(&self, batch: u64, timeline: bool) -> StepResult {
         let micro = (batch / self.config.grad_accum.max(1)).max(1);
+        if let Some(c) = &self.candle {
+            let s = c.simulate(micro.min(MAX_BATCH), timeline);
+            let ops = &self.resolved.graph.ops;
+            let op = ops.iter().position(|o| o.layer == s.peak_layer).map(|i| i as u32);
+            return s.into_step_result(op, ops.len());
+        }
         self.plan.simulate(&self.resolved.graph, micro.min(MAX_BATCH), self.opt, timeline)
     }
 
