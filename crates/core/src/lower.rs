@@ -67,11 +67,13 @@ pub struct Builder {
     cast_cache: HashMap<(ValueId, DType), ValueId>,
     /// The first embedding's weight, for `tied_weight` linears.
     pub tied_embedding: Option<ValueId>,
+    /// Running count of parameter elements (per-layer counts without rescanning).
+    pub param_numel: u64,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0 }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -162,6 +164,7 @@ impl Builder {
     /// A trainable parameter of `shape`.
     pub fn param(&mut self, shape: Shape) -> ValueId {
         let dt = self.param_dtype();
+        self.param_numel = self.param_numel.saturating_add(shape.numel());
         let v = self.new_value(shape, false, dt, true, StorageClass::Param);
         self.g.params.push(v);
         v

@@ -67,6 +67,9 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         InputDType::Float32 => b.float_dtype(),
     };
     let x = b.input(input_shape.clone(), dtype);
+    if spec.layers.is_empty() {
+        return Err(Error::Input("the model has no layers yet: add one".into()));
+    }
     let mut r = Resolver { b, layers: Vec::new(), count: 0 };
     let out = r.sequence(&spec.layers, x, "layers", 0)?;
     let loss = if opts.training { r.loss(spec.loss, out)? } else { out };
@@ -106,7 +109,7 @@ impl Resolver {
             activation_values: 0,
             block: false,
         });
-        let params_before = self.b.g.param_numel();
+        let params_before = self.b.param_numel;
         self.b.set_layer(row as u32);
         let err = |message: String| Error::Layer { path: path.to_string(), kind: layer.kind().to_string(), message };
         let b = &mut self.b;
@@ -206,7 +209,7 @@ impl Resolver {
         // the caller holds the module's input until the module returns
         self.b.hold(x);
         let shape = self.b.shape(out).clone();
-        let params = self.b.g.param_numel() - params_before;
+        let params = self.b.param_numel - params_before;
         let info = &mut self.layers[row];
         info.activation_values = shape.numel();
         info.output_shape = shape;

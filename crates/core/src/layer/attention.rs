@@ -66,10 +66,10 @@ impl MultiheadAttention {
         }
         super::expect_last(b.shape(x), self.embed_dim, "features")?;
         let (seq, d, h) = (s[0], self.embed_dim, self.num_heads);
-        let kv_dim = kvh * hd;
+        let kv_dim = kvh.saturating_mul(hd);
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
         let (q, k, v) = if self.fused_qkv {
-            let qkv = proj(d, d + 2 * kv_dim).lower(b, x)?;
+            let qkv = proj(d, d.saturating_add(kv_dim.saturating_mul(2))).lower(b, x)?;
             let q = b.view(qkv, Shape::new([seq, d]));
             let k = b.view(qkv, Shape::new([seq, kv_dim]));
             let v = b.view(qkv, Shape::new([seq, kv_dim]));
@@ -105,7 +105,7 @@ impl MultiheadAttention {
             }
             AttentionImpl::Sdpa => {
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                let lse = (Shape::new([h, seq.div_ceil(32) * 32]), true, DType::F32);
+                let lse = (Shape::new([h, seq.div_ceil(32).saturating_mul(32)]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
                 // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
                 b.view(out, Shape::new([seq, d]))

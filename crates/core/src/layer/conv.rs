@@ -92,9 +92,9 @@ pub fn conv_out(input: u64, kernel: u64, stride: u64, pad: u64, dilation: u64, c
         return None;
     }
     let room = padded - span;
-    let mut out = if ceil_mode { room.div_ceil(stride) } else { room / stride } + 1;
+    let mut out = if ceil_mode { room.div_ceil(stride) } else { room / stride }.saturating_add(1);
     // PyTorch: the last window must start inside the input or left padding.
-    if ceil_mode && (out - 1) * stride >= input + pad {
+    if ceil_mode && (out - 1).saturating_mul(stride) >= input.saturating_add(pad) {
         out -= 1;
     }
     Some(out)
@@ -198,7 +198,7 @@ impl ConvTranspose2d {
                 .saturating_add(self.output_padding.0[i])
                 .saturating_add(1);
             hw[i] = grown
-                .checked_sub(2 * self.padding.0[i])
+                .checked_sub(self.padding.0[i].saturating_mul(2))
                 .filter(|&v| v > 0)
                 .ok_or_else(|| format!("padding {} leaves no output in dimension {i}", self.padding.0[i]))?;
         }

@@ -104,6 +104,6 @@ impl ClsToken {
         }
         let tok = b.param(Shape::new([1, self.embedding_dim]));
         let dt = b.dtype(x);
-        Ok(b.op("cat", &[tok, x], &[(Shape::new([s[0] + 1, s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0])
+        Ok(b.op("cat", &[tok, x], &[(Shape::new([s[0].saturating_add(1), s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0])
     }
 }

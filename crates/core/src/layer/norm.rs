@@ -50,7 +50,7 @@ impl BatchNorm {
         };
         if self.track_running_stats {
             let dt = b.param_dtype();
-            b.buffer(2 * c, dt);
+            b.buffer(c.saturating_mul(2), dt);
             b.buffer(1, DType::I64);
         }
         let mut ins = vec![x];

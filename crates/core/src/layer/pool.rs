@@ -71,7 +71,7 @@ fn window(
     for i in 0..2 {
         super::positive(k.0[i], "kernel_size")?;
         super::positive(stride.0[i], "stride")?;
-        if pad.0[i] * 2 > k.0[i] {
+        if pad.0[i].saturating_mul(2) > k.0[i] {
             return Err(format!("padding ({}) must be at most half the kernel size ({})", pad.0[i], k.0[i]));
         }
         out.push(conv_out(s[i + 1], k.0[i], stride.0[i], pad.0[i], dil.0[i], ceil).ok_or_else(|| {

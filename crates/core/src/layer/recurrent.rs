@@ -49,19 +49,20 @@ impl Recurrent {
         let seq = s[0];
         let mut cur = x;
         for layer in 0..self.num_layers {
-            let inp = if layer == 0 { self.input_size } else { h * dirs };
+            let gh = gates.saturating_mul(h);
+            let inp = if layer == 0 { self.input_size } else { h.saturating_mul(dirs) };
             let mut ins = vec![cur];
             for _ in 0..dirs {
-                ins.push(b.param(Shape::new([gates * h, inp])));
-                ins.push(b.param(Shape::new([gates * h, h])));
+                ins.push(b.param(Shape::new([gh, inp])));
+                ins.push(b.param(Shape::new([gh, h])));
                 if self.bias {
-                    ins.push(b.param(Shape::new([gates * h])));
-                    ins.push(b.param(Shape::new([gates * h])));
+                    ins.push(b.param(Shape::new([gh])));
+                    ins.push(b.param(Shape::new([gh])));
                 }
             }
             let (ins, dt) = b.autocast(CastPolicy::Lower, &ins);
-            let out = Shape::new([seq, h * dirs]);
-            let reserve = Shape::new([seq, dirs * (gates + 1) * h]);
+            let out = Shape::new([seq, h.saturating_mul(dirs)]);
+            let reserve = Shape::new([seq, (gates + 1).saturating_mul(gh / gates.max(1)).saturating_mul(dirs)]);
             cur = b.op("rnn_layer", &ins, &[(out, dt)], &ins[..1], true, &[(reserve, true, dt)], GradRule::Alloc)[0];
             if self.dropout > 0.0 && layer + 1 < self.num_layers {
                 cur = super::activation::dropout(b, cur, self.dropout);

@@ -227,8 +227,7 @@ impl CandleStep {
             peak_op,
             breakdown: self.breakdown,
             phase_peaks: self.phase_peaks,
-            peak_reserved: self.peak_reserved,
-            peak_rounded512: self.peak_rounded512,
+            snapshot: Vec::new(),
             timeline: self.timeline,
             saved_by_op: vec![0; n_ops],
         }

@@ -4,6 +4,7 @@
 pub mod candle;
 pub mod config;
 pub mod device;
+pub mod envelope;
 pub mod optimizer;
 pub mod simulate;
 
@@ -61,7 +62,10 @@ pub struct Prepared {
     plan: Plan,
     opt: OptimizerCost,
     config: TrainConfig,
+    /// `Framework::Candle`: candle's retention is traced instead of `plan` (see `candle.rs`).
     candle: Option<candle::CandlePlan>,
+    /// Peak against batch, built on first use.
+    envelope: std::sync::OnceLock<envelope::Envelope>,
 }
 
 impl Prepared {
@@ -92,26 +96,41 @@ impl Prepared {
             config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
             config::Framework::PytorchEager => None,
         };
-        let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).sum();
+        let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
         let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
-        Ok(Prepared { resolved, plan, opt, config: *config, candle })
+        Ok(Prepared { resolved, plan, opt, config: *config, candle, envelope: std::sync::OnceLock::new() })
     }
 
     /// Peak allocated and device total at `batch` samples per step.
     pub fn peak_at(&self, batch: u64) -> (u64, u64) {
-        let r = self.step(batch, false);
-        (r.peak, DeviceTotal::new(r.peak_rounded512, r.peak_reserved).total)
+        let (peak, device) = self.device_at(batch);
+        (peak, device.total)
+    }
+
+    /// Peak allocated bytes and the device total at `batch`.
+    pub fn device_at(&self, batch: u64) -> (u64, DeviceTotal) {
+        let micro = self.micro(batch);
+        if let Some(c) = &self.candle {
+            let s = c.simulate(micro, false);
+            return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
+        }
+        let env = self.envelope.get_or_init(|| envelope::Envelope::build(&self.plan, &self.resolved.graph, self.opt));
+        env.at(micro)
+    }
+
+    fn micro(&self, batch: u64) -> u64 {
+        (batch / self.config.grad_accum.max(1)).clamp(1, MAX_BATCH)
     }
 
     fn step(&self, batch: u64, timeline: bool) -> StepResult {
-        let micro = (batch / self.config.grad_accum.max(1)).max(1);
+        let micro = self.micro(batch);
         if let Some(c) = &self.candle {
             let s = c.simulate(micro.min(MAX_BATCH), timeline);
             let ops = &self.resolved.graph.ops;
             let op = ops.iter().position(|o| o.layer == s.peak_layer).map(|i| i as u32);
             return s.into_step_result(op, ops.len());
         }
-        self.plan.simulate(&self.resolved.graph, micro.min(MAX_BATCH), self.opt, timeline)
+        self.plan.simulate(&self.resolved.graph, micro, self.opt, timeline, None)
     }
 
     pub fn estimate(&self) -> Estimate {
@@ -127,11 +146,11 @@ impl Prepared {
             }
             None => format!("optimizer step ({})", cfg.optimizer),
         };
-        let device = DeviceTotal::new(r.peak_rounded512, r.peak_reserved);
+        let (_, device) = self.device_at(cfg.batch);
         Estimate {
             config: cfg,
             params: g.param_numel(),
-            param_bytes: g.params.iter().map(|&p| g.value(p).bytes().fixed).sum(),
+            param_bytes: g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add),
             buffer_bytes: g.buffer_bytes(),
             optimizer_state_bytes: self.opt.state,
             peak_bytes: r.peak,
@@ -173,7 +192,7 @@ impl Prepared {
     fn rule_of_thumb(&self) -> u64 {
         let cfg = self.config;
         let g = &self.resolved.graph;
-        let param_bytes: u64 = g.params.iter().map(|&p| g.value(p).bytes().fixed).sum();
+        let param_bytes: u64 = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
         let copies = match cfg.mode {
             Mode::Infer => 1,
             Mode::Train => match cfg.optimizer {
@@ -186,7 +205,7 @@ impl Prepared {
             Precision::Fp32 => 4,
             _ => 2,
         };
-        let outputs: u64 = self.resolved.layers.iter().filter(|l| !l.block).map(|l| l.activation_values).sum();
+        let outputs: u64 = self.resolved.layers.iter().filter(|l| !l.block).map(|l| l.activation_values).fold(0, u64::saturating_add);
         let micro = cfg.micro_batch();
         let input = self.resolved.input_shape.numel().saturating_mul(micro).saturating_mul(4);
         let acts = micro.saturating_mul(outputs).saturating_mul(act_size).saturating_mul(if cfg.mode == Mode::Train { 2 } else { 1 });

@@ -35,25 +35,25 @@ pub fn cost(kind: OptimizerKind, imp: OptimizerImpl, shapes: &[&[u64]], dtype: D
         let per = match kind {
             OptimizerKind::Sgd => 0,
             OptimizerKind::SgdMomentum => bytes,
-            OptimizerKind::Adam | OptimizerKind::Adamw => 2 * bytes + STEP_TENSOR_BYTES,
-            OptimizerKind::AdamwAmsgrad => 3 * bytes + STEP_TENSOR_BYTES,
-            OptimizerKind::Adagrad => bytes + STEP_TENSOR_BYTES,
-            OptimizerKind::Rmsprop => bytes + STEP_TENSOR_BYTES,
-            OptimizerKind::RmspropCentered => 3 * bytes + STEP_TENSOR_BYTES,
+            OptimizerKind::Adam | OptimizerKind::Adamw => bytes.saturating_mul(2).saturating_add(STEP_TENSOR_BYTES),
+            OptimizerKind::AdamwAmsgrad => bytes.saturating_mul(3).saturating_add(STEP_TENSOR_BYTES),
+            OptimizerKind::Adagrad => bytes.saturating_add(STEP_TENSOR_BYTES),
+            OptimizerKind::Rmsprop => bytes.saturating_add(STEP_TENSOR_BYTES),
+            OptimizerKind::RmspropCentered => bytes.saturating_mul(3).saturating_add(STEP_TENSOR_BYTES),
             OptimizerKind::Adafactor => {
                 if sh.len() >= 2 {
                     let cols = sh[sh.len() - 1];
                     let rows = n / cols.max(1);
-                    (rows + cols).saturating_mul(s) + STEP_TENSOR_BYTES
+                    rows.saturating_add(cols).saturating_mul(s).saturating_add(STEP_TENSOR_BYTES)
                 } else {
-                    bytes + STEP_TENSOR_BYTES
+                    bytes.saturating_add(STEP_TENSOR_BYTES)
                 }
             }
             OptimizerKind::Adam8bit => {
                 if n >= BNB_MIN_8BIT_SIZE {
-                    2 * n + 2 * n.div_ceil(BNB_BLOCK) * 4
+                    n.saturating_mul(2).saturating_add(n.div_ceil(BNB_BLOCK).saturating_mul(8))
                 } else {
-                    2 * n * 4
+                    n.saturating_mul(8)
                 }
             }
         };

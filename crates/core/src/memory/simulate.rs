@@ -109,10 +109,9 @@ pub struct StepResult {
     /// Op index at the peak (`None` in the optimizer step).
     pub peak_op: Option<u32>,
     pub breakdown: Breakdown,
-    /// Peak with every storage rounded up like the CUDA caching allocator (512 B; 2 MiB above 1 MiB).
-    pub peak_reserved: u64,
-    pub peak_rounded512: u64,
     pub phase_peaks: [u64; 3],
+    /// Sizes of the tensors live at the sample asked for with `snapshot_at`.
+    pub snapshot: Vec<Lin>,
     pub timeline: Vec<TimelinePoint>,
     /// Bytes saved for backward by each op (at the simulated batch), indexed by op.
     pub saved_by_op: Vec<u64>,
@@ -248,8 +247,10 @@ impl Plan {
     }
 
     /// Simulates one step at `batch` with the optimizer's persistent state and step temporaries.
-    pub fn simulate(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool) -> StepResult {
+    /// `snapshot_at`: index of a sample (in timeline order) at which to list the live tensors.
+    pub fn simulate(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool, snapshot_at: Option<usize>) -> StepResult {
         let mut sim = Sim::new(g, batch, record_timeline);
+        sim.snapshot_at = snapshot_at;
         // persistent memory at the start of the step
         for s in 0..g.storages.len() {
             let cat = match g.storages[s].class {
@@ -290,8 +291,8 @@ impl Plan {
             for &s in &self.fwd_frees[i] {
                 sim.free(s);
             }
-            if op.recorded {
-                let saved: u64 = op.saved.iter().map(|&s| sim.storage_bytes(s)).sum();
+            if op.recorded && sim.record {
+                let saved: u64 = op.saved.iter().map(|&s| sim.storage_bytes(s)).fold(0, u64::saturating_add);
                 sim.saved_by_op[i] = saved;
             }
         }
@@ -378,15 +379,7 @@ impl Plan {
                 sim.free(s);
             }
         }
-        // whatever the graph still holds is freed with it
-        for i in 0..g.ops.len() {
-            for &s in &self.fwd_frees[i] {
-                sim.free(s);
-            }
-            for &s in &self.bwd_frees[i] {
-                sim.free(s);
-            }
-        }
+        // gradients nobody consumed die with the graph (every saved storage was freed above)
         for id in 0..sim.grads.len() {
             if !sim.grads[id].param && sim.grads[id].refs > 0 {
                 sim.grads[id].refs = 1;
@@ -449,8 +442,6 @@ struct Sim<'g> {
     cat_of: Vec<Cat>,
     grads: Vec<GradBuf>,
     cur: Breakdown,
-    cur_reserved: u64,
-    cur_rounded: u64,
     phase: Phase,
     op: Option<u32>,
     layer: u32,
@@ -458,10 +449,11 @@ struct Sim<'g> {
     peak_phase: Phase,
     peak_op: Option<u32>,
     peak_breakdown: Breakdown,
-    peak_reserved: u64,
-    peak_rounded: u64,
     phase_peaks: [u64; 3],
     record: bool,
+    n_samples: usize,
+    snapshot_at: Option<usize>,
+    snapshot: Vec<Lin>,
     timeline: Vec<TimelinePoint>,
     saved_by_op: Vec<u64>,
 }
@@ -489,8 +481,6 @@ impl<'g> Sim<'g> {
             cat_of: vec![Cat::Activations; g.storages.len()],
             grads: Vec::new(),
             cur: Breakdown::default(),
-            cur_reserved: 0,
-            cur_rounded: 0,
             phase: Phase::Forward,
             op: None,
             layer: NONE,
@@ -498,12 +488,13 @@ impl<'g> Sim<'g> {
             peak_phase: Phase::Forward,
             peak_op: None,
             peak_breakdown: Breakdown::default(),
-            peak_reserved: 0,
-            peak_rounded: 0,
             phase_peaks: [0; 3],
             record,
+            n_samples: 0,
+            snapshot_at: None,
+            snapshot: Vec::new(),
             timeline: Vec::new(),
-            saved_by_op: vec![0; g.ops.len()],
+            saved_by_op: if record { vec![0; g.ops.len()] } else { Vec::new() },
         }
     }
 
@@ -514,15 +505,11 @@ impl<'g> Sim<'g> {
     fn add_raw(&mut self, c: Cat, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_add(b);
-        self.cur_reserved = self.cur_reserved.saturating_add(round_reserved(b));
-        self.cur_rounded = self.cur_rounded.saturating_add(round512(b));
     }
 
     fn sub_raw(&mut self, c: Cat, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_sub(b);
-        self.cur_reserved = self.cur_reserved.saturating_sub(round_reserved(b));
-        self.cur_rounded = self.cur_rounded.saturating_sub(round512(b));
     }
 
     fn alloc(&mut self, s: StorageId, c: Cat) {
@@ -583,11 +570,21 @@ impl<'g> Sim<'g> {
             self.peak_op = self.op;
             self.peak_breakdown = self.cur;
         }
-        self.peak_reserved = self.peak_reserved.max(self.cur_reserved);
-        self.peak_rounded = self.peak_rounded.max(self.cur_rounded);
         if self.record {
             self.timeline.push(TimelinePoint { phase: self.phase, layer: self.layer, bytes: total });
         }
+        if self.snapshot_at == Some(self.n_samples) {
+            self.take_snapshot();
+        }
+        self.n_samples += 1;
+    }
+
+    /// Lists every live storage and gradient (optimizer state and workspaces are not tensors here).
+    fn take_snapshot(&mut self) {
+        let g = self.g;
+        let storages = self.live.iter().enumerate().filter(|(_, &l)| l).map(|(s, _)| g.storages[s].bytes);
+        let grads = self.grads.iter().filter(|b| b.refs > 0).map(|b| b.bytes);
+        self.snapshot = storages.chain(grads).collect();
     }
 
     fn finish(self) -> StepResult {
@@ -596,9 +593,8 @@ impl<'g> Sim<'g> {
             peak_phase: self.peak_phase,
             peak_op: self.peak_op,
             breakdown: self.peak_breakdown,
-            peak_reserved: self.peak_reserved,
-            peak_rounded512: self.peak_rounded,
             phase_peaks: self.phase_peaks,
+            snapshot: self.snapshot,
             timeline: self.timeline,
             saved_by_op: self.saved_by_op,
         }
