@@ -1,1 +1,30 @@
-//! vramcalc web app (Yew).
+//! # vramcalc web app
+//!
+//! A Yew (CSR) front end of `vramcalc-core`: build or pick a model, set up training, and see the
+//! peak memory of a training step, live. Every number comes from the core; this crate only keeps
+//! state, derives views and draws them.
+//!
+//! | module | concern |
+//! |---|---|
+//! | `state` | the one `State: Reducible`, its `Action`s, undo/redo (no web-sys: tested natively) |
+//! | `tree` | paths into the spec's block tree and structural edits |
+//! | `fields` | inline editing of any layer's hyper-parameters via its JSON form |
+//! | `paste` | reading a pasted spec or Hugging Face `config.json` |
+//! | `analysis` | estimate, batch sweep, max batch, what-ifs (core calls, wrapped in `use_memo`) |
+//! | `charts` | pure geometry for the SVG charts |
+//! | `i18n` | English / 中文 strings |
+//! | `components`, `hooks`, `app` | the Yew view |
+
+pub mod analysis;
+pub mod charts;
+pub mod fields;
+pub mod i18n;
+pub mod paste;
+pub mod state;
+pub mod tree;
+
+pub mod app;
+pub mod components;
+pub mod hooks;
+
+pub use app::App;

@@ -1,0 +1,286 @@
+//! Everything the views derive from the state, computed by the core: the estimate, the batch
+//! sweep, the largest batch that fits, what-ifs and per-row lookups for the layer editor.
+//! Pure; the app wraps these in `use_memo`. The app itself computes no memory.
+
+use crate::charts::batch::sweep_points;
+use crate::tree::{normalize_core_path, ListPath, NodePath};
+use std::collections::HashMap;
+use vramcalc_core::memory::Prepared;
+use vramcalc_core::spec::{Layer, ModelSpec};
+use vramcalc_core::{Error, Estimate, Mode, OptimizerKind, Precision, Shape, TrainConfig};
+
+/// The estimate and the batch analysis for one model, setup and capacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub estimate: Estimate,
+    pub capacity: u64,
+    /// Largest batch whose device total fits (`None`: not even batch 1).
+    pub max_batch: Option<u64>,
+    /// `(batch, peak, device_total)`.
+    pub sweep: Vec<(u64, u64, u64)>,
+}
+
+pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
+    let prepared = Prepared::new(spec, config)?;
+    let estimate = prepared.estimate();
+    let max_batch = prepared.max_batch(capacity);
+    let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
+    Ok(Report { estimate, capacity, max_batch, sweep })
+}
+
+/// The sequence length a token or sequence model runs at (`None` for image models).
+pub fn seq_len(spec: &ModelSpec, config: &TrainConfig) -> Option<u64> {
+    let seq_input = spec.is_token_input() || spec.input.shape.len() == 2;
+    seq_input.then(|| config.seq_len.or(spec.input.shape.first().copied()).unwrap_or(1))
+}
+
+/// A trick of the what-if panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trick {
+    HalveBatch,
+    Amp,
+    Checkpointing,
+    InplaceRelu,
+    GradAccum4,
+    Sgd,
+    ShorterSeq,
+}
+
+impl Trick {
+    pub const ALL: [Trick; 7] =
+        [Trick::HalveBatch, Trick::Amp, Trick::Checkpointing, Trick::InplaceRelu, Trick::GradAccum4, Trick::Sgd, Trick::ShorterSeq];
+    pub fn id(self) -> &'static str {
+        match self {
+            Trick::HalveBatch => "halve-batch",
+            Trick::Amp => "amp",
+            Trick::Checkpointing => "checkpointing",
+            Trick::InplaceRelu => "inplace-relu",
+            Trick::GradAccum4 => "grad-accum",
+            Trick::Sgd => "sgd",
+            Trick::ShorterSeq => "shorter-seq",
+        }
+    }
+}
+
+/// A trick applied to the current setup, and the peak it gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhatIf {
+    pub trick: Trick,
+    pub config: TrainConfig,
+    pub peak: u64,
+    pub device_total: u64,
+}
+
+fn has_relu(layers: &[Layer]) -> bool {
+    layers.iter().any(|l| match l {
+        Layer::Relu(_) => true,
+        _ => crate::tree::child_lists(l).into_iter().any(|(_, c)| has_relu(c)),
+    })
+}
+
+/// The setup with `trick` applied, or `None` where it does not apply (already on, batch 1, …).
+pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainConfig> {
+    let train = c.mode == Mode::Train;
+    let mut n = *c;
+    match trick {
+        Trick::HalveBatch => {
+            if c.batch < 2 {
+                return None;
+            }
+            n.batch = c.batch / 2;
+            n.grad_accum = c.grad_accum.min(n.batch).max(1);
+        }
+        Trick::Amp => {
+            if c.precision != Precision::Fp32 {
+                return None;
+            }
+            n.precision = Precision::AmpFp16;
+        }
+        Trick::Checkpointing => {
+            if c.checkpointing || !train {
+                return None;
+            }
+            n.checkpointing = true;
+        }
+        Trick::InplaceRelu => {
+            if c.inplace_relu == Some(true) || !has_relu(&spec.layers) {
+                return None;
+            }
+            n.inplace_relu = Some(true);
+        }
+        Trick::GradAccum4 => {
+            if !train || c.grad_accum.saturating_mul(4) > c.batch {
+                return None;
+            }
+            n.grad_accum = c.grad_accum * 4;
+        }
+        Trick::Sgd => {
+            if !train || matches!(c.optimizer, OptimizerKind::Sgd | OptimizerKind::SgdMomentum) {
+                return None;
+            }
+            n.optimizer = OptimizerKind::SgdMomentum;
+        }
+        Trick::ShorterSeq => {
+            let s = seq_len(spec, c)?;
+            if s < 2 {
+                return None;
+            }
+            n.seq_len = Some(s / 2);
+        }
+    }
+    Some(n)
+}
+
+/// Every applicable trick with its result (tricks the core rejects are left out).
+pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Vec<WhatIf> {
+    Trick::ALL
+        .iter()
+        .filter_map(|&trick| {
+            let cfg = apply(trick, spec, config)?;
+            let p = Prepared::new(spec, &cfg).ok()?;
+            let (peak, device_total) = p.peak_at(cfg.batch);
+            Some(WhatIf { trick, config: cfg, peak, device_total })
+        })
+        .collect()
+}
+
+/// What an editor row shows: the layer's output shape, parameters and saved bytes (summed over
+/// the repetitions of a `repeat` body).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowReport {
+    pub output_shape: Shape,
+    pub params: u64,
+    pub saved_bytes: u64,
+}
+
+/// Row reports by editor path (`layers[3].body[1]`), and the total saved bytes (for shares).
+pub fn row_reports(est: &Estimate) -> (HashMap<String, RowReport>, u64) {
+    let mut map: HashMap<String, RowReport> = HashMap::with_capacity(est.layers.len());
+    let mut total = 0u64;
+    for l in &est.layers {
+        if l.info.depth == 0 {
+            total = total.saturating_add(l.saved_bytes);
+        }
+        let key = normalize_core_path(&l.info.path);
+        map.entry(key)
+            .and_modify(|r| {
+                r.params = r.params.saturating_add(l.info.params);
+                r.saved_bytes = r.saved_bytes.saturating_add(l.saved_bytes);
+            })
+            .or_insert(RowReport { output_shape: l.info.output_shape.clone(), params: l.info.params, saved_bytes: l.saved_bytes });
+    }
+    (map, total)
+}
+
+/// The per-sample shape a layer inserted into `list` at `index` (or appended) would receive,
+/// from the row reports of the last good estimate (to fit a new layer's input size).
+pub fn input_shape_for(
+    spec: &ModelSpec,
+    config: &TrainConfig,
+    list: &ListPath,
+    index: Option<usize>,
+    rows: &HashMap<String, RowReport>,
+) -> Option<Vec<u64>> {
+    let len = crate::tree::list(spec, list)?.len();
+    let at = index.unwrap_or(len).min(len);
+    if at > 0 {
+        return rows.get(&list.node(at - 1).to_string()).map(|r| r.output_shape.0.clone());
+    }
+    if list.parent.is_empty() {
+        let mut shape = spec.input.shape.clone();
+        if let (Some(s), Some(first)) = (seq_len(spec, config), shape.first_mut()) {
+            *first = s;
+        }
+        return Some(shape);
+    }
+    // The first layer of a block's list gets the block's input.
+    let parent = NodePath(list.parent.clone());
+    input_shape_for(spec, config, &parent.list()?, parent.index(), rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramcalc_core::presets;
+
+    #[test]
+    fn vgg16_report() {
+        let spec = presets::build("vgg16").unwrap();
+        let r = analyse(&spec, &TrainConfig::default(), 24 << 30).unwrap();
+        assert_eq!(r.estimate.params, 138_357_544);
+        let mb = r.max_batch.unwrap();
+        assert!(r.sweep.iter().any(|s| s.0 == mb) && r.sweep.iter().any(|s| s.0 == 32));
+        let at_max = r.sweep.iter().find(|s| s.0 == mb).unwrap();
+        assert!(at_max.2 <= 24 << 30);
+        assert!(r.sweep.windows(2).all(|w| w[0].1 <= w[1].1), "peak grows with batch");
+    }
+
+    #[test]
+    fn what_ifs_save_memory() {
+        let spec = presets::build("bert-base").unwrap();
+        let cfg = TrainConfig::default();
+        let base = vramcalc_core::estimate(&spec, &cfg).unwrap().peak_bytes;
+        let w = what_ifs(&spec, &cfg);
+        let ids: Vec<_> = w.iter().map(|w| w.trick).collect();
+        assert!(ids.contains(&Trick::ShorterSeq) && ids.contains(&Trick::Amp) && !ids.contains(&Trick::InplaceRelu));
+        for t in &w {
+            if matches!(t.trick, Trick::HalveBatch | Trick::ShorterSeq | Trick::GradAccum4) {
+                assert!(t.peak < base, "{:?}", t.trick);
+            }
+        }
+        let cnn = presets::build("resnet18").unwrap();
+        assert!(what_ifs(&cnn, &cfg).iter().all(|w| w.trick != Trick::ShorterSeq));
+    }
+
+    #[test]
+    fn input_shapes_for_new_layers() {
+        let spec = presets::build("vgg16").unwrap();
+        let cfg = TrainConfig::default();
+        let est = vramcalc_core::estimate(&spec, &cfg).unwrap();
+        let (rows, _) = row_reports(&est);
+        let top = ListPath::top();
+        assert_eq!(input_shape_for(&spec, &cfg, &top, Some(0), &rows), Some(vec![3, 224, 224]));
+        assert_eq!(input_shape_for(&spec, &cfg, &top, None, &rows), Some(vec![1000]));
+        let r = presets::build("resnet18").unwrap();
+        let est = vramcalc_core::estimate(&r, &cfg).unwrap();
+        let (rows, _) = row_reports(&est);
+        // first layer inside the first stage gets the max-pool's output
+        let stage = ListPath { parent: NodePath::top(4).0, slot: crate::tree::Slot::Layers };
+        assert_eq!(input_shape_for(&r, &cfg, &stage, Some(0), &rows), Some(vec![64, 56, 56]));
+    }
+
+    #[test]
+    fn row_reports_cover_repeats() {
+        let spec = presets::build("bert-base").unwrap();
+        let est = vramcalc_core::estimate(&spec, &TrainConfig::default()).unwrap();
+        let (rows, total) = row_reports(&est);
+        assert!(total > 0);
+        assert!(rows.keys().all(|k| !k.contains('#')));
+        let top: u64 = est.layers.iter().filter(|l| l.info.depth == 0).map(|l| l.saved_bytes).sum();
+        assert_eq!(top, total);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    /// `cargo test -p vramcalc-web --release -- --ignored --nocapture timing`: how long a live
+    /// update takes natively (the browser's wasm is about 1.5–3× slower).
+    #[test]
+    #[ignore]
+    fn timing() {
+        for id in ["resnet152", "bert-large", "vgg16"] {
+            let spec = vramcalc_core::presets::build(id).unwrap();
+            let cfg = Default::default();
+            let t = std::time::Instant::now();
+            let est = vramcalc_core::estimate(&spec, &cfg).unwrap();
+            let t_est = t.elapsed();
+            let t = std::time::Instant::now();
+            let r = super::analyse(&spec, &cfg, 24 << 30).unwrap();
+            let t_all = t.elapsed();
+            let t = std::time::Instant::now();
+            let w = super::what_ifs(&spec, &cfg);
+            let t_w = t.elapsed();
+            println!("{id}: estimate {t_est:?}, analyse {t_all:?} ({} sweep points), what-ifs {t_w:?} ({}), peak {}", r.sweep.len(), w.len(), est.peak_bytes);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The app: one reducer state, derived reports (`use_memo`), and the panels.
+
+use crate::analysis::{self, row_reports, Report};
+use crate::components::header::Header;
+use crate::components::model::ModelPanel;
+use crate::components::results::{Charts, Summary};
+use crate::components::settings::Settings;
+use crate::components::whatif::WhatIfs;
+use crate::components::{Ctx, Shared};
+use crate::hooks::{use_app_state, use_deferred_memo, use_document_attributes, use_undo_shortcuts};
+use std::rc::Rc;
+use vramcalc_core::Error;
+use yew::prelude::*;
+
+#[function_component(App)]
+pub fn app() -> Html {
+    let state = use_app_state();
+    use_undo_shortcuts(state.dispatcher());
+    use_document_attributes(state.prefs.theme, state.prefs.lang);
+    let model = &state.model;
+    let capacity = model.gpu.capacity();
+
+    // Derived, never stored: the estimate with its batch analysis, and the what-ifs.
+    let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
+        analysis::analyse(spec, config, *cap).map(Rc::new)
+    });
+    // What-ifs resolve the model once per trick: computed right after the main update is drawn.
+    let what_ifs = use_deferred_memo((model.spec.clone(), model.config), |(spec, config)| analysis::what_ifs(spec, config));
+    // The last good report stays on screen while the input has an error.
+    let last_good = use_mut_ref(|| None::<Rc<Report>>);
+    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match &*report {
+        Ok(r) => {
+            *last_good.borrow_mut() = Some(r.clone());
+            (Some(r.clone()), None)
+        }
+        Err(e) => (last_good.borrow().clone(), Some(e.clone())),
+    };
+    let rows = {
+        let shown = shown.clone();
+        use_memo(shown.as_ref().map(|r| Rc::as_ptr(r) as usize), move |_| {
+            shown.map(|r| Rc::new(row_reports(&r.estimate)))
+        })
+    };
+    let shown = shown.map(Shared);
+    let rows = (*rows).clone().map(Shared);
+    let config_error = match &error {
+        Some(e @ (Error::Config(_) | Error::TooLarge(_))) => Some(e.to_string()),
+        _ => None,
+    };
+
+    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit };
+    html! {
+        <ContextProvider<Ctx> context={ctx}>
+            <Header can_undo={state.can_undo()} can_redo={state.can_redo()} theme={state.prefs.theme} />
+            <main class="layout">
+                <div class="col left">
+                    <Settings config={model.config} gpu={model.gpu.clone()} seq_len={analysis::seq_len(&model.spec, &model.config)}
+                        error={config_error} />
+                    <ModelPanel model={model.clone()} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
+                        rows={rows} error={error.clone()} />
+                </div>
+                <div class="col right">
+                    <Summary report={shown.clone()} gpu={model.gpu.clone()} error={error.clone()} />
+                    if let (Some(r), Some(w)) = (&shown, what_ifs) {
+                        <WhatIfs items={Shared(w)} base={r.estimate.peak_bytes} />
+                    }
+                    <Charts report={shown.clone()} />
+                </div>
+            </main>
+            <footer class="foot muted small">
+                { "vramcalc — estimates from a storage-level simulation of a PyTorch training step. " }
+                { "Peak = torch.cuda.max_memory_allocated(); device total is approximate." }
+            </footer>
+        </ContextProvider<Ctx>>
+    }
+}

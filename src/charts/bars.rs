@@ -1,0 +1,143 @@
+//! Horizontal bars against the GPU's capacity, the stacked breakdown of the peak, and the
+//! per-layer saved-activation bars.
+
+use super::scale::{byte_ticks, Linear};
+use vramcalc_core::{ByteUnit, Estimate, LayerReport};
+
+/// One bar (or stacked segment) in viewBox units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub key: &'static str,
+    pub bytes: u64,
+    pub x: f64,
+    pub w: f64,
+}
+
+/// Peak and device total against capacity: bars, the capacity line and byte ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityGeom {
+    pub bars: Vec<Bar>,
+    pub capacity_x: f64,
+    pub ticks: Vec<(f64, u64)>,
+}
+
+pub fn capacity(est: &Estimate, capacity: u64, width: f64, unit: ByteUnit) -> CapacityGeom {
+    let top = est.device_total_bytes.max(est.peak_bytes).max(capacity).max(1);
+    let ticks = byte_ticks(top, 4, unit);
+    let end = ticks.last().copied().unwrap_or(top).max(top) as f64;
+    let s = Linear::new((0.0, end), (0.0, width));
+    let bar = |key, bytes: u64| Bar { key, bytes, x: 0.0, w: s.map(bytes as f64) };
+    CapacityGeom {
+        bars: vec![bar("peak", est.peak_bytes), bar("device_total", est.device_total_bytes)],
+        capacity_x: s.map(capacity as f64),
+        ticks: ticks.into_iter().map(|t| (s.map(t as f64), t)).collect(),
+    }
+}
+
+/// The bytes the device total adds to the peak: allocator rounding and reserve, CUDA context,
+/// cuBLAS workspace.
+pub fn overhead(est: &Estimate) -> u64 {
+    est.device_total_bytes.saturating_sub(est.peak_bytes)
+}
+
+/// The peak's categories plus the device overhead, stacked left to right over `width`
+/// (zero categories are left out).
+pub fn breakdown(est: &Estimate, width: f64) -> Vec<Bar> {
+    let mut parts: Vec<(&'static str, u64)> = est.breakdown.entries().to_vec();
+    parts.push(("overhead", overhead(est)));
+    let total: u64 = parts.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
+    let s = Linear::new((0.0, total.max(1) as f64), (0.0, width));
+    let mut x = 0.0;
+    parts
+        .into_iter()
+        .filter(|(_, b)| *b > 0)
+        .map(|(key, bytes)| {
+            let w = s.map(bytes as f64);
+            let bar = Bar { key, bytes, x, w };
+            x += w;
+            bar
+        })
+        .collect()
+}
+
+/// A column of the per-layer chart: one leaf layer's saved bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Index into `Estimate::layers`.
+    pub row: usize,
+    pub x: f64,
+    pub w: f64,
+    pub y: f64,
+    pub h: f64,
+}
+
+/// Columns for every leaf layer (blocks are sums of their children and are left out), scaled to
+/// the largest; `ticks` are byte values with their y.
+pub fn layer_columns(layers: &[LayerReport], width: f64, height: f64, unit: ByteUnit) -> (Vec<Column>, Vec<(f64, u64)>) {
+    let leaves: Vec<(usize, u64)> =
+        layers.iter().enumerate().filter(|(_, l)| !l.info.block).map(|(i, l)| (i, l.saved_bytes)).collect();
+    let max = leaves.iter().map(|(_, b)| *b).max().unwrap_or(0).max(1);
+    let ticks = byte_ticks(max, 3, unit);
+    let end = ticks.last().copied().unwrap_or(max).max(max) as f64;
+    let y = Linear::new((0.0, end), (height, 0.0));
+    let n = leaves.len().max(1) as f64;
+    let slot = width / n;
+    let gap = if slot > 4.0 { slot * 0.2 } else { 0.0 };
+    let cols = leaves
+        .into_iter()
+        .enumerate()
+        .map(|(i, (row, bytes))| {
+            let top = y.map(bytes as f64);
+            Column { row, x: i as f64 * slot + gap / 2.0, w: (slot - gap).max(0.5), y: top, h: (height - top).max(0.0) }
+        })
+        .collect();
+    (cols, ticks.into_iter().map(|t| (y.map(t as f64), t)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramcalc_core::presets;
+
+    fn vgg() -> Estimate {
+        vramcalc_core::estimate(&presets::build("vgg16").unwrap(), &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn capacity_bars_fit_the_axis() {
+        let e = vgg();
+        let g = capacity(&e, 24 << 30, 600.0, ByteUnit::Mib);
+        assert_eq!(g.bars.len(), 2);
+        for b in &g.bars {
+            assert!(b.w > 0.0 && b.w <= 600.0, "{b:?}");
+        }
+        assert!(g.capacity_x > 0.0 && g.capacity_x <= 600.0);
+        assert!(g.bars[1].w >= g.bars[0].w, "device total ≥ peak");
+        assert_eq!(g.ticks.first().map(|t| t.1), Some(0));
+    }
+
+    #[test]
+    fn breakdown_stacks_to_the_width() {
+        let e = vgg();
+        let segs = breakdown(&e, 500.0);
+        let end = segs.last().map(|s| s.x + s.w).unwrap();
+        assert!((end - 500.0).abs() < 1e-6);
+        let sum: u64 = segs.iter().map(|s| s.bytes).sum();
+        assert_eq!(sum, e.breakdown.total() + overhead(&e));
+        assert!(segs.windows(2).all(|w| w[1].x >= w[0].x));
+    }
+
+    #[test]
+    fn layer_columns_are_leaves_in_the_box() {
+        let e = vgg();
+        let (cols, ticks) = layer_columns(&e.layers, 800.0, 200.0, ByteUnit::Mb);
+        assert_eq!(cols.len(), e.layers.iter().filter(|l| !l.info.block).count());
+        for c in &cols {
+            assert!(c.x >= 0.0 && c.x + c.w <= 800.0 + 1e-6);
+            assert!(c.y >= 0.0 && c.y + c.h <= 200.0 + 1e-6);
+        }
+        assert!(!ticks.is_empty());
+        let (none, _) = layer_columns(&[], 800.0, 200.0, ByteUnit::Mb);
+        assert!(none.is_empty());
+    }
+}

@@ -1,0 +1,17 @@
+//! Charts as pure functions: an [`vramcalc_core::Estimate`] (or a batch sweep) in, geometry out
+//! (coordinates in a chart's `viewBox`, ticks, labels' positions). Tested natively; the components
+//! in `components/charts.rs` only map geometry to SVG elements.
+
+pub mod bars;
+pub mod batch;
+pub mod scale;
+pub mod timeline;
+
+/// Formats a coordinate for an SVG attribute (one decimal is plenty at viewBox scale).
+pub fn f(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.1}")
+    } else {
+        "0".into()
+    }
+}

@@ -1,0 +1,71 @@
+//! Small components with `#[derive(Properties, PartialEq)]` props. They read the language, unit
+//! and dispatcher from [`Ctx`] and format what the core computed.
+
+pub mod charts;
+pub mod header;
+pub mod inputs;
+pub mod layers;
+pub mod model;
+pub mod paste;
+pub mod results;
+pub mod settings;
+pub mod table;
+pub mod whatif;
+
+use crate::i18n::{tr, Lang, Tr};
+use crate::state::State;
+use std::rc::Rc;
+use vramcalc_core::{format_bytes, ByteUnit};
+use yew::prelude::*;
+
+/// What every component needs besides its props.
+#[derive(Clone, PartialEq)]
+pub struct Ctx {
+    pub dispatch: UseReducerDispatcher<State>,
+    pub lang: Lang,
+    pub unit: ByteUnit,
+}
+
+impl Ctx {
+    pub fn tr(&self) -> &'static Tr {
+        tr(self.lang)
+    }
+    pub fn bytes(&self, b: u64) -> String {
+        format_bytes(b, self.unit)
+    }
+}
+
+/// The app context. `App` always provides it above every component that calls this.
+#[hook]
+pub fn use_ctx() -> Ctx {
+    use_context::<Ctx>().expect("Ctx is provided by App around every component")
+}
+
+/// An `Rc` compared by identity: cheap props for large derived values (memo outputs).
+#[derive(Debug)]
+pub struct Shared<T>(pub Rc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// `12.3%`.
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "—".into();
+    }
+    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}

@@ -1,0 +1,170 @@
+//! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
+
+use super::inputs::{enum_options, CheckField, NumberField, SelectField};
+use super::use_ctx;
+use crate::state::{Action, GpuChoice};
+use vramcalc_core::units::parse_bytes;
+use vramcalc_core::{
+    AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
+};
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct SettingsProps {
+    pub config: TrainConfig,
+    pub gpu: GpuChoice,
+    /// The sequence length the model runs at (`None`: no sequence input).
+    pub seq_len: Option<u64>,
+    /// A configuration problem the core reported.
+    #[prop_or_default]
+    pub error: Option<String>,
+}
+
+/// The batch slider's top (the number field takes any value).
+const SLIDER_MAX: u64 = 1024;
+
+#[function_component(Settings)]
+pub fn settings(p: &SettingsProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.tr();
+    let d = ctx.dispatch.clone();
+    let c = p.config;
+    let set = |f: fn(&mut TrainConfig, &str)| {
+        let d = d.clone();
+        Callback::from(move |v: String| {
+            let mut n = c;
+            f(&mut n, &v);
+            d.dispatch(Action::SetConfig(n));
+        })
+    };
+    let on_batch = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetBatch(v))) };
+    let on_slider = {
+        let d = d.clone();
+        Callback::from(move |e: InputEvent| {
+            if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
+                d.dispatch(Action::SetBatch(v.max(1)));
+            }
+        })
+    };
+    let on_seq = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetSeqLen(Some(v)))) };
+    let on_accum = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetConfig(TrainConfig { grad_accum: v, ..c }))) };
+    let on_ckpt = { let d = d.clone(); Callback::from(move |v: bool| d.dispatch(Action::SetConfig(TrainConfig { checkpointing: v, ..c }))) };
+
+    // GPU: a listed card or a custom capacity.
+    let custom = matches!(p.gpu, GpuChoice::Custom(_));
+    let gpu_value = match &p.gpu {
+        GpuChoice::Listed(id) => id.clone(),
+        GpuChoice::Custom(_) => "custom".into(),
+    };
+    let mut gpu_options: Vec<(String, String)> =
+        GPUS.iter().map(|g| (g.id.to_string(), format!("{} — {}", g.name, ctx.bytes(g.bytes)))).collect();
+    gpu_options.push(("custom".into(), t.custom_capacity.into()));
+    let on_gpu = {
+        let d = d.clone();
+        let cap = p.gpu.capacity();
+        Callback::from(move |v: String| {
+            d.dispatch(Action::SetGpu(if v == "custom" { GpuChoice::Custom(cap) } else { GpuChoice::Listed(v) }))
+        })
+    };
+    // While typing, the text stays as typed; `(text, valid)`.
+    let cap_draft = use_state(|| None::<(String, bool)>);
+    let on_capacity = {
+        let (d, draft) = (d.clone(), cap_draft.clone());
+        Callback::from(move |e: InputEvent| {
+            let text = e.target_unchecked_into::<HtmlInputElement>().value();
+            let parsed = parse_bytes(&text).filter(|&b| b > 0);
+            draft.set(Some((text, parsed.is_some())));
+            if let Some(b) = parsed {
+                d.dispatch(Action::SetGpu(GpuChoice::Custom(b)));
+            }
+        })
+    };
+    let on_capacity_blur = {
+        let draft = cap_draft.clone();
+        Callback::from(move |_: FocusEvent| {
+            if draft.as_ref().is_some_and(|(_, ok)| *ok) {
+                draft.set(None);
+            }
+        })
+    };
+    let cap_invalid = cap_draft.as_ref().is_some_and(|(_, ok)| !*ok);
+    let cap_text = cap_draft.as_ref().map(|(t, _)| t.clone()).unwrap_or_else(|| ctx.bytes(p.gpu.capacity()));
+
+    let inplace_value = match c.inplace_relu {
+        None => "model",
+        Some(true) => "all",
+        Some(false) => "none",
+    };
+    let inplace_options = vec![
+        ("model".to_string(), t.inplace_model.to_string()),
+        ("all".to_string(), t.inplace_all.to_string()),
+        ("none".to_string(), t.inplace_none.to_string()),
+    ];
+    let mode_options = vec![("train".to_string(), t.mode_train.to_string()), ("infer".to_string(), t.mode_infer.to_string())];
+    let train = c.mode == Mode::Train;
+
+    html! {
+        <section class="panel settings" aria-labelledby="setup-h" data-testid="settings">
+            <h2 id="setup-h">{ t.setup }</h2>
+            <SelectField id="gpu" label={t.gpu} options={gpu_options} value={gpu_value} testid="gpu-select" on_change={on_gpu} />
+            if custom {
+                <div class={classes!("field", cap_invalid.then_some("invalid"))}>
+                    <label for="capacity">{ t.capacity }</label>
+                    <input id="capacity" type="text" value={cap_text} oninput={on_capacity} onblur={on_capacity_blur}
+                        data-testid="capacity-input" aria-invalid={cap_invalid.to_string()} />
+                    <small class="help">{ t.capacity_help }</small>
+                    if cap_invalid { <div class="error" role="alert" data-testid="capacity-input-error">{ t.capacity_help }</div> }
+                </div>
+            }
+            <div class="batch">
+                <NumberField id="batch" label={t.batch} value={c.batch} testid="batch-input" on_change={on_batch}
+                    invalid_text={t.must_be_whole} error={p.error.clone()} />
+                <input type="range" min="1" max={SLIDER_MAX.to_string()} value={c.batch.min(SLIDER_MAX).to_string()}
+                    oninput={on_slider} aria-label={t.batch} data-testid="batch-slider" />
+            </div>
+            if let Some(s) = p.seq_len {
+                <NumberField id="seq" label={t.seq_len} value={s} testid="seq-input" on_change={on_seq} invalid_text={t.must_be_whole} />
+            }
+            <div class="grid2">
+                <SelectField id="mode" label={t.mode} options={mode_options} value={c.mode.name()} testid="mode-select"
+                    on_change={set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m })} />
+                <SelectField id="precision" label={t.precision} options={enum_options(Precision::ALL, Precision::name)}
+                    value={c.precision.name()} testid="precision-select"
+                    on_change={set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x })} />
+                if train {
+                    <SelectField id="optimizer" label={t.optimizer} options={enum_options(OptimizerKind::ALL, OptimizerKind::name)}
+                        value={c.optimizer.name()} testid="optimizer-select"
+                        on_change={set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x })} />
+                    <SelectField id="optimizer-impl" label={t.optimizer_impl} options={enum_options(OptimizerImpl::ALL, OptimizerImpl::name)}
+                        value={c.optimizer_impl.name()} testid="optimizer-impl-select"
+                        on_change={set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x })} />
+                    <NumberField id="accum" label={t.grad_accum} value={c.grad_accum} testid="accum-input" on_change={on_accum}
+                        invalid_text={t.must_be_whole} />
+                }
+                <SelectField id="attention" label={t.attention} options={enum_options(AttentionImpl::ALL, AttentionImpl::name)}
+                    value={c.attention.name()} testid="attention-select"
+                    on_change={set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x })} />
+                <SelectField id="inplace" label={t.inplace_relu} options={inplace_options} value={inplace_value} testid="inplace-select"
+                    on_change={set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None })} />
+            </div>
+            if train {
+                <CheckField id="ckpt" label={t.checkpointing} checked={c.checkpointing} testid="checkpointing" on_change={on_ckpt} />
+            }
+            <details class="advanced">
+                <summary>{ t.advanced }</summary>
+                <div class="grid2">
+                    <SelectField id="device" label={t.device} options={enum_options(Device::ALL, Device::name)}
+                        value={c.device.name()} testid="device-select"
+                        on_change={set(|c, v| if let Some(x) = Device::parse(v) { c.device = x })} />
+                    <SelectField id="autocast" label={t.autocast_device} options={enum_options(AutocastDevice::ALL, AutocastDevice::name)}
+                        value={c.autocast_device.name()} testid="autocast-select"
+                        on_change={set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x })} />
+                    <SelectField id="framework" label={t.framework} options={enum_options(Framework::ALL, Framework::name)}
+                        value={c.framework.name()} testid="framework-select"
+                        on_change={set(|c, v| if let Some(x) = Framework::parse(v) { c.framework = x })} />
+                </div>
+            </details>
+        </section>
+    }
+}

@@ -1,0 +1,54 @@
+//! The per-layer table (cs231n's VGG16 table for any model): path, kind, output shape, params,
+//! output values per sample, bytes saved for backward.
+
+use super::{use_ctx, Shared};
+use crate::analysis::Report;
+use vramcalc_core::thousands;
+use yew::prelude::*;
+
+/// Rows shown before "show all".
+const FIRST_ROWS: usize = 60;
+
+#[derive(Properties, PartialEq)]
+pub struct TableProps {
+    pub report: Shared<Report>,
+}
+
+#[function_component(LayerTable)]
+pub fn layer_table(p: &TableProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.tr();
+    let all = use_state(|| false);
+    let layers = &p.report.estimate.layers;
+    let n = layers.len();
+    let shown = if *all { n } else { n.min(FIRST_ROWS) };
+    let toggle = { let all = all.clone(); Callback::from(move |_| all.set(!*all)) };
+    html! {
+        <div class="table-wrap">
+            <table class="layer-table" data-testid="layer-table">
+                <thead><tr>
+                    <th scope="col">{ t.col_layer }</th><th scope="col">{ t.col_kind }</th><th scope="col">{ t.col_output }</th>
+                    <th scope="col" class="num">{ t.col_params }</th><th scope="col" class="num">{ t.col_values }</th>
+                    <th scope="col" class="num">{ t.col_saved }</th>
+                </tr></thead>
+                <tbody>
+                    { for layers[..shown].iter().map(|l| html! {
+                        <tr class={classes!(l.info.block.then_some("block"))} data-testid="layer-table-row">
+                            <td style={format!("padding-left:{}em", 0.4 + l.info.depth as f64 * 0.9)}><code>{ &l.info.path }</code></td>
+                            <td>{ &l.info.kind }</td>
+                            <td>{ l.info.output_shape.to_string() }</td>
+                            <td class="num">{ thousands(l.info.params) }</td>
+                            <td class="num">{ thousands(l.info.activation_values) }</td>
+                            <td class="num">{ ctx.bytes(l.saved_bytes) }</td>
+                        </tr>
+                    }) }
+                </tbody>
+            </table>
+            if n > FIRST_ROWS {
+                <button onclick={toggle} data-testid="table-toggle">
+                    { if *all { t.show_fewer.to_string() } else { crate::i18n::fill(t.show_all, &[&n.to_string()]) } }
+                </button>
+            }
+        </div>
+    }
+}

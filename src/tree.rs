@@ -1,0 +1,408 @@
+//! Addressing layers inside a spec's tree of blocks, and the structural edits the layer editor
+//! makes (insert, move, duplicate, remove, group, ungroup). Every function returns `None`/`false`
+//! for a path that does not exist: the UI can send stale paths and nothing may panic.
+//!
+//! Paths print in the core's format (`layers[3].body[1]`, `layers[2].branches[0][1]`) so error
+//! messages and per-layer reports line up with editor rows.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use vramcalc_core::spec::{Layer, ModelSpec};
+
+/// Which child list of a block (or the model's top-level `layers`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Slot {
+    Layers,
+    Body,
+    Shortcut,
+    Branch(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Step {
+    pub slot: Slot,
+    pub index: usize,
+}
+
+/// A layer's position: one step per nesting level.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodePath(pub Vec<Step>);
+
+/// A list of layers: the top level, or one child list of the block at `parent`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ListPath {
+    pub parent: Vec<Step>,
+    pub slot: Slot,
+}
+
+/// The block a group of rows becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    Residual,
+    Repeat,
+    Sequential,
+}
+
+impl GroupKind {
+    pub const ALL: [GroupKind; 3] = [GroupKind::Residual, GroupKind::Repeat, GroupKind::Sequential];
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKind::Residual => "residual",
+            GroupKind::Repeat => "repeat",
+            GroupKind::Sequential => "sequential",
+        }
+    }
+}
+
+impl NodePath {
+    pub fn top(index: usize) -> NodePath {
+        NodePath(vec![Step { slot: Slot::Layers, index }])
+    }
+    pub fn child(&self, slot: Slot, index: usize) -> NodePath {
+        let mut v = self.0.clone();
+        v.push(Step { slot, index });
+        NodePath(v)
+    }
+    /// The list this node sits in.
+    pub fn list(&self) -> Option<ListPath> {
+        let (last, parent) = self.0.split_last()?;
+        Some(ListPath { parent: parent.to_vec(), slot: last.slot.clone() })
+    }
+    pub fn index(&self) -> Option<usize> {
+        self.0.last().map(|s| s.index)
+    }
+    pub fn depth(&self) -> usize {
+        self.0.len().saturating_sub(1)
+    }
+}
+
+impl ListPath {
+    pub fn top() -> ListPath {
+        ListPath { parent: Vec::new(), slot: Slot::Layers }
+    }
+    pub fn node(&self, index: usize) -> NodePath {
+        let mut v = self.parent.clone();
+        v.push(Step { slot: self.slot.clone(), index });
+        NodePath(v)
+    }
+}
+
+fn write_step(f: &mut fmt::Formatter<'_>, first: bool, s: &Step) -> fmt::Result {
+    match (&s.slot, first) {
+        (Slot::Layers, true) => write!(f, "layers[{}]", s.index),
+        (Slot::Layers, false) => write!(f, ".layers[{}]", s.index),
+        (Slot::Body, _) => write!(f, ".body[{}]", s.index),
+        (Slot::Shortcut, _) => write!(f, ".shortcut[{}]", s.index),
+        (Slot::Branch(b), _) => write!(f, ".branches[{b}][{}]", s.index),
+    }
+}
+
+/// The core's path format: `layers[3].body[1]`.
+impl fmt::Display for NodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, s) in self.0.iter().enumerate() {
+            write_step(f, i == 0, s)?;
+        }
+        Ok(())
+    }
+}
+
+/// A core path with repetition marks removed (`layers[2].body#5[1]` → `layers[2].body[1]`), so
+/// every repetition of a `repeat` body maps to the one editor row it came from.
+pub fn normalize_core_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '#' {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+                chars.next();
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The child lists of a block, in display order.
+pub fn child_lists(layer: &Layer) -> Vec<(Slot, &Vec<Layer>)> {
+    match layer {
+        Layer::Sequential { layers, .. } => vec![(Slot::Layers, layers)],
+        Layer::Residual { body, shortcut, .. } => {
+            let mut v = vec![(Slot::Body, body)];
+            if let Some(s) = shortcut {
+                v.push((Slot::Shortcut, s));
+            }
+            v
+        }
+        Layer::Repeat { body, .. } => vec![(Slot::Body, body)],
+        Layer::Parallel { branches, .. } => branches.iter().enumerate().map(|(i, b)| (Slot::Branch(i), b)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub fn is_block(layer: &Layer) -> bool {
+    matches!(layer, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. })
+}
+
+fn child_list_mut<'a>(layer: &'a mut Layer, slot: &Slot) -> Option<&'a mut Vec<Layer>> {
+    match (layer, slot) {
+        (Layer::Sequential { layers, .. }, Slot::Layers) => Some(layers),
+        (Layer::Residual { body, .. }, Slot::Body) => Some(body),
+        (Layer::Residual { shortcut: Some(s), .. }, Slot::Shortcut) => Some(s),
+        (Layer::Repeat { body, .. }, Slot::Body) => Some(body),
+        (Layer::Parallel { branches, .. }, Slot::Branch(b)) => branches.get_mut(*b),
+        _ => None,
+    }
+}
+
+fn child_list<'a>(layer: &'a Layer, slot: &Slot) -> Option<&'a Vec<Layer>> {
+    child_lists(layer).into_iter().find(|(s, _)| s == slot).map(|(_, l)| l)
+}
+
+pub fn node<'a>(spec: &'a ModelSpec, path: &NodePath) -> Option<&'a Layer> {
+    let (first, rest) = path.0.split_first()?;
+    if first.slot != Slot::Layers {
+        return None;
+    }
+    let mut cur = spec.layers.get(first.index)?;
+    for s in rest {
+        cur = child_list(cur, &s.slot)?.get(s.index)?;
+    }
+    Some(cur)
+}
+
+pub fn node_mut<'a>(spec: &'a mut ModelSpec, path: &NodePath) -> Option<&'a mut Layer> {
+    let (first, rest) = path.0.split_first()?;
+    if first.slot != Slot::Layers {
+        return None;
+    }
+    let mut cur = spec.layers.get_mut(first.index)?;
+    for s in rest {
+        cur = child_list_mut(cur, &s.slot)?.get_mut(s.index)?;
+    }
+    Some(cur)
+}
+
+pub fn list<'a>(spec: &'a ModelSpec, list: &ListPath) -> Option<&'a Vec<Layer>> {
+    if list.parent.is_empty() {
+        return (list.slot == Slot::Layers).then_some(&spec.layers);
+    }
+    child_list(node(spec, &NodePath(list.parent.clone()))?, &list.slot)
+}
+
+pub fn list_mut<'a>(spec: &'a mut ModelSpec, list: &ListPath) -> Option<&'a mut Vec<Layer>> {
+    if list.parent.is_empty() {
+        return (list.slot == Slot::Layers).then_some(&mut spec.layers);
+    }
+    let parent = node_mut(spec, &NodePath(list.parent.clone()))?;
+    child_list_mut(parent, &list.slot)
+}
+
+/// Inserts at `index` (clamped), or at the end.
+pub fn insert(spec: &mut ModelSpec, list: &ListPath, index: Option<usize>, layer: Layer) -> bool {
+    let Some(v) = list_mut(spec, list) else { return false };
+    let at = index.unwrap_or(v.len()).min(v.len());
+    v.insert(at, layer);
+    true
+}
+
+pub fn replace(spec: &mut ModelSpec, path: &NodePath, layer: Layer) -> bool {
+    match node_mut(spec, path) {
+        Some(n) => {
+            *n = layer;
+            true
+        }
+        None => false,
+    }
+}
+
+pub fn remove(spec: &mut ModelSpec, path: &NodePath) -> Option<Layer> {
+    let (list, i) = (path.list()?, path.index()?);
+    let v = list_mut(spec, &list)?;
+    (i < v.len()).then(|| v.remove(i))
+}
+
+/// Moves a node by `delta` places within its list; returns its new path.
+pub fn move_node(spec: &mut ModelSpec, path: &NodePath, delta: isize) -> Option<NodePath> {
+    let (list, i) = (path.list()?, path.index()?);
+    let v = list_mut(spec, &list)?;
+    let j = i.checked_add_signed(delta)?;
+    if i >= v.len() || j >= v.len() || i == j {
+        return None;
+    }
+    let item = v.remove(i);
+    v.insert(j, item);
+    Some(list.node(j))
+}
+
+pub fn duplicate(spec: &mut ModelSpec, path: &NodePath) -> bool {
+    let Some(layer) = node(spec, path).cloned() else { return false };
+    let (Some(list), Some(i)) = (path.list(), path.index()) else { return false };
+    insert(spec, &list, Some(i + 1), layer)
+}
+
+/// Wraps `list[start..=end]` into a new block.
+pub fn group(spec: &mut ModelSpec, list: &ListPath, start: usize, end: usize, kind: GroupKind) -> bool {
+    let Some(v) = list_mut(spec, list) else { return false };
+    if start > end || end >= v.len() {
+        return false;
+    }
+    let body: Vec<Layer> = v.drain(start..=end).collect();
+    let block = match kind {
+        GroupKind::Residual => Layer::Residual { body, shortcut: None, inplace: false },
+        GroupKind::Repeat => Layer::Repeat { times: 2, body },
+        GroupKind::Sequential => Layer::Sequential { layers: body, checkpoint: false },
+    };
+    v.insert(start, block);
+    true
+}
+
+/// Replaces a block by its body. Only where nothing is lost: a sequential, a residual without a
+/// shortcut, a repeat, or a parallel with one branch.
+pub fn ungroup(spec: &mut ModelSpec, path: &NodePath) -> bool {
+    let Some(layer) = node(spec, path) else { return false };
+    if !can_ungroup(layer) {
+        return false;
+    }
+    let Some(layer) = remove(spec, path) else { return false };
+    let body = match layer {
+        Layer::Sequential { layers, .. } => layers,
+        Layer::Residual { body, .. } | Layer::Repeat { body, .. } => body,
+        Layer::Parallel { mut branches, .. } => branches.pop().unwrap_or_default(),
+        other => vec![other],
+    };
+    let (Some(list), Some(i)) = (path.list(), path.index()) else { return false };
+    let Some(v) = list_mut(spec, &list) else { return false };
+    let at = i.min(v.len());
+    v.splice(at..at, body);
+    true
+}
+
+pub fn can_ungroup(layer: &Layer) -> bool {
+    match layer {
+        Layer::Sequential { .. } | Layer::Repeat { .. } => true,
+        Layer::Residual { shortcut, .. } => shortcut.is_none(),
+        Layer::Parallel { branches, .. } => branches.len() == 1,
+        _ => false,
+    }
+}
+
+/// The selected rows as `(list, first, last)` if they are adjacent siblings.
+pub fn contiguous(selected: &[NodePath]) -> Option<(ListPath, usize, usize)> {
+    let first = selected.first()?;
+    let list = first.list()?;
+    let mut idx = Vec::with_capacity(selected.len());
+    for p in selected {
+        if p.list()? != list {
+            return None;
+        }
+        idx.push(p.index()?);
+    }
+    idx.sort_unstable();
+    idx.dedup();
+    if idx.len() != selected.len() || idx.windows(2).any(|w| w[1] != w[0] + 1) {
+        return None;
+    }
+    Some((list, idx[0], idx[idx.len() - 1]))
+}
+
+/// Paths of every block in `layers` (to fold a freshly loaded model).
+pub fn block_paths(layers: &[Layer]) -> BTreeSet<NodePath> {
+    fn walk(layers: &[Layer], list: &ListPath, out: &mut BTreeSet<NodePath>) {
+        for (i, l) in layers.iter().enumerate() {
+            if is_block(l) {
+                let p = list.node(i);
+                for (slot, children) in child_lists(l) {
+                    walk(children, &ListPath { parent: p.0.clone(), slot }, out);
+                }
+                out.insert(p);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(layers, &ListPath::top(), &mut out);
+    out
+}
+
+/// One line of the layer editor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Row<'a> {
+    Node { path: NodePath, layer: &'a Layer, depth: usize },
+    /// The header of a block's child list (where "add layer" puts a layer into that block).
+    List { list: ListPath, depth: usize, len: usize },
+}
+
+/// The editor's rows: nodes in order, with the children of blocks that are not folded.
+pub fn rows<'a>(spec: &'a ModelSpec, collapsed: &BTreeSet<NodePath>) -> Vec<Row<'a>> {
+    fn walk<'a>(layers: &'a [Layer], list: &ListPath, depth: usize, collapsed: &BTreeSet<NodePath>, out: &mut Vec<Row<'a>>) {
+        for (i, l) in layers.iter().enumerate() {
+            let p = list.node(i);
+            out.push(Row::Node { path: p.clone(), layer: l, depth });
+            if is_block(l) && !collapsed.contains(&p) {
+                for (slot, children) in child_lists(l) {
+                    let cl = ListPath { parent: p.0.clone(), slot };
+                    out.push(Row::List { list: cl.clone(), depth: depth + 1, len: children.len() });
+                    walk(children, &cl, depth + 1, collapsed, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&spec.layers, &ListPath::top(), 0, collapsed, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramcalc_core::presets;
+
+    #[test]
+    fn paths_print_like_the_core() {
+        let p = NodePath::top(3).child(Slot::Body, 1);
+        assert_eq!(p.to_string(), "layers[3].body[1]");
+        let p = NodePath::top(2).child(Slot::Branch(0), 1).child(Slot::Shortcut, 0);
+        assert_eq!(p.to_string(), "layers[2].branches[0][1].shortcut[0]");
+        assert_eq!(normalize_core_path("layers[2].body#11[1]"), "layers[2].body[1]");
+    }
+
+    #[test]
+    fn every_resolved_row_of_a_preset_maps_to_an_editor_node() {
+        for id in ["resnet50", "bert-base", "vgg16"] {
+            let spec = presets::build(id).unwrap();
+            let est = vramcalc_core::estimate(&spec, &Default::default()).unwrap();
+            let all: Vec<String> = rows(&spec, &BTreeSet::new())
+                .into_iter()
+                .filter_map(|r| match r {
+                    Row::Node { path, .. } => Some(path.to_string()),
+                    _ => None,
+                })
+                .collect();
+            for l in &est.layers {
+                let key = normalize_core_path(&l.info.path);
+                assert!(all.contains(&key), "{id}: {key} has no editor row");
+            }
+        }
+    }
+
+    #[test]
+    fn folding_hides_children() {
+        let spec = presets::build("resnet18").unwrap();
+        let folded = block_paths(&spec.layers);
+        let shown = rows(&spec, &folded);
+        assert_eq!(shown.len(), spec.layers.len());
+        assert!(rows(&spec, &BTreeSet::new()).len() > shown.len());
+    }
+
+    #[test]
+    fn contiguous_selection() {
+        let a = NodePath::top(1);
+        let b = NodePath::top(2);
+        let c = NodePath::top(4);
+        assert_eq!(contiguous(&[b.clone(), a.clone()]), Some((ListPath::top(), 1, 2)));
+        assert_eq!(contiguous(&[a.clone(), c]), None);
+        assert_eq!(contiguous(&[a.clone(), NodePath::top(1).child(Slot::Body, 0)]), None);
+        assert_eq!(contiguous(&[]), None);
+    }
+}
