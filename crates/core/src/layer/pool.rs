@@ -16,7 +16,8 @@ fn yes() -> bool {
 }
 
 /// `nn.MaxPool2d(kernel_size, stride=kernel_size, padding=0, dilation=1, ceil_mode=False)`.
-/// Training keeps the input and int64 indices for backward.
+/// Training keeps the input and int64 indices for backward; without autograd the indices are
+/// still computed (`max_pool2d_with_indices`, as on CUDA) and dropped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MaxPool2d {
@@ -85,8 +86,14 @@ impl MaxPool2d {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         let out = window(b, x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)?;
         let dt = b.dtype(x);
-        let extras = [(out.clone(), true, DType::I64)];
-        Ok(b.op("max_pool2d", &[x], &[(out, dt)], &[x], false, &extras, GradRule::Alloc)[0])
+        let indices = (out.clone(), true, DType::I64);
+        let y = b.op("max_pool2d", &[x], &[(out, dt)], &[x], false, std::slice::from_ref(&indices), GradRule::Alloc)[0];
+        if !b.g.ops.last().is_some_and(|op| op.recorded) {
+            // Without autograd CUDA still runs max_pool2d_with_indices; the indices are dropped at once.
+            let idx = crate::graph::Value { storage: 0, shape: indices.0, batched: true, dtype: DType::I64, requires_grad: false };
+            b.last_fwd_scratch(idx.bytes());
+        }
+        Ok(y)
     }
 }
 

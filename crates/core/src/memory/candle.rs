@@ -370,7 +370,7 @@ impl MemState {
         self.peak_reserved = self.peak_reserved.max(self.cur_reserved);
         if self.record {
             let layer = if self.phase == Phase::Optimizer { u32::MAX } else { self.layer };
-            self.timeline.push(TimelinePoint { phase: self.phase, layer, bytes: total });
+            self.timeline.push(TimelinePoint { phase: self.phase, layer, op: u32::MAX, bytes: total });
         }
     }
 

@@ -91,6 +91,8 @@ pub struct TimelinePoint {
     pub phase: Phase,
     /// Row of the per-layer table whose op this is (`u32::MAX` for the optimizer step).
     pub layer: u32,
+    /// Index of the op in the graph (`u32::MAX` for the optimizer step).
+    pub op: u32,
     pub bytes: u64,
 }
 
@@ -285,9 +287,9 @@ impl Plan {
                 sim.alloc(s, Cat::Activations);
             }
             let scratch = op.fwd_scratch.at(sim.batch);
-            sim.add_raw(Cat::Temporaries, scratch);
+            sim.add_raw(Cat::Activations, scratch);
             sim.sample();
-            sim.sub_raw(Cat::Temporaries, scratch);
+            sim.sub_raw(Cat::Activations, scratch);
             for &s in &self.fwd_frees[i] {
                 sim.free(s);
             }
@@ -330,6 +332,8 @@ impl Plan {
             let has_grad = op.outputs.iter().any(|&o| grads.get(o).is_some());
             let mut transient: Vec<usize> = Vec::new();
             let mut new_param_grads: Vec<usize> = Vec::new();
+            // second contributions to an activation's gradient, summed out of place afterwards
+            let mut accumulate: Vec<(ValueId, usize)> = Vec::new();
             if has_grad {
                 let out_grad = op.outputs.first().and_then(|&o| grads.get(o));
                 for &v in &op.inputs {
@@ -354,8 +358,13 @@ impl Plan {
                             }
                             grads.set(v, id);
                         }
-                        (Some(_), true) => {}
-                        (Some(_), false) => transient.push(sim.new_grad(val.bytes(), false)),
+                        (Some(_), _) if is_param => transient.push(sim.new_grad(val.bytes(), false)),
+                        (Some(_), true) => {
+                            let og = out_grad.unwrap_or(usize::MAX);
+                            sim.grads[og].refs += 1;
+                            accumulate.push((v, og));
+                        }
+                        (Some(_), false) => accumulate.push((v, sim.new_grad(val.bytes(), false))),
                     }
                 }
             }
@@ -366,10 +375,6 @@ impl Plan {
             for id in transient {
                 sim.release_grad(id);
             }
-            // AccumulateGrad turns the new tensors into `.grad`s
-            for id in new_param_grads {
-                sim.promote_grad(id);
-            }
             for &o in &op.outputs {
                 if let Some(id) = grads.take(o) {
                     sim.release_grad(id);
@@ -377,6 +382,20 @@ impl Plan {
             }
             for &s in &self.bwd_frees[i] {
                 sim.free(s);
+            }
+            // Then the engine adds the op's outputs into the next ops' input buffers; a second
+            // gradient for the same tensor is summed out of place (`old + new`).
+            for (v, new_id) in accumulate {
+                let old = grads.get(v).unwrap_or(usize::MAX);
+                let sum = sim.new_grad(g.value(v).bytes(), false);
+                sim.sample();
+                sim.release_grad(old);
+                sim.release_grad(new_id);
+                grads.set(v, sum);
+            }
+            // AccumulateGrad nodes run next and turn the new tensors into `.grad`s
+            for id in new_param_grads {
+                sim.promote_grad(id);
             }
         }
         // gradients nobody consumed die with the graph (every saved storage was freed above)
@@ -571,7 +590,7 @@ impl<'g> Sim<'g> {
             self.peak_breakdown = self.cur;
         }
         if self.record {
-            self.timeline.push(TimelinePoint { phase: self.phase, layer: self.layer, bytes: total });
+            self.timeline.push(TimelinePoint { phase: self.phase, layer: self.layer, op: self.op.unwrap_or(NONE), bytes: total });
         }
         if self.snapshot_at == Some(self.n_samples) {
             self.take_snapshot();
