@@ -131,8 +131,14 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
     Some(n)
 }
 
-/// Every applicable trick with its result (tricks the core rejects are left out).
-pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Vec<WhatIf> {
+/// Every applicable trick with its result (tricks the core rejects are left out); `None` when
+/// the model itself does not resolve.
+pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
+    Prepared::new(spec, config).ok()?;
+    Some(what_ifs_of_valid(spec, config))
+}
+
+fn what_ifs_of_valid(spec: &ModelSpec, config: &TrainConfig) -> Vec<WhatIf> {
     Trick::ALL
         .iter()
         .filter_map(|&trick| {
@@ -220,7 +226,7 @@ mod tests {
         let spec = presets::build("bert-base").unwrap();
         let cfg = TrainConfig::default();
         let base = vramcalc_core::estimate(&spec, &cfg).unwrap().peak_bytes;
-        let w = what_ifs(&spec, &cfg);
+        let w = what_ifs(&spec, &cfg).unwrap();
         let ids: Vec<_> = w.iter().map(|w| w.trick).collect();
         assert!(ids.contains(&Trick::ShorterSeq) && ids.contains(&Trick::Amp) && !ids.contains(&Trick::InplaceRelu));
         for t in &w {
@@ -229,7 +235,10 @@ mod tests {
             }
         }
         let cnn = presets::build("resnet18").unwrap();
-        assert!(what_ifs(&cnn, &cfg).iter().all(|w| w.trick != Trick::ShorterSeq));
+        assert!(what_ifs(&cnn, &cfg).unwrap().iter().all(|w| w.trick != Trick::ShorterSeq));
+        let mut broken = cnn.clone();
+        broken.input.shape = vec![7];
+        assert_eq!(what_ifs(&broken, &cfg), None);
     }
 
     #[test]
@@ -278,7 +287,7 @@ mod timing {
             let r = super::analyse(&spec, &cfg, 24 << 30).unwrap();
             let t_all = t.elapsed();
             let t = std::time::Instant::now();
-            let w = super::what_ifs(&spec, &cfg);
+            let w = super::what_ifs(&spec, &cfg).unwrap();
             let t_w = t.elapsed();
             println!("{id}: estimate {t_est:?}, analyse {t_all:?} ({} sweep points), what-ifs {t_w:?} ({}), peak {}", r.sweep.len(), w.len(), est.peak_bytes);
         }

@@ -7,7 +7,7 @@ use crate::components::results::{Charts, Summary};
 use crate::components::settings::Settings;
 use crate::components::whatif::WhatIfs;
 use crate::components::{Ctx, Shared};
-use crate::hooks::{use_app_state, use_deferred_memo, use_document_attributes, use_undo_shortcuts};
+use crate::hooks::{use_app_state, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
 use std::rc::Rc;
 use vramcalc_core::Error;
 use yew::prelude::*;
@@ -48,7 +48,8 @@ pub fn app() -> Html {
         _ => None,
     };
 
-    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit };
+    let narrow = use_narrow();
+    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx}>
             <Header can_undo={state.can_undo()} can_redo={state.can_redo()} theme={state.prefs.theme} />

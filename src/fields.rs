@@ -63,7 +63,21 @@ fn takes_no_arguments(layer: &Layer) -> bool {
     matches!(layer, Layer::Tanh | Layer::Sigmoid)
 }
 
-/// The editable fields of `layer`, in its JSON order, then accepted optional ones.
+/// Fields shown first, in PyTorch's constructor order; others follow alphabetically, flags last.
+const ORDER: &[&str] = &[
+    "in_features", "out_features", "in_channels", "out_channels", "num_features", "normalized_shape",
+    "num_groups", "num_channels", "num_embeddings", "embedding_dim", "embed_dim", "num_heads", "num_kv_heads",
+    "d_model", "nhead", "dim_feedforward", "hidden_size", "intermediate_size", "input_size", "num_layers",
+    "kernel_size", "stride", "padding", "output_padding", "dilation", "groups", "output_size", "p", "dim",
+    "start_dim", "end_dim", "dim0", "dim1", "index", "times", "join",
+];
+
+fn rank(f: &Field) -> (usize, usize) {
+    let flag = matches!(f.value, FieldValue::Bool(_)) as usize;
+    (flag, ORDER.iter().position(|n| *n == f.name).unwrap_or(ORDER.len()))
+}
+
+/// The editable fields of `layer`: main sizes first (see [`ORDER`]), then accepted optional ones.
 pub fn fields(layer: &Layer) -> Vec<Field> {
     match layer {
         Layer::Sequential { checkpoint, .. } => {
@@ -95,6 +109,8 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
             optional: OPTIONAL.iter().any(|(n, d)| n == k && matches!(d, OptionalDefault::None)),
         })
         .collect();
+    // A stable sort keeps serde_json's alphabetical order among the rest.
+    out.sort_by_key(rank);
     for (name, default) in OPTIONAL {
         if obj.contains_key(*name) {
             continue;
@@ -241,6 +257,13 @@ mod tests {
         let l = set_field(&conv, "padding", &FieldValue::Text("same".into())).unwrap();
         assert!(serde_json::to_string(&l).unwrap().contains("\"same\""));
         assert!(fields(&ex("tanh")).is_empty());
+    }
+
+    #[test]
+    fn sizes_come_first_and_flags_last() {
+        let names: Vec<String> = fields(&ex("conv2d")).into_iter().map(|f| f.name).collect();
+        assert_eq!(&names[..4], ["in_channels", "out_channels", "kernel_size", "stride"]);
+        assert_eq!(names.last().map(String::as_str), Some("bias"));
     }
 
     #[test]

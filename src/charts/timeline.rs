@@ -99,7 +99,8 @@ mod tests {
     fn empty_and_single_point_timelines() {
         let g = geometry(&[], 600.0, 200.0, ByteUnit::Mb);
         assert!(g.peak.is_none() && g.area.is_empty());
-        let one = [TimelinePoint { phase: Phase::Forward, layer: 0, bytes: 10 }];
+        let e = vramcalc_core::estimate(&presets::build("vgg11").unwrap(), &Default::default()).unwrap();
+        let one = [e.timeline[0]];
         let g = geometry(&one, 600.0, 200.0, ByteUnit::Mb);
         assert!(g.peak.is_some());
     }

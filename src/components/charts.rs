@@ -7,7 +7,6 @@ use crate::charts::{bars, batch, f, timeline};
 use vramcalc_core::Phase;
 use yew::prelude::*;
 
-const W: f64 = 640.0;
 
 #[derive(Properties, PartialEq)]
 pub struct ChartProps {
@@ -19,14 +18,16 @@ pub struct ChartProps {
 pub fn capacity_chart(p: &ChartProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let cw = ctx.chart_width();
     let est = &p.report.estimate;
-    let (left, width) = (130.0, W - 140.0);
+    let left = if ctx.narrow { 96.0 } else { 130.0 };
+    let width = cw - left - 10.0;
     let g = bars::capacity(est, p.report.capacity, width, ctx.unit);
     let fits = est.device_total_bytes <= p.report.capacity;
     let label = format!("{}: {} · {}: {} · {}: {}", t.peak, ctx.bytes(est.peak_bytes), t.device_total,
         ctx.bytes(est.device_total_bytes), t.capacity, ctx.bytes(p.report.capacity));
     html! {
-        <svg class="chart capacity" viewBox={format!("0 0 {W} 96")} role="img" aria-label={label.clone()} data-testid="chart-capacity">
+        <svg class="chart capacity" viewBox={format!("0 0 {cw} 96")} role="img" aria-label={label.clone()} data-testid="chart-capacity">
             <title>{ label }</title>
             { for g.bars.iter().enumerate().map(|(i, b)| {
                 let y = 8.0 + i as f64 * 30.0;
@@ -52,12 +53,13 @@ pub fn capacity_chart(p: &ChartProps) -> Html {
 pub fn breakdown_chart(p: &ChartProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let cw = ctx.chart_width();
     let est = &p.report.estimate;
-    let segs = bars::breakdown(est, W);
+    let segs = bars::breakdown(est, cw);
     let total = est.device_total_bytes.max(1);
     html! {
         <figure class="breakdown" data-testid="chart-breakdown">
-            <svg class="chart" viewBox={format!("0 0 {W} 28")} role="img" aria-label={t.breakdown}>
+            <svg class="chart" viewBox={format!("0 0 {cw} 28")} role="img" aria-label={t.breakdown}>
                 <title>{ t.breakdown }</title>
                 { for segs.iter().map(|s| html! {
                     <rect x={f(s.x)} y="0" width={f(s.w)} height="28" class={classes!("seg", s.key)}>
@@ -84,11 +86,12 @@ pub fn breakdown_chart(p: &ChartProps) -> Html {
 pub fn timeline_chart(p: &ChartProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let cw = ctx.chart_width();
     let (h, left, bottom) = (200.0, 64.0, 18.0);
-    let g = timeline::geometry(&p.report.estimate.timeline, W - left - 8.0, h - bottom - 8.0, ctx.unit);
+    let g = timeline::geometry(&p.report.estimate.timeline, cw - left - 8.0, h - bottom - 8.0, ctx.unit);
     let phase_class = |ph: Phase| ph.name();
     html! {
-        <svg class="chart timeline" viewBox={format!("0 0 {W} {h}")} role="img" aria-label={t.timeline} data-testid="chart-timeline">
+        <svg class="chart timeline" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.timeline} data-testid="chart-timeline">
             <title>{ t.timeline }</title>
             <g transform={format!("translate({left},8)")}>
                 { for g.phases.iter().map(|s| html! {
@@ -99,7 +102,7 @@ pub fn timeline_chart(p: &ChartProps) -> Html {
                 }) }
                 { for g.y_ticks.iter().map(|(y, b)| html! {
                     <g>
-                        <line x1="0" x2={f(W - left - 8.0)} y1={f(*y)} y2={f(*y)} class="grid" />
+                        <line x1="0" x2={f(cw - left - 8.0)} y1={f(*y)} y2={f(*y)} class="grid" />
                         <text x="-4" y={f(*y + 4.0)} text-anchor="end" class="axis-label">{ ctx.bytes(*b) }</text>
                     </g>
                 }) }
@@ -108,7 +111,7 @@ pub fn timeline_chart(p: &ChartProps) -> Html {
                 if let Some((x, y, bytes)) = g.peak {
                     <g data-testid="timeline-peak">
                         <circle cx={f(x)} cy={f(y)} r="4" class="peak-dot" />
-                        <text x={f(x)} y={f((y - 8.0).max(10.0))} text-anchor={if x > (W - left) * 0.7 { "end" } else { "middle" }} class="peak-label">
+                        <text x={f(x)} y={f((y - 8.0).max(10.0))} text-anchor={if x > (cw - left) * 0.7 { "end" } else { "middle" }} class="peak-label">
                             { format!("peak {}", ctx.bytes(bytes)) }
                         </text>
                     </g>
@@ -123,12 +126,13 @@ pub fn timeline_chart(p: &ChartProps) -> Html {
 pub fn batch_chart(p: &ChartProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let cw = ctx.chart_width();
     let r = &p.report;
     let (h, left, bottom) = (220.0, 64.0, 22.0);
-    let (pw, ph) = (W - left - 12.0, h - bottom - 10.0);
+    let (pw, ph) = (cw - left - 12.0, h - bottom - 10.0);
     let g = batch::geometry(&r.sweep, r.capacity, r.max_batch, r.estimate.config.batch, pw, ph, ctx.unit);
     html! {
-        <svg class="chart batch" viewBox={format!("0 0 {W} {h}")} role="img" aria-label={t.batch_chart} data-testid="chart-batch">
+        <svg class="chart batch" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.batch_chart} data-testid="chart-batch">
             <title>{ t.batch_chart }</title>
             <g transform={format!("translate({left},10)")}>
                 { for g.y_ticks.iter().map(|(y, b)| html! {
@@ -161,16 +165,17 @@ pub fn batch_chart(p: &ChartProps) -> Html {
 pub fn layer_chart(p: &ChartProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let cw = ctx.chart_width();
     let layers = &p.report.estimate.layers;
     let (h, left) = (160.0, 64.0);
-    let (cols, ticks) = bars::layer_columns(layers, W - left - 8.0, h - 16.0, ctx.unit);
+    let (cols, ticks) = bars::layer_columns(layers, cw - left - 8.0, h - 16.0, ctx.unit);
     html! {
-        <svg class="chart layers-chart" viewBox={format!("0 0 {W} {h}")} role="img" aria-label={t.per_layer} data-testid="chart-layers">
+        <svg class="chart layers-chart" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.per_layer} data-testid="chart-layers">
             <title>{ t.per_layer }</title>
             <g transform={format!("translate({left},8)")}>
                 { for ticks.iter().map(|(y, b)| html! {
                     <g>
-                        <line x1="0" x2={f(W - left - 8.0)} y1={f(*y)} y2={f(*y)} class="grid" />
+                        <line x1="0" x2={f(cw - left - 8.0)} y1={f(*y)} y2={f(*y)} class="grid" />
                         <text x="-4" y={f(*y + 4.0)} text-anchor="end" class="axis-label">{ ctx.bytes(*b) }</text>
                     </g>
                 }) }

@@ -234,7 +234,11 @@ pub fn layer_row(p: &RowProps) -> Html {
                 <span class="row-actions">
                     <button onclick={mover(-1)} disabled={p.first} aria-label={t.move_up} title={t.move_up} data-testid="layer-up">{ "↑" }</button>
                     <button onclick={mover(1)} disabled={p.last} aria-label={t.move_down} title={t.move_down} data-testid="layer-down">{ "↓" }</button>
-                    <button onclick={act(Action::DuplicateLayer)} aria-label={t.duplicate} title={t.duplicate} data-testid="layer-duplicate">{ "⧉" }</button>
+                    <button onclick={act(Action::DuplicateLayer)} aria-label={t.duplicate} title={t.duplicate} data-testid="layer-duplicate">
+                        <svg viewBox="0 0 16 16" width="13" height="13" aria-hidden="true" class="icon">
+                            <rect x="1.5" y="4.5" width="9" height="10" rx="1.5" /><path d="M5.5 4.5V2.5a1 1 0 0 1 1-1h7a1 1 0 0 1 1 1v8a1 1 0 0 1-1 1h-3" />
+                        </svg>
+                    </button>
                     if block && can_ungroup(&p.layer) {
                         <button onclick={act(Action::Ungroup)} aria-label={t.ungroup} title={t.ungroup} data-testid="layer-ungroup">{ "⇤" }</button>
                     }

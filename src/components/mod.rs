@@ -24,11 +24,21 @@ pub struct Ctx {
     pub dispatch: UseReducerDispatcher<State>,
     pub lang: Lang,
     pub unit: ByteUnit,
+    /// Phone-narrow window: charts use a narrower viewBox.
+    pub narrow: bool,
 }
 
 impl Ctx {
     pub fn tr(&self) -> &'static Tr {
         tr(self.lang)
+    }
+    /// ViewBox width of the charts.
+    pub fn chart_width(&self) -> f64 {
+        if self.narrow {
+            360.0
+        } else {
+            640.0
+        }
     }
     pub fn bytes(&self, b: u64) -> String {
         format_bytes(b, self.unit)

@@ -7,7 +7,7 @@ use vramcalc_core::thousands;
 use yew::prelude::*;
 
 /// Rows shown before "show all".
-const FIRST_ROWS: usize = 60;
+const FIRST_ROWS: usize = 30;
 
 #[derive(Properties, PartialEq)]
 pub struct TableProps {

@@ -71,10 +71,10 @@ use wasm_bindgen::JsCast;
 
 /// Like `use_memo`, but computes after the render that changed `deps` (in a zero-delay timeout),
 /// so slow secondary views (what-ifs resolve the model once per trick) never delay the main
-/// estimate's update. Shows the previous value until the new one is ready; a newer change
-/// cancels a pending computation.
+/// estimate's update. Shows the previous value until the new one is ready (and keeps it when `f`
+/// gives `None`, e.g. for an invalid model); a newer change cancels a pending computation.
 #[hook]
-pub fn use_deferred_memo<D, T>(deps: D, f: fn(&D) -> T) -> Option<std::rc::Rc<T>>
+pub fn use_deferred_memo<D, T>(deps: D, f: fn(&D) -> Option<T>) -> Option<std::rc::Rc<T>>
 where
     D: PartialEq + Clone + 'static,
     T: 'static,
@@ -84,9 +84,44 @@ where
         let value = value.clone();
         use_effect_with(deps, move |deps| {
             let deps = deps.clone();
-            let pending = gloo::timers::callback::Timeout::new(0, move || value.set(Some(std::rc::Rc::new(f(&deps)))));
+            let pending = gloo::timers::callback::Timeout::new(0, move || {
+                if let Some(v) = f(&deps) {
+                    value.set(Some(std::rc::Rc::new(v)));
+                }
+            });
             move || drop(pending)
         });
     }
     (*value).clone()
 }
+
+/// Whether the window is phone-narrow (charts then use a narrower viewBox so their text stays
+/// readable); follows resizes.
+#[hook]
+pub fn use_narrow() -> bool {
+    fn narrow() -> bool {
+        web_sys::window()
+            .and_then(|w| w.inner_width().ok())
+            .and_then(|v| v.as_f64())
+            .is_some_and(|w| w < NARROW_PX)
+    }
+    let state = use_state(narrow);
+    {
+        let state = state.clone();
+        use_effect_with((), move |_| {
+            let listener = web_sys::window().map(|w| {
+                gloo::events::EventListener::new(&w, "resize", move |_| {
+                    let n = narrow();
+                    if n != *state {
+                        state.set(n);
+                    }
+                })
+            });
+            move || drop(listener)
+        });
+    }
+    *state
+}
+
+/// Below this width (CSS px) charts are drawn for a phone.
+pub const NARROW_PX: f64 = 600.0;

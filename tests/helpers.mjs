@@ -1,0 +1,64 @@
+// Shared setup for the browser tests: one headless Chromium (Debian's, no download), a fresh
+// context per test (empty LocalStorage), page errors collected so a wasm panic fails the test.
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+export const URL = process.env.VRAMCALC_URL ?? 'http://127.0.0.1:8080/';
+export const ARTIFACTS = process.env.VRAMCALC_ARTIFACTS ?? 'test-artifacts';
+mkdirSync(ARTIFACTS, { recursive: true });
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+];
+
+export function launch() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+}
+
+/** Opens the app in a fresh context and waits for the first chart. */
+export async function open(browser, { viewport = { width: 1440, height: 1000 }, colorScheme = 'light' } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(URL);
+  await page.getByTestId('chart-capacity').waitFor();
+  return { context, page, errors };
+}
+
+export async function bytes(page, testid) {
+  return Number(await page.getByTestId(testid).getAttribute('data-bytes'));
+}
+
+/** Waits until `data-<attr>` of `testid` satisfies `pred`. */
+export async function waitAttr(page, testid, attr, pred, timeout = 5000) {
+  const start = Date.now();
+  let last;
+  while (Date.now() - start < timeout) {
+    last = await page.getByTestId(testid).first().getAttribute(attr);
+    if (pred(last)) return last;
+    await page.waitForTimeout(25);
+  }
+  throw new Error(`${testid}[${attr}] stayed ${last}`);
+}
+
+export async function pickPreset(page, id) {
+  await page.getByTestId('preset-select').selectOption(id);
+  await page.waitForFunction((id) => document.querySelector('[data-testid=preset-select]').value === id, id);
+}
+
+export async function setBatch(page, n) {
+  await page.getByTestId('batch-input').fill(String(n));
+}
+
+export async function shot(page, name, { fullPage = true } = {}) {
+  await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage });
+}
+
+/** Kinds of the top-level editor rows, in order. */
+export async function topKinds(page) {
+  return page.$$eval('[data-testid=layer-row]', (rows) =>
+    rows.filter((r) => /^layers\[\d+\]$/.test(r.dataset.path)).map((r) => r.dataset.kind));
+}

@@ -1,0 +1,77 @@
+// Measures the release bundle: wasm + JS gzipped (and brotli) sizes, the time from navigation to
+// the first chart in headless Chromium on localhost, and how long a live edit of ResNet-152 takes.
+// Usage: trunk build --release --offline && node tests/measure.mjs   (serves dist/ itself)
+import { readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
+import { join, extname } from 'node:path';
+import { launch } from './helpers.mjs';
+
+const DIST = process.env.VRAMCALC_DIST ?? 'dist';
+const RUNS = Number(process.env.RUNS ?? 7);
+const files = readdirSync(DIST);
+const size = (f) => {
+  const b = readFileSync(join(DIST, f));
+  return { raw: b.length, gz: gzipSync(b, { level: 9 }).length, br: brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length };
+};
+const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
+let gz = 0, br = 0;
+for (const f of files.filter((f) => f.endsWith('.wasm') || f.endsWith('.js'))) {
+  const s = size(f);
+  gz += s.gz; br += s.br;
+  console.log(`${f}: ${kb(s.raw)} raw, ${kb(s.gz)} gzip -9, ${kb(s.br)} brotli`);
+}
+console.log(`BUNDLE wasm+js: ${kb(gz)} gzipped (${gz} bytes), ${kb(br)} brotli; target ≤ 300 KB gzipped`);
+
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+const server = createServer((req, res) => {
+  const name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '') || 'index.html';
+  try {
+    const body = readFileSync(join(DIST, name.includes('..') ? 'index.html' : name));
+    res.writeHead(200, { 'content-type': types[extname(name)] ?? 'application/octet-stream' });
+    res.end(body);
+  } catch { res.writeHead(404); res.end(); }
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const url = `http://127.0.0.1:${server.address().port}/`;
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const browser = await launch();
+const first = [];
+for (let i = 0; i < RUNS; i++) {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await context.addInitScript(() => {
+    new MutationObserver((_, obs) => {
+      if (document.querySelector('[data-testid=chart-capacity]')) {
+        window.__firstChart = performance.now(); // ms since navigation start
+        obs.disconnect();
+      }
+    }).observe(document, { childList: true, subtree: true });
+  });
+  const page = await context.newPage();
+  await page.goto(url);
+  await page.waitForFunction(() => window.__firstChart !== undefined);
+  first.push(await page.evaluate(() => window.__firstChart));
+  if (i === RUNS - 1) {
+    // live edit: ResNet-152, batch changes, time until the peak figure changes
+    await page.getByTestId('preset-select').selectOption('resnet152');
+    await page.waitForFunction(() => document.querySelector('[data-testid=params]').dataset.count === '60192808');
+    const edits = [];
+    for (let b = 33; b < 33 + RUNS; b++) {
+      edits.push(await page.evaluate((b) => new Promise((resolve) => {
+        const peak = document.querySelector('[data-testid=peak]');
+        const input = document.querySelector('[data-testid=batch-input]');
+        const obs = new MutationObserver(() => { obs.disconnect(); resolve(performance.now() - t0); });
+        obs.observe(peak, { attributes: true });
+        const t0 = performance.now();
+        input.value = String(b);
+        input.dispatchEvent(new Event('input', { bubbles: true }));
+      }), b));
+    }
+    console.log(`EDIT ResNet-152 batch change → new peak on screen: median ${median(edits).toFixed(1)} ms (${edits.map((x) => x.toFixed(1)).join(', ')})`);
+  }
+  await context.close();
+}
+console.log(`FIRST CHART navigation → first chart: median ${median(first).toFixed(0)} ms over ${RUNS} loads (${first.map((x) => x.toFixed(0)).join(', ')}); target ≤ 300 ms`);
+await browser.close();
+server.close();
