@@ -20,7 +20,7 @@ pub fn capacity_chart(p: &ChartProps) -> Html {
     let t = ctx.tr();
     let cw = ctx.chart_width();
     let est = &p.report.estimate;
-    let left = if ctx.narrow { 96.0 } else { 130.0 };
+    let left = if ctx.narrow { 124.0 } else { 130.0 };
     let width = cw - left - 10.0;
     let g = bars::capacity(est, p.report.capacity, width, ctx.unit);
     let fits = est.device_total_bytes <= p.report.capacity;
@@ -150,7 +150,8 @@ pub fn batch_chart(p: &ChartProps) -> Html {
                 <path d={g.peak_line.clone()} class="line peak" />
                 if let Some(x) = g.max_x {
                     <line x1={f(x)} x2={f(x)} y1="0" y2={f(ph)} class="max-line" />
-                    <text x={f(x)} y="10" dx="4" class="axis-label max">{ format!("max {}", r.max_batch.unwrap_or(0)) }</text>
+                    <text x={f(x)} y="10" dx={if x > pw * 0.8 { "-4" } else { "4" }}
+                        text-anchor={if x > pw * 0.8 { "end" } else { "start" }} class="axis-label max">{ format!("max {}", r.max_batch.unwrap_or(0)) }</text>
                 }
                 if let Some((x, y)) = g.current {
                     <circle cx={f(x)} cy={f(y)} r="4" class="current-dot"><title>{ format!("{} {}", t.batch, r.estimate.config.batch) }</title></circle>
