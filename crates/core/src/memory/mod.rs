@@ -91,7 +91,7 @@ impl Prepared {
         } else {
             OptimizerCost::default()
         };
-        let plan = Plan::new(g, training);
+        let plan = Plan::new(g, training).with_accumulation(config.grad_accum > 1);
         let candle = match config.framework {
             config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
             config::Framework::PytorchEager => None,

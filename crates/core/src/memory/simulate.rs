@@ -131,6 +131,9 @@ pub struct Plan {
     /// For each checkpointing unit: its op range and the storages it allocates and keeps on recompute.
     units: Vec<UnitPlan>,
     training: bool,
+    /// Gradient accumulation: after the first micro-batch every `.grad` exists for the whole
+    /// step and new parameter gradients are added into them.
+    accumulating: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -245,10 +248,16 @@ impl Plan {
             }
             unit.recompute_frees = frees;
         }
-        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training }
+        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training, accumulating: false }
     }
 
     /// Simulates one step at `batch` with the optimizer's persistent state and step temporaries.
+    /// Simulates a later micro-batch of gradient accumulation (the worst one) instead of a plain step.
+    pub fn with_accumulation(mut self, accumulating: bool) -> Plan {
+        self.accumulating = accumulating && self.training;
+        self
+    }
+
     /// `snapshot_at`: index of a sample (in timeline order) at which to list the live tensors.
     pub fn simulate(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool, snapshot_at: Option<usize>) -> StepResult {
         let mut sim = Sim::new(g, batch, record_timeline);
@@ -264,9 +273,17 @@ impl Plan {
             sim.alloc(s as StorageId, cat);
         }
         sim.add_raw(Cat::OptimizerState, if self.training { opt.state } else { 0 });
+        let mut grads = Grads::new(g);
+        if self.accumulating {
+            for &p in &g.params {
+                let id = sim.new_grad(g.value(p).bytes(), true);
+                sim.promote_grad(id);
+                grads.set(p, id);
+            }
+        }
         self.forward(&mut sim);
         if self.training {
-            self.backward(&mut sim);
+            self.backward(&mut sim, grads);
             sim.phase = Phase::Optimizer;
             sim.layer = NONE;
             sim.op = None;
@@ -306,10 +323,9 @@ impl Plan {
         }
     }
 
-    fn backward(&self, sim: &mut Sim) {
+    fn backward(&self, sim: &mut Sim, mut grads: Grads) {
         let g = sim.g;
         sim.phase = Phase::Backward;
-        let mut grads = Grads::new(g);
         grads.set(g.output, sim.new_grad(Lin { fixed: 4, per_sample: 0 }, false));
         let mut unit_done = vec![false; self.units.len()];
         for i in (0..g.ops.len()).rev() {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing vramcalc needs, skipping whatever is already there.
+# Everything comes from crates.io, npm or Debian (no other downloads): see ../shared/TOOLCHAIN.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
+
+# Trunk 0.21.14 (0.22 needs a newer rustc); ~15 min to build the first time.
+if ! trunk --version 2>/dev/null | grep -q '0\.21\.14'; then
+  cargo install trunk --locked --version 0.21.14
+fi
+# wasm-bindgen CLI must equal the `wasm-bindgen` pinned in Cargo.lock; no --locked (see TOOLCHAIN.md).
+if ! wasm-bindgen --version 2>/dev/null | grep -q '0\.2\.130'; then
+  cargo install wasm-bindgen-cli --version 0.2.130
+fi
+# Headless Chromium for the browser tests.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+fi
+# wasm-opt (binaryen@132) and playwright-core, pinned in package-lock.json.
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
+  npm ci --no-audit --no-fund
+fi
