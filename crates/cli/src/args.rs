@@ -33,6 +33,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the model as a JSON spec (export a preset or a converted config.json to edit).
+    Spec {
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// The per-layer table: path, kind, output shape, parameters, activation values.
     Show {
         #[command(flatten)]

@@ -24,6 +24,7 @@ fn run() -> Result<ExitCode> {
     let text = match cli.command {
         args::Command::Presets { json } => table::presets(json),
         args::Command::Gpus { json } => table::gpus(json),
+        args::Command::Spec { model } => Ok(model.load()?.to_json_pretty() + "\n"),
         args::Command::Show { model, json } => {
             let spec = model.load()?;
             let est = model.estimate_default(&spec)?;

@@ -96,3 +96,13 @@ fn human_output_uses_separators_and_units() {
     assert!(out.contains("GiB") || out.contains("MiB"), "{out}");
     assert!(out.contains("rule of thumb"));
 }
+
+#[test]
+fn presets_export_as_specs_that_read_back() {
+    let (code, out, err) = vramcalc(&["spec", "--preset", "resnet18"]);
+    assert_eq!(code, 0, "{err}");
+    let path = std::env::temp_dir().join("vramcalc-cli-resnet18.json");
+    std::fs::write(&path, out).unwrap();
+    let v = json(&["estimate", "--spec", path.to_str().unwrap(), "--json"]);
+    assert_eq!(v["params"], 11_689_512);
+}

@@ -9,12 +9,14 @@ use reference::{cases, estimate, rel_err};
 fn main() {
     let verbose = std::env::args().any(|a| a == "-v");
     let mut errs = Vec::new();
+    let mut thumb = Vec::new();
     println!("| model | setting | measured | estimated | error | phase (measured/estimated) |");
     println!("|---|---|---:|---:|---:|---|");
     for c in cases() {
         let e = estimate(&c);
         let err = rel_err(e.peak_bytes, c.measured);
         errs.push(err.abs());
+        thumb.push(rel_err(e.rule_of_thumb_bytes, c.measured).abs());
         println!(
             "| {} | {} | {} | {} | {:+.2} % | {}/{} |",
             c.label,
@@ -40,4 +42,10 @@ fn main() {
     let median = errs[errs.len() / 2];
     let max = errs.last().copied().unwrap_or(0.0);
     println!("\n{} records: median |error| {:.2} %, max |error| {:.2} %", errs.len(), median * 100.0, max * 100.0);
+    thumb.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "rule of thumb (params × n + batch × outputs × 2 + input) on the same records: median |error| {:.1} %, max {:.1} %",
+        thumb[thumb.len() / 2] * 100.0,
+        thumb.last().copied().unwrap_or(0.0) * 100.0
+    );
 }
