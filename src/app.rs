@@ -7,14 +7,28 @@ use crate::components::results::{Charts, Summary};
 use crate::components::settings::Settings;
 use crate::components::whatif::WhatIfs;
 use crate::components::{Ctx, Shared};
-use crate::hooks::{use_app_state, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
+use crate::components::embed::EmbedApp;
+use crate::components::exports::Exports;
+use crate::components::share::{LinkNotice, ShareButtons};
+use crate::{dom, share_link};
+use crate::hooks::{use_app_state, AppState, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
 use std::rc::Rc;
 use vramcalc_core::Error;
 use yew::prelude::*;
 
+/// The full app, or the embed card with `?embed` in the address.
 #[function_component(App)]
 pub fn app() -> Html {
-    let state = use_app_state();
+    let embed = use_memo((), |_| share_link::embed_controls(&dom::location_search()));
+    match &*embed {
+        Some(controls) => html! { <EmbedApp controls={controls.clone()} /> },
+        None => html! { <FullApp /> },
+    }
+}
+
+#[function_component(FullApp)]
+fn full_app() -> Html {
+    let AppState { state, notice, dismiss, saved, fragment } = use_app_state();
     use_undo_shortcuts(state.dispatcher());
     use_document_attributes(state.prefs.theme, state.prefs.lang);
     let model = &state.model;
@@ -53,6 +67,12 @@ pub fn app() -> Html {
     html! {
         <ContextProvider<Ctx> context={ctx}>
             <Header can_undo={state.can_undo()} can_redo={state.can_redo()} theme={state.prefs.theme} />
+            <div class="sharebar">
+                if let Some(n) = notice {
+                    <LinkNotice notice={n} saved={saved} dismiss={dismiss} />
+                }
+                <ShareButtons fragment={fragment.map(AttrValue::from)} />
+            </div>
             <main class="layout">
                 <div class="col left">
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={analysis::seq_len(&model.spec, &model.config)}
@@ -66,6 +86,9 @@ pub fn app() -> Html {
                         <WhatIfs items={Shared(w)} base={r.estimate.peak_bytes} />
                     }
                     <Charts report={shown.clone()} />
+                    if let Some(r) = &shown {
+                        <Exports report={r.clone()} spec={model.spec.clone()} />
+                    }
                 </div>
             </main>
             <footer class="foot muted small">

@@ -13,18 +13,24 @@
 //! | `analysis` | estimate, batch sweep, max batch, what-ifs (core calls, wrapped in `use_memo`) |
 //! | `charts` | pure geometry for the SVG charts |
 //! | `i18n` | English / 中文 strings |
+//! | `share_link` | the state ↔ a share link (`#v1.…`), the load rule (link vs. saved work), embed parameters |
+//! | `export` | CSV and JSON downloads |
+//! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
 pub mod analysis;
 pub mod charts;
+pub mod export;
 pub mod fields;
 pub mod i18n;
 pub mod paste;
+pub mod share_link;
 pub mod state;
 pub mod tree;
 
 pub mod app;
 pub mod components;
+pub mod dom;
 pub mod hooks;
 
 pub use app::App;

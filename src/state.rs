@@ -190,6 +190,8 @@ pub enum Action {
     SetLang(Lang),
     SetUnit(ByteUnit),
     SetTheme(Theme),
+    /// Back to the saved work (after opening a shared link): its model and preferences.
+    Restore(Saved),
 }
 
 impl State {
@@ -369,6 +371,10 @@ impl Reducible for State {
             Action::SetLang(l) => s.prefs.lang = l,
             Action::SetUnit(u) => s.prefs.unit = u,
             Action::SetTheme(t) => s.prefs.theme = t,
+            Action::Restore(saved) => {
+                s.replace_model(saved.model);
+                s.prefs = saved.prefs;
+            }
         }
         Rc::new(s)
     }

@@ -16,14 +16,15 @@ export function launch() {
   return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }
 
-/** Opens the app in a fresh context and waits for the first chart. */
-export async function open(browser, { viewport = { width: 1440, height: 1000 }, colorScheme = 'light' } = {}) {
-  const context = await browser.newContext({ viewport, colorScheme });
+/** Opens the app (or `url`) in a page of `context`, by default a fresh one (empty LocalStorage),
+ *  and waits for the first chart. */
+export async function open(browser, { viewport = { width: 1440, height: 1000 }, colorScheme = 'light', url = URL, context } = {}) {
+  context ??= await browser.newContext({ viewport, colorScheme });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(URL);
+  await page.goto(url);
   await page.getByTestId('chart-capacity').waitFor();
   return { context, page, errors };
 }

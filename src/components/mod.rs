@@ -2,6 +2,8 @@
 //! and dispatcher from [`Ctx`] and format what the core computed.
 
 pub mod charts;
+pub mod embed;
+pub mod exports;
 pub mod header;
 pub mod inputs;
 pub mod layers;
@@ -9,6 +11,7 @@ pub mod model;
 pub mod paste;
 pub mod results;
 pub mod settings;
+pub mod share;
 pub mod table;
 pub mod whatif;
 

@@ -1,6 +1,8 @@
 //! App-level hooks: the persisted reducer, keyboard shortcuts, and document attributes.
 
 use crate::i18n::Lang;
+use crate::dom;
+use crate::share_link::{self, Notice};
 use crate::state::{Action, Saved, State, Theme};
 use gloo::storage::{LocalStorage, Storage};
 use yew::prelude::*;
@@ -8,16 +10,66 @@ use yew::prelude::*;
 /// LocalStorage key of the saved state (versioned inside, see [`crate::state::Saved`]).
 pub const STORAGE_KEY: &str = "vramcalc.state";
 
-/// The app state, restored from LocalStorage on load and saved after every change.
+/// The full app's state: from a shared link in the fragment if there is one, else from
+/// LocalStorage; saved after every change — except that a link's state is not saved until the user
+/// edits it, so opening a link never overwrites the saved work. The address bar follows the state
+/// (`history.replaceState`, no new history entries).
+pub struct AppState {
+    pub state: UseReducerHandle<State>,
+    /// Why the page shows something other than the saved work (until an edit or a dismissal).
+    pub notice: Option<Notice>,
+    pub dismiss: Callback<()>,
+    /// The saved work as it was on load (for "back to my saved model").
+    pub saved: Option<Saved>,
+    /// The fragment of the current state (`None`: too large for a link).
+    pub fragment: Option<String>,
+}
+
 #[hook]
-pub fn use_app_state() -> UseReducerHandle<State> {
-    let state = use_reducer(|| State::from_saved(LocalStorage::get::<Saved>(STORAGE_KEY).ok()));
-    let saved = state.saved();
-    use_effect_with(saved, |saved| {
-        // Storage can be full or disabled (private mode): the app keeps working without it.
-        let _ = LocalStorage::set(STORAGE_KEY, saved);
+pub fn use_app_state() -> AppState {
+    let boot = use_memo((), |_| {
+        let saved = LocalStorage::get::<Saved>(STORAGE_KEY).ok();
+        (share_link::start(&dom::location_hash(), saved.clone()), saved)
     });
-    state
+    let state = {
+        let initial = boot.0.state.clone();
+        use_reducer(move || initial)
+    };
+    let guard = use_mut_ref(|| boot.0.guard.clone());
+    let notice = use_state(|| boot.0.notice.clone());
+    {
+        let (guard, notice) = (guard.clone(), notice.clone());
+        use_effect_with(state.saved(), move |saved| {
+            let unchanged = guard.borrow().as_ref() == Some(saved);
+            if !unchanged {
+                // The first edit of a linked state makes it the user's work.
+                if guard.borrow_mut().take().is_some() {
+                    notice.set(None);
+                }
+                // Storage can be full or disabled (private mode): the app keeps working without it.
+                let _ = LocalStorage::set(STORAGE_KEY, saved);
+            }
+        });
+    }
+    let fragment = use_memo((state.model.clone(), state.prefs), |(m, p)| share_link::fragment(m, p));
+    use_effect_with(fragment.clone(), |f| {
+        if let Some(f) = &**f {
+            dom::replace_fragment(f);
+        }
+    });
+    // Another link pasted into the address bar of this tab: open it as a page load would.
+    use_effect_with((), |_| {
+        let listener = web_sys::window().map(|w| {
+            gloo::events::EventListener::new(&w, "hashchange", |_| {
+                if let Some(w) = web_sys::window() {
+                    let _ = w.location().reload();
+                }
+            })
+        });
+        move || drop(listener)
+    });
+    let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
+    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.1.clone(), fragment: (*fragment).clone() }
 }
 
 /// Ctrl/⌘+Z undoes, Ctrl/⌘+Shift+Z and Ctrl+Y redo — except while typing in a field, where the

@@ -1,0 +1,182 @@
+//! Embed mode (`?embed`, the state in the fragment): a compact read-only card for a blog column —
+//! title, the headline figures against the GPU, the breakdown chart, the controls the author
+//! exposed, and "Open in vramcalc". It reads and writes no LocalStorage and leaves the address
+//! bar alone; it reports its height to the parent page (`crate::dom::HeightReporter`).
+
+use super::charts::BreakdownChart;
+use super::{Ctx, Shared};
+use crate::analysis;
+use crate::dom;
+use crate::export::model_name;
+use crate::hooks::use_document_attributes;
+use crate::i18n::fill;
+use crate::share_link::{self, Control, Notice};
+use crate::state::{Action, GpuChoice, Model};
+use std::rc::Rc;
+use vramcalc_core::presets;
+use vramcalc_core::share::ModelSource;
+use vramcalc_core::{Precision, TrainConfig, GPUS};
+use web_sys::{HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct EmbedProps {
+    pub controls: Vec<Control>,
+}
+
+/// The batch slider's top (higher batches from the link still show).
+const SLIDER_MAX: u64 = 1024;
+
+fn title(model: &Model) -> String {
+    let share = share_link::to_share(model, &Default::default());
+    match share.model {
+        ModelSource::Preset { id } => presets::list().iter().find(|p| p.id == id).map_or(id, |p| p.title.to_string()),
+        ModelSource::Spec(spec) => model_name(&spec),
+    }
+}
+
+#[function_component(EmbedApp)]
+pub fn embed_app(p: &EmbedProps) -> Html {
+    let start = use_memo((), |_| share_link::start(&dom::location_hash(), None));
+    let state = {
+        let initial = start.state.clone();
+        use_reducer(move || initial)
+    };
+    use_document_attributes(state.prefs.theme, state.prefs.lang);
+    use_effect_with((), |_| {
+        if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ = root.class_list().add_1("embed");
+        }
+        let reporter = dom::HeightReporter::start();
+        move || drop(reporter)
+    });
+    let model = &state.model;
+    let capacity = model.gpu.capacity();
+    let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
+        analysis::analyse(spec, config, *cap).map(Rc::new)
+    });
+    let fragment = use_memo((model.clone(), state.prefs), |(m, pr)| share_link::fragment(m, pr));
+    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
+    let t = ctx.tr();
+    let d = state.dispatcher();
+    let c = model.config;
+
+    let broken = match &start.notice {
+        Some(Notice::Broken(e)) => Some(html! {
+            <p class="stale small" role="alert" data-testid="link-notice" data-kind="broken">{ fill(t.link_broken, &[e]) }</p>
+        }),
+        _ => None,
+    };
+    let body = match &*report {
+        Ok(r) => {
+            let e = &r.estimate;
+            let fits = e.device_total_bytes <= r.capacity;
+            let gpu_name = match &model.gpu {
+                GpuChoice::Listed(id) => vramcalc_core::memory::device::gpu(id).map_or(id.clone(), |g| g.name.to_string()),
+                GpuChoice::Custom(_) => t.custom_capacity.trim_end_matches('…').to_string(),
+            };
+            let fit_text = if fits {
+                fill(t.fits, &[&ctx.bytes(r.capacity - e.device_total_bytes)])
+            } else {
+                fill(t.does_not_fit, &[&ctx.bytes(e.device_total_bytes - r.capacity)])
+            };
+            html! {
+                <>
+                    <div class="headline">
+                        <div class="figure main">
+                            <span class="label">{ t.peak }</span>
+                            <b data-testid="peak" data-bytes={e.peak_bytes.to_string()}>{ ctx.bytes(e.peak_bytes) }</b>
+                        </div>
+                        <div class="figure">
+                            <span class="label">{ t.device_total }</span>
+                            <b data-testid="device-total" data-bytes={e.device_total_bytes.to_string()}>{ ctx.bytes(e.device_total_bytes) }</b>
+                        </div>
+                    </div>
+                    <p class={classes!("fit", if fits { "ok" } else { "over" })} data-testid="fit-status" data-fits={fits.to_string()}>
+                        <span aria-hidden="true">{ if fits { "✓ " } else { "✗ " } }</span>
+                        { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
+                    </p>
+                    <BreakdownChart report={Shared(r.clone())} />
+                    <p class="small muted setup" data-testid="embed-setup" data-params={e.params.to_string()}>
+                        { format!("{} {} · {} · {} · {} {}", t.batch, c.batch, c.precision, c.optimizer, vramcalc_core::thousands(e.params), t.params) }
+                    </p>
+                </>
+            }
+        }
+        Err(e) => html! { <p class="stale" role="alert" data-testid="estimate-error">{ e.to_string() }</p> },
+    };
+
+    let controls = p.controls.iter().map(|control| match control {
+        Control::Batch => {
+            let d = d.clone();
+            let oninput = Callback::from(move |e: InputEvent| {
+                if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
+                    d.dispatch(Action::SetBatch(v.max(1)));
+                }
+            });
+            html! {
+                <label class="control">
+                    <span>{ t.batch }{ " " }<b data-testid="embed-batch-value">{ c.batch }</b></span>
+                    <input type="range" min="1" max={SLIDER_MAX.max(c.batch).to_string()} value={c.batch.to_string()}
+                        {oninput} data-testid="embed-batch" aria-label={t.batch} />
+                </label>
+            }
+        }
+        Control::Gpu => {
+            let d = d.clone();
+            let onchange = Callback::from(move |e: Event| {
+                d.dispatch(Action::SetGpu(GpuChoice::Listed(e.target_unchecked_into::<HtmlSelectElement>().value())));
+            });
+            let current = match &model.gpu {
+                GpuChoice::Listed(id) => id.as_str(),
+                GpuChoice::Custom(_) => "",
+            };
+            html! {
+                <label class="control">
+                    <span>{ t.gpu }</span>
+                    <select {onchange} data-testid="embed-gpu" aria-label={t.gpu}>
+                        if current.is_empty() { <option value="" selected=true>{ t.custom_capacity }</option> }
+                        { for GPUS.iter().map(|g| html! {
+                            <option value={g.id} selected={g.id == current}>{ format!("{} — {}", g.name, ctx.bytes(g.bytes)) }</option>
+                        }) }
+                    </select>
+                </label>
+            }
+        }
+        Control::Precision => {
+            let d = d.clone();
+            let onchange = Callback::from(move |e: Event| {
+                if let Some(x) = Precision::parse(&e.target_unchecked_into::<HtmlSelectElement>().value()) {
+                    d.dispatch(Action::SetConfig(TrainConfig { precision: x, ..c }));
+                }
+            });
+            html! {
+                <label class="control">
+                    <span>{ t.precision }</span>
+                    <select {onchange} data-testid="embed-precision" aria-label={t.precision}>
+                        { for Precision::ALL.iter().map(|x| html! {
+                            <option value={x.name()} selected={*x == c.precision}>{ x.name() }</option>
+                        }) }
+                    </select>
+                </label>
+            }
+        }
+    });
+    let href = (*fragment).as_ref().map(|f| dom::app_link(f));
+    html! {
+        <ContextProvider<Ctx> context={ctx.clone()}>
+            <article class="embed-card" data-testid="embed-card">
+                <header class="embed-head">
+                    <h1 data-testid="embed-title">{ title(model) }</h1>
+                    <a href={href} target="_blank" rel="noopener" data-testid="open-full">{ t.open_in_app }{ " ↗" }</a>
+                </header>
+                { for broken }
+                { body }
+                if !p.controls.is_empty() {
+                    <div class="embed-controls" data-testid="embed-controls">{ for controls }</div>
+                }
+                <footer class="small muted">{ "vramcalc — " }{ t.tagline }</footer>
+            </article>
+        </ContextProvider<Ctx>>
+    }
+}

@@ -1,0 +1,184 @@
+//! Browser plumbing for sharing, embedding and exports: the address bar, the clipboard, file
+//! downloads, standalone SVGs and the embed card's height messages. Every function is a no-op
+//! (or returns `None`/`false`) where the browser lacks what it needs; none panics.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+
+fn window() -> Option<web_sys::Window> {
+    web_sys::window()
+}
+
+fn document() -> Option<web_sys::Document> {
+    window()?.document()
+}
+
+/// `location.hash` (`#v1.…`, or empty).
+pub fn location_hash() -> String {
+    window().and_then(|w| w.location().hash().ok()).unwrap_or_default()
+}
+
+/// `location.search` (`?embed&controls=batch`, or empty).
+pub fn location_search() -> String {
+    window().and_then(|w| w.location().search().ok()).unwrap_or_default()
+}
+
+/// The app's address without query or fragment (`https://host/vramcalc/`).
+pub fn app_base() -> String {
+    let Some(l) = window().map(|w| w.location()) else { return String::new() };
+    format!("{}{}", l.origin().unwrap_or_default(), l.pathname().unwrap_or_default())
+}
+
+/// The full app's link for a state.
+pub fn app_link(fragment: &str) -> String {
+    format!("{}#{fragment}", app_base())
+}
+
+/// Points the address bar at `#fragment` without adding a history entry.
+pub fn replace_fragment(fragment: &str) {
+    let Some(w) = window() else { return };
+    let want = format!("#{fragment}");
+    if w.location().hash().ok().as_deref() == Some(want.as_str()) {
+        return;
+    }
+    if let Ok(h) = w.history() {
+        let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&want));
+    }
+}
+
+/// Writes `text` to the clipboard; `done(true)` once written, `done(false)` where the browser
+/// refuses or has no clipboard (the caller then offers the text to select).
+pub fn copy_text(text: &str, done: impl FnOnce(bool) + 'static) {
+    let Some(nav) = window().map(|w| w.navigator()) else { return done(false) };
+    // `navigator.clipboard` is undefined outside secure contexts: calling it would throw.
+    let has = js_sys::Reflect::get(&nav, &JsValue::from_str("clipboard")).is_ok_and(|c| !c.is_undefined() && !c.is_null());
+    if !has {
+        return done(false);
+    }
+    let promise = nav.clipboard().write_text(text);
+    wasm_bindgen_futures::spawn_local(async move {
+        done(wasm_bindgen_futures::JsFuture::from(promise).await.is_ok());
+    });
+}
+
+/// Downloads `text` as a file named `name` (Blob + object URL + `<a download>`).
+pub fn download(name: &str, mime: &str, text: &str) {
+    let _ = try_download(name, mime, text);
+}
+
+fn try_download(name: &str, mime: &str, text: &str) -> Option<()> {
+    let doc = document()?;
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).ok()?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).ok()?;
+    let a: web_sys::HtmlAnchorElement = doc.create_element("a").ok()?.dyn_into().ok()?;
+    a.set_href(&url);
+    a.set_download(name);
+    doc.body()?.append_child(&a).ok()?;
+    a.click();
+    a.remove();
+    // The download has started reading the blob by then.
+    gloo::timers::callback::Timeout::new(10_000, move || {
+        let _ = web_sys::Url::revoke_object_url(&url);
+    })
+    .forget();
+    Some(())
+}
+
+/// What a chart's look depends on: copied from the computed style into each element's `style`,
+/// so the file renders alone (no stylesheet, no CSS variables).
+const SVG_PROPS: &[&str] = &[
+    "fill", "fill-opacity", "stroke", "stroke-width", "stroke-dasharray", "stroke-opacity", "opacity", "font-family",
+    "font-size", "font-weight",
+];
+
+/// The `<svg>` matched by `selector` as a standalone SVG document: `xmlns`, a size from its
+/// viewBox, and its computed look inlined.
+pub fn standalone_svg(selector: &str) -> Option<String> {
+    let w = window()?;
+    let svg = document()?.query_selector(selector).ok()??;
+    let copy: web_sys::Element = svg.clone_node_with_deep(true).ok()?.dyn_into().ok()?;
+    let elements = |root: &web_sys::Element| -> Vec<web_sys::Element> {
+        let mut v = vec![root.clone()];
+        if let Ok(list) = root.query_selector_all("*") {
+            v.extend((0..list.length()).filter_map(|i| list.item(i)?.dyn_into().ok()));
+        }
+        v
+    };
+    for (orig, el) in elements(&svg).iter().zip(elements(&copy)) {
+        let Ok(Some(cs)) = w.get_computed_style(orig) else { continue };
+        let mut style = String::new();
+        for p in SVG_PROPS {
+            if let Ok(v) = cs.get_property_value(p) {
+                if !v.is_empty() {
+                    style.push_str(p);
+                    style.push(':');
+                    style.push_str(&v);
+                    style.push(';');
+                }
+            }
+        }
+        let _ = el.set_attribute("style", &style);
+        let _ = el.remove_attribute("class");
+        let _ = el.remove_attribute("data-testid");
+    }
+    if let Some(vb) = copy.get_attribute("viewBox") {
+        let dims: Vec<&str> = vb.split_whitespace().collect();
+        if let [_, _, width, height] = dims[..] {
+            let _ = copy.set_attribute("width", width);
+            let _ = copy.set_attribute("height", height);
+        }
+    }
+    // XMLSerializer writes the SVG namespace (`xmlns`) on the root and escapes as XML.
+    let text = web_sys::XmlSerializer::new().ok()?.serialize_to_string(&copy).ok()?;
+    Some(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{text}\n"))
+}
+
+/// The embed card's height in CSS px (the body's, which wraps the card).
+fn content_height() -> Option<f64> {
+    let body = document()?.body()?;
+    Some(body.get_bounding_client_rect().height().ceil())
+}
+
+/// Sends `{type: "vramcalc:height", height}` to the parent page (any origin).
+pub fn post_height() {
+    let (Some(w), Some(height)) = (window(), content_height()) else { return };
+    let Ok(Some(parent)) = w.parent() else { return };
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"type".into(), &"vramcalc:height".into());
+    let _ = js_sys::Reflect::set(&msg, &"height".into(), &height.into());
+    let _ = parent.post_message(&msg, "*");
+}
+
+/// Posts the height now and on every resize of the content (ResizeObserver). Keep the returned
+/// observer alive; dropping it disconnects.
+pub struct HeightReporter {
+    observer: web_sys::ResizeObserver,
+    _callback: Closure<dyn FnMut(JsValue)>,
+}
+
+impl HeightReporter {
+    pub fn start() -> Option<HeightReporter> {
+        let body = document()?.body()?;
+        let callback = Closure::<dyn FnMut(JsValue)>::new(|_| post_height());
+        let observer = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()).ok()?;
+        observer.observe(&body);
+        post_height();
+        Some(HeightReporter { observer, _callback: callback })
+    }
+}
+
+impl Drop for HeightReporter {
+    fn drop(&mut self) {
+        self.observer.disconnect();
+    }
+}
+
+/// The `height` of a `vramcalc:height` message, if `e` is one.
+pub fn height_message(e: &web_sys::MessageEvent) -> Option<f64> {
+    let data = e.data();
+    let kind = js_sys::Reflect::get(&data, &"type".into()).ok()?.as_string()?;
+    (kind == "vramcalc:height").then(|| js_sys::Reflect::get(&data, &"height".into()).ok()?.as_f64())?
+}

@@ -1,0 +1,313 @@
+//! The app's state ↔ a share link, and the embed page's parameters. Pure (no web-sys), so the
+//! mapping is tested natively; `crate::dom` reads the address bar and `app` wires it up.
+//!
+//! The link itself is `vramcalc_core::share`'s versioned codec: this module only maps [`Model`] +
+//! [`Prefs`] to a [`ShareState`] and back. An unedited preset travels by id (`v1.p=vgg16,…`), an
+//! edited or custom model as its spec. The GPU is always written (`g=`), so a later change of the
+//! app's default GPU does not change what old links mean.
+//!
+//! On load, a link in the fragment wins over LocalStorage for what is displayed, but the saved work
+//! is only overwritten once the user edits ([`Start::guard`]).
+
+use crate::i18n::Lang;
+use crate::state::{GpuChoice, Model, Prefs, Saved, State};
+use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
+use vramcalc_core::{presets, TrainConfig};
+
+/// The share state of what the app shows.
+pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
+    let unedited = model.preset.as_deref().filter(|id| presets::build(id).is_ok_and(|spec| spec == model.spec));
+    let source = match unedited {
+        Some(id) => ModelSource::Preset { id: id.to_string() },
+        None => ModelSource::Spec(model.spec.clone()),
+    };
+    let (gpu, capacity_bytes) = match &model.gpu {
+        GpuChoice::Listed(id) => (Some(id.clone()), None),
+        GpuChoice::Custom(b) => (None, Some(*b)),
+    };
+    ShareState { model: source, config: model.config, gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
+}
+
+/// The link fragment (without `#`) of what the app shows; `None` when the model exceeds what a
+/// link may carry (the address bar then keeps its last link).
+pub fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
+    share::encode(&to_share(model, prefs)).ok()
+}
+
+/// What a link opens: the model and the display preferences it carries (the theme stays the
+/// user's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Linked {
+    pub model: Model,
+    pub prefs: Prefs,
+}
+
+fn field(key: &str, message: String) -> String {
+    ShareError::Field { key: key.into(), message }.to_string()
+}
+
+/// Maps a decoded link to the app's model; the error names the field that is wrong.
+pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
+    let mut model = match s.model {
+        ModelSource::Preset { id } => Model::preset(&id).ok_or_else(|| field("p", format!("unknown preset `{id}`")))?,
+        ModelSource::Spec(spec) => {
+            // An edited preset keeps its name: show which preset it started from.
+            let preset = spec.name.as_ref().and_then(|n| {
+                presets::list().iter().map(|p| p.id).find(|id| presets::build(id).is_ok_and(|b| b.name.as_ref() == Some(n)))
+            });
+            let preset = preset.map(str::to_string);
+            Model { spec, preset, config: TrainConfig::default(), gpu: GpuChoice::default() }
+        }
+    };
+    model.config = s.config;
+    model.gpu = match (s.capacity_bytes, s.gpu) {
+        (Some(0), _) => return Err(field("k", "the capacity must be more than 0 bytes".into())),
+        (Some(b), _) => GpuChoice::Custom(b),
+        (None, Some(id)) if vramcalc_core::memory::device::gpu(&id).is_some() => GpuChoice::Listed(id),
+        (None, Some(id)) => return Err(field("g", format!("unknown GPU `{id}`"))),
+        (None, None) => GpuChoice::default(),
+    };
+    // A language this version lacks falls back to English rather than rejecting the link.
+    let prefs = Prefs { lang: Lang::parse(&s.lang).unwrap_or_default(), unit: s.unit, theme: base.theme };
+    Ok(Linked { model, prefs })
+}
+
+/// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
+pub fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
+    let s = share::decode(fragment).map_err(|e| e.to_string())?;
+    from_share(s, base)
+}
+
+/// Why the page shows something other than the saved work.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// A shared link was opened; the saved work is kept until an edit.
+    Opened,
+    /// The link could not be read (the decoder's message); the default model is shown.
+    Broken(String),
+}
+
+/// The state a page load starts with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub state: State,
+    pub notice: Option<Notice>,
+    /// While the state still equals this, it is not persisted (a link opened, saved work kept).
+    pub guard: Option<Saved>,
+}
+
+/// Chooses the initial state from the fragment (`location.hash`) and LocalStorage.
+pub fn start(hash: &str, saved: Option<Saved>) -> Start {
+    let hash = hash.trim().trim_start_matches('#');
+    let restored = State::from_saved(saved);
+    if hash.is_empty() {
+        return Start { state: restored, notice: None, guard: None };
+    }
+    let (state, notice) = match open(hash, restored.prefs) {
+        Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
+        Err(e) => (State::new(Model::default(), restored.prefs), Notice::Broken(e)),
+    };
+    let guard = Some(state.saved());
+    Start { state, notice: Some(notice), guard }
+}
+
+/// A control the embed's author exposes (`?embed&controls=batch,gpu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Batch,
+    Gpu,
+    Precision,
+}
+
+impl Control {
+    pub const ALL: [Control; 3] = [Control::Batch, Control::Gpu, Control::Precision];
+    pub fn id(self) -> &'static str {
+        match self {
+            Control::Batch => "batch",
+            Control::Gpu => "gpu",
+            Control::Precision => "precision",
+        }
+    }
+}
+
+/// The embed page's parameters: `None` for the full app.
+pub fn embed_controls(search: &str) -> Option<Vec<Control>> {
+    let query = search.trim_start_matches('?');
+    let mut embed = false;
+    let mut controls = Vec::new();
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "embed" => embed = true,
+            "controls" => {
+                for c in value.split([',', '+', ' ']).flat_map(|v| v.split("%2C")) {
+                    if let Some(c) = Control::ALL.into_iter().find(|k| k.id() == c) {
+                        if !controls.contains(&c) {
+                            controls.push(c);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    embed.then(|| {
+        controls.sort_by_key(|c| Control::ALL.iter().position(|k| k == c));
+        controls
+    })
+}
+
+/// `?embed` or `?embed&controls=batch,gpu`.
+pub fn embed_query(controls: &[Control]) -> String {
+    let mut q = String::from("?embed");
+    for (i, c) in Control::ALL.into_iter().filter(|c| controls.contains(c)).enumerate() {
+        q.push_str(if i == 0 { "&controls=" } else { "," });
+        q.push_str(c.id());
+    }
+    q
+}
+
+/// The embed card's height in CSS px with these controls (what the snippet starts with; the card
+/// then reports its exact height).
+pub fn embed_height(controls: &[Control]) -> u32 {
+    let rows = controls.len() as u32;
+    330 + 56 * rows
+}
+
+/// The `<iframe>` an author pastes. `base` is the app's address without query or fragment.
+pub fn iframe_snippet(base: &str, controls: &[Control], fragment: &str) -> String {
+    let src = format!("{base}{}#{fragment}", embed_query(controls)).replace('&', "&amp;").replace('"', "&quot;");
+    format!(
+        "<iframe src=\"{src}\" title=\"vramcalc\" width=\"720\" height=\"{}\" style=\"width:100%;max-width:720px;border:0\" loading=\"lazy\"></iframe>",
+        embed_height(controls)
+    )
+}
+
+/// The listener an author pastes once per page: sizes each vramcalc iframe to its content.
+pub const LISTENER_JS: &str = r#"<script>
+addEventListener("message", (e) => {
+  if (!e.data || e.data.type !== "vramcalc:height") return;
+  for (const f of document.querySelectorAll("iframe"))
+    if (f.contentWindow === e.source) f.style.height = e.data.height + "px";
+});
+</script>"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Action;
+    use std::rc::Rc;
+    use vramcalc_core::{ByteUnit, Precision};
+    use yew::Reducible;
+
+    fn reduce(s: State, a: Action) -> State {
+        (*Rc::new(s).reduce(a)).clone()
+    }
+
+    fn round_trip(model: &Model, prefs: Prefs) -> String {
+        let link = fragment(model, &prefs).unwrap();
+        let back = open(&format!("#{link}"), Prefs::default()).unwrap();
+        assert_eq!(back.model.spec, model.spec, "{link}");
+        assert_eq!(back.model.config, model.config);
+        assert_eq!(back.model.gpu, model.gpu);
+        assert_eq!((back.prefs.lang, back.prefs.unit), (prefs.lang, prefs.unit));
+        link
+    }
+
+    #[test]
+    fn unedited_preset_travels_by_id() {
+        let s = reduce(State::default(), Action::LoadPreset("gpt2".into()));
+        let s = reduce(s, Action::SetBatch(8));
+        let s = reduce(s, Action::SetSeqLen(Some(512)));
+        let mut c = s.model.config;
+        c.precision = Precision::AmpBf16;
+        c.checkpointing = true;
+        let s = reduce(s, Action::SetConfig(c));
+        let s = reduce(s, Action::SetGpu(GpuChoice::Listed("a100-80gb".into())));
+        let s = reduce(s, Action::SetUnit(ByteUnit::Mib));
+        let s = reduce(s, Action::SetLang(Lang::Zh));
+        let link = round_trip(&s.model, s.prefs);
+        println!("preset with changed settings: {} characters: {link}", link.len());
+        assert!(link.starts_with("v1.p=gpt2,"), "{link}");
+        assert!(link.len() <= 120);
+        assert_eq!(open(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
+    }
+
+    #[test]
+    fn edited_preset_and_custom_capacity_travel_as_spec() {
+        let s = reduce(State::default(), Action::LoadPreset("gpt2".into()));
+        let s = reduce(s, Action::SetBatch(3));
+        let link = fragment(&s.model, &s.prefs).unwrap();
+        assert!(link.starts_with("v1.p=gpt2,"), "{link}");
+        let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
+        assert_eq!(open(&fragment(&s.model, &s.prefs).unwrap(), Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
+        let s = reduce(State::default(), Action::LoadPreset("vgg16".into()));
+        let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
+        let s = reduce(s, Action::SetGpu(GpuChoice::Custom(12 << 30)));
+        let link = round_trip(&s.model, s.prefs);
+        assert!(link.starts_with("v1.s="), "{link}");
+        assert!(link.contains(",k=12884901888"), "{link}");
+        // still shows which preset it started from
+        assert_eq!(open(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("vgg16"));
+        let empty = reduce(State::default(), Action::StartEmpty);
+        let back = open(&fragment(&empty.model, &empty.prefs).unwrap(), Prefs::default()).unwrap();
+        assert_eq!(back.model.spec, empty.model.spec);
+        assert_eq!(back.model.preset, None);
+    }
+
+    #[test]
+    fn bad_links_name_the_problem() {
+        let p = Prefs::default();
+        assert!(open("v1.p=no-such-net", p).unwrap_err().contains("unknown preset `no-such-net`"));
+        assert!(open("v1.p=vgg16,g=gtx-9999", p).unwrap_err().contains("unknown GPU"));
+        assert!(open("v1.p=vgg16,k=0", p).unwrap_err().contains("`k`"));
+        assert!(open("v2.p=vgg16", p).unwrap_err().contains("v1"));
+        assert!(open("v1.p=vgg16,b=abc", p).unwrap_err().contains("`b`"));
+        let good = fragment(&Model::preset("resnet18").unwrap(), &p).unwrap();
+        let custom = fragment(&reduce(State::default(), Action::DeleteLayer(crate::tree::NodePath::top(0))).model, &p).unwrap();
+        assert!(open(&custom[..custom.len() / 2], p).is_err(), "truncated");
+        // a language this version lacks falls back to English
+        assert_eq!(open(&format!("{good},l=de"), p).unwrap().prefs.lang, Lang::En);
+    }
+
+    #[test]
+    fn start_prefers_the_link_but_guards_saved_work() {
+        let mine = reduce(State::default(), Action::LoadPreset("vgg11".into()));
+        let mine = reduce(mine, Action::SetTheme(crate::state::Theme::Dark));
+        let saved = Some(mine.saved());
+        // no link: the saved work
+        let s = start("", saved.clone());
+        assert_eq!((s.state.model.preset.as_deref(), s.notice, s.guard), (Some("vgg11"), None, None));
+        // a link: its model, the user's theme, nothing persisted while unchanged
+        let s = start("#v1.p=gpt2,b=4", saved.clone());
+        assert_eq!(s.state.model.preset.as_deref(), Some("gpt2"));
+        assert_eq!(s.state.model.config.batch, 4);
+        assert_eq!(s.state.prefs.theme, crate::state::Theme::Dark);
+        assert_eq!(s.notice, Some(Notice::Opened));
+        assert_eq!(s.guard, Some(s.state.saved()));
+        // a broken link: the default model, the decoder's message, the saved work guarded
+        let s = start("#v1.s=AAAA", saved);
+        assert_eq!(s.state.model, Model::default());
+        assert!(matches!(&s.notice, Some(Notice::Broken(m)) if m.contains("`s`")), "{:?}", s.notice);
+        assert_eq!(s.guard, Some(s.state.saved()));
+    }
+
+    #[test]
+    fn the_documented_listener_is_the_dialogs() {
+        assert!(include_str!("../docs/embed.md").contains(LISTENER_JS));
+    }
+
+    #[test]
+    fn embed_parameters() {
+        assert_eq!(embed_controls(""), None);
+        assert_eq!(embed_controls("?lang=zh"), None);
+        assert_eq!(embed_controls("?embed"), Some(vec![]));
+        assert_eq!(embed_controls("?embed=1&controls=gpu,batch,nope,gpu"), Some(vec![Control::Batch, Control::Gpu]));
+        assert_eq!(embed_controls("?controls=precision%2Cbatch&embed"), Some(vec![Control::Batch, Control::Precision]));
+        assert_eq!(embed_query(&[]), "?embed");
+        assert_eq!(embed_query(&[Control::Gpu, Control::Batch]), "?embed&controls=batch,gpu");
+        let s = iframe_snippet("https://x.org/vramcalc/", &[Control::Batch], "v1.p=vgg16");
+        assert!(s.starts_with("<iframe src=\"https://x.org/vramcalc/?embed&amp;controls=batch#v1.p=vgg16\""), "{s}");
+        assert!(s.contains(&format!("height=\"{}\"", embed_height(&[Control::Batch]))));
+    }
+}
