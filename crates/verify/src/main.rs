@@ -186,37 +186,61 @@ impl RunArgs {
     }
 }
 
-/// Live bytes at a moment, for the device in use.
-fn live(dev: &Device) -> Result<u64> {
-    Ok(match dev {
-        Device::Cpu => alloc::live(),
-        _ => {
-            let (free, total) = gpu::mem_info()?;
-            total - free
-        }
-    })
+/// How a device's memory is measured around the phases of a step.
+enum Meter {
+    /// The counting global allocator: every candle CPU tensor is a `Vec` on this heap (exact).
+    Cpu,
+    /// The CUDA memory pool candle allocates from, and the driver's used memory.
+    Cuda(gpu::StepMeter),
+}
+
+/// The CUDA side of a measurement: driver and pool samples around the last step's phases.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+struct CudaMeasured {
+    /// The device supports memory pools, so candle allocated through `cuMemAllocAsync` and the
+    /// pool's high-water marks are the framework-level peak (else the peak comes from driver
+    /// samples at the ends of phases only: a lower bound).
+    pool: bool,
+    /// Right after candle created its context and its cuBLAS and cuRAND handles, before the model
+    /// existed (the driver's figure includes other processes on the device).
+    before_model: gpu::Sample,
+    /// Before the step, after forward (loss included), after backward, after the optimizer step.
+    samples: [gpu::Sample; 4],
+    /// Device memory held for the step's tensors at its peak, driver-level:
+    /// `max(used after each phase) - (used before the step - pool reserved before the step)`.
+    /// Includes the pool's mapping granularity and fragmentation.
+    driver_peak_bytes: u64,
+    /// The device's highest used memory in the step (what `nvidia-smi` shows; other processes included).
+    driver_used_peak_bytes: u64,
 }
 
 struct Measured {
-    /// Peak of the measured step, heap not owned by tensors taken out.
+    /// Peak of the measured step with the bytes not owned by tensors taken out (CPU: non-tensor
+    /// heap; CUDA pool: the pool's rounding of the persistent tensors; CUDA without a pool:
+    /// everything the driver counted before the step beyond the persistent tensors).
     peak: u64,
     raw_peak: u64,
     baseline: u64,
     persistent: u64,
     phase_peaks: [u64; 3],
+    cuda: Option<CudaMeasured>,
 }
 
 fn verify(a: &RunArgs) -> Result<ExitCode> {
     let est = vramcalc_core::estimate(&a.spec, &a.config).context("the core's candle-profile estimate")?;
     let dev = model::device(&a.device)?;
-    let on_cpu = matches!(dev, Device::Cpu);
     let m = measure(a, &dev)?;
     let diff = m.peak as f64 / est.peak_bytes.max(1) as f64 * 100.0 - 100.0;
     let ok = diff.abs() <= a.tolerance;
     let est_persistent = est.breakdown.parameters + est.breakdown.buffers + est.breakdown.optimizer_state + est.breakdown.input;
     let pct = |x: u64, y: u64| x as f64 / y.max(1) as f64 * 100.0 - 100.0;
+    let measurement = match &m.cuda {
+        None => "allocator",
+        Some(c) if c.pool => "cuda-pool",
+        Some(_) => "cuda-driver-samples",
+    };
     if a.json {
-        let v = json!({
+        let mut v = json!({
             "model": a.name, "batch": a.config.batch, "optimizer": a.config.optimizer.name(), "device": a.device,
             "input_shape": a.spec.input.shape,
             "measured_peak_bytes": m.peak, "estimated_peak_bytes": est.peak_bytes, "difference_percent": diff,
@@ -225,17 +249,32 @@ fn verify(a: &RunArgs) -> Result<ExitCode> {
             "measured_persistent_bytes": m.persistent, "estimated_persistent_bytes": est_persistent,
             "measured_phase_peaks_bytes": m.phase_peaks, "estimated_phase_peaks_bytes": est.phase_peaks,
             "estimated_peak_phase": est.peak_phase, "estimated_peak_at": est.peak_at, "estimated_breakdown": est.breakdown,
-            "exact": on_cpu,
+            "exact": measurement != "cuda-driver-samples", "measurement": measurement,
         });
+        if let Some(c) = &m.cuda {
+            v["cuda"] = json!({
+                "measured": c,
+                "estimated_device": est.device,
+                "driver_peak_vs_estimated_reserved_percent": pct(c.driver_peak_bytes, est.device.reserved),
+                "device_used_vs_estimated_total_percent": pct(c.driver_used_peak_bytes, est.device.total),
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let f = |b: u64| format_bytes(b, ByteUnit::Mib);
+        let row = |label: &str, x: u64, y: u64| println!("{label:<34} {:>14} {:>14} {:>+7.1}%", f(x), f(y), pct(x, y));
         println!("{} · batch {} · {} · {} · input {:?}", a.name, a.config.batch, a.config.optimizer, a.device, a.spec.input.shape);
-        println!("{:<26} {:>14} {:>14} {:>8}", "", "measured", "estimated", "diff");
-        println!("{:<26} {:>14} {:>14} {:>+7.1}%", "peak", f(m.peak), f(est.peak_bytes), diff);
-        println!("{:<26} {:>14} {:>14} {:>+7.1}%", "persistent (params, state, batch)", f(m.persistent), f(est_persistent), pct(m.persistent, est_persistent));
+        let what = match measurement {
+            "allocator" => "live heap bytes (counting allocator, exact)",
+            "cuda-pool" => "bytes candle allocated from the device's CUDA memory pool (its USED_MEM_HIGH)",
+            _ => "driver used memory after each phase (cuMemGetInfo; no memory pools on this device: a lower bound)",
+        };
+        println!("measured: {what}; estimated: the core's candle-profile peak");
+        println!("{:<34} {:>14} {:>14} {:>8}", "", "measured", "estimated", "diff");
+        row("peak", m.peak, est.peak_bytes);
+        row("persistent (params, state, batch)", m.persistent, est_persistent);
         for (i, ph) in ["forward", "backward", "optimizer"].iter().enumerate() {
-            println!("{:<26} {:>14} {:>14} {:>+7.1}%", format!("peak in {ph}"), f(m.phase_peaks[i]), f(est.phase_peaks[i]), pct(m.phase_peaks[i], est.phase_peaks[i]));
+            row(&format!("peak in {ph}"), m.phase_peaks[i], est.phase_peaks[i]);
         }
         println!("estimated peak at {} ({})", est.peak_at, est.peak_phase.name());
         for (k, v) in est.breakdown.entries() {
@@ -243,19 +282,122 @@ fn verify(a: &RunArgs) -> Result<ExitCode> {
                 println!("  {k:<18} {:>14}", f(v));
             }
         }
-        println!(
-            "raw {} peak {} (non-tensor heap {} subtracted){}",
-            if on_cpu { "allocator" } else { "device" },
-            f(m.raw_peak),
-            f(m.baseline),
-            if on_cpu { "" } else { " — device figures include the caching allocator's rounding" }
-        );
+        match &m.cuda {
+            None => println!("raw allocator peak {} (non-tensor heap {} subtracted)", f(m.raw_peak), f(m.baseline)),
+            Some(c) => {
+                if c.pool {
+                    println!("raw pool peak {} (the pool's rounding of the persistent tensors, {}, subtracted)", f(m.raw_peak), f(m.baseline));
+                } else {
+                    println!("raw driver peak {} (everything used before the step beyond the persistent tensors, {}, subtracted)", f(m.raw_peak), f(m.baseline));
+                }
+                println!("driver level (cuMemGetInfo after synchronize; the pool keeps what it maps during the step) against the estimate's device figures:");
+                row("  tensors' device memory at peak", c.driver_peak_bytes, est.device.reserved);
+                row("  device used at peak (nvidia-smi)", c.driver_used_peak_bytes, est.device.total);
+                let s = &c.samples;
+                println!(
+                    "  driver used: before the model {}, before the step {}, after forward {}, after backward {}, after optimizer {}",
+                    f(c.before_model.driver_used_bytes),
+                    f(s[0].driver_used_bytes),
+                    f(s[1].driver_used_bytes),
+                    f(s[2].driver_used_bytes),
+                    f(s[3].driver_used_bytes)
+                );
+                println!(
+                    "  (the estimate's device figures round tensors as PyTorch's caching allocator does and add a {} context and a {} cuBLAS \
+                     workspace; candle has no caching allocator, and the device's used memory includes other processes)",
+                    f(est.device.cuda_context),
+                    f(est.device.cublas_workspace)
+                );
+            }
+        }
         println!("{} (tolerance {}%)", if ok { "OK" } else { "FAIL: beyond tolerance" }, a.tolerance);
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// Binds the CUDA device's context to this thread: the driver's memory queries use the current
+/// context. candle binds it on every allocation; this keeps the samples independent of that.
+fn bind(dev: &Device) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(d) = dev {
+        d.cuda_stream().context().bind_to_thread().context("binding candle's CUDA context")?;
+    }
+    let _ = dev;
+    Ok(())
+}
+
+impl Meter {
+    fn new(a: &RunArgs, dev: &Device) -> Result<Meter> {
+        Ok(match dev {
+            Device::Cpu => Meter::Cpu,
+            _ => {
+                bind(dev)?;
+                let i = model::cuda_ordinal(&a.device)?.unwrap_or(0);
+                Meter::Cuda(gpu::StepMeter::new(i)?)
+            }
+        })
+    }
+
+    /// A sample once everything queued has run (nothing to sample on CPU).
+    fn sample(&self, dev: &Device) -> Result<gpu::Sample> {
+        match self {
+            Meter::Cpu => Ok(gpu::Sample::default()),
+            Meter::Cuda(m) => {
+                dev.synchronize()?;
+                bind(dev)?;
+                m.sample()
+            }
+        }
+    }
+
+    /// Starts a step: the bytes live now, and a new peak window.
+    fn begin_step(&self, dev: &Device) -> Result<(u64, gpu::Sample)> {
+        match self {
+            Meter::Cpu => {
+                let live = alloc::live();
+                alloc::reset_peak();
+                Ok((live, gpu::Sample::default()))
+            }
+            Meter::Cuda(m) => {
+                dev.synchronize()?;
+                bind(dev)?;
+                m.begin_step()?;
+                let s = m.sample()?;
+                Ok((if m.has_pool() { s.pool_used_bytes } else { s.driver_used_bytes }, s))
+            }
+        }
+    }
+
+    /// Ends a phase: its peak, and a new peak window.
+    fn end_phase(&self, dev: &Device) -> Result<(u64, gpu::Sample)> {
+        match self {
+            Meter::Cpu => {
+                let p = alloc::peak();
+                alloc::reset_peak();
+                Ok((p, gpu::Sample::default()))
+            }
+            Meter::Cuda(m) => {
+                let s = self.sample(dev)?;
+                m.reset_high()?;
+                Ok((if m.has_pool() { s.pool_used_high_bytes } else { s.driver_used_bytes }, s))
+            }
+        }
+    }
+
+    /// Ends a step: the pool gets its release threshold back.
+    fn end_step(&self, dev: &Device) -> Result<()> {
+        if let Meter::Cuda(m) = self {
+            dev.synchronize()?;
+            bind(dev)?;
+            m.end_step()?;
+        }
+        Ok(())
+    }
+}
+
 fn measure(a: &RunArgs, dev: &Device) -> Result<Measured> {
+    let meter = Meter::new(a, dev)?;
+    let before_model = meter.sample(dev)?;
     let vm = VarMap::new();
     let vb = VarBuilder::from_varmap(&vm, DType::F32, dev);
     let blocks = model::build(&a.spec.layers, vb)?;
@@ -297,25 +439,23 @@ fn measure(a: &RunArgs, dev: &Device) -> Result<Measured> {
     };
     let state_bytes = if a.config.optimizer == OptimizerKind::Sgd { 0 } else { 2 * params.iter().map(|v| v.elem_count() as u64 * 4).sum::<u64>() };
     let persistent = model::var_bytes(&vm) + state_bytes + (x.elem_count() * x.dtype().size_in_bytes()) as u64 + (rows * 4) as u64;
-    let mut out = Measured { peak: 0, raw_peak: 0, baseline: 0, persistent, phase_peaks: [0; 3] };
+    let mut out = Measured { peak: 0, raw_peak: 0, baseline: 0, persistent, phase_peaks: [0; 3], cuda: None };
     for step in 0..a.steps {
         let last = step + 1 == a.steps;
-        let start = live(dev)?;
-        alloc::reset_peak();
+        let (start, s0) = meter.begin_step(dev)?;
         let logits = model::forward_all(&blocks, &x, true)?;
         let l2 = if logits.rank() == 2 { logits.clone() } else { logits.reshape((rows, classes))? };
         let loss = candle_nn::loss::cross_entropy(&l2, &target)?;
         drop((logits, l2));
-        let p_fwd = alloc::peak();
-        alloc::reset_peak();
+        let (p_fwd, s1) = meter.end_phase(dev)?;
         let grads = loss.backward()?;
-        let p_bwd = alloc::peak();
-        alloc::reset_peak();
+        let (p_bwd, s2) = meter.end_phase(dev)?;
         opt(&grads)?;
-        let p_opt = alloc::peak();
+        let (p_opt, s3) = meter.end_phase(dev)?;
         drop(grads);
         let loss_value = loss.to_scalar::<f32>()?;
         drop(loss);
+        meter.end_step(dev)?;
         if !loss_value.is_finite() {
             bail!("the loss is not finite ({loss_value}) at step {step}");
         }
@@ -325,10 +465,20 @@ fn measure(a: &RunArgs, dev: &Device) -> Result<Measured> {
             out.phase_peaks = [adj(p_fwd), adj(p_bwd), adj(p_opt)];
             out.raw_peak = p_fwd.max(p_bwd).max(p_opt);
             out.peak = adj(out.raw_peak);
+            if let Meter::Cuda(m) = &meter {
+                let used_peak = s1.driver_used_bytes.max(s2.driver_used_bytes).max(s3.driver_used_bytes);
+                // what the device held outside candle's pool before the step: context, cuBLAS and
+                // cuRAND, loaded kernels, other processes
+                let outside_pool = s0.driver_used_bytes.saturating_sub(s0.pool_reserved_bytes);
+                out.cuda = Some(CudaMeasured {
+                    pool: m.has_pool(),
+                    before_model,
+                    samples: [s0, s1, s2, s3],
+                    driver_peak_bytes: used_peak.saturating_sub(outside_pool),
+                    driver_used_peak_bytes: used_peak,
+                });
+            }
         }
-    }
-    if !matches!(dev, Device::Cpu) {
-        bail!("CUDA measurement: driver memory sampling around phases is not implemented in this build");
     }
     Ok(out)
 }

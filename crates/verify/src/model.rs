@@ -1,7 +1,7 @@
 //! The spec built with candle-nn 0.11, as a candle user writes it. `vramcalc-core`'s candle
 //! profile (`memory/candle.rs`) traces exactly these calls; keep the two in step.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Device, Layout, Module, ModuleT, Shape, Tensor, D};
 use candle_nn::{VarBuilder, VarMap};
 use vramcalc_core::layer::activation::GeluApprox;
@@ -361,14 +361,42 @@ pub fn var_bytes(vm: &VarMap) -> u64 {
 pub fn device(spec: &str) -> Result<Device> {
     Ok(match spec {
         "cpu" => Device::Cpu,
-        s if s == "cuda" || s.starts_with("cuda:") => {
-            let i: usize = s.strip_prefix("cuda:").map(str::parse).transpose()?.unwrap_or(0);
-            crate::gpu::require_driver()?;
-            if !cfg!(feature = "cuda") {
-                bail!("this vramcalc-verify was built without the `cuda` feature (rebuild with `--features cuda`, see the README)");
+        s => match cuda_ordinal(s)? {
+            Some(i) => {
+                crate::gpu::require_cuda_training()?;
+                Device::new_cuda(i).with_context(|| format!("creating candle's CUDA device {i}"))?
             }
-            Device::new_cuda(i)?
-        }
-        other => bail!("unknown device `{other}` (cpu, cuda or cuda:N)"),
+            None => bail!("unknown device `{s}` (cpu, cuda or cuda:N)"),
+        },
     })
+}
+
+/// `cuda` → 0, `cuda:N` → N, anything else → `None`.
+pub fn cuda_ordinal(spec: &str) -> Result<Option<usize>> {
+    Ok(match spec {
+        "cuda" => Some(0),
+        s => match s.strip_prefix("cuda:") {
+            Some(n) => Some(n.parse().map_err(|_| anyhow::anyhow!("--device cuda:N: `{n}` is not a device index"))?),
+            None => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_device_names() {
+        assert_eq!(cuda_ordinal("cuda").unwrap(), Some(0));
+        assert_eq!(cuda_ordinal("cuda:3").unwrap(), Some(3));
+        assert_eq!(cuda_ordinal("cpu").unwrap(), None);
+        assert_eq!(cuda_ordinal("gpu").unwrap(), None);
+        assert!(cuda_ordinal("cuda:x").unwrap_err().to_string().contains("not a device index"));
+    }
+
+    #[test]
+    fn unknown_devices_are_named() {
+        assert!(device("tpu").unwrap_err().to_string().contains("unknown device `tpu`"));
+    }
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds vramcalc-verify with candle's CUDA backend and measures real training steps on a GPU,
+# printing the markdown table for crates/verify/README.md ("CUDA results").
+#
+#   crates/verify/scripts/gpu-check.sh            # from the repository root, on a machine with a GPU
+#
+# Environment:
+#   CUDA_COMPUTE_CAP  compute capability the kernels are built for (default: from nvidia-smi, else 90)
+#   CUDA_HOME         a CUDA toolkit with nvcc; without one, NVCC_FROM_PIP=1 installs nvcc from PyPI
+#   NVCC_FROM_PIP=1   pip-install nvcc 13.0 (+ CCCL headers, cuBLAS, cuRAND, NVRTC, cudart) into
+#                     $PIP_CUDA (default target/pip-cuda). Its PTX needs a driver for CUDA 13 (>= 580).
+#   OPTIMIZER         sgd | adam | adamw (default adamw)
+#   TOLERANCE         percent (default 5); a run beyond it is marked, the script goes on
+#   RESULTS           JSON lines of every run (default target/gpu-check.jsonl)
+#   PYTORCH_REFERENCE=1  also run /work/shared/reference/measure.py --device cuda where torch imports
+#   QUICK=1           one small run per model (checks the script itself)
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+ROOT=$PWD
+OPTIMIZER=${OPTIMIZER:-adamw}
+TOLERANCE=${TOLERANCE:-5}
+RESULTS=${RESULTS:-$ROOT/target/gpu-check.jsonl}
+mkdir -p "$ROOT/target"
+: > "$RESULTS"
+
+if [[ -z "${CUDA_COMPUTE_CAP:-}" ]]; then
+  CUDA_COMPUTE_CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.[:space:]')
+  export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
+fi
+
+if [[ "${NVCC_FROM_PIP:-0}" == 1 ]]; then
+  # pip --target replaces existing top-level folders, so every wheel goes in one call (CCCL apart,
+  # then merged: nvcc 13 needs its headers, <nv/target> and <cuda/std/...>).
+  PIP_CUDA=${PIP_CUDA:-$ROOT/target/pip-cuda}
+  if [[ ! -x "$PIP_CUDA/nvidia/cu13/bin/nvcc" ]]; then
+    python3 -m pip install --quiet --target "$PIP_CUDA" "nvidia-cuda-nvcc==13.0.88" "nvidia-nvvm==13.0.88" \
+      "nvidia-cuda-crt==13.0.88" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-nvrtc==13.0.*" nvidia-curand \
+      "nvidia-cublas==13.0.*" || exit 2
+    python3 -m pip install --quiet --target "$PIP_CUDA-cccl" "nvidia-cuda-cccl==13.0.*" || exit 2
+    cp -rn "$PIP_CUDA-cccl/nvidia/cu13/include/." "$PIP_CUDA/nvidia/cu13/include/"
+    # the linker wants unversioned names
+    (cd "$PIP_CUDA/nvidia/cu13/lib" && for l in cublas cublasLt cudart nvrtc; do ln -sf "lib$l.so.13" "lib$l.so"; done \
+      && ln -sf libcurand.so.10 libcurand.so)
+  fi
+  export CUDA_HOME=$PIP_CUDA/nvidia/cu13
+fi
+if [[ -n "${CUDA_HOME:-}" ]]; then
+  export PATH=$CUDA_HOME/bin:$PATH
+  export LD_LIBRARY_PATH=$CUDA_HOME/lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}
+fi
+command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found: set CUDA_HOME or NVCC_FROM_PIP=1" >&2; exit 2; }
+echo "nvcc: $(nvcc --version | tail -2 | head -1); kernels for sm_$CUDA_COMPUTE_CAP" >&2
+
+cargo build --release -p vramcalc-verify --features cuda >&2 || { echo "gpu-check: the CUDA build failed" >&2; exit 2; }
+BIN=$ROOT/target/release/vramcalc-verify
+
+"$BIN" gpus || exit 2
+"$BIN" probe --device cuda:0 | tee "$ROOT/target/gpu-probe.json"
+
+if [[ "${QUICK:-0}" == 1 ]]; then
+  RUNS=("resnet18 8" "resnet34 8" "bert-base 8 128")
+else
+  RUNS=("resnet18 8" "resnet18 32" "resnet18 64" "resnet34 8" "resnet34 32" "resnet34 64" "bert-base 8 128" "bert-base 32 128")
+fi
+
+GPU=$("$BIN" gpus --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["name"])')
+rows=()
+for r in "${RUNS[@]}"; do
+  read -r model batch seq <<<"$r"
+  args=(run --device cuda:0 --preset "$model" --batch "$batch" --optimizer "$OPTIMIZER" --steps 3 --tolerance "$TOLERANCE" --json)
+  [[ -n "${seq:-}" ]] && args+=(--seq-len "$seq")
+  echo "== $model batch $batch ${seq:+seq $seq}" >&2
+  out=$("$BIN" "${args[@]}" 2>"$ROOT/target/gpu-check.err")
+  rc=$?
+  if [[ -z "$out" ]]; then
+    rows+=("| $model | $batch | ${seq:--} | error: $(tr '\n' ' ' <"$ROOT/target/gpu-check.err" | cut -c1-120) | | | | | |")
+    continue
+  fi
+  echo "$out" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$RESULTS"
+  rows+=("$(OUT="$out" RC=$rc python3 - <<'PY'
+import json, os
+v = json.loads(os.environ["OUT"])
+mib = lambda b: f"{b / 2**20:,.0f}"
+c = v.get("cuda", {})
+m, e = c.get("measured", {}), c.get("estimated_device", {})
+rc = os.environ["RC"]
+verdict = "ok" if rc == "0" else ("beyond" if rc == "1" else "error")
+shape = v["input_shape"]
+seq = shape[0] if len(shape) == 1 else "-"
+print(
+    f"| {v['model']} | {v['batch']} | {seq} | {mib(v['measured_peak_bytes'])} | {mib(v['estimated_peak_bytes'])} "
+    f"| {v['difference_percent']:+.1f} % {verdict} "
+    f"| {mib(m.get('driver_peak_bytes', 0))} / {mib(e.get('reserved', 0))} "
+    f"| {mib(m.get('driver_used_peak_bytes', 0))} / {mib(e.get('total', 0))} | {v['measurement']} |"
+)
+PY
+)")
+done
+
+if [[ "${PYTORCH_REFERENCE:-0}" == 1 && -f /work/shared/reference/measure.py ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "== PyTorch reference (measure.py --device cuda)" >&2
+  for r in "${RUNS[@]}"; do
+    read -r model batch seq <<<"$r"
+    python3 /work/shared/reference/measure.py --device cuda --model "$model" --batch "$batch" --optimizer "$OPTIMIZER" \
+      ${seq:+--seq-len "$seq"} --out "$ROOT/target/gpu-check-pytorch.jsonl" >&2 || echo "measure.py failed for $model $batch" >&2
+  done
+fi
+
+echo
+echo "CUDA, candle 0.11, $GPU, $OPTIMIZER, fp32, 3 steps (the 3rd measured); MiB."
+echo
+echo "| model | batch | seq | measured peak (pool) | estimated (candle profile) | diff | tensors' device memory, driver / estimated reserved | device used, driver / estimated total | measurement |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo
+echo "every run: $RESULTS" >&2
