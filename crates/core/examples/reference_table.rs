@@ -1,18 +1,24 @@
 //! Prints the accuracy table against the measured PyTorch peaks (README's table):
-//! `cargo run --release -p vramcalc-core --example reference_table`.
+//! `cargo run --release -p vramcalc-core --example reference_table [-v] [--data other.jsonl]`.
 
 #[path = "../tests/common/reference.rs"]
 mod reference;
 
-use reference::{cases, estimate, rel_err};
+use reference::{cases, cases_from, estimate, rel_err};
 
 fn main() {
-    let verbose = std::env::args().any(|a| a == "-v");
+    let args: Vec<String> = std::env::args().collect();
+    let verbose = args.iter().any(|a| a == "-v");
+    let data = args.iter().position(|a| a == "--data").and_then(|i| args.get(i + 1));
     let mut errs = Vec::new();
     let mut thumb = Vec::new();
     println!("| model | setting | measured | estimated | error | phase (measured/estimated) |");
     println!("|---|---|---:|---:|---:|---|");
-    for c in cases() {
+    let all = match data {
+        Some(path) => cases_from(&std::fs::read_to_string(path).expect("reading --data")),
+        None => cases(),
+    };
+    for c in all {
         let e = estimate(&c);
         let err = rel_err(e.peak_bytes, c.measured);
         errs.push(err.abs());

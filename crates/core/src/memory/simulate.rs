@@ -131,6 +131,8 @@ pub struct Plan {
     /// For each checkpointing unit: its op range and the storages it allocates and keeps on recompute.
     units: Vec<UnitPlan>,
     training: bool,
+    /// For each value: how many recorded ops take it as input (parameters only; tied weights > 1).
+    param_uses: Vec<u32>,
     /// Gradient accumulation: after the first micro-batch every `.grad` exists for the whole
     /// step and new parameter gradients are added into them.
     accumulating: bool,
@@ -248,7 +250,15 @@ impl Plan {
             }
             unit.recompute_frees = frees;
         }
-        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training, accumulating: false }
+        let mut param_uses = vec![0u32; g.values.len()];
+        for op in g.ops.iter().filter(|op| op.recorded) {
+            for &v in &op.inputs {
+                if g.storages[g.storage_of(v) as usize].class == StorageClass::Param {
+                    param_uses[v as usize] += 1;
+                }
+            }
+        }
+        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training, param_uses, accumulating: false }
     }
 
     /// Simulates one step at `batch` with the optimizer's persistent state and step temporaries.
@@ -273,17 +283,16 @@ impl Plan {
             sim.alloc(s as StorageId, cat);
         }
         sim.add_raw(Cat::OptimizerState, if self.training { opt.state } else { 0 });
-        let mut grads = Grads::new(g);
         if self.accumulating {
+            // `.grad`s left by the earlier micro-batches
             for &p in &g.params {
                 let id = sim.new_grad(g.value(p).bytes(), true);
                 sim.promote_grad(id);
-                grads.set(p, id);
             }
         }
         self.forward(&mut sim);
         if self.training {
-            self.backward(&mut sim, grads);
+            self.backward(&mut sim);
             sim.phase = Phase::Optimizer;
             sim.layer = NONE;
             sim.op = None;
@@ -323,9 +332,11 @@ impl Plan {
         }
     }
 
-    fn backward(&self, sim: &mut Sim, mut grads: Grads) {
+    fn backward(&self, sim: &mut Sim) {
         let g = sim.g;
         sim.phase = Phase::Backward;
+        let mut grads = Grads::new(g);
+        let mut uses_left = self.param_uses.clone();
         grads.set(g.output, sim.new_grad(Lin { fixed: 4, per_sample: 0 }, false));
         let mut unit_done = vec![false; self.units.len()];
         for i in (0..g.ops.len()).rev() {
@@ -346,9 +357,8 @@ impl Plan {
                 }
             }
             let has_grad = op.outputs.iter().any(|&o| grads.get(o).is_some());
-            let mut transient: Vec<usize> = Vec::new();
-            let mut new_param_grads: Vec<usize> = Vec::new();
-            // second contributions to an activation's gradient, summed out of place afterwards
+            let mut new_grads_done: Vec<ValueId> = Vec::new();
+            // second contributions to a gradient, summed out of place afterwards
             let mut accumulate: Vec<(ValueId, usize)> = Vec::new();
             if has_grad {
                 let out_grad = op.outputs.first().and_then(|&o| grads.get(o));
@@ -358,29 +368,31 @@ impl Plan {
                         continue;
                     }
                     let is_param = g.storages[val.storage as usize].class == StorageClass::Param;
-                    let alias = op.grad == GradRule::Alias
-                        && out_grad.is_some_and(|og| sim.grads[og].bytes == val.bytes())
-                        && !is_param;
-                    match (grads.get(v), alias) {
-                        (None, true) => {
-                            let og = out_grad.unwrap_or(usize::MAX);
-                            sim.grads[og].refs += 1;
-                            grads.set(v, og);
+                    if is_param {
+                        // contributions gather in AccumulateGrad's input buffer until the last one
+                        let id = sim.new_grad(val.bytes(), false);
+                        match grads.get(v) {
+                            None => grads.set(v, id),
+                            Some(_) => accumulate.push((v, id)),
                         }
-                        (None, false) => {
-                            let id = sim.new_grad(val.bytes(), is_param);
-                            if is_param {
-                                new_param_grads.push(id);
-                            }
-                            grads.set(v, id);
+                        let left = &mut uses_left[v as usize];
+                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            new_grads_done.push(v);
                         }
-                        (Some(_), _) if is_param => transient.push(sim.new_grad(val.bytes(), false)),
-                        (Some(_), true) => {
-                            let og = out_grad.unwrap_or(usize::MAX);
-                            sim.grads[og].refs += 1;
-                            accumulate.push((v, og));
-                        }
-                        (Some(_), false) => accumulate.push((v, sim.new_grad(val.bytes(), false))),
+                        continue;
+                    }
+                    let alias = op.grad == GradRule::Alias && out_grad.is_some_and(|og| sim.grads[og].bytes == val.bytes());
+                    let contribution = if alias {
+                        let og = out_grad.unwrap_or(usize::MAX);
+                        sim.grads[og].refs += 1;
+                        og
+                    } else {
+                        sim.new_grad(val.bytes(), false)
+                    };
+                    match grads.get(v) {
+                        None => grads.set(v, contribution),
+                        Some(_) => accumulate.push((v, contribution)),
                     }
                 }
             }
@@ -388,9 +400,6 @@ impl Plan {
             sim.add_raw(Cat::Temporaries, scratch);
             sim.sample();
             sim.sub_raw(Cat::Temporaries, scratch);
-            for id in transient {
-                sim.release_grad(id);
-            }
             for &o in &op.outputs {
                 if let Some(id) = grads.take(o) {
                     sim.release_grad(id);
@@ -409,9 +418,17 @@ impl Plan {
                 sim.release_grad(new_id);
                 grads.set(v, sum);
             }
-            // AccumulateGrad nodes run next and turn the new tensors into `.grad`s
-            for id in new_param_grads {
-                sim.promote_grad(id);
+            // AccumulateGrad runs once all of a parameter's contributions are in: the tensor
+            // becomes `.grad`, or is added in place into the `.grad` earlier micro-batches left.
+            for v in new_grads_done {
+                if let Some(id) = grads.take(v) {
+                    if self.accumulating {
+                        sim.release_grad(id);
+                    } else {
+                        sim.grads[id].param = true;
+                        sim.promote_grad(id);
+                    }
+                }
             }
         }
         // gradients nobody consumed die with the graph (every saved storage was freed above)

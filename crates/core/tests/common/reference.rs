@@ -25,7 +25,12 @@ pub struct Case {
 }
 
 pub fn cases() -> Vec<Case> {
-    DATA.lines().filter(|l| !l.trim().is_empty()).map(|l| case(&serde_json::from_str(l).unwrap())).collect()
+    cases_from(DATA)
+}
+
+/// Cases from any file in the same format (e.g. new `measure.py` runs).
+pub fn cases_from(text: &str) -> Vec<Case> {
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| case(&serde_json::from_str(l).unwrap())).collect()
 }
 
 fn case(r: &Value) -> Case {
@@ -33,7 +38,7 @@ fn case(r: &Value) -> Case {
     let batch = r["batch"].as_u64().unwrap();
     let seq_len = r["seq_len"].as_u64();
     let spec = match model {
-        "bert-base" => vramcalc_core::presets::build("bert-base-seqcls").unwrap(),
+        "bert-base" | "bert-large" => vramcalc_core::presets::build(&format!("{model}-seqcls")).unwrap(),
         m if m.starts_with("custom_") => custom_spec(r),
         m => vramcalc_core::presets::build(m).unwrap(),
     };
@@ -93,7 +98,7 @@ fn case(r: &Value) -> Case {
     if config.checkpointing {
         setting += " ckpt";
     }
-    if model == "bert-base" {
+    if model.starts_with("bert") {
         setting += &format!(" {}", config.attention.name());
     }
     Case {
