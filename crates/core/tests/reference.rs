@@ -5,7 +5,7 @@
 //! breakdown category within 5 % or 1 MB.
 
 mod common;
-use common::reference::{cases, estimate, rel_err};
+use common::reference::{cases, cases_from, estimate, rel_err};
 
 #[test]
 fn every_record_is_within_three_percent_and_the_median_within_one() {
@@ -67,4 +67,19 @@ fn peak_phase_matches_where_the_peak_is_clear() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Configurations that are not in the shared reference file (other ResNet/VGG depths, BERT-large,
+/// other batch sizes, sequence lengths and optimizers), measured for this repository with the same
+/// method: `python measure.py --configs-json tests/data/reference_extra.configs.json --out …`
+/// (torch 2.15.0, torchvision 0.29.2, transformers 5.24.0, `shared/reference/measure.py`).
+#[test]
+fn held_out_configurations_are_within_three_percent() {
+    let held_out = cases_from(include_str!("data/reference_extra.jsonl"));
+    assert_eq!(held_out.len(), 16);
+    for c in held_out {
+        let e = estimate(&c);
+        let err = rel_err(e.peak_bytes, c.measured);
+        assert!(err.abs() <= 0.03, "{} {}: measured {} estimated {} ({:+.2} %)", c.label, c.setting, c.measured, e.peak_bytes, err * 100.0);
+    }
 }
