@@ -106,3 +106,21 @@ fn presets_export_as_specs_that_read_back() {
     let v = json(&["estimate", "--spec", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["params"], 11_689_512);
 }
+
+#[test]
+fn absurd_sizes_get_a_clear_error() {
+    let dir = std::env::temp_dir();
+    let wide = dir.join("vramcalc-cli-wide.json");
+    std::fs::write(&wide, r#"{"input":{"shape":[1000000000000]},"layers":[{"kind":"linear","in_features":1000000000000,"out_features":1000000000000}]}"#).unwrap();
+    let (code, _, err) = vramcalc(&["estimate", "--spec", wide.to_str().unwrap(), "--batch", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("layers[0] (linear): more than 2^60 values"), "{err}");
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "resnet18", "--batch", "1000000000000000"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("too large: batch size"), "{err}");
+    let deep = dir.join("vramcalc-cli-deep.json");
+    std::fs::write(&deep, r#"{"input":{"shape":[8]},"layers":[{"kind":"repeat","times":10000000,"body":[{"kind":"relu"}]}]}"#).unwrap();
+    let (code, _, err) = vramcalc(&["estimate", "--spec", deep.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("repeats 1 layers 10000000 times"), "{err}");
+}

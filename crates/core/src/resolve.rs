@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 /// Limits that keep an absurd spec from exhausting memory or time (a clear error instead).
 pub const MAX_OPS: usize = 2_000_000;
 pub const MAX_LAYERS: u64 = 200_000;
+/// Per-sample output or parameter elements beyond which byte counts could overflow `u64`.
+pub const MAX_ELEMENTS: u64 = 1 << 60;
 
 /// One row of the per-layer table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,6 +211,12 @@ impl Resolver {
         // the caller holds the module's input until the module returns
         self.b.hold(x);
         let shape = self.b.shape(out).clone();
+        if shape.numel() > MAX_ELEMENTS || self.b.param_numel > MAX_ELEMENTS {
+            return Err(Error::TooLarge(format!(
+                "{path} ({}): more than 2^60 values in its output or parameters; bytes would not fit in 64 bits",
+                layer.kind()
+            )));
+        }
         let params = self.b.param_numel - params_before;
         let info = &mut self.layers[row];
         info.activation_values = shape.numel();

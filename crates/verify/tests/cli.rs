@@ -14,6 +14,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 fn verify(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vramcalc-verify"))
         .args(args)
+        // One compute thread: which pool threads get matmul work (and allocate their thread-local
+        // packing buffers inside the measured step) otherwise varies from run to run.
+        .env("RAYON_NUM_THREADS", "1")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("the verifier binary runs")

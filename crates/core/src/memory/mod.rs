@@ -98,7 +98,14 @@ impl Prepared {
         };
         let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
         let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
-        Ok(Prepared { resolved, plan, opt, config: *config, candle, envelope: std::sync::OnceLock::new() })
+        let prepared = Prepared { resolved, plan, opt, config: *config, candle, envelope: std::sync::OnceLock::new() };
+        if prepared.device_at(config.batch).1.total == u64::MAX {
+            return Err(Error::TooLarge(format!(
+                "at batch {} the step needs more than 2^64 bytes (18.4 EB)",
+                config.batch
+            )));
+        }
+        Ok(prepared)
     }
 
     /// Peak allocated and device total at `batch` samples per step.
