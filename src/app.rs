@@ -7,27 +7,16 @@ use crate::components::results::{Charts, Summary};
 use crate::components::settings::Settings;
 use crate::components::whatif::WhatIfs;
 use crate::components::{Ctx, Shared};
-use crate::components::embed::EmbedApp;
-use crate::components::exports::Exports;
-use crate::components::share::{LinkNotice, ShareButtons};
-use crate::{dom, share_link};
+use crate::components::exports::exports;
+use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
 use std::rc::Rc;
 use vramcalc_core::Error;
 use yew::prelude::*;
 
-/// The full app, or the embed card with `?embed` in the address.
+/// The full app (`main` renders `crate::components::embed::EmbedApp` instead for `?embed`).
 #[function_component(App)]
 pub fn app() -> Html {
-    let embed = use_memo((), |_| share_link::embed_controls(&dom::location_search()));
-    match &*embed {
-        Some(controls) => html! { <EmbedApp controls={controls.clone()} /> },
-        None => html! { <FullApp /> },
-    }
-}
-
-#[function_component(FullApp)]
-fn full_app() -> Html {
     let AppState { state, notice, dismiss, saved, fragment } = use_app_state();
     use_undo_shortcuts(state.dispatcher());
     use_document_attributes(state.prefs.theme, state.prefs.lang);
@@ -65,12 +54,10 @@ fn full_app() -> Html {
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
-        <ContextProvider<Ctx> context={ctx}>
+        <ContextProvider<Ctx> context={ctx.clone()}>
             <Header can_undo={state.can_undo()} can_redo={state.can_redo()} theme={state.prefs.theme} />
             <div class="sharebar">
-                if let Some(n) = notice {
-                    <LinkNotice notice={n} saved={saved} dismiss={dismiss} />
-                }
+                { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={fragment.map(AttrValue::from)} />
             </div>
             <main class="layout">
@@ -86,9 +73,7 @@ fn full_app() -> Html {
                         <WhatIfs items={Shared(w)} base={r.estimate.peak_bytes} />
                     }
                     <Charts report={shown.clone()} />
-                    if let Some(r) = &shown {
-                        <Exports report={r.clone()} spec={model.spec.clone()} />
-                    }
+                    { for shown.as_ref().map(|r| exports(&ctx, r, &model.spec)) }
                 </div>
             </main>
             <footer class="foot muted small">

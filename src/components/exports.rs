@@ -1,18 +1,12 @@
 //! Downloads: the per-layer table (CSV), the estimate (JSON, as `vramcalc estimate --json`), and
 //! each chart as a standalone SVG.
 
-use super::{use_ctx, Shared};
+use super::{Ctx, Shared};
 use crate::analysis::Report;
 use crate::dom;
 use crate::export::{estimate_json, file_stem, layers_csv};
 use vramcalc_core::spec::ModelSpec;
 use yew::prelude::*;
-
-#[derive(Properties, PartialEq)]
-pub struct ExportsProps {
-    pub report: Shared<Report>,
-    pub spec: ModelSpec,
-}
 
 /// `(id, selector of the <svg>)` of each chart.
 const CHARTS: [(&str, &str); 5] = [
@@ -23,17 +17,16 @@ const CHARTS: [(&str, &str); 5] = [
     ("layers", "svg[data-testid=chart-layers]"),
 ];
 
-#[function_component(Exports)]
-pub fn exports(p: &ExportsProps) -> Html {
-    let ctx = use_ctx();
+/// The download panel. A plain function, not a component: each component type costs bundle size.
+pub fn exports(ctx: &Ctx, report: &Shared<Report>, spec: &ModelSpec) -> Html {
     let t = ctx.tr();
-    let stem = file_stem(&p.spec);
+    let stem = file_stem(spec);
     let on_csv = {
-        let (r, stem) = (p.report.clone(), stem.clone());
+        let (r, stem) = (report.clone(), stem.clone());
         Callback::from(move |_| dom::download(&format!("{stem}-layers.csv"), "text/csv;charset=utf-8", &layers_csv(&r.estimate)))
     };
     let on_json = {
-        let (r, spec, stem) = (p.report.clone(), p.spec.clone(), stem.clone());
+        let (r, spec, stem) = (report.clone(), spec.clone(), stem.clone());
         Callback::from(move |_| {
             dom::download(&format!("{stem}-estimate.json"), "application/json", &estimate_json(&spec, &r.estimate))
         })

@@ -1,6 +1,6 @@
 //! Sharing: the notice after opening a link, "Copy link", and the Embed dialog.
 
-use super::use_ctx;
+use super::{use_ctx, Ctx};
 use crate::dom;
 use crate::i18n::fill;
 use crate::share_link::{embed_height, embed_query, iframe_snippet, Control, Notice, LISTENER_JS};
@@ -9,38 +9,29 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
-pub struct NoticeProps {
-    pub notice: Notice,
-    /// The saved work as it was on load, if any.
-    pub saved: Option<Saved>,
-    pub dismiss: Callback<()>,
-}
-
 /// "You opened a shared link…" / "This link could not be opened: …", with "back to my saved model".
-#[function_component(LinkNotice)]
-pub fn link_notice(p: &NoticeProps) -> Html {
-    let ctx = use_ctx();
+/// A plain function, not a component: each component type costs bundle size.
+pub fn link_notice(ctx: &Ctx, notice: &Notice, saved: Option<Saved>, dismiss: Callback<()>) -> Html {
     let t = ctx.tr();
-    let (text, broken) = match &p.notice {
+    let (text, broken) = match notice {
         Notice::Opened => (t.link_opened.to_string(), false),
         Notice::Broken(e) => (fill(t.link_broken, &[e]), true),
     };
-    let back = p.saved.clone().map(|saved| {
-        let (d, dismiss) = (ctx.dispatch.clone(), p.dismiss.clone());
+    let back = saved.map(|saved| {
+        let (d, dismiss) = (ctx.dispatch.clone(), dismiss.clone());
         let onclick = Callback::from(move |_| {
             d.dispatch(Action::Restore(saved.clone()));
             dismiss.emit(());
         });
         html! { <button {onclick} data-testid="back-to-saved">{ t.back_to_saved }</button> }
     });
-    let dismiss = { let d = p.dismiss.clone(); Callback::from(move |_| d.emit(())) };
+    let on_dismiss = Callback::from(move |_| dismiss.emit(()));
     html! {
         <div class={classes!("notice", broken.then_some("broken"))} role={if broken { "alert" } else { "status" }}
             data-testid="link-notice" data-kind={if broken { "broken" } else { "opened" }}>
             <span data-testid="link-notice-text">{ text }</span>
             { for back }
-            <button onclick={dismiss} data-testid="link-notice-dismiss">{ t.dismiss }</button>
+            <button onclick={on_dismiss} data-testid="link-notice-dismiss">{ t.dismiss }</button>
         </div>
     }
 }

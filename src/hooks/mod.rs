@@ -21,7 +21,8 @@ pub struct AppState {
     pub dismiss: Callback<()>,
     /// The saved work as it was on load (for "back to my saved model").
     pub saved: Option<Saved>,
-    /// The fragment of the current state (`None`: too large for a link).
+    /// The fragment of the current state, encoded after each change is drawn (`None` before the
+    /// first, or while the model has never fitted in a link).
     pub fragment: Option<String>,
 }
 
@@ -51,9 +52,11 @@ pub fn use_app_state() -> AppState {
             }
         });
     }
-    let fragment = use_memo((state.model.clone(), state.prefs), |(m, p)| share_link::fragment(m, p));
+    // Encoding (a deflated spec) runs after the estimate is drawn; a model too large for a link
+    // keeps the last link in the address bar.
+    let fragment = use_deferred_memo((state.model.clone(), state.prefs), |(m, p)| share_link::fragment(m, p));
     use_effect_with(fragment.clone(), |f| {
-        if let Some(f) = &**f {
+        if let Some(f) = f {
             dom::replace_fragment(f);
         }
     });
@@ -69,7 +72,7 @@ pub fn use_app_state() -> AppState {
         move || drop(listener)
     });
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
-    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.1.clone(), fragment: (*fragment).clone() }
+    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.1.clone(), fragment: fragment.map(|f| (*f).clone()) }
 }
 
 /// Ctrl/⌘+Z undoes, Ctrl/⌘+Shift+Z and Ctrl+Y redo — except while typing in a field, where the
