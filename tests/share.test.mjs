@@ -103,6 +103,14 @@ test('opening a link keeps the saved work until an edit, and "back to my saved m
   await other.page.waitForFunction(() => document.querySelector('[data-testid=preset-select]').value === 'vgg11');
   assert.equal(await other.page.getByTestId('batch-input').inputValue(), '5');
   await addressBar(other.page, (f) => f.startsWith('v1.p=vgg11') && f.includes('b=5'));
+  // another link pasted into the address bar of the open tab opens like a page load, here in 中文
+  await other.page.evaluate(() => { location.hash = 'v1.p=resnet18,l=zh'; });
+  await other.page.waitForFunction(() => document.querySelector('[data-testid=preset-select]')?.value === 'resnet18');
+  await other.page.waitForFunction(() => document.documentElement.lang === 'zh-CN');
+  assert.equal(await other.page.getByTestId('copy-link').textContent(), '复制链接');
+  assert.match(await other.page.getByTestId('link-notice').textContent(), /分享链接/);
+  assert.match(await other.page.getByTestId('exports').textContent(), /逐层表格/);
+  assert.equal(await saved(other.page), mine, 'still the saved work');
   assert.deepEqual(other.errors, []);
   await context.close();
 });
