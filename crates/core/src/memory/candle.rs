@@ -22,6 +22,8 @@
 //!   gradient's storage. Variables are never removed from the store, so a conv kernel's gradient
 //!   (`arg.transpose(0,1).conv2d(grad.transpose(0,1))`, tracked through `arg`) keeps the conv output's
 //!   gradient alive until the `GradStore` is dropped.
+//! - `candle-core/src/cuda_backend/mod.rs` (device = cuda, no cuDNN): conv2d is a full im2col, a
+//!   matmul and a copy to NCHW; `conv_transpose2d` is a direct kernel.
 //! - `candle-core/src/cpu_backend/conv2d.rs`: the CPU conv2d (tiled im2col) allocates the output
 //!   (zeroed), an NHWC copy of the input, a flattened copy of the kernel, and per tile of 512 output
 //!   pixels an im2col tile and a matmul result; 1×1 stride-1 convs are one matmul per sample over
@@ -117,7 +119,7 @@ impl CandlePlan {
 
     fn trace(&self, batch: usize, record: bool) -> Result<CandleStep> {
         let mem = Rc::new(RefCell::new(MemState::new(record)));
-        let cx = Cx { mem: mem.clone(), next_id: RefCell::new(0), layer: RefCell::new(u32::MAX) };
+        let cx = Cx { mem: mem.clone(), next_id: RefCell::new(0), layer: RefCell::new(u32::MAX), cuda: self.config.device == super::config::Device::Cuda };
         let train = self.config.mode == Mode::Train;
         // Persistent: the model's variables, the optimizer's state, the batch.
         cx.set_cat(Cat::Param);
@@ -438,6 +440,8 @@ struct Cx {
     mem: Mem,
     next_id: RefCell<usize>,
     layer: RefCell<u32>,
+    /// Kernel scratch of candle's CUDA backend instead of its CPU one.
+    cuda: bool,
 }
 
 thread_local! {
@@ -814,7 +818,12 @@ impl T {
         let cx = self.cx();
         let out = self.out(&[b, co, oh, ow], false, Op::Conv2d { arg: self.clone(), k: k.clone(), pad, stride, dil });
         let f = 4u64;
-        if kh == 1 && kw == 1 && stride == 1 && pad == 0 && dil == 1 {
+        if cx.cuda {
+            // `cuda_backend/mod.rs` (no cuDNN): a full im2col `[b·oh·ow, c_in·kh·kw]` and the
+            // matmul result `[b·oh·ow, c_out]` are both alive while the result is copied to NCHW.
+            let col = (b * oh * ow * ci * kh * kw) as u64 * f;
+            cx.scratch(col + (b * oh * ow * co) as u64 * f);
+        } else if kh == 1 && kw == 1 && stride == 1 && pad == 0 && dil == 1 {
             // conv2d_1x1: kernel copy when strided, then per sample a [c_in, h·w] copy and a
             // [c_out, h·w] result (one sample at a time in the ledger).
             let kcopy = if k.is_contiguous() { 0 } else { (co * ci) as u64 * f };
@@ -838,7 +847,10 @@ impl T {
         let oh = (h - 1) * stride + dil * (kh - 1) + out_pad + 1 - 2 * pad;
         let ow = (w - 1) * stride + dil * (kw - 1) + out_pad + 1 - 2 * pad;
         let out = self.out(&[b, co, oh, ow], false, Op::ConvT2d { arg: self.clone(), k: k.clone() });
-        self.cx().scratch(self.bytes());
+        // CPU: an NHWC copy of the input; CUDA runs a direct kernel with no scratch
+        if !self.cx().cuda {
+            self.cx().scratch(self.bytes());
+        }
         out
     }
 }
