@@ -59,6 +59,12 @@ impl MultiheadAttention {
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        Ok(self.lower_with_weights(b, x)?.0)
+    }
+
+    /// Also returns the attention probabilities (eager only), which Hugging Face layers return
+    /// and keep in a local (`attn_output, _ = self.attn(...)`) until the layer returns.
+    pub fn lower_with_weights(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, Option<ValueId>)> {
         let (hd, kvh) = self.check()?;
         let s = b.shape(x).0.clone();
         if s.len() != 2 {
@@ -85,6 +91,7 @@ impl MultiheadAttention {
             q = rotary(b, q);
             k = rotary(b, k);
         }
+        let mut weights = None;
         let out = match b.opts.attention {
             AttentionImpl::Eager => {
                 if kvh != h {
@@ -99,6 +106,7 @@ impl MultiheadAttention {
                 }
                 let probs = softmax(b, scores, None);
                 let probs = dropout(b, probs, self.dropout);
+                weights = Some(probs);
                 let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
                 copy(b, out, Shape::new([seq, d]))
@@ -111,7 +119,7 @@ impl MultiheadAttention {
                 b.view(out, Shape::new([seq, d]))
             }
         };
-        proj(d, d).lower(b, out)
+        Ok((proj(d, d).lower(b, out)?, weights))
     }
 }
 
@@ -228,30 +236,34 @@ impl TransformerLayer {
             rotary: self.rotary,
             fused_qkv: self.fused_qkv,
         };
-        let attn_block = |b: &mut Builder, x| -> LayerResult<ValueId> {
-            let a = attn.lower(b, x)?;
-            Ok(dropout(b, a, self.dropout))
-        };
-        if self.norm_first {
+        let out = if self.norm_first {
             let n = self.norm(b, x)?;
-            let a = attn_block(b, n)?;
+            let (a, weights) = attn.lower_with_weights(b, n)?;
+            let a = dropout(b, a, self.dropout);
             let h = add(b, x, a);
             let n2 = self.norm(b, h)?;
-            let m = self.mlp(b, n2)?;
-            Ok(add(b, h, m))
+            let (m, _) = self.mlp(b, n2)?;
+            let out = add(b, h, m);
+            weights.map(|w| b.hold(w));
+            out
         } else {
-            // Hugging Face: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`
-            // (the dropout output) alive while the norm runs.
-            let a = attn_block(b, x)?;
+            // Hugging Face BERT: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`
+            // (the dropout output) alive while the norm runs, and `intermediate_output` stays
+            // referenced through `BertOutput`.
+            let (a, weights) = attn.lower_with_weights(b, x)?;
+            let a = dropout(b, a, self.dropout);
             let h = add(b, a, x);
             let h = self.norm(b, h)?;
             b.hold(a);
-            let m = self.mlp(b, h)?;
+            let (m, act) = self.mlp(b, h)?;
             let h2 = add(b, m, h);
             let out = self.norm(b, h2)?;
             b.hold(m);
-            Ok(out)
-        }
+            b.hold(act);
+            weights.map(|w| b.hold(w));
+            out
+        };
+        Ok(out)
     }
 
     fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
@@ -264,9 +276,11 @@ impl TransformerLayer {
         }
     }
 
-    fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        let m = if self.gated_mlp {
-            GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias: self.bias }.lower(b, x)?
+    /// The feed-forward block and its activation output (the intermediate tensor).
+    fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
+        let (m, act) = if self.gated_mlp {
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias: self.bias }.lower(b, x)?;
+            (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
             let h = fc(self.d_model, self.dim_feedforward).lower(b, x)?;
@@ -276,8 +290,8 @@ impl TransformerLayer {
                 FfnActivation::GeluNew => super::activation::Gelu { approximate: GeluApprox::New }.lower(b, h)?,
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
             };
-            fc(self.dim_feedforward, self.d_model).lower(b, h)?
+            (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
         };
-        Ok(dropout(b, m, self.dropout))
+        Ok((dropout(b, m, self.dropout), act))
     }
 }

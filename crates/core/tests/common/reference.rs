@@ -55,6 +55,7 @@ fn case(r: &Value) -> Case {
     let precision = match r["precision"].as_str().unwrap() {
         "fp32" => Precision::Fp32,
         "bf16_autocast" => Precision::AmpBf16,
+        "fp16_autocast" => Precision::AmpFp16,
         p => panic!("unknown precision {p}"),
     };
     let mode = if r["mode"] == "infer" { Mode::Infer } else { Mode::Train };
@@ -93,7 +94,7 @@ fn case(r: &Value) -> Case {
         setting += &format!(" {}{}", optimizer.name(), if foreach { "/foreach" } else { "" });
     }
     if precision != Precision::Fp32 {
-        setting += " bf16-amp";
+        setting += if precision == Precision::AmpFp16 { " fp16-amp" } else { " bf16-amp" };
     }
     if config.checkpointing {
         setting += " ckpt";
