@@ -5,8 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
 rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
 
 # Trunk 0.21.14 (0.22 needs a newer rustc); ~15 min to build the first time.
@@ -16,11 +14,6 @@ fi
 # wasm-bindgen CLI must equal the `wasm-bindgen` pinned in Cargo.lock; no --locked (see TOOLCHAIN.md).
 if ! wasm-bindgen --version 2>/dev/null | grep -q '0\.2\.130'; then
   cargo install wasm-bindgen-cli --version 0.2.130
-fi
-# Headless Chromium for the browser tests.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  as_root apt-get update
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
 fi
 # wasm-opt (binaryen@132) and playwright-core, pinned in package-lock.json.
 if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then

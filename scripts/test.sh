@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Headless Chromium (Debian's) for the browser tests.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+fi
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 echo "== native tests (release: the verifier trains real models) =="
