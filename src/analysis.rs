@@ -134,20 +134,69 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
 /// Every applicable trick with its result (tricks the core rejects are left out); `None` when
 /// the model itself does not resolve.
 pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-    Prepared::new(spec, config).ok()?;
-    Some(what_ifs_of_valid(spec, config))
+    WhatIfCache::default().what_ifs(spec, config)
 }
 
-fn what_ifs_of_valid(spec: &ModelSpec, config: &TrainConfig) -> Vec<WhatIf> {
-    Trick::ALL
-        .iter()
-        .filter_map(|&trick| {
-            let cfg = apply(trick, spec, config)?;
-            let p = Prepared::new(spec, &cfg).ok()?;
-            let (peak, device_total) = p.peak_at(cfg.batch);
-            Some(WhatIf { trick, config: cfg, peak, device_total })
-        })
-        .collect()
+/// Keeps the resolved model of each setup the what-ifs used, with the batch left out: a
+/// `Prepared` gives the peak at any batch, so after a batch change (the most frequent edit) the
+/// what-ifs need no resolving at all. Emptied when the model changes; at most [`Self::MAX`] setups.
+#[derive(Default)]
+pub struct WhatIfCache {
+    spec: Option<ModelSpec>,
+    /// Setup (batch 0) → its prepared model, most recently used last.
+    prepared: Vec<(TrainConfig, Prepared)>,
+}
+
+impl WhatIfCache {
+    pub const MAX: usize = 16;
+
+    /// Like [`what_ifs`], reusing what earlier calls resolved.
+    pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
+        if self.spec.as_ref() != Some(spec) {
+            self.spec = Some(spec.clone());
+            self.prepared.clear();
+        }
+        self.peak(spec, config)?;
+        Some(
+            Trick::ALL
+                .iter()
+                .filter_map(|&trick| {
+                    let cfg = apply(trick, spec, config)?;
+                    let (peak, device_total) = self.peak(spec, &cfg)?;
+                    Some(WhatIf { trick, config: cfg, peak, device_total })
+                })
+                .collect(),
+        )
+    }
+
+    /// `Prepared::new(spec, cfg)?.peak_at(cfg.batch)`, with the resolved model reused across
+    /// batches (the core's `Prepared` depends on the batch only through the checks of `new`,
+    /// repeated here: batch and accumulation limits, and a step too large to count).
+    fn peak(&mut self, spec: &ModelSpec, cfg: &TrainConfig) -> Option<(u64, u64)> {
+        let key = TrainConfig { batch: 0, ..*cfg };
+        let at = match self.prepared.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let valid = (1..=vramcalc_core::memory::MAX_BATCH).contains(&cfg.batch)
+                    && (1..=cfg.batch).contains(&cfg.grad_accum);
+                if !valid {
+                    return None;
+                }
+                let entry = self.prepared.remove(i);
+                self.prepared.push(entry);
+                self.prepared.len() - 1
+            }
+            None => {
+                let p = Prepared::new(spec, cfg).ok()?;
+                if self.prepared.len() >= Self::MAX {
+                    self.prepared.remove(0);
+                }
+                self.prepared.push((key, p));
+                self.prepared.len() - 1
+            }
+        };
+        let (peak, total) = self.prepared[at].1.peak_at(cfg.batch);
+        (total != u64::MAX).then_some((peak, total))
+    }
 }
 
 /// What an editor row shows: the layer's output shape, parameters and saved bytes (summed over
@@ -239,6 +288,43 @@ mod tests {
         let mut broken = cnn.clone();
         broken.input.shape = vec![7];
         assert_eq!(what_ifs(&broken, &cfg), None);
+    }
+
+    #[test]
+    fn cached_what_ifs_equal_fresh_ones() {
+        let mut cache = WhatIfCache::default();
+        for id in ["resnet18", "bert-base"] {
+            let spec = presets::build(id).unwrap();
+            for (batch, grad_accum, precision) in
+                [(32, 1, Precision::Fp32), (7, 1, Precision::Fp32), (64, 4, Precision::Fp32), (3, 2, Precision::AmpBf16), (1, 1, Precision::Fp32), (32, 1, Precision::Fp32)]
+            {
+                let cfg = TrainConfig { batch, grad_accum, precision, ..Default::default() };
+                let fresh = what_ifs_fresh(&spec, &cfg);
+                assert_eq!(cache.what_ifs(&spec, &cfg), fresh, "{id} {cfg:?}");
+                assert!(cache.prepared.len() <= WhatIfCache::MAX);
+            }
+        }
+        // invalid setups are rejected as the core rejects them, cached or not
+        let spec = presets::build("resnet18").unwrap();
+        for cfg in [TrainConfig { batch: 2, grad_accum: 4, ..Default::default() }, TrainConfig { batch: 0, ..Default::default() }] {
+            assert_eq!(cache.what_ifs(&spec, &cfg), None);
+            assert_eq!(what_ifs_fresh(&spec, &cfg), None);
+        }
+    }
+
+    /// The what-ifs without the cache: every setup resolved anew.
+    fn what_ifs_fresh(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
+        Prepared::new(spec, config).ok()?;
+        Some(
+            Trick::ALL
+                .iter()
+                .filter_map(|&trick| {
+                    let cfg = apply(trick, spec, config)?;
+                    let (peak, device_total) = Prepared::new(spec, &cfg).ok()?.peak_at(cfg.batch);
+                    Some(WhatIf { trick, config: cfg, peak, device_total })
+                })
+                .collect(),
+        )
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub fn app() -> Html {
         analysis::analyse(spec, config, *cap).map(Rc::new)
     });
     // What-ifs resolve the model once per trick: computed right after the main update is drawn.
-    let what_ifs = use_deferred_memo((model.spec.clone(), model.config), |(spec, config)| analysis::what_ifs(spec, config));
+    // They reuse the models resolved for earlier setups: a batch change resolves nothing.
+    let cache = use_mut_ref(analysis::WhatIfCache::default);
+    let what_ifs = use_deferred_memo((model.spec.clone(), model.config), 0, move |(spec, config)| cache.borrow_mut().what_ifs(spec, config));
     // The last good report stays on screen while the input has an error.
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
     let (shown, error): (Option<Rc<Report>>, Option<Error>) = match &*report {

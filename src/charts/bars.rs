@@ -72,14 +72,19 @@ pub struct Column {
 }
 
 /// Columns for every leaf layer (blocks are sums of their children and are left out), scaled to
-/// the largest; `ticks` are byte values with their y.
-pub fn layer_columns(layers: &[LayerReport], width: f64, height: f64, unit: ByteUnit) -> (Vec<Column>, Vec<(f64, u64)>) {
+/// the largest column; `ticks` are byte values with their y. The columns' own geometry depends
+/// only on the layers' shares of the largest one (so a batch change, which scales every layer
+/// alike, leaves it unchanged and the DOM untouched); `scale` (≤ 1) is the vertical factor, about
+/// the baseline `height`, that puts them on the ticks' axis: draw them in a group with
+/// [`column_transform`].
+pub fn layer_columns(layers: &[LayerReport], width: f64, height: f64, unit: ByteUnit) -> (Vec<Column>, Vec<(f64, u64)>, f64) {
     let leaves: Vec<(usize, u64)> =
         layers.iter().enumerate().filter(|(_, l)| !l.info.block).map(|(i, l)| (i, l.saved_bytes)).collect();
     let max = leaves.iter().map(|(_, b)| *b).max().unwrap_or(0).max(1);
     let ticks = byte_ticks(max, 3, unit);
     let end = ticks.last().copied().unwrap_or(max).max(max) as f64;
     let y = Linear::new((0.0, end), (height, 0.0));
+    let own = Linear::new((0.0, max as f64), (height, 0.0));
     let n = leaves.len().max(1) as f64;
     let slot = width / n;
     let gap = if slot > 4.0 { slot * 0.2 } else { 0.0 };
@@ -87,11 +92,16 @@ pub fn layer_columns(layers: &[LayerReport], width: f64, height: f64, unit: Byte
         .into_iter()
         .enumerate()
         .map(|(i, (row, bytes))| {
-            let top = y.map(bytes as f64);
+            let top = own.map(bytes as f64);
             Column { row, x: i as f64 * slot + gap / 2.0, w: (slot - gap).max(0.5), y: top, h: (height - top).max(0.0) }
         })
         .collect();
-    (cols, ticks.into_iter().map(|t| (y.map(t as f64), t)).collect())
+    (cols, ticks.into_iter().map(|t| (y.map(t as f64), t)).collect(), max as f64 / end)
+}
+
+/// The SVG `transform` that scales columns by `scale` about the baseline at `height`.
+pub fn column_transform(scale: f64, height: f64) -> String {
+    format!("matrix(1 0 0 {} 0 {})", super::f4(scale), super::f4(height * (1.0 - scale)))
 }
 
 #[cfg(test)]
@@ -130,14 +140,27 @@ mod tests {
     #[test]
     fn layer_columns_are_leaves_in_the_box() {
         let e = vgg();
-        let (cols, ticks) = layer_columns(&e.layers, 800.0, 200.0, ByteUnit::Mb);
+        let (cols, ticks, scale) = layer_columns(&e.layers, 800.0, 200.0, ByteUnit::Mb);
         assert_eq!(cols.len(), e.layers.iter().filter(|l| !l.info.block).count());
         for c in &cols {
             assert!(c.x >= 0.0 && c.x + c.w <= 800.0 + 1e-6);
             assert!(c.y >= 0.0 && c.y + c.h <= 200.0 + 1e-6);
         }
         assert!(!ticks.is_empty());
-        let (none, _) = layer_columns(&[], 800.0, 200.0, ByteUnit::Mb);
+        assert!(scale > 0.0 && scale <= 1.0);
+        // scaled about the baseline, the tallest column reaches the top tick's axis at its bytes
+        let max = e.layers.iter().filter(|l| !l.info.block).map(|l| l.saved_bytes).max().unwrap();
+        let top_tick = ticks.last().unwrap();
+        let tallest = cols.iter().map(|c| c.h).fold(0.0, f64::max);
+        assert!((tallest * scale - (200.0 - top_tick.0) * max as f64 / top_tick.1 as f64).abs() < 1e-6);
+        // a batch change scales the per-sample activations alike: those columns stay (layers that
+        // also save weights move), only the scale changes
+        let e2 = vramcalc_core::estimate(&presets::build("vgg16").unwrap(), &vramcalc_core::TrainConfig { batch: 48, ..Default::default() }).unwrap();
+        let (cols2, _, _) = layer_columns(&e2.layers, 800.0, 200.0, ByteUnit::Mb);
+        let fmt = |c: &[Column]| c.iter().map(|c| (super::super::f(c.y), super::super::f(c.h))).collect::<Vec<_>>();
+        let same = fmt(&cols).iter().zip(fmt(&cols2)).filter(|(a, b)| **a == *b).count();
+        assert!(same * 2 >= cols.len(), "{same} of {}", cols.len());
+        let (none, _, _) = layer_columns(&[], 800.0, 200.0, ByteUnit::Mb);
         assert!(none.is_empty());
     }
 }

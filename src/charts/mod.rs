@@ -15,3 +15,12 @@ pub fn f(v: f64) -> String {
         "0".into()
     }
 }
+
+/// Four decimals, for transform factors.
+pub fn f4(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.4}")
+    } else {
+        "0".into()
+    }
+}

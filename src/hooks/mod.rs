@@ -54,7 +54,7 @@ pub fn use_app_state() -> AppState {
     }
     // Encoding (a deflated spec) runs after the estimate is drawn; a model too large for a link
     // keeps the last link in the address bar.
-    let fragment = use_deferred_memo((state.model.clone(), state.prefs), |(m, p)| share_link::fragment(m, p));
+    let fragment = use_deferred_memo((state.model.clone(), state.prefs), LINK_DELAY_MS, |(m, p)| share_link::fragment(m, p));
     use_effect_with(fragment.clone(), |f| {
         if let Some(f) = f {
             dom::replace_fragment(f);
@@ -74,6 +74,10 @@ pub fn use_app_state() -> AppState {
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
     AppState { state, notice: (*notice).clone(), dismiss, saved: boot.1.clone(), fragment: fragment.map(|f| (*f).clone()) }
 }
+
+/// How long the address bar waits for edits to settle before it shows the new link (encoding
+/// and `history.replaceState` cost several ms for a large model; a dragged slider pays them once).
+pub const LINK_DELAY_MS: u32 = 250;
 
 /// Ctrl/⌘+Z undoes, Ctrl/⌘+Shift+Z and Ctrl+Y redo — except while typing in a field, where the
 /// browser's own text undo applies.
@@ -124,22 +128,24 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 
 use wasm_bindgen::JsCast;
 
-/// Like `use_memo`, but computes after the render that changed `deps` (in a zero-delay timeout),
-/// so slow secondary views (what-ifs resolve the model once per trick) never delay the main
-/// estimate's update. Shows the previous value until the new one is ready (and keeps it when `f`
+/// Like `use_memo`, but computes after the render that changed `deps` (in a timeout of
+/// `delay_ms`), so slow secondary views (what-ifs, the share link) never delay the main
+/// estimate's update; a delay above zero also lets a burst of edits (a dragged slider) compute
+/// once, for the last. Shows the previous value until the new one is ready (and keeps it when `f`
 /// gives `None`, e.g. for an invalid model); a newer change cancels a pending computation.
 #[hook]
-pub fn use_deferred_memo<D, T>(deps: D, f: fn(&D) -> Option<T>) -> Option<std::rc::Rc<T>>
+pub fn use_deferred_memo<D, T, F>(deps: D, delay_ms: u32, f: F) -> Option<std::rc::Rc<T>>
 where
     D: PartialEq + Clone + 'static,
     T: 'static,
+    F: Fn(&D) -> Option<T> + 'static,
 {
     let value = use_state(|| None::<std::rc::Rc<T>>);
     {
         let value = value.clone();
         use_effect_with(deps, move |deps| {
             let deps = deps.clone();
-            let pending = gloo::timers::callback::Timeout::new(0, move || {
+            let pending = gloo::timers::callback::Timeout::new(delay_ms, move || {
                 if let Some(v) = f(&deps) {
                     value.set(Some(std::rc::Rc::new(v)));
                 }
