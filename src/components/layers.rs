@@ -346,7 +346,7 @@ pub fn add_layer_menu(p: &AddProps) -> Html {
             }
         });
     }
-    let q = query.to_lowercase().replace([' ', '-'], "_");
+    let q = query.to_ascii_lowercase().replace([' ', '-'], "_");
     let kinds: Vec<&'static str> = Layer::KINDS.iter().copied().filter(|k| k.contains(q.as_str())).collect();
     let add = {
         let (d, list, shape, open, query) = (ctx.dispatch.clone(), p.list.clone(), p.shape.clone(), open.clone(), query.clone());

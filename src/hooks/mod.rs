@@ -98,7 +98,7 @@ pub fn use_undo_shortcuts(dispatch: UseReducerDispatcher<State>) {
                 if typing {
                     return;
                 }
-                match (e.key().to_lowercase().as_str(), e.shift_key()) {
+                match (e.key().to_ascii_lowercase().as_str(), e.shift_key()) {
                     ("z", false) => {
                         e.prevent_default();
                         dispatch.dispatch(Action::Undo);
