@@ -21,11 +21,7 @@ pub struct Report {
 }
 
 pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
-    let prepared = Prepared::new(spec, config)?;
-    let estimate = prepared.estimate();
-    let max_batch = prepared.max_batch(capacity);
-    let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
-    Ok(Report { estimate, capacity, max_batch, sweep })
+    PreparedCache::default().analyse(spec, config, capacity)
 }
 
 /// The sequence length a token or sequence model runs at (`None` for image models).
@@ -134,28 +130,57 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
 /// Every applicable trick with its result (tricks the core rejects are left out); `None` when
 /// the model itself does not resolve.
 pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-    WhatIfCache::default().what_ifs(spec, config)
+    PreparedCache::default().what_ifs(spec, config)
 }
 
-/// Keeps the resolved model of each setup the what-ifs used, with the batch left out: a
-/// `Prepared` gives the peak at any batch, so after a batch change (the most frequent edit) the
-/// what-ifs need no resolving at all. Emptied when the model changes; at most [`Self::MAX`] setups.
+/// Keeps the resolved model of each setup the estimate and the what-ifs used, with the batch
+/// left out: a `Prepared` gives the estimate at any batch, so after a batch change (the most
+/// frequent edit) nothing is resolved again. Emptied when the model changes; at most
+/// [`Self::MAX`] setups.
 #[derive(Default)]
-pub struct WhatIfCache {
+pub struct PreparedCache {
     spec: Option<ModelSpec>,
     /// Setup (batch 0) → its prepared model, most recently used last.
     prepared: Vec<(TrainConfig, Prepared)>,
 }
 
-impl WhatIfCache {
+impl PreparedCache {
     pub const MAX: usize = 16;
 
-    /// Like [`what_ifs`], reusing what earlier calls resolved.
-    pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
+    /// The estimate with its batch analysis, like [`analyse`], reusing resolved models.
+    pub fn analyse(&mut self, spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
+        let prepared = self.prepared(spec, config)?;
+        let estimate = prepared.estimate_at(config.batch)?;
+        let max_batch = prepared.max_batch(capacity);
+        let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
+        Ok(Report { estimate, capacity, max_batch, sweep })
+    }
+
+    /// The prepared model of `spec` under `cfg` (any batch), resolving it only when new.
+    fn prepared(&mut self, spec: &ModelSpec, cfg: &TrainConfig) -> Result<&Prepared, Error> {
         if self.spec.as_ref() != Some(spec) {
             self.spec = Some(spec.clone());
             self.prepared.clear();
         }
+        let key = TrainConfig { batch: 0, ..*cfg };
+        match self.prepared.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let entry = self.prepared.remove(i);
+                self.prepared.push(entry);
+            }
+            None => {
+                let p = Prepared::new(spec, cfg)?;
+                if self.prepared.len() >= Self::MAX {
+                    self.prepared.remove(0);
+                }
+                self.prepared.push((key, p));
+            }
+        }
+        Ok(&self.prepared[self.prepared.len() - 1].1)
+    }
+
+    /// Like [`what_ifs`], reusing what earlier calls resolved.
+    pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
         self.peak(spec, config)?;
         Some(
             Trick::ALL
@@ -169,33 +194,11 @@ impl WhatIfCache {
         )
     }
 
-    /// `Prepared::new(spec, cfg)?.peak_at(cfg.batch)`, with the resolved model reused across
-    /// batches (the core's `Prepared` depends on the batch only through the checks of `new`,
-    /// repeated here: batch and accumulation limits, and a step too large to count).
+    /// Peak and device total of `spec` under `cfg`; `None` where the core rejects the setup.
     fn peak(&mut self, spec: &ModelSpec, cfg: &TrainConfig) -> Option<(u64, u64)> {
-        let key = TrainConfig { batch: 0, ..*cfg };
-        let at = match self.prepared.iter().position(|(k, _)| *k == key) {
-            Some(i) => {
-                let valid = (1..=vramcalc_core::memory::MAX_BATCH).contains(&cfg.batch)
-                    && (1..=cfg.batch).contains(&cfg.grad_accum);
-                if !valid {
-                    return None;
-                }
-                let entry = self.prepared.remove(i);
-                self.prepared.push(entry);
-                self.prepared.len() - 1
-            }
-            None => {
-                let p = Prepared::new(spec, cfg).ok()?;
-                if self.prepared.len() >= Self::MAX {
-                    self.prepared.remove(0);
-                }
-                self.prepared.push((key, p));
-                self.prepared.len() - 1
-            }
-        };
-        let (peak, total) = self.prepared[at].1.peak_at(cfg.batch);
-        (total != u64::MAX).then_some((peak, total))
+        let prepared = self.prepared(spec, cfg).ok()?;
+        prepared.check_batch(cfg.batch).ok()?;
+        Some(prepared.peak_at(cfg.batch))
     }
 }
 
@@ -291,8 +294,21 @@ mod tests {
     }
 
     #[test]
+    fn cached_reports_equal_fresh_ones_across_batch_changes() {
+        let mut cache = PreparedCache::default();
+        let spec = presets::build("resnet18").unwrap();
+        for batch in [32, 8, 512, 1, 33] {
+            let cfg = TrainConfig { batch, ..Default::default() };
+            assert_eq!(cache.analyse(&spec, &cfg, 24 << 30), analyse(&spec, &cfg, 24 << 30), "batch {batch}");
+        }
+        assert_eq!(cache.prepared.len(), 1, "one setup, resolved once");
+        let bad = TrainConfig { batch: 2, grad_accum: 4, ..Default::default() };
+        assert!(cache.analyse(&spec, &bad, 24 << 30).is_err());
+    }
+
+    #[test]
     fn cached_what_ifs_equal_fresh_ones() {
-        let mut cache = WhatIfCache::default();
+        let mut cache = PreparedCache::default();
         for id in ["resnet18", "bert-base"] {
             let spec = presets::build(id).unwrap();
             for (batch, grad_accum, precision) in
@@ -301,7 +317,7 @@ mod tests {
                 let cfg = TrainConfig { batch, grad_accum, precision, ..Default::default() };
                 let fresh = what_ifs_fresh(&spec, &cfg);
                 assert_eq!(cache.what_ifs(&spec, &cfg), fresh, "{id} {cfg:?}");
-                assert!(cache.prepared.len() <= WhatIfCache::MAX);
+                assert!(cache.prepared.len() <= PreparedCache::MAX);
             }
         }
         // invalid setups are rejected as the core rejects them, cached or not

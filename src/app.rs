@@ -24,12 +24,15 @@ pub fn app() -> Html {
     let capacity = model.gpu.capacity();
 
     // Derived, never stored: the estimate with its batch analysis, and the what-ifs.
-    let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
-        analysis::analyse(spec, config, *cap).map(Rc::new)
-    });
+    // Resolved models are kept per setup (batch left out): a batch change resolves nothing.
+    let cache = use_mut_ref(analysis::PreparedCache::default);
+    let report = {
+        let cache = cache.clone();
+        use_memo((model.spec.clone(), model.config, capacity), move |(spec, config, cap)| {
+            cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new)
+        })
+    };
     // What-ifs resolve the model once per trick: computed right after the main update is drawn.
-    // They reuse the models resolved for earlier setups: a batch change resolves nothing.
-    let cache = use_mut_ref(analysis::WhatIfCache::default);
     let what_ifs = use_deferred_memo((model.spec.clone(), model.config), 0, move |(spec, config)| cache.borrow_mut().what_ifs(spec, config));
     // The last good report stays on screen while the input has an error.
     let last_good = use_mut_ref(|| None::<Rc<Report>>);

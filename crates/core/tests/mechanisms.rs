@@ -114,3 +114,16 @@ fn shorter_sequences_and_smaller_batches_use_less() {
     assert!(peak(&bert(), cfg) < long);
     assert!(peak(&bert(), TrainConfig { batch: 8, ..cfg }) < peak(&bert(), cfg));
 }
+
+#[test]
+fn estimate_at_another_batch_equals_a_fresh_estimate() {
+    let spec = presets::build("resnet50").unwrap();
+    let cfg = TrainConfig { batch: 8, grad_accum: 2, ..TrainConfig::default() };
+    let prepared = vramcalc_core::Prepared::new(&spec, &cfg).unwrap();
+    for batch in [2, 5, 64, 300] {
+        let fresh = estimate(&spec, &TrainConfig { batch, ..cfg }).unwrap();
+        assert_eq!(prepared.estimate_at(batch).unwrap(), fresh, "batch {batch}");
+    }
+    assert!(prepared.estimate_at(1).is_err(), "accumulation steps beyond the batch");
+    assert!(prepared.estimate_at(0).is_err());
+}

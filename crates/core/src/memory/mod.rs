@@ -99,12 +99,7 @@ impl Prepared {
         let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
         let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
         let prepared = Prepared { resolved, plan, opt, config: *config, candle, envelope: std::sync::OnceLock::new() };
-        if prepared.device_at(config.batch).1.total == u64::MAX {
-            return Err(Error::TooLarge(format!(
-                "at batch {} the step needs more than 2^64 bytes (18.4 EB)",
-                config.batch
-            )));
-        }
+        prepared.check_batch(config.batch)?;
         Ok(prepared)
     }
 
@@ -140,8 +135,29 @@ impl Prepared {
         self.plan.simulate(&self.resolved.graph, micro, self.opt, timeline, None)
     }
 
+    /// The estimate at the batch this model was prepared for.
     pub fn estimate(&self) -> Estimate {
-        let cfg = self.config;
+        self.estimate_for(self.config)
+    }
+
+    /// The estimate at another batch size, without resolving the model again (everything but
+    /// the batch is this `Prepared`'s). The batch is checked as `new` checks it.
+    pub fn estimate_at(&self, batch: u64) -> Result<Estimate> {
+        self.check_batch(batch)?;
+        Ok(self.estimate_for(TrainConfig { batch, ..self.config }))
+    }
+
+    /// Whether `batch` is valid for this setup: limits, accumulation steps, and a step whose
+    /// bytes fit in 64 bits.
+    pub fn check_batch(&self, batch: u64) -> Result<()> {
+        validate(&TrainConfig { batch, ..self.config })?;
+        if self.device_at(batch).1.total == u64::MAX {
+            return Err(Error::TooLarge(format!("at batch {batch} the step needs more than 2^64 bytes (18.4 EB)")));
+        }
+        Ok(())
+    }
+
+    fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
         let r = self.step(cfg.batch, true);
         let g = &self.resolved.graph;
         let layers = self.layer_reports(&r);
@@ -167,7 +183,7 @@ impl Prepared {
             phase_peaks: r.phase_peaks,
             device_total_bytes: device.total,
             device,
-            rule_of_thumb_bytes: self.rule_of_thumb(),
+            rule_of_thumb_bytes: self.rule_of_thumb(&cfg),
             layers,
             timeline: downsample(r.timeline, 600),
         }
@@ -196,8 +212,7 @@ impl Prepared {
         infos.iter().cloned().zip(total).map(|(info, saved_bytes)| LayerReport { info, saved_bytes }).collect()
     }
 
-    fn rule_of_thumb(&self) -> u64 {
-        let cfg = self.config;
+    fn rule_of_thumb(&self, cfg: &TrainConfig) -> u64 {
         let g = &self.resolved.graph;
         let param_bytes: u64 = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
         let copies = match cfg.mode {
