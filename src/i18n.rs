@@ -130,6 +130,9 @@ pub struct Tr {
 
     pub results: &'static str,
     pub peak: &'static str,
+    /// Chart marker labels: `peak 3.2 GB`, `max 553`.
+    pub chart_peak: &'static str,
+    pub chart_max: &'static str,
     pub peak_help: &'static str,
     pub device_total: &'static str,
     pub device_total_help: &'static str,
@@ -287,6 +290,8 @@ pub const EN: Tr = Tr {
 
     results: "Estimate",
     peak: "Peak allocated",
+    chart_peak: "peak {}",
+    chart_max: "max {}",
     peak_help: "torch.cuda.max_memory_allocated() of one steady-state step",
     device_total: "Device total (approx.)",
     device_total_help: "what nvidia-smi shows: peak + allocator reserve + CUDA context + cuBLAS workspace",
@@ -444,6 +449,8 @@ pub const ZH: Tr = Tr {
 
     results: "估算",
     peak: "峰值分配",
+    chart_peak: "峰值 {}",
+    chart_max: "最大 {}",
     peak_help: "一次稳定迭代的 torch.cuda.max_memory_allocated()",
     device_total: "设备总占用（近似）",
     device_total_help: "nvidia-smi 显示的值：峰值 + 分配器预留 + CUDA 上下文 + cuBLAS 工作区",

@@ -112,7 +112,7 @@ pub fn timeline_chart(p: &ChartProps) -> Html {
                     <g data-testid="timeline-peak">
                         <circle cx={f(x)} cy={f(y)} r="4" class="peak-dot" />
                         <text x={f(x)} y={f((y - 8.0).max(10.0))} text-anchor={if x > (cw - left) * 0.7 { "end" } else { "middle" }} class="peak-label">
-                            { format!("peak {}", ctx.bytes(bytes)) }
+                            { crate::i18n::fill(ctx.tr().chart_peak, &[&ctx.bytes(bytes)]) }
                         </text>
                     </g>
                 }
@@ -151,7 +151,7 @@ pub fn batch_chart(p: &ChartProps) -> Html {
                 if let Some(x) = g.max_x {
                     <line x1={f(x)} x2={f(x)} y1="0" y2={f(ph)} class="max-line" />
                     <text x={f(x)} y="10" dx={if x > pw * 0.8 { "-4" } else { "4" }}
-                        text-anchor={if x > pw * 0.8 { "end" } else { "start" }} class="axis-label max">{ format!("max {}", r.max_batch.unwrap_or(0)) }</text>
+                        text-anchor={if x > pw * 0.8 { "end" } else { "start" }} class="axis-label max">{ crate::i18n::fill(ctx.tr().chart_max, &[&r.max_batch.unwrap_or(0).to_string()]) }</text>
                 }
                 if let Some((x, y)) = g.current {
                     <circle cx={f(x)} cy={f(y)} r="4" class="current-dot"><title>{ format!("{} {}", t.batch, r.estimate.config.batch) }</title></circle>
