@@ -52,7 +52,7 @@ use crate::layer::activation::GeluApprox;
 use crate::memory::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::memory::simulate::{Breakdown, OptimizerCost, Phase, StepResult, TimelinePoint};
 use crate::spec::{InputDType, Layer, Loss, ModelSpec, NamedPadding, Padding};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -119,7 +119,7 @@ impl CandlePlan {
 
     fn trace(&self, batch: usize, record: bool) -> Result<CandleStep> {
         let mem = Rc::new(RefCell::new(MemState::new(record)));
-        let cx = Cx { mem: mem.clone(), next_id: RefCell::new(0), layer: RefCell::new(u32::MAX), cuda: self.config.device == super::config::Device::Cuda };
+        let cx = Cx { mem: mem.clone(), next_id: Rc::new(Cell::new(0)), layer: Rc::new(Cell::new(u32::MAX)), cuda: self.config.device == super::config::Device::Cuda };
         let train = self.config.mode == Mode::Train;
         // Persistent: the model's variables, the optimizer's state, the batch.
         cx.set_cat(Cat::Param);
@@ -169,7 +169,7 @@ impl CandlePlan {
             cx.set_cat(Cat::Grad);
             let grads = backward(&cx, &loss);
             mem.borrow_mut().phase = Phase::Optimizer;
-            *cx.layer.borrow_mut() = u32::MAX;
+            cx.layer.set(u32::MAX);
             cx.set_cat(Cat::Temp);
             match self.config.optimizer {
                 OptimizerKind::Sgd => {
@@ -436,10 +436,13 @@ impl Drop for Storage {
 }
 
 /// The tracer's context: the memory ledger, tensor ids, the category new storages get.
+/// The tracing context: the memory ledger and counters, shared (cheaply cloned) by every
+/// stand-in tensor.
+#[derive(Clone)]
 struct Cx {
     mem: Mem,
-    next_id: RefCell<usize>,
-    layer: RefCell<u32>,
+    next_id: Rc<Cell<usize>>,
+    layer: Rc<Cell<u32>>,
     /// Kernel scratch of candle's CUDA backend instead of its CPU one.
     cuda: bool,
 }
@@ -454,7 +457,7 @@ impl Cx {
     }
     fn storage(&self, bytes: u64) -> Rc<Storage> {
         let cat = CAT.with(|x| *x.borrow());
-        self.mem.borrow_mut().layer = *self.layer.borrow();
+        self.mem.borrow_mut().layer = self.layer.get();
         self.mem.borrow_mut().alloc(bytes, cat);
         Rc::new(Storage { bytes, cat, mem: self.mem.clone() })
     }
@@ -464,14 +467,14 @@ impl Cx {
             return;
         }
         let mut m = self.mem.borrow_mut();
-        m.layer = *self.layer.borrow();
+        m.layer = self.layer.get();
         m.alloc(bytes, Cat::Temp);
         m.free(bytes, Cat::Temp);
     }
     fn id(&self) -> usize {
-        let mut n = self.next_id.borrow_mut();
-        *n += 1;
-        *n
+        let n = self.next_id.get() + 1;
+        self.next_id.set(n);
+        n
     }
     /// A new contiguous untracked tensor (`Tensor::zeros`, `rand`, inputs).
     fn zeros(&self, shape: &[usize], int: bool) -> T {
@@ -489,7 +492,7 @@ impl Cx {
             op,
             var,
             int,
-            cx: self as *const Cx,
+            cx: self.clone(),
         }))
     }
     fn var(&self, shape: &[usize]) -> T {
@@ -523,7 +526,7 @@ struct TI {
     var: bool,
     int: bool,
     /// The tracer outlives every tensor (they are all dropped inside `trace`).
-    cx: *const Cx,
+    cx: Cx,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -606,9 +609,7 @@ fn track(args: &[&T]) -> bool {
 
 impl T {
     fn cx(&self) -> &Cx {
-        // SAFETY: every tensor is created and dropped inside `CandlePlan::trace`, which owns the
-        // `Cx` on its stack for longer than any tensor (they are dropped before it returns).
-        unsafe { &*self.0.cx }
+        &self.0.cx
     }
     fn dims(&self) -> &[usize] {
         &self.0.shape
@@ -650,7 +651,7 @@ impl T {
             op: tracked.then_some(op),
             var: false,
             int: self.0.int,
-            cx: self.0.cx,
+            cx: self.0.cx.clone(),
         }))
     }
     fn detach(&self) -> T {
@@ -666,7 +667,7 @@ impl T {
             op: None,
             var: false,
             int: self.0.int,
-            cx: self.0.cx,
+            cx: self.0.cx.clone(),
         }))
     }
     fn zeros_like(&self) -> T {
@@ -796,7 +797,7 @@ impl T {
             op: tracked.then_some(Op::Cmp(self.clone())),
             var: false,
             int: true,
-            cx: self.0.cx,
+            cx: self.0.cx.clone(),
         }))
     }
     fn to_f32(&self) -> T {
@@ -1088,7 +1089,7 @@ impl Built {
     fn forward(&self, m: &mut Model, x: &T) -> Result<T> {
         let set_row = |r: u32| {
             if r != u32::MAX {
-                *m.cx.layer.borrow_mut() = r;
+                m.cx.layer.set(r);
             }
         };
         Ok(match self {
