@@ -565,7 +565,7 @@ enum Op {
     Affine(T, f64),
     Sum(T, Vec<usize>),
     Max(T, Vec<usize>),
-    MaxPool(T, usize),
+    MaxPool(T),
     AvgPool(T),
     Upsample(T),
     IndexSelect(T, T),
@@ -592,7 +592,7 @@ impl Op {
             | Op::Affine(a, _)
             | Op::Sum(a, _)
             | Op::Max(a, _)
-            | Op::MaxPool(a, _)
+            | Op::MaxPool(a)
             | Op::AvgPool(a)
             | Op::Upsample(a)
             | Op::Copy(a)
@@ -1326,7 +1326,7 @@ fn max_pool(x: &T, k: usize, s: usize, pad: usize) -> T {
     let d = x.dims();
     let oh = (d[2] + 2 * pad - k) / s + 1;
     let ow = (d[3] + 2 * pad - k) / s + 1;
-    let op = if k == s && pad == 0 { Op::MaxPool(x.clone(), k) } else { Op::PoolCustom(x.clone()) };
+    let op = if k == s && pad == 0 { Op::MaxPool(x.clone()) } else { Op::PoolCustom(x.clone()) };
     x.out(&[d[0], d[1], oh, ow], false, op)
 }
 
@@ -1632,7 +1632,7 @@ fn backward(cx: &Cx, loss: &T) -> Grads {
                 drop((lp, rp));
                 grads.acc(arg, &g, Bin::Add);
             }
-            Op::MaxPool(arg, _) => {
+            Op::MaxPool(arg) => {
                 let (h, w) = (arg.dims()[2], arg.dims()[3]);
                 let up = node.out(&[arg.dims()[0], arg.dims()[1], h, w], false, Op::Upsample(node.clone()));
                 let mask = arg.cmp().to_f32();

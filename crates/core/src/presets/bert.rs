@@ -2,10 +2,10 @@
 //! embeddings (word + token type, `+=` positions, LayerNorm, dropout), post-norm encoder layers
 //! with exact GELU, the tanh pooler over `[CLS]`, and optionally dropout + a classifier.
 
-use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
+use crate::layer::attention::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::norm::LayerNorm;
-use crate::spec::{InputDType, InputSpec, Layer, ModelSpec};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
 /// The `config.json` fields a BERT spec needs. `Default` is BERT-base
@@ -82,20 +82,11 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
         Layer::Repeat {
             times: c.num_hidden_layers,
             body: vec![Layer::TransformerEncoderLayer(TransformerLayer {
-                d_model: d,
-                nhead: c.num_attention_heads,
-                dim_feedforward: c.intermediate_size,
                 dropout: c.hidden_dropout_prob,
                 attention_dropout: Some(c.attention_probs_dropout_prob),
                 activation: c.hidden_act,
                 layer_norm_eps: c.layer_norm_eps,
-                norm_first: false,
-                bias: true,
-                norm: NormKind::LayerNorm,
-                gated_mlp: false,
-                num_kv_heads: None,
-                rotary: false,
-                fused_qkv: false,
+                ..super::transformer_layer(d, c.num_attention_heads, c.intermediate_size)
             })],
         },
         serde_json::from_value(json!({"kind": "select_token", "index": 0})).ok()?,
@@ -106,11 +97,6 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
         layers.push(serde_json::from_value(json!({"kind": "dropout", "p": c.hidden_dropout_prob})).ok()?);
         layers.push(serde_json::from_value(json!({"kind": "linear", "in_features": d, "out_features": c.num_labels})).ok()?);
     }
-    Some(ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some(if classifier { "BertForSequenceClassification" } else { "BertModel" }.to_string()),
-        input: InputSpec { shape: vec![c.seq_len], dtype: InputDType::Int64, vocab_size: Some(c.vocab_size) },
-        layers,
-        loss: Default::default(),
-    })
+    let name = if classifier { "BertForSequenceClassification" } else { "BertModel" };
+    Some(super::token_model(name, c.seq_len, c.vocab_size, layers))
 }

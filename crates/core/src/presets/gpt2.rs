@@ -6,7 +6,7 @@ use crate::layer::attention::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::LayerNorm;
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
 /// The `config.json` fields a GPT-2 spec needs. `Default` is GPT-2 small
@@ -84,11 +84,6 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
             tied_weight: c.tie_word_embeddings,
         }));
     }
-    Some(ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some(if lm_head { "GPT2LMHeadModel" } else { "GPT2Model" }.to_string()),
-        input: InputSpec { shape: vec![c.seq_len], dtype: InputDType::Int64, vocab_size: Some(c.vocab_size) },
-        layers,
-        loss: Loss::CrossEntropy,
-    })
+    let name = if lm_head { "GPT2LMHeadModel" } else { "GPT2Model" };
+    Some(super::token_model(name, c.seq_len, c.vocab_size, layers))
 }

@@ -10,13 +10,10 @@
 //! op order (aux first, then `Mixed_7a`…) is torchvision's. The only difference from the real step
 //! is one `[N, 1000]` add and one log-softmax instead of two.
 
-use crate::spec::{InputSpec, Join, Layer, ModelSpec, Pair};
+use super::{image_model, layer};
+use crate::spec::{Join, Layer, ModelSpec, Pair};
 use serde_json::json;
 
-fn layer(v: serde_json::Value) -> Layer {
-    // The literals below are valid specs; a failure would be a bug caught by the preset tests.
-    serde_json::from_value(v).expect("valid preset layer")
-}
 
 /// `BasicConv2d(i, o, kernel_size=k, stride=s, padding=p)` as three layers.
 fn basic(i: u64, o: u64, k: [u64; 2], s: u64, p: [u64; 2]) -> Vec<Layer> {
@@ -157,11 +154,6 @@ pub fn inception_v3(aux_logits: bool) -> ModelSpec {
     } else {
         layers.extend(head);
     }
-    ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some(if aux_logits { "inception_v3" } else { "inception_v3 (no aux classifier)" }.to_string()),
-        input: InputSpec { shape: vec![3, 299, 299], dtype: Default::default(), vocab_size: None },
-        layers,
-        loss: Default::default(),
-    }
+    let name = if aux_logits { "inception_v3" } else { "inception_v3 (no aux classifier)" };
+    image_model(name, vec![3, 299, 299], layers)
 }

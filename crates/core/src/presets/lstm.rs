@@ -5,7 +5,7 @@
 use crate::layer::embedding::Embedding;
 use crate::layer::linear::Linear;
 use crate::layer::recurrent::Recurrent;
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
 /// Sizes of the model. `Default` is PTB "medium": 10,000 words, 2 × 650 LSTM, dropout 0.5,
@@ -46,11 +46,5 @@ pub fn lstm_lm(c: &LstmLmConfig) -> Option<ModelSpec> {
         drop()?,
         Layer::Linear(Linear { in_features: c.hidden_size, out_features: c.vocab_size, bias: true, tied_weight: c.tied }),
     ];
-    Some(ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some("LSTM language model (PTB medium)".to_string()),
-        input: InputSpec { shape: vec![c.seq_len], dtype: InputDType::Int64, vocab_size: Some(c.vocab_size) },
-        layers,
-        loss: Loss::CrossEntropy,
-    })
+    Some(super::token_model("LSTM language model (PTB medium)", c.seq_len, c.vocab_size, layers))
 }

@@ -10,7 +10,7 @@ mod vgg;
 
 use crate::error::{Error, Result};
 use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
-use crate::spec::ModelSpec;
+use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde::Serialize;
 
 pub use bert::{bert, BertConfig};
@@ -71,6 +71,24 @@ pub const PRESETS: &[PresetInfo] = &[
     tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35),
 ];
+
+/// A layer from its JSON form. Preset literals are valid specs: every preset is built and
+/// resolved by `tests/presets.rs`, so a failure here is a bug those tests catch.
+pub(crate) fn layer(v: serde_json::Value) -> Layer {
+    serde_json::from_value(v).expect("valid preset layer")
+}
+
+/// A model with a float input of `shape` (per sample) and cross-entropy loss.
+pub(crate) fn image_model(name: &str, shape: Vec<u64>, layers: Vec<Layer>) -> ModelSpec {
+    let input = InputSpec { shape, dtype: Default::default(), vocab_size: None };
+    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy }
+}
+
+/// A model over `seq_len` token ids from a vocabulary of `vocab_size`, with cross-entropy loss.
+pub(crate) fn token_model(name: &str, seq_len: u64, vocab_size: u64, layers: Vec<Layer>) -> ModelSpec {
+    let input = InputSpec { shape: vec![seq_len], dtype: InputDType::Int64, vocab_size: Some(vocab_size) };
+    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy }
+}
 
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
 /// (post-norm LayerNorm, ReLU, biases, dropout 0.1); presets and importers change fields with `..`.

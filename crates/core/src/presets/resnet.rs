@@ -2,13 +2,10 @@
 //! 50/101/152; `out += identity` and `ReLU(inplace=True)` as torchvision writes them.
 //! Each stage is one activation-checkpointing unit.
 
-use crate::spec::{InputSpec, Layer, ModelSpec};
+use super::{image_model, layer};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
-fn layer(v: serde_json::Value) -> Layer {
-    // The literals below are valid specs; a failure would be a bug caught by the preset tests.
-    serde_json::from_value(v).expect("valid preset layer")
-}
 
 fn conv(i: u64, o: u64, k: u64, s: u64, p: u64) -> Layer {
     layer(json!({"kind": "conv2d", "in_channels": i, "out_channels": o, "kernel_size": k, "stride": s, "padding": p, "bias": false}))
@@ -66,11 +63,5 @@ pub fn resnet(id: &str) -> Option<ModelSpec> {
     layers.push(layer(json!({"kind": "adaptive_avg_pool2d", "output_size": 1})));
     layers.push(layer(json!({"kind": "flatten"})));
     layers.push(layer(json!({"kind": "linear", "in_features": inp, "out_features": 1000})));
-    Some(ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some(id.to_string()),
-        input: InputSpec { shape: vec![3, 224, 224], dtype: Default::default(), vocab_size: None },
-        layers,
-        loss: Default::default(),
-    })
+    Some(image_model(id, vec![3, 224, 224], layers))
 }

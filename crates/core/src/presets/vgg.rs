@@ -1,12 +1,10 @@
 //! torchvision VGGs (`torchvision/models/vgg.py`): configurations A/B/D/E, optional BatchNorm,
 //! `AdaptiveAvgPool2d((7, 7))`, and the 4096-4096-1000 classifier with dropout.
 
-use crate::spec::{InputSpec, Layer, ModelSpec};
+use super::{image_model, layer};
+use crate::spec::ModelSpec;
 use serde_json::json;
 
-fn layer(v: serde_json::Value) -> Layer {
-    serde_json::from_value(v).expect("valid preset layer")
-}
 
 /// `vgg11` … `vgg19`, `_bn` variants, 1000 classes at 3×224×224.
 pub fn vgg(id: &str) -> Option<ModelSpec> {
@@ -44,11 +42,5 @@ pub fn vgg(id: &str) -> Option<ModelSpec> {
         layers.push(layer(json!({"kind": "dropout", "p": 0.5})));
     }
     layers.push(layer(json!({"kind": "linear", "in_features": 4096, "out_features": 1000})));
-    Some(ModelSpec {
-        version: crate::spec::SPEC_VERSION,
-        name: Some(id.to_string()),
-        input: InputSpec { shape: vec![3, 224, 224], dtype: Default::default(), vocab_size: None },
-        layers,
-        loss: Default::default(),
-    })
+    Some(image_model(id, vec![3, 224, 224], layers))
 }
