@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Peak live-tensor bytes of one PyTorch training step of a Hugging Face model, traced op by op.
+
+This is how the README's GPT-2 / LLaMA / ViT comparisons were measured. Like
+`shared/reference/measure.py` it runs under FakeTensorMode (no real memory or compute), but counts
+live storages itself after every aten op with a TorchDispatchMode, so it works for any
+`architectures` class. One step from `zero_grad(set_to_none=True)`: forward, cross-entropy loss,
+backward (no optimizer; compare with `vramcalc estimate … --optimizer sgd`). Dropout and SDPA use
+their CUDA memory behaviour (`measure.py`'s `cuda_emulation`).
+
+Needs torch, transformers (PyPI) and `shared/reference/measure.py` on the path, e.g.:
+
+    python tools/trace_hf.py crates/core/tests/data/gpt2.config.json --layers 4 --batch 2 --seq-len 256
+    cargo run --release -p vramcalc-cli -- estimate --hf-config gpt2-4.json --batch 2 --seq-len 256 --optimizer sgd
+
+(`--write-config PATH` writes the config with the layer count applied, for the second command.)
+"""
+import argparse
+import json
+import os
+import sys
+import weakref
+
+import torch
+import transformers
+import transformers.initialization
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference"))
+from measure import cuda_emulation  # noqa: E402
+
+# ViT's truncated-normal init reads tensor values, which fake tensors do not have.
+transformers.initialization.trunc_normal_ = lambda t, *a, **k: t
+
+
+class LiveBytes(TorchDispatchMode):
+    """Bytes of every live storage, sampled after each aten op."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = {}
+        self.peak = 0
+
+    def track(self, t):
+        st = t.untyped_storage()
+        key = st._cdata
+        if key not in self.live:
+            self.live[key] = (weakref.ref(st, lambda _r, key=key: self.live.pop(key, None)), st.nbytes())
+
+    def total(self):
+        return sum(n for r, n in self.live.values() if r() is not None)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self.track(t)
+        self.peak = max(self.peak, self.total())
+        return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("config")
+    ap.add_argument("--layers", type=int, help="override num_hidden_layers / n_layer")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager")
+    ap.add_argument("--write-config")
+    a = ap.parse_args()
+    cfgd = json.load(open(a.config))
+    if a.layers:
+        cfgd["n_layer" if "n_layer" in cfgd else "num_hidden_layers"] = a.layers
+    if a.write_config:
+        json.dump(cfgd, open(a.write_config, "w"), indent=1)
+    arch = cfgd["architectures"][0]
+    cfg = transformers.AutoConfig.for_model(cfgd["model_type"], **{k: v for k, v in cfgd.items() if k not in ("architectures", "model_type")})
+    cfg._attn_implementation = a.attn
+    tracker = LiveBytes()
+    with cuda_emulation(True), FakeTensorMode():
+        model = getattr(transformers, arch)(cfg)
+        if cfgd["model_type"] == "vit":
+            size = cfg.image_size
+            x = torch.randn(a.batch, cfg.num_channels, size, size)
+            y = torch.randint(0, cfg.num_labels, (a.batch,))
+            loss_fn = lambda: torch.nn.functional.cross_entropy(model(pixel_values=x).logits, y)
+        else:
+            x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
+            loss_fn = lambda: model(input_ids=x, labels=x).loss  # causal LM: labels are the ids
+        for t in [*model.parameters(), *model.buffers(), x]:
+            tracker.track(t)
+        model.train()
+        with tracker:
+            loss = loss_fn()
+            loss.backward()
+    print(json.dumps({"class": arch, "batch": a.batch, "seq_len": a.seq_len, "attn": a.attn, "peak_bytes": tracker.peak}))
+
+
+if __name__ == "__main__":
+    main()
