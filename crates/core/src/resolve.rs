@@ -48,7 +48,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     if shape.is_empty() {
         return Err(Error::Input("`shape` needs at least one dimension (without the batch)".into()));
     }
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return Err(Error::Input(format!("every dimension must be at least 1, got {:?}", shape)));
     }
     if let Some(s) = seq_len {

@@ -155,17 +155,14 @@ pub(crate) fn is_false(b: &bool) -> bool {
 /// How parallel branches are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(Default)]
 pub enum Join {
     /// `torch.cat` along the channel (first per-sample) dimension.
+    #[default]
     Concat,
     Add,
 }
 
-impl Default for Join {
-    fn default() -> Self {
-        Join::Concat
-    }
-}
 
 impl Layer {
     /// The `kind` tag as written in JSON.

@@ -44,12 +44,12 @@ impl MultiheadAttention {
     fn check(&self) -> LayerResult<(u64, u64)> {
         positive(self.embed_dim, "embed_dim")?;
         positive(self.num_heads, "num_heads")?;
-        if self.embed_dim % self.num_heads != 0 {
+        if !self.embed_dim.is_multiple_of(self.num_heads) {
             return Err(format!("embed_dim ({}) must be divisible by num_heads ({})", self.embed_dim, self.num_heads));
         }
         let kv = self.num_kv_heads.unwrap_or(self.num_heads);
         positive(kv, "num_kv_heads")?;
-        if self.num_heads % kv != 0 {
+        if !self.num_heads.is_multiple_of(kv) {
             return Err(format!("num_heads ({}) must be divisible by num_kv_heads ({kv})", self.num_heads));
         }
         if !(0.0..=1.0).contains(&self.dropout) {
@@ -244,7 +244,7 @@ impl TransformerLayer {
             let n2 = self.norm(b, h)?;
             let (m, _) = self.mlp(b, n2)?;
             let out = add(b, h, m);
-            weights.map(|w| b.hold(w));
+            if let Some(w) = weights { b.hold(w) }
             out
         } else {
             // Hugging Face BERT: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`
@@ -260,7 +260,7 @@ impl TransformerLayer {
             let out = self.norm(b, h2)?;
             b.hold(m);
             b.hold(act);
-            weights.map(|w| b.hold(w));
+            if let Some(w) = weights { b.hold(w) }
             out
         };
         Ok(out)

@@ -107,7 +107,7 @@ fn check_channels(inp: u64, out: u64, groups: u64, got: u64) -> LayerResult<()> 
     if got != inp {
         return Err(format!("expected {inp} input channels, got {got}"));
     }
-    if inp % groups != 0 || out % groups != 0 {
+    if !inp.is_multiple_of(groups) || !out.is_multiple_of(groups) {
         return Err(format!("in_channels ({inp}) and out_channels ({out}) must be divisible by groups ({groups})"));
     }
     Ok(())

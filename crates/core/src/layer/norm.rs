@@ -122,7 +122,7 @@ impl GroupNorm {
         if s.rank() < 1 || s.0[0] != self.num_channels {
             return Err(format!("expected {} channels, got input shape {s}", self.num_channels));
         }
-        if self.num_channels % self.num_groups != 0 {
+        if !self.num_channels.is_multiple_of(self.num_groups) {
             return Err(format!("num_channels ({}) must be divisible by num_groups ({})", self.num_channels, self.num_groups));
         }
         let mut ins = vec![x];

@@ -1337,9 +1337,9 @@ fn adaptive_avg(x: &T, out: usize) -> Result<T> {
         x.mean_keepdim(&[2, 3])
     } else if h == out {
         x.clone()
-    } else if h % out == 0 {
+    } else if h.is_multiple_of(out) {
         x.out(&[d[0], d[1], out, out], false, Op::AvgPool(x.clone()))
-    } else if out % h == 0 {
+    } else if out.is_multiple_of(h) {
         x.out(&[d[0], d[1], out, out], false, Op::Upsample(x.clone()))
     } else {
         return Err(Error::Config(format!("adaptive_avg_pool2d from {h} to {out} has no candle equivalent")));
