@@ -9,15 +9,20 @@ use crate::components::whatif::WhatIfs;
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
-use crate::hooks::{use_app_state, AppState, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
+use crate::hooks::{use_app_state, AppState, Boot, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
 use std::rc::Rc;
 use vramcalc_core::Error;
 use yew::prelude::*;
 
-/// The full app (`main` renders `crate::components::embed::EmbedApp` instead for `?embed`).
+#[derive(Properties, PartialEq)]
+pub struct AppProps {
+    pub boot: Rc<Boot>,
+}
+
+/// The full app (the embed card is a separate page and bundle: `src/bin/embed.rs`).
 #[function_component(App)]
-pub fn app() -> Html {
-    let AppState { state, notice, dismiss, saved, fragment } = use_app_state();
+pub fn app(p: &AppProps) -> Html {
+    let AppState { state, notice, dismiss, saved, fragment } = use_app_state(&p.boot);
     use_undo_shortcuts(state.dispatcher());
     use_document_attributes(state.prefs.theme, state.prefs.lang);
     let model = &state.model;

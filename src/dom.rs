@@ -23,10 +23,23 @@ pub fn location_search() -> String {
     window().and_then(|w| w.location().search().ok()).unwrap_or_default()
 }
 
-/// The app's address without query or fragment (`https://host/vramcalc/`).
+/// The app's directory, without page, query or fragment (`https://host/vramcalc/`), also from
+/// the embed page (`…/vramcalc/embed.html`).
 pub fn app_base() -> String {
     let Some(l) = window().map(|w| w.location()) else { return String::new() };
-    format!("{}{}", l.origin().unwrap_or_default(), l.pathname().unwrap_or_default())
+    let path = l.pathname().unwrap_or_default();
+    let dir = match path.rsplit_once('/') {
+        Some((dir, page)) if page.ends_with(".html") => format!("{dir}/"),
+        _ => path,
+    };
+    format!("{}{dir}", l.origin().unwrap_or_default())
+}
+
+/// Replaces the page with the embed page, keeping query and fragment.
+pub fn go_to_embed_page() {
+    let Some(l) = window().map(|w| w.location()) else { return };
+    let (search, hash) = (l.search().unwrap_or_default(), l.hash().unwrap_or_default());
+    let _ = l.replace(&format!("{}{}{search}{hash}", app_base(), crate::share_link::EMBED_PAGE));
 }
 
 /// The full app's link for a state.
@@ -34,17 +47,36 @@ pub fn app_link(fragment: &str) -> String {
     format!("{}#{fragment}", app_base())
 }
 
-/// Points the address bar at `#fragment` without adding a history entry.
-pub fn replace_fragment(fragment: &str) {
+/// Points the address bar at `#fragment` without adding a history entry. `mirror`: the fragment
+/// shows the saved work (see [`fragment_is_mirror`]); otherwise it is a link the user opened.
+pub fn replace_fragment(fragment: &str, mirror: bool) {
     let Some(w) = window() else { return };
+    let Ok(h) = w.history() else { return };
     let want = format!("#{fragment}");
-    if w.location().hash().ok().as_deref() == Some(want.as_str()) {
+    let same_hash = w.location().hash().ok().as_deref() == Some(want.as_str());
+    if same_hash && fragment_is_mirror() == mirror {
         return;
     }
-    if let Ok(h) = w.history() {
-        let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&want));
-    }
+    let state = if mirror {
+        let marker = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&marker, &MIRROR_KEY.into(), &JsValue::TRUE);
+        marker.into()
+    } else {
+        JsValue::NULL
+    };
+    let _ = h.replace_state_with_url(&state, "", Some(&want));
 }
+
+/// Whether the address bar's fragment was written by this page as a copy of the saved work.
+/// The copy follows edits a moment later (a custom model's link is encoded by a lazily loaded
+/// module), so on a reload the saved work, stored synchronously on every edit, is the newer of
+/// the two. A link pasted or opened is a new history entry without the marker and wins.
+pub fn fragment_is_mirror() -> bool {
+    let Some(state) = window().and_then(|w| w.history().ok()).and_then(|h| h.state().ok()) else { return false };
+    !state.is_null() && js_sys::Reflect::get(&state, &MIRROR_KEY.into()).is_ok_and(|v| v.is_truthy())
+}
+
+const MIRROR_KEY: &str = "vramcalcMirror";
 
 /// Writes `text` to the clipboard; `done(true)` once written, `done(false)` where the browser
 /// refuses or has no clipboard (the caller then offers the text to select).

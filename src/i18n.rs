@@ -125,7 +125,6 @@ pub struct Tr {
     pub advanced: &'static str,
     pub device: &'static str,
     pub autocast_device: &'static str,
-    pub framework: &'static str,
     pub must_be_whole: &'static str,
 
     pub results: &'static str,
@@ -285,7 +284,6 @@ pub const EN: Tr = Tr {
     advanced: "Advanced",
     device: "Kernels of",
     autocast_device: "Autocast op lists of",
-    framework: "Framework",
     must_be_whole: "a whole number ≥ 1",
 
     results: "Estimate",
@@ -444,7 +442,6 @@ pub const ZH: Tr = Tr {
     advanced: "高级",
     device: "内核来源",
     autocast_device: "autocast 算子表",
-    framework: "框架",
     must_be_whole: "需为 ≥ 1 的整数",
 
     results: "估算",

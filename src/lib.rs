@@ -15,12 +15,14 @@
 //! | `i18n` | English / 中文 strings |
 //! | `share_link` | the state ↔ a share link (`#v1.…`), the load rule (link vs. saved work), embed parameters |
 //! | `export` | CSV and JSON downloads |
+//! | `extras` | the lazily loaded second module: custom-model link codec, Hugging Face import |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
 pub mod analysis;
 pub mod charts;
 pub mod export;
+pub mod extras;
 pub mod fields;
 pub mod i18n;
 pub mod paste;

@@ -11,7 +11,8 @@ pub enum Pasted {
 }
 
 /// Parses pasted text into a spec, and checks it resolves (so shape errors show at the paste box).
-pub fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
+/// A Hugging Face config goes to the importer in the lazily loaded module ([`crate::extras`]).
+pub async fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("nothing to read: paste a vramcalc spec or a Hugging Face config.json".into());
@@ -19,7 +20,7 @@ pub fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
     let value: serde_json::Value = serde_json::from_str(t).map_err(|e| format!("not valid JSON: {e}"))?;
     let is_hf = value.get("model_type").is_some() && value.get("layers").is_none();
     let (spec, kind) = if is_hf {
-        (hf(t)?, Pasted::HfConfig)
+        (crate::extras::import_hf(t).await?, Pasted::HfConfig)
     } else {
         (ModelSpec::from_json(t).map_err(|e| e.to_string())?, Pasted::Spec)
     };
@@ -27,19 +28,14 @@ pub fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
     Ok((spec, kind))
 }
 
-#[cfg(has_hf_import)]
-fn hf(text: &str) -> Result<ModelSpec, String> {
-    vramcalc_core::import::hf::from_config_json(text).map_err(|e| e.to_string())
-}
-
-#[cfg(not(has_hf_import))]
-fn hf(_text: &str) -> Result<ModelSpec, String> {
-    Err("config.json: importing Hugging Face configs is not available in this build yet".into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extras::block_on;
+
+    fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
+        block_on(super::parse(text))
+    }
 
     #[test]
     fn reads_a_spec_and_reports_errors() {
@@ -52,7 +48,6 @@ mod tests {
         assert!(e.contains("layers[0]"), "{e}");
     }
 
-    #[cfg(has_hf_import)]
     #[test]
     fn reads_a_bert_config() {
         let text = include_str!("../tests/data/bert-base-uncased.config.json");

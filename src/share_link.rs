@@ -9,6 +9,7 @@
 //! On load, a link in the fragment wins over LocalStorage for what is displayed, but the saved work
 //! is only overwritten once the user edits ([`Start::guard`]).
 
+use crate::extras;
 use crate::i18n::Lang;
 use crate::state::{GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
@@ -29,9 +30,23 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
 }
 
 /// The link fragment (without `#`) of what the app shows; `None` when the model exceeds what a
-/// link may carry (the address bar then keeps its last link).
-pub fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
-    share::encode(&to_share(model, prefs)).ok()
+/// link may carry (the address bar then keeps its last link). A preset's link is written here; a
+/// custom model's needs the spec codec of the lazily loaded module ([`extras`]).
+pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
+    let state = to_share(model, prefs);
+    match state.model {
+        ModelSource::Preset { .. } => share::encode_preset(&state).ok(),
+        ModelSource::Spec(_) => extras::encode_link(&state).await.ok(),
+    }
+}
+
+/// Decodes a link; one with a custom spec (`s=`) goes to the lazily loaded module's codec.
+pub async fn decode(fragment: &str) -> Result<ShareState, String> {
+    if share::carries_spec(fragment) {
+        extras::decode_link(fragment).await
+    } else {
+        share::decode_preset(fragment).map_err(|e| e.to_string())
+    }
 }
 
 /// What a link opens: the model and the display preferences it carries (the theme stays the
@@ -73,9 +88,8 @@ pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
 }
 
 /// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
-pub fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
-    let s = share::decode(fragment).map_err(|e| e.to_string())?;
-    from_share(s, base)
+pub async fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
+    from_share(decode(fragment).await?, base)
 }
 
 /// Why the page shows something other than the saved work.
@@ -97,19 +111,22 @@ pub struct Start {
 }
 
 /// Chooses the initial state from the fragment (`location.hash`) and LocalStorage.
-pub fn start(hash: &str, saved: Option<Saved>) -> Start {
+pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     let hash = hash.trim().trim_start_matches('#');
     let restored = State::from_saved(saved);
     if hash.is_empty() {
         return Start { state: restored, notice: None, guard: None };
     }
-    let (state, notice) = match open(hash, restored.prefs) {
+    let (state, notice) = match open(hash, restored.prefs).await {
         Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
         Err(e) => (State::new(Model::default(), restored.prefs), Notice::Broken(e)),
     };
     let guard = Some(state.saved());
     Start { state, notice: Some(notice), guard }
 }
+
+/// The embed card's page, beside `index.html` (`static/embed.html`, bundle `src/bin/embed.rs`).
+pub const EMBED_PAGE: &str = "embed.html";
 
 /// A control the embed's author exposes (`?embed&controls=batch,gpu`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +193,7 @@ pub fn embed_height(controls: &[Control]) -> u32 {
 
 /// The `<iframe>` an author pastes. `base` is the app's address without query or fragment.
 pub fn iframe_snippet(base: &str, controls: &[Control], fragment: &str) -> String {
-    let src = format!("{base}{}#{fragment}", embed_query(controls)).replace('&', "&amp;").replace('"', "&quot;");
+    let src = format!("{base}{EMBED_PAGE}{}#{fragment}", embed_query(controls)).replace('&', "&amp;").replace('"', "&quot;");
     format!(
         "<iframe src=\"{src}\" title=\"vramcalc\" width=\"720\" height=\"{}\" style=\"width:100%;max-width:720px;border:0\" loading=\"lazy\"></iframe>",
         embed_height(controls)
@@ -200,13 +217,25 @@ mod tests {
     use vramcalc_core::{ByteUnit, Precision};
     use yew::Reducible;
 
+    use crate::extras::block_on;
+
+    fn fragment_now(model: &Model, prefs: &Prefs) -> Option<String> {
+        block_on(fragment(model, prefs))
+    }
+    fn open_now(link: &str, base: Prefs) -> Result<Linked, String> {
+        block_on(open(link, base))
+    }
+    fn start_now(hash: &str, saved: Option<Saved>) -> Start {
+        block_on(start(hash, saved))
+    }
+
     fn reduce(s: State, a: Action) -> State {
         (*Rc::new(s).reduce(a)).clone()
     }
 
     fn round_trip(model: &Model, prefs: Prefs) -> String {
-        let link = fragment(model, &prefs).unwrap();
-        let back = open(&format!("#{link}"), Prefs::default()).unwrap();
+        let link = fragment_now(model, &prefs).unwrap();
+        let back = open_now(&format!("#{link}"), Prefs::default()).unwrap();
         assert_eq!(back.model.spec, model.spec, "{link}");
         assert_eq!(back.model.config, model.config);
         assert_eq!(back.model.gpu, model.gpu);
@@ -230,17 +259,17 @@ mod tests {
         println!("preset with changed settings: {} characters: {link}", link.len());
         assert!(link.starts_with("v1.p=gpt2,"), "{link}");
         assert!(link.len() <= 120);
-        assert_eq!(open(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
+        assert_eq!(open_now(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
     }
 
     #[test]
     fn edited_preset_and_custom_capacity_travel_as_spec() {
         let s = reduce(State::default(), Action::LoadPreset("gpt2".into()));
         let s = reduce(s, Action::SetBatch(3));
-        let link = fragment(&s.model, &s.prefs).unwrap();
+        let link = fragment_now(&s.model, &s.prefs).unwrap();
         assert!(link.starts_with("v1.p=gpt2,"), "{link}");
         let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
-        assert_eq!(open(&fragment(&s.model, &s.prefs).unwrap(), Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
+        assert_eq!(open_now(&fragment_now(&s.model, &s.prefs).unwrap(), Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
         let s = reduce(State::default(), Action::LoadPreset("vgg16".into()));
         let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
         let s = reduce(s, Action::SetGpu(GpuChoice::Custom(12 << 30)));
@@ -248,9 +277,9 @@ mod tests {
         assert!(link.starts_with("v1.s="), "{link}");
         assert!(link.contains(",k=12884901888"), "{link}");
         // still shows which preset it started from
-        assert_eq!(open(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("vgg16"));
+        assert_eq!(open_now(&link, Prefs::default()).unwrap().model.preset.as_deref(), Some("vgg16"));
         let empty = reduce(State::default(), Action::StartEmpty);
-        let back = open(&fragment(&empty.model, &empty.prefs).unwrap(), Prefs::default()).unwrap();
+        let back = open_now(&fragment_now(&empty.model, &empty.prefs).unwrap(), Prefs::default()).unwrap();
         assert_eq!(back.model.spec, empty.model.spec);
         assert_eq!(back.model.preset, None);
     }
@@ -258,16 +287,16 @@ mod tests {
     #[test]
     fn bad_links_name_the_problem() {
         let p = Prefs::default();
-        assert!(open("v1.p=no-such-net", p).unwrap_err().contains("unknown preset `no-such-net`"));
-        assert!(open("v1.p=vgg16,g=gtx-9999", p).unwrap_err().contains("unknown GPU"));
-        assert!(open("v1.p=vgg16,k=0", p).unwrap_err().contains("`k`"));
-        assert!(open("v2.p=vgg16", p).unwrap_err().contains("v1"));
-        assert!(open("v1.p=vgg16,b=abc", p).unwrap_err().contains("`b`"));
-        let good = fragment(&Model::preset("resnet18").unwrap(), &p).unwrap();
-        let custom = fragment(&reduce(State::default(), Action::DeleteLayer(crate::tree::NodePath::top(0))).model, &p).unwrap();
-        assert!(open(&custom[..custom.len() / 2], p).is_err(), "truncated");
+        assert!(open_now("v1.p=no-such-net", p).unwrap_err().contains("unknown preset `no-such-net`"));
+        assert!(open_now("v1.p=vgg16,g=gtx-9999", p).unwrap_err().contains("unknown GPU"));
+        assert!(open_now("v1.p=vgg16,k=0", p).unwrap_err().contains("`k`"));
+        assert!(open_now("v2.p=vgg16", p).unwrap_err().contains("v1"));
+        assert!(open_now("v1.p=vgg16,b=abc", p).unwrap_err().contains("`b`"));
+        let good = fragment_now(&Model::preset("resnet18").unwrap(), &p).unwrap();
+        let custom = fragment_now(&reduce(State::default(), Action::DeleteLayer(crate::tree::NodePath::top(0))).model, &p).unwrap();
+        assert!(open_now(&custom[..custom.len() / 2], p).is_err(), "truncated");
         // a language this version lacks falls back to English
-        assert_eq!(open(&format!("{good},l=de"), p).unwrap().prefs.lang, Lang::En);
+        assert_eq!(open_now(&format!("{good},l=de"), p).unwrap().prefs.lang, Lang::En);
     }
 
     #[test]
@@ -276,17 +305,17 @@ mod tests {
         let mine = reduce(mine, Action::SetTheme(crate::state::Theme::Dark));
         let saved = Some(mine.saved());
         // no link: the saved work
-        let s = start("", saved.clone());
+        let s = start_now("", saved.clone());
         assert_eq!((s.state.model.preset.as_deref(), s.notice, s.guard), (Some("vgg11"), None, None));
         // a link: its model, the user's theme, nothing persisted while unchanged
-        let s = start("#v1.p=gpt2,b=4", saved.clone());
+        let s = start_now("#v1.p=gpt2,b=4", saved.clone());
         assert_eq!(s.state.model.preset.as_deref(), Some("gpt2"));
         assert_eq!(s.state.model.config.batch, 4);
         assert_eq!(s.state.prefs.theme, crate::state::Theme::Dark);
         assert_eq!(s.notice, Some(Notice::Opened));
         assert_eq!(s.guard, Some(s.state.saved()));
         // a broken link: the default model, the decoder's message, the saved work guarded
-        let s = start("#v1.s=AAAA", saved);
+        let s = start_now("#v1.s=AAAA", saved);
         assert_eq!(s.state.model, Model::default());
         assert!(matches!(&s.notice, Some(Notice::Broken(m)) if m.contains("`s`")), "{:?}", s.notice);
         assert_eq!(s.guard, Some(s.state.saved()));
@@ -307,7 +336,7 @@ mod tests {
         assert_eq!(embed_query(&[]), "?embed");
         assert_eq!(embed_query(&[Control::Gpu, Control::Batch]), "?embed&controls=batch,gpu");
         let s = iframe_snippet("https://x.org/vramcalc/", &[Control::Batch], "v1.p=vgg16");
-        assert!(s.starts_with("<iframe src=\"https://x.org/vramcalc/?embed&amp;controls=batch#v1.p=vgg16\""), "{s}");
+        assert!(s.starts_with("<iframe src=\"https://x.org/vramcalc/embed.html?embed&amp;controls=batch#v1.p=vgg16\""), "{s}");
         assert!(s.contains(&format!("height=\"{}\"", embed_height(&[Control::Batch]))));
     }
 }

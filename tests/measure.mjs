@@ -9,19 +9,30 @@ import { launch } from './helpers.mjs';
 
 const DIST = process.env.VRAMCALC_DIST ?? 'dist';
 const RUNS = Number(process.env.RUNS ?? 7);
-const files = readdirSync(DIST);
 const size = (f) => {
   const b = readFileSync(join(DIST, f));
   return { raw: b.length, gz: gzipSync(b, { level: 9 }).length, br: brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length };
 };
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
-let gz = 0, br = 0;
-for (const f of files.filter((f) => f.endsWith('.wasm') || f.endsWith('.js'))) {
-  const s = size(f);
-  gz += s.gz; br += s.br;
-  console.log(`${f}: ${kb(s.raw)} raw, ${kb(s.gz)} gzip -9, ${kb(s.br)} brotli`);
+// Three bundles: what index.html loads before the first chart (its wasm + JS, and the wasm-bindgen
+// snippets they import), the module the app loads on first use (custom-model links, Hugging Face
+// import), and the embed card's page.
+const files = readdirSync(DIST, { recursive: true }).filter((f) => f.endsWith('.wasm') || f.endsWith('.js'));
+const index = readFileSync(join(DIST, 'index.html'), 'utf8');
+const bundles = {
+  'APP (index.html, before the first chart)': (f) => index.includes(f) || f.startsWith('snippets'),
+  'EXTRAS (loaded on first use)': (f) => f.startsWith('vramcalc-web-extras'),
+  'EMBED (embed.html)': (f) => f.startsWith('vramcalc-embed'),
+};
+for (const [name, member] of Object.entries(bundles)) {
+  let gz = 0, br = 0;
+  for (const f of files.filter(member)) {
+    const s = size(f);
+    gz += s.gz; br += s.br;
+    console.log(`  ${f}: ${kb(s.raw)} raw, ${kb(s.gz)} gzip -9, ${kb(s.br)} brotli`);
+  }
+  console.log(`${name} wasm+js: ${kb(gz)} gzipped (${gz} bytes), ${kb(br)} brotli${name.startsWith('APP') ? '; target ≤ 300 KB gzipped' : ''}`);
 }
-console.log(`BUNDLE wasm+js: ${kb(gz)} gzipped (${gz} bytes), ${kb(br)} brotli; target ≤ 300 KB gzipped`);
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 const server = createServer((req, res) => {

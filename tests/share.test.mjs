@@ -89,6 +89,35 @@ test('a custom model: the copied link reopens the same page in a fresh browser c
   await context.close();
 });
 
+test('the custom-model link codec loads on first use; a reload right after an edit keeps the edit', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const page = await context.newPage();
+  const fetched = [];
+  page.on('request', (r) => fetched.push(new globalThis.URL(r.url()).pathname));
+  const extras = () => fetched.filter((p) => p.includes('vramcalc-web-extras'));
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(APP);
+  await page.getByTestId('chart-capacity').waitFor();
+  // presets and their settings: links written by the main bundle, no second module
+  await pickPreset(page, 'vgg11');
+  await setBatch(page, 6);
+  await addressBar(page, (f) => f.startsWith('v1.p=vgg11') && f.includes('b=6'));
+  assert.deepEqual(extras(), [], 'nothing fetched for a preset');
+  // an edit makes the model custom: its link needs the codec module
+  await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
+  await addressBar(page, (f) => f.startsWith('v1.s='));
+  assert.ok(extras().some((p) => p.endsWith('.wasm')), extras().join());
+  // edit and reload at once: the saved work wins over the address bar's (lagging) copy
+  await setBatch(page, 7);
+  await page.reload();
+  await page.getByTestId('chart-capacity').waitFor();
+  assert.equal(await page.getByTestId('batch-input').inputValue(), '7');
+  assert.equal(await page.getByTestId('link-notice').count(), 0, 'its own copy is not an opened link');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('opening a link keeps the saved work until an edit, and "back to my saved model" restores it', async () => {
   const { context, page } = await open(browser);
   const mine = await saveWork(page, 'vgg11', 5);
@@ -214,7 +243,7 @@ test('embed: a card in an iframe on another origin renders, sizes itself and lin
   const frag = fragmentOf(await addressBar(page, (f) => f.startsWith('v1.p=vgg16') && f.includes('b=16') && f.includes('g=rtx-3090')));
   const appPeak = await bytes(page, 'peak');
   const appTotal = await bytes(page, 'device-total');
-  const src = `${APP}?embed&controls=batch,gpu#${frag}`;
+  const src = `${APP}embed.html?embed&controls=batch,gpu#${frag}`;
   const host = createServer((req, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(hostPage(src)); });
   await new Promise((r) => host.listen(0, '127.0.0.1', r));
   const hostUrl = `http://127.0.0.1:${host.address().port}/post.html`;
@@ -252,9 +281,10 @@ test('embed: a card in an iframe on another origin renders, sizes itself and lin
     await card.getByTestId('embed-batch').evaluate((el) => { el.value = '64'; el.dispatchEvent(new Event('input', { bubbles: true })); });
     await card.getByTestId('peak').and(card.locator(`[data-bytes]:not([data-bytes="${appPeak}"])`)).waitFor();
     assert.ok(Number(await card.getByTestId('peak').getAttribute('data-bytes')) > appPeak);
-    assert.match(await openFull.getAttribute('href'), /b=64/);
+    await card.locator('[data-testid=open-full][href*="b=64"]').waitFor(); // the link follows once edits settle
     await card.getByTestId('embed-gpu').selectOption('h100-80gb');
     await card.getByTestId('fit-status').filter({ hasText: 'H100' }).waitFor();
+    await card.locator('[data-testid=open-full][href*="g=h100-80gb"]').waitFor();
     // a narrower column: the card reflows taller and reports its new height
     const n = await blog.evaluate(() => window.__heights.length);
     const tall = sized.last.height;
@@ -278,8 +308,10 @@ test('embed: a card in an iframe on another origin renders, sizes itself and lin
 test('embed: a broken link shows the message in the card; no LocalStorage is touched', async () => {
   const context = await browser.newContext({ viewport: { width: 720, height: 600 } });
   const page = await context.newPage();
+  // the address form of the first release: the app forwards it to the embed page
   await page.goto(`${APP}?embed#v1.p=nope`);
   await page.getByTestId('embed-card').waitFor();
+  assert.equal(page.url(), `${APP}embed.html?embed#v1.p=nope`);
   assert.match(await page.getByTestId('link-notice').textContent(), /unknown preset `nope`/);
   await page.getByTestId('peak').waitFor();
   assert.equal(await page.evaluate(() => localStorage.length), 0);
@@ -293,7 +325,7 @@ test('the Embed dialog: snippet for the current state, controls, live preview, l
   const frag = fragmentOf(await addressBar(page, (f) => f.startsWith('v1.p=resnet18')));
   await page.getByTestId('open-embed').click();
   const snippet = page.getByTestId('embed-snippet');
-  assert.match(await snippet.inputValue(), new RegExp(`^<iframe src="${APP.replace(/[.?]/g, '\\$&')}\\?embed#${frag.replace(/[.?]/g, '\\$&')}" title="vramcalc" width="720" height="\\d+"`));
+  assert.match(await snippet.inputValue(), new RegExp(`^<iframe src="${APP.replace(/[.?]/g, '\\$&')}embed\\.html\\?embed#${frag.replace(/[.?]/g, '\\$&')}" title="vramcalc" width="720" height="\\d+"`));
   await page.getByTestId('embed-control-gpu').check();
   await page.getByTestId('embed-control-batch').check();
   assert.match(await snippet.inputValue(), /\?embed&amp;controls=batch,gpu#v1\.p=resnet18/);

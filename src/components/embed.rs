@@ -1,4 +1,4 @@
-//! Embed mode (`?embed`, the state in the fragment): a compact read-only card for a blog column —
+//! Embed mode (`embed.html?embed`, the state in the fragment; `src/bin/embed.rs`): a compact read-only card for a blog column —
 //! title, the headline figures against the GPU, the breakdown chart, the controls the author
 //! exposed, and "Open in vramcalc". It reads and writes no LocalStorage and leaves the address
 //! bar alone; it reports its height to the parent page (`crate::dom::HeightReporter`).
@@ -8,9 +8,9 @@ use super::{Ctx, Shared};
 use crate::analysis;
 use crate::dom;
 use crate::export::model_name;
-use crate::hooks::use_document_attributes;
+use crate::hooks::{use_document_attributes, use_link};
 use crate::i18n::fill;
-use crate::share_link::{self, Control, Notice};
+use crate::share_link::{self, Control, Notice, Start};
 use crate::state::{Action, GpuChoice, Model};
 use std::rc::Rc;
 use vramcalc_core::presets;
@@ -22,6 +22,8 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct EmbedProps {
     pub controls: Vec<Control>,
+    /// The state the link opens (decoded before the first render).
+    pub start: Rc<Start>,
 }
 
 /// The batch slider's top (higher batches from the link still show).
@@ -37,7 +39,7 @@ fn title(model: &Model) -> String {
 
 #[function_component(EmbedApp)]
 pub fn embed_app(p: &EmbedProps) -> Html {
-    let start = use_memo((), |_| share_link::start(&dom::location_hash(), None));
+    let start = &p.start;
     let state = {
         let initial = start.state.clone();
         use_reducer(move || initial)
@@ -55,7 +57,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
         analysis::analyse(spec, config, *cap).map(Rc::new)
     });
-    let fragment = use_memo((model.clone(), state.prefs), |(m, pr)| share_link::fragment(m, pr));
+    let fragment = use_link(model, state.prefs, 0);
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();
     let d = state.dispatcher();
@@ -162,7 +164,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
             }
         }
     });
-    let href = (*fragment).as_ref().map(|f| dom::app_link(f));
+    let href = fragment.as_ref().map(|f| dom::app_link(f));
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
             <article class="embed-card" data-testid="embed-card">

@@ -19,12 +19,17 @@ pub fn paste_box() -> Html {
     };
     let load = {
         let (text, outcome, d) = (text.clone(), outcome.clone(), ctx.dispatch.clone());
-        Callback::from(move |_| match parse(&text) {
-            Ok((spec, kind)) => {
-                d.dispatch(Action::LoadSpec(spec));
-                outcome.set(Some(Ok(kind)));
-            }
-            Err(e) => outcome.set(Some(Err(e))),
+        Callback::from(move |_| {
+            let (text, outcome, d) = ((*text).clone(), outcome.clone(), d.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                match parse(&text).await {
+                    Ok((spec, kind)) => {
+                        d.dispatch(Action::LoadSpec(spec));
+                        outcome.set(Some(Ok(kind)));
+                    }
+                    Err(e) => outcome.set(Some(Err(e))),
+                }
+            })
         })
     };
     html! {

@@ -5,7 +5,7 @@ use super::use_ctx;
 use crate::state::{Action, GpuChoice};
 use vramcalc_core::units::parse_bytes;
 use vramcalc_core::{
-    AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
+    AttentionImpl, AutocastDevice, Device, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
 };
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
@@ -160,9 +160,6 @@ pub fn settings(p: &SettingsProps) -> Html {
                     <SelectField id="autocast" label={t.autocast_device} options={enum_options(AutocastDevice::ALL, AutocastDevice::name)}
                         value={c.autocast_device.name()} testid="autocast-select"
                         on_change={set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x })} />
-                    <SelectField id="framework" label={t.framework} options={enum_options(Framework::ALL, Framework::name)}
-                        value={c.framework.name()} testid="framework-select"
-                        on_change={set(|c, v| if let Some(x) = Framework::parse(v) { c.framework = x })} />
                 </div>
             </details>
         </section>

@@ -3,7 +3,7 @@
 use super::{use_ctx, Ctx};
 use crate::dom;
 use crate::i18n::fill;
-use crate::share_link::{embed_height, embed_query, iframe_snippet, Control, Notice, LISTENER_JS};
+use crate::share_link::{embed_height, embed_query, iframe_snippet, Control, Notice, EMBED_PAGE, LISTENER_JS};
 use crate::state::{Action, Saved};
 use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
@@ -114,7 +114,7 @@ pub fn embed_dialog(p: &EmbedDialogProps) -> Html {
     let preview_height = use_state(|| None::<f64>);
     let base = dom::app_base();
     let snippet = iframe_snippet(&base, &controls, &p.fragment);
-    let src = format!("{base}{}#{}", embed_query(&controls), p.fragment);
+    let src = format!("{base}{EMBED_PAGE}{}#{}", embed_query(&controls), p.fragment);
     // The preview sizes itself the way an author's page does: from the card's height messages.
     {
         let preview_height = preview_height.clone();

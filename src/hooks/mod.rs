@@ -3,7 +3,7 @@
 use crate::i18n::Lang;
 use crate::dom;
 use crate::share_link::{self, Notice};
-use crate::state::{Action, Saved, State, Theme};
+use crate::state::{Action, Model, Prefs, Saved, State, Theme};
 use gloo::storage::{LocalStorage, Storage};
 use yew::prelude::*;
 
@@ -26,18 +26,34 @@ pub struct AppState {
     pub fragment: Option<String>,
 }
 
-#[hook]
-pub fn use_app_state() -> AppState {
-    let boot = use_memo((), |_| {
+/// What the full app starts from: decoded before the first render (a link with a custom model
+/// needs the lazily loaded codec), so the first chart already shows the right model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Boot {
+    pub start: share_link::Start,
+    /// The saved work as it was on load.
+    pub saved: Option<Saved>,
+}
+
+impl Boot {
+    /// Reads LocalStorage and the address bar's fragment.
+    pub async fn load() -> Boot {
         let saved = LocalStorage::get::<Saved>(STORAGE_KEY).ok();
-        (share_link::start(&dom::location_hash(), saved.clone()), saved)
-    });
+        // A reload of the page's own copy of the saved work shows the saved work (the copy may
+        // lag the last edit); any other fragment is a link to open.
+        let hash = if saved.is_some() && dom::fragment_is_mirror() { String::new() } else { dom::location_hash() };
+        Boot { start: share_link::start(&hash, saved.clone()).await, saved }
+    }
+}
+
+#[hook]
+pub fn use_app_state(boot: &Boot) -> AppState {
     let state = {
-        let initial = boot.0.state.clone();
+        let initial = boot.start.state.clone();
         use_reducer(move || initial)
     };
-    let guard = use_mut_ref(|| boot.0.guard.clone());
-    let notice = use_state(|| boot.0.notice.clone());
+    let guard = use_mut_ref(|| boot.start.guard.clone());
+    let notice = use_state(|| boot.start.notice.clone());
     {
         let (guard, notice) = (guard.clone(), notice.clone());
         use_effect_with(state.saved(), move |saved| {
@@ -52,14 +68,18 @@ pub fn use_app_state() -> AppState {
             }
         });
     }
-    // Encoding (a deflated spec) runs after the estimate is drawn; a model too large for a link
-    // keeps the last link in the address bar.
-    let fragment = use_deferred_memo((state.model.clone(), state.prefs), LINK_DELAY_MS, |(m, p)| share_link::fragment(m, p));
-    use_effect_with(fragment.clone(), |f| {
-        if let Some(f) = f {
-            dom::replace_fragment(f);
-        }
-    });
+    // Encoding runs after the estimate is drawn (a custom model's first link loads the codec
+    // module); a model too large for a link keeps the last link in the address bar.
+    let fragment = use_link(&state.model, state.prefs, LINK_DELAY_MS);
+    {
+        let guard = guard.clone();
+        use_effect_with(fragment.clone(), move |f| {
+            if let Some(f) = f {
+                // Once the state is the saved work, the fragment is only its copy.
+                dom::replace_fragment(f, guard.borrow().is_none());
+            }
+        });
+    }
     // Another link pasted into the address bar of this tab: open it as a page load would.
     use_effect_with((), |_| {
         let listener = web_sys::window().map(|w| {
@@ -72,7 +92,13 @@ pub fn use_app_state() -> AppState {
         move || drop(listener)
     });
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
-    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.1.clone(), fragment: fragment.map(|f| (*f).clone()) }
+    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.saved.clone(), fragment: fragment.map(|f| (*f).clone()) }
+}
+
+/// The share-link fragment of `model` and `prefs`, `delay_ms` after they last changed.
+#[hook]
+pub fn use_link(model: &Model, prefs: Prefs, delay_ms: u32) -> Option<std::rc::Rc<String>> {
+    use_deferred_future((model.clone(), prefs), delay_ms, |(m, p)| async move { share_link::fragment(&m, &p).await })
 }
 
 /// How long the address bar waits for edits to settle before it shows the new link (encoding
@@ -151,6 +177,44 @@ where
                 }
             });
             move || drop(pending)
+        });
+    }
+    (*value).clone()
+}
+
+/// [`use_deferred_memo`] for an async computation: `f` starts right after the first render and
+/// `delay_ms` after each later change; a result that arrives after a newer change is dropped.
+#[hook]
+pub fn use_deferred_future<D, T, F, Fut>(deps: D, delay_ms: u32, f: F) -> Option<std::rc::Rc<T>>
+where
+    D: PartialEq + Clone + 'static,
+    T: 'static,
+    F: Fn(D) -> Fut + 'static,
+    Fut: std::future::Future<Output = Option<T>> + 'static,
+{
+    let value = use_state(|| None::<std::rc::Rc<T>>);
+    let first = use_mut_ref(|| true);
+    {
+        let value = value.clone();
+        use_effect_with(deps, move |deps| {
+            let (deps, stale) = (deps.clone(), std::rc::Rc::new(std::cell::Cell::new(false)));
+            let delay_ms = if first.replace(false) { 0 } else { delay_ms };
+            let pending = {
+                let stale = stale.clone();
+                gloo::timers::callback::Timeout::new(delay_ms, move || {
+                    wasm_bindgen_futures::spawn_local(async move {
+                        if let Some(v) = f(deps).await {
+                            if !stale.get() {
+                                value.set(Some(std::rc::Rc::new(v)));
+                            }
+                        }
+                    })
+                })
+            };
+            move || {
+                stale.set(true);
+                drop(pending)
+            }
         });
     }
     (*value).clone()

@@ -99,6 +99,9 @@ pub enum ShareError {
     /// The model or a setting exceeds what a link may carry.
     #[error("too large for a link: {0}")]
     TooLarge(String),
+    /// [`encode_preset`] or [`decode_preset`] met a custom spec: use [`encode`] / [`decode`].
+    #[error("a custom model needs the full link codec")]
+    NeedsSpecCodec,
 }
 
 type Res<T> = std::result::Result<T, ShareError>;
@@ -156,11 +159,29 @@ fn v1_defaults() -> Map<String, Value> {
 /// Encodes `state` as a v1 link (without the `#`). Fails only when the state exceeds the limits
 /// [`decode`] enforces, so every encoded link decodes back to `state`.
 pub fn encode(state: &ShareState) -> Res<String> {
+    encode_with(state, encode_spec)
+}
+
+/// [`encode`] for a preset model, without the custom-spec codec (DEFLATE, base64): the web app
+/// keeps that codec in a module it loads on first use. A custom model is an error here.
+pub fn encode_preset(state: &ShareState) -> Res<String> {
+    encode_with(state, |_| String::new())
+}
+
+/// `spec_payload` writes a custom spec's `s=` value; generic, so [`encode_preset`]'s code does
+/// not reference the codec at all.
+fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) -> Res<String> {
     check_state(state)?;
     let mut fields: Vec<(String, String)> = Vec::new();
     match &state.model {
         ModelSource::Preset { id } => fields.push(("p".into(), escape(id))),
-        ModelSource::Spec(spec) => fields.push(("s".into(), encode_spec(spec))),
+        ModelSource::Spec(spec) => {
+            let payload = spec_payload(spec);
+            if payload.is_empty() {
+                return Err(ShareError::NeedsSpecCodec);
+            }
+            fields.push(("s".into(), payload))
+        }
     }
     let defaults = v1_defaults();
     if let Ok(Value::Object(cfg)) = serde_json::to_value(state.config) {
@@ -195,11 +216,31 @@ pub fn encode(state: &ShareState) -> Res<String> {
 
 /// Decodes a link: the fragment (`v1.…`), with or without `#`, or a whole URL containing `#`.
 pub fn decode(link: &str) -> Res<ShareState> {
-    let link = link.trim();
-    let link = match link.find('#') {
+    decode_with(link, decode_spec)
+}
+
+/// [`decode`] for links without a custom spec (no `s=` field, see [`carries_spec`]), without
+/// the custom-spec codec; a link with one is an error here.
+pub fn decode_preset(link: &str) -> Res<ShareState> {
+    decode_with(link, |_| Err(ShareError::NeedsSpecCodec))
+}
+
+/// Whether `link` carries a custom spec (an `s=` field), which only [`decode`] reads.
+pub fn carries_spec(link: &str) -> bool {
+    let body = fragment_of(link.trim()).split_once('.').map_or("", |(_, body)| body);
+    body.split(',').any(|field| field.starts_with("s="))
+}
+
+/// The part after `#` of a whole URL, or `link` itself.
+fn fragment_of(link: &str) -> &str {
+    match link.find('#') {
         Some(i) => &link[i + 1..],
         None => link,
-    };
+    }
+}
+
+fn decode_with(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
+    let link = fragment_of(link.trim());
     if link.is_empty() {
         return Err(ShareError::Empty);
     }
@@ -208,7 +249,7 @@ pub fn decode(link: &str) -> Res<ShareState> {
     }
     let (version, body) = link.split_once('.').unwrap_or((link, ""));
     match version {
-        "v1" => decode_v1(body),
+        "v1" => decode_v1(body, decode_spec),
         other => Err(ShareError::UnknownVersion(other.chars().take(12).collect())),
     }
 }
@@ -217,7 +258,7 @@ fn field_err(key: &str, message: impl Into<String>) -> ShareError {
     ShareError::Field { key: key.chars().take(24).collect(), message: message.into() }
 }
 
-fn decode_v1(body: &str) -> Res<ShareState> {
+fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
     let mut seen: Vec<&str> = Vec::new();
     let mut model = None;
     let mut config = v1_defaults();

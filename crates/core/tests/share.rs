@@ -6,7 +6,9 @@
 mod fuzz_share;
 
 use vramcalc_core::presets;
-use vramcalc_core::share::{decode, encode, ModelSource, ShareError, ShareState, MAX_LINK_LEN};
+use vramcalc_core::share::{
+    carries_spec, decode, decode_preset, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
+};
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{ByteUnit, OptimizerKind, Precision, TrainConfig};
 
@@ -144,6 +146,36 @@ fn saved_links_still_decode() {
         let want = saved(name);
         assert_eq!(decode(link).unwrap_or_else(|e| panic!("{name}: {e}")), want, "{name}");
     }
+}
+
+/// The preset-only codec (the web app's main bundle) writes and reads exactly what the full codec
+/// does for presets, and refuses custom models instead of mangling them.
+#[test]
+fn preset_codec_agrees_with_the_full_codec() {
+    let path = format!("{}/tests/data/share_links.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut checked = (0, 0);
+    for (name, link) in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).filter_map(|l| l.split_once(' ')) {
+        let state = saved(name);
+        let custom = matches!(state.model, ModelSource::Spec(_));
+        assert_eq!(carries_spec(link), custom, "{name}");
+        assert_eq!(carries_spec(&format!("https://x.org/#{link}")), custom, "{name} in a URL");
+        if custom {
+            assert_eq!(decode_preset(link), Err(ShareError::NeedsSpecCodec), "{name}");
+            assert_eq!(encode_preset(&state), Err(ShareError::NeedsSpecCodec), "{name}");
+            checked.1 += 1;
+        } else {
+            assert_eq!(decode_preset(link).unwrap(), state, "{name}");
+            assert_eq!(encode_preset(&state).unwrap(), encode(&state).unwrap(), "{name}");
+            checked.0 += 1;
+        }
+    }
+    assert_eq!(checked, (2, 2));
+    // a preset link's other errors are the full decoder's
+    for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
+        assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");
+    }
+    assert!(!carries_spec("v1.p=vgg16,sl=128"), "`sl=` is not `s=`");
 }
 
 /// Prints the saved links for today's encoder (to extend `share_links.txt`):

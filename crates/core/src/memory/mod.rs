@@ -1,6 +1,7 @@
 //! The memory model: simulate a PyTorch training (or inference) step storage by storage.
 //! Pure functions, no I/O.
 
+#[cfg(feature = "candle")]
 pub mod candle;
 pub mod config;
 pub mod device;
@@ -63,6 +64,7 @@ pub struct Prepared {
     opt: OptimizerCost,
     config: TrainConfig,
     /// `Framework::Candle`: candle's retention is traced instead of `plan` (see `candle.rs`).
+    #[cfg(feature = "candle")]
     candle: Option<candle::CandlePlan>,
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
@@ -92,13 +94,31 @@ impl Prepared {
             OptimizerCost::default()
         };
         let plan = Plan::new(g, training).with_accumulation(config.grad_accum > 1);
-        let candle = match config.framework {
-            config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
-            config::Framework::PytorchEager => None,
+        #[cfg(feature = "candle")]
+        let (candle, opt) = {
+            let candle = match config.framework {
+                config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
+                config::Framework::PytorchEager => None,
+            };
+            let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
+            let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
+            (candle, opt)
         };
-        let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
-        let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
-        let prepared = Prepared { resolved, plan, opt, config: *config, candle, envelope: std::sync::OnceLock::new() };
+        #[cfg(not(feature = "candle"))]
+        if config.framework == config::Framework::Candle {
+            return Err(Error::Config(
+                "the candle profile is not part of this build; the CLI has it: vramcalc estimate --framework candle".into(),
+            ));
+        }
+        let prepared = Prepared {
+            resolved,
+            plan,
+            opt,
+            config: *config,
+            #[cfg(feature = "candle")]
+            candle,
+            envelope: std::sync::OnceLock::new(),
+        };
         prepared.check_batch(config.batch)?;
         Ok(prepared)
     }
@@ -112,6 +132,7 @@ impl Prepared {
     /// Peak allocated bytes and the device total at `batch`.
     pub fn device_at(&self, batch: u64) -> (u64, DeviceTotal) {
         let micro = self.micro(batch);
+        #[cfg(feature = "candle")]
         if let Some(c) = &self.candle {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
@@ -126,6 +147,7 @@ impl Prepared {
 
     fn step(&self, batch: u64, timeline: bool) -> StepResult {
         let micro = self.micro(batch);
+        #[cfg(feature = "candle")]
         if let Some(c) = &self.candle {
             let s = c.simulate(micro.min(MAX_BATCH), timeline);
             let ops = &self.resolved.graph.ops;

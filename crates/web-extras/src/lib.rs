@@ -1,0 +1,30 @@
+//! The web app's second wasm module, loaded on first use (`src/extras.rs` in the app): the
+//! share-link codec (DEFLATE, base64, the v1 field format) and the Hugging Face `config.json`
+//! importer. Neither is needed to draw the first chart, so they stay out of the main bundle.
+//!
+//! The interface is JSON text both ways (the app already carries serde for its saved state), and
+//! every function returns `Err(message)` — a thrown JS string — instead of panicking.
+
+use vramcalc_core::share::{self, ShareState};
+use wasm_bindgen::prelude::*;
+
+/// A [`ShareState`] (JSON) → the link fragment, without `#`.
+#[wasm_bindgen]
+pub fn encode_link(state_json: &str) -> Result<String, String> {
+    let state: ShareState = serde_json::from_str(state_json).map_err(|e| format!("share state: {e}"))?;
+    share::encode(&state).map_err(|e| e.to_string())
+}
+
+/// A link fragment (`v1.…`, with or without `#`) → its [`ShareState`] as JSON.
+#[wasm_bindgen]
+pub fn decode_link(fragment: &str) -> Result<String, String> {
+    let state = share::decode(fragment).map_err(|e| e.to_string())?;
+    serde_json::to_string(&state).map_err(|e| e.to_string())
+}
+
+/// A Hugging Face `config.json` → the vramcalc spec (JSON).
+#[wasm_bindgen]
+pub fn import_hf(config_json: &str) -> Result<String, String> {
+    let spec = vramcalc_core::import::hf::from_config_json(config_json).map_err(|e| e.to_string())?;
+    serde_json::to_string(&spec).map_err(|e| e.to_string())
+}
