@@ -125,6 +125,11 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     Start { state, notice: Some(notice), guard }
 }
 
+/// Whether the embed page shows the snippet builder (`embed.html?builder#v1.…`) instead of a card.
+pub fn is_embed_builder(search: &str) -> bool {
+    search.trim_start_matches('?').split('&').any(|pair| pair.split_once('=').map_or(pair, |(k, _)| k) == "builder")
+}
+
 /// The embed card's page, beside `index.html` (`static/embed.html`, bundle `src/bin/embed.rs`).
 pub const EMBED_PAGE: &str = "embed.html";
 
@@ -334,6 +339,8 @@ mod tests {
         assert_eq!(embed_controls("?embed=1&controls=gpu,batch,nope,gpu"), Some(vec![Control::Batch, Control::Gpu]));
         assert_eq!(embed_controls("?controls=precision%2Cbatch&embed"), Some(vec![Control::Batch, Control::Precision]));
         assert_eq!(embed_query(&[]), "?embed");
+        assert!(is_embed_builder("?builder") && is_embed_builder("?lang=zh&builder=1"));
+        assert!(!is_embed_builder("?embed") && !is_embed_builder("?builders"));
         assert_eq!(embed_query(&[Control::Gpu, Control::Batch]), "?embed&controls=batch,gpu");
         let s = iframe_snippet("https://x.org/vramcalc/", &[Control::Batch], "v1.p=vgg16");
         assert!(s.starts_with("<iframe src=\"https://x.org/vramcalc/embed.html?embed&amp;controls=batch#v1.p=vgg16\""), "{s}");

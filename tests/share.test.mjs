@@ -319,11 +319,15 @@ test('embed: a broken link shows the message in the card; no LocalStorage is tou
   await context.close();
 });
 
-test('the Embed dialog: snippet for the current state, controls, live preview, listener', async () => {
-  const { context, page, errors } = await open(browser);
-  await pickPreset(page, 'resnet18');
-  const frag = fragmentOf(await addressBar(page, (f) => f.startsWith('v1.p=resnet18')));
-  await page.getByTestId('open-embed').click();
+test('Embed: the builder page has the snippet for the current state, controls, a live preview, the listener', async () => {
+  const { context, page: app, errors } = await open(browser);
+  await pickPreset(app, 'resnet18');
+  const frag = fragmentOf(await addressBar(app, (f) => f.startsWith('v1.p=resnet18')));
+  const appPeak = await bytes(app, 'peak');
+  // a page of the embed bundle, opened beside the app
+  const [page] = await Promise.all([context.waitForEvent('page'), app.getByTestId('open-embed').click()]);
+  page.on('pageerror', (e) => errors.push(String(e)));
+  assert.equal(page.url(), `${APP}embed.html?builder#${frag}`);
   const snippet = page.getByTestId('embed-snippet');
   assert.match(await snippet.inputValue(), new RegExp(`^<iframe src="${APP.replace(/[.?]/g, '\\$&')}embed\\.html\\?embed#${frag.replace(/[.?]/g, '\\$&')}" title="vramcalc" width="720" height="\\d+"`));
   await page.getByTestId('embed-control-gpu').check();
@@ -333,16 +337,14 @@ test('the Embed dialog: snippet for the current state, controls, live preview, l
   const preview = page.frameLocator('[data-testid=embed-preview]');
   await preview.getByTestId('embed-card').waitFor();
   await preview.getByTestId('embed-batch').waitFor();
-  assert.equal(await preview.getByTestId('peak').getAttribute('data-bytes'), String(await bytes(page, 'peak')));
+  assert.equal(await preview.getByTestId('peak').getAttribute('data-bytes'), String(appPeak));
   // the preview is sized from the card's height messages
   await page.waitForFunction(() => {
     const f = document.querySelector('[data-testid=embed-preview]');
     const card = f.contentDocument?.querySelector('[data-testid=embed-card]');
     return card && Math.abs(f.getBoundingClientRect().height - f.contentDocument.body.getBoundingClientRect().height) <= 4;
   });
-  await shot(page, '25-embed-dialog', { fullPage: false });
-  await page.keyboard.press('Escape');
-  await page.getByTestId('embed-dialog').waitFor({ state: 'detached' });
+  await shot(page, '25-embed-builder', { fullPage: false });
   assert.deepEqual(errors, []);
   await context.close();
 });

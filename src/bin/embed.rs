@@ -1,14 +1,23 @@
-//! The embed card (`embed.html?embed&controls=…#v1.…`): its own page and bundle, so a blog post
-//! loads only the card, and the full app's bundle carries no embed code.
+//! The embed page (`embed.html`): its own bundle, so a blog post loads only the card and the full
+//! app's bundle carries no embed code. `?embed&controls=…#v1.…` shows the card;
+//! `?builder#v1.…` (the app's "Embed" button) the snippet builder with a live preview.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
     use vramcalc_web::components::embed::{EmbedApp, EmbedProps};
+    use vramcalc_web::components::share::{EmbedBuilder, EmbedBuilderProps};
     use vramcalc_web::{dom, share_link};
-    let controls = share_link::embed_controls(&dom::location_search()).unwrap_or_default();
+    let search = dom::location_search();
+    let controls = share_link::embed_controls(&search).unwrap_or_default();
     wasm_bindgen_futures::spawn_local(async move {
-        let start = std::rc::Rc::new(share_link::start(&dom::location_hash(), None).await);
-        yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start }).render();
+        let hash = dom::location_hash();
+        let start = share_link::start(&hash, None).await;
+        if share_link::is_embed_builder(&search) {
+            let (fragment, lang) = (hash.trim_start_matches('#').to_string().into(), start.state.prefs.lang);
+            yew::Renderer::<EmbedBuilder>::with_props(EmbedBuilderProps { fragment, lang }).render();
+        } else {
+            yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start: std::rc::Rc::new(start) }).render();
+        }
     });
 }
 

@@ -1,6 +1,7 @@
 //! Sharing: the notice after opening a link, "Copy link", and the Embed dialog.
 
 use super::{use_ctx, Ctx};
+use crate::i18n::{tr, Lang};
 use crate::dom;
 use crate::i18n::fill;
 use crate::share_link::{embed_height, embed_query, iframe_snippet, Control, Notice, EMBED_PAGE, LISTENER_JS};
@@ -49,7 +50,6 @@ pub fn share_buttons(p: &ShareProps) -> Html {
     let t = ctx.tr();
     // `None`: not copied yet; `Some(copied)` once tried.
     let copied = use_state(|| None::<bool>);
-    let embed_open = use_state(|| false);
     let field = use_node_ref();
     let link = p.fragment.as_ref().map(|f| dom::app_link(f));
     let on_copy = {
@@ -72,14 +72,18 @@ pub fn share_buttons(p: &ShareProps) -> Html {
             }
         });
     }
-    let open_embed = { let e = embed_open.clone(); Callback::from(move |_| e.set(true)) };
-    let close_embed = { let e = embed_open.clone(); Callback::from(move |_| e.set(false)) };
     let select_all = Callback::from(|e: FocusEvent| e.target_unchecked_into::<HtmlInputElement>().select());
     html! {
         <div class="share">
             <button onclick={on_copy} disabled={link.is_none()} data-testid="copy-link"
                 title={if link.is_none() { t.link_too_large } else { "" }}>{ t.copy_link }</button>
-            <button onclick={open_embed} disabled={link.is_none()} data-testid="open-embed">{ "</> " }{ t.embed }</button>
+            // The builder is a page of the embed bundle (`src/bin/embed.rs`), opened beside the app.
+            if let Some(f) = &p.fragment {
+                <a class="button" href={format!("{}{EMBED_PAGE}?builder#{f}", dom::app_base())} target="_blank" rel="noopener"
+                    data-testid="open-embed">{ "</> " }{ t.embed }</a>
+            } else {
+                <button disabled=true data-testid="open-embed">{ "</> " }{ t.embed }</button>
+            }
             if let (Some(c), Some(link)) = (*copied, &link) {
                 <div class="linkbox" data-testid="share-link">
                     <span class={classes!("small", if c { "ok" } else { "muted" })} data-testid="copy-status" data-copied={c.to_string()}>
@@ -90,25 +94,24 @@ pub fn share_buttons(p: &ShareProps) -> Html {
                     <span class="muted small" data-testid="share-link-length">{ fill(t.link_chars, &[&link.len().to_string()]) }</span>
                 </div>
             }
-            if let (true, Some(f)) = (*embed_open, &p.fragment) {
-                <EmbedDialog fragment={f.clone()} close={close_embed} />
-            }
         </div>
     }
 }
 
 #[derive(Properties, PartialEq)]
-pub struct EmbedDialogProps {
+pub struct EmbedBuilderProps {
+    /// The state to embed (the page's fragment).
     pub fragment: AttrValue,
-    pub close: Callback<()>,
+    pub lang: Lang,
 }
 
-/// The `<iframe>` snippet for the current state, the controls to expose, a live preview, and the
-/// listener an author pastes once.
-#[function_component(EmbedDialog)]
-pub fn embed_dialog(p: &EmbedDialogProps) -> Html {
-    let ctx = use_ctx();
-    let t = ctx.tr();
+/// The embed builder page (`embed.html?builder#v1.…`, opened by "Embed" beside the app): the
+/// `<iframe>` snippet for the state, the controls to expose, a live preview, and the listener an
+/// author pastes once. Part of the embed page's bundle, so the app's bundle does not carry it.
+#[function_component(EmbedBuilder)]
+pub fn embed_builder(p: &EmbedBuilderProps) -> Html {
+    let t = tr(p.lang);
+    crate::hooks::use_document_attributes(Default::default(), p.lang);
     let controls = use_state(Vec::<Control>::new);
     let copied = use_state(|| None::<&'static str>);
     let preview_height = use_state(|| None::<f64>);
@@ -123,20 +126,6 @@ pub fn embed_dialog(p: &EmbedDialogProps) -> Html {
                 gloo::events::EventListener::new(&w, "message", move |e| {
                     if let Some(h) = e.dyn_ref::<web_sys::MessageEvent>().and_then(dom::height_message) {
                         preview_height.set(Some(h));
-                    }
-                })
-            });
-            move || drop(listener)
-        });
-    }
-    // Escape closes.
-    {
-        let close = p.close.clone();
-        use_effect_with((), move |_| {
-            let listener = web_sys::window().and_then(|w| w.document()).map(|doc| {
-                gloo::events::EventListener::new(&doc, "keydown", move |e| {
-                    if e.dyn_ref::<web_sys::KeyboardEvent>().is_some_and(|k| k.key() == "Escape") {
-                        close.emit(());
                     }
                 })
             });
@@ -167,14 +156,12 @@ pub fn embed_dialog(p: &EmbedDialogProps) -> Html {
         Control::Gpu => t.gpu,
         Control::Precision => t.precision,
     };
-    let close = { let c = p.close.clone(); Callback::from(move |_| c.emit(())) };
     let height = preview_height.unwrap_or(embed_height(&controls) as f64);
     html! {
-        <div class="dialog-backdrop">
-            <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="embed-h" data-testid="embed-dialog">
+        <main class="builder">
+            <div class="dialog" aria-labelledby="embed-h" data-testid="embed-dialog">
                 <div class="dialog-head">
-                    <h2 id="embed-h">{ t.embed_title }</h2>
-                    <button onclick={close} data-testid="embed-close" aria-label={t.close}>{ "✕" }</button>
+                    <h1 id="embed-h">{ t.embed_title }</h1>
                 </div>
                 <p class="small">{ t.embed_help }</p>
                 <fieldset class="controls-pick">
@@ -202,6 +189,6 @@ pub fn embed_dialog(p: &EmbedDialogProps) -> Html {
                 <iframe src={src} title="vramcalc" class="embed-preview" data-testid="embed-preview"
                     style={format!("height:{height}px")} loading="lazy"></iframe>
             </div>
-        </div>
+        </main>
     }
 }
