@@ -79,8 +79,8 @@ pub enum Loss {
     Mse,
 }
 
-/// One layer or block. The tag is `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One layer or block. The tag is `kind`. `Deserialize` is written by hand below.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Layer {
     Linear(Linear),
@@ -146,6 +146,145 @@ pub enum Layer {
         #[serde(default)]
         join: Join,
     },
+}
+
+/// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
+/// serde's private `Content` and so instantiates every payload's `Deserialize` once per
+/// deserializer. Here the input is buffered into a `serde_json::Value` once and every payload is
+/// read from that `Value`: one instance per payload type keeps the wasm bundle small. Same JSON
+/// and errors as the derive, except that error positions point at the end of the layer.
+impl<'de> Deserialize<'de> for Layer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        layer_from_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The non-generic body of `Layer::deserialize`.
+fn layer_from_value(value: serde_json::Value) -> serde_json::Result<Layer> {
+    use serde::de::Error as _;
+    use serde_json::Value;
+    // Like the derive, a map with a `kind` entry or a sequence `[kind, fields…]`.
+    let (kind, rest) = match value {
+        Value::Object(mut map) => match map.remove("kind") {
+            Some(kind) => (kind, Value::Object(map)),
+            None => return Err(serde_json::Error::missing_field("kind")),
+        },
+        Value::Array(mut items) if !items.is_empty() => (items.remove(0), Value::Array(items)),
+        Value::Array(_) => return Err(serde_json::Error::missing_field("kind")),
+        other => return Err(invalid_type(other, "internally tagged enum Layer")),
+    };
+    let kind = match kind {
+        Value::String(kind) => kind,
+        other => return Err(invalid_type(other, "variant identifier")),
+    };
+    // One generic helper: `T::deserialize(Value)` for every payload type.
+    fn payload<T: serde::de::DeserializeOwned>(rest: Value) -> serde_json::Result<T> {
+        T::deserialize(rest)
+    }
+    Ok(match kind.as_str() {
+        "linear" => Layer::Linear(payload(rest)?),
+        "conv1d" => Layer::Conv1d(payload(rest)?),
+        "conv2d" => Layer::Conv2d(payload(rest)?),
+        "conv_transpose2d" => Layer::ConvTranspose2d(payload(rest)?),
+        "batch_norm1d" => Layer::BatchNorm1d(payload(rest)?),
+        "batch_norm2d" => Layer::BatchNorm2d(payload(rest)?),
+        "layer_norm" => Layer::LayerNorm(payload(rest)?),
+        "group_norm" => Layer::GroupNorm(payload(rest)?),
+        "rms_norm" => Layer::RmsNorm(payload(rest)?),
+        "relu" => Layer::Relu(payload(rest)?),
+        "leaky_relu" => Layer::LeakyRelu(payload(rest)?),
+        "gelu" => Layer::Gelu(payload(rest)?),
+        "silu" => Layer::Silu(payload(rest)?),
+        // Unit variants ignore other fields, as the derive does.
+        "tanh" => Layer::Tanh,
+        "sigmoid" => Layer::Sigmoid,
+        "softmax" => Layer::Softmax(payload(rest)?),
+        "dropout" => Layer::Dropout(payload(rest)?),
+        "max_pool2d" => Layer::MaxPool2d(payload(rest)?),
+        "avg_pool2d" => Layer::AvgPool2d(payload(rest)?),
+        "adaptive_avg_pool2d" => Layer::AdaptiveAvgPool2d(payload(rest)?),
+        "flatten" => Layer::Flatten(payload(rest)?),
+        "transpose" => Layer::Transpose(payload(rest)?),
+        "select_token" => Layer::SelectToken(payload(rest)?),
+        "embedding" => Layer::Embedding(payload(rest)?),
+        "positional_embedding" => Layer::PositionalEmbedding(payload(rest)?),
+        "cls_token" => Layer::ClsToken(payload(rest)?),
+        "lstm" => Layer::Lstm(payload(rest)?),
+        "gru" => Layer::Gru(payload(rest)?),
+        "rnn" => Layer::Rnn(payload(rest)?),
+        "multihead_attention" => Layer::MultiheadAttention(payload(rest)?),
+        "gated_mlp" => Layer::GatedMlp(payload(rest)?),
+        "transformer_encoder_layer" => Layer::TransformerEncoderLayer(payload(rest)?),
+        "transformer_decoder_layer" => Layer::TransformerDecoderLayer(payload(rest)?),
+        "sequential" => {
+            let SequentialFields { layers, checkpoint } = payload(rest)?;
+            Layer::Sequential { layers, checkpoint }
+        }
+        "residual" => {
+            let ResidualFields { body, shortcut, inplace } = payload(rest)?;
+            Layer::Residual { body, shortcut, inplace }
+        }
+        "repeat" => {
+            let RepeatFields { times, body } = payload(rest)?;
+            Layer::Repeat { times, body }
+        }
+        "parallel" => {
+            let ParallelFields { branches, join } = payload(rest)?;
+            Layer::Parallel { branches, join }
+        }
+        other => return Err(serde_json::Error::unknown_variant(other, Layer::KINDS)),
+    })
+}
+
+/// serde's "invalid type: {value}, expected {expected}" error.
+fn invalid_type(value: serde_json::Value, expected: &'static str) -> serde_json::Error {
+    /// A visitor that accepts nothing, so every `visit_*` fails with that error.
+    struct Expecting(&'static str);
+    impl serde::de::Visitor<'_> for Expecting {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    use serde::Deserializer as _;
+    match value.deserialize_any(Expecting(expected)) {
+        Err(e) => e,
+        Ok(()) => serde::de::Error::custom(format_args!("expected {expected}")),
+    }
+}
+
+/// The fields of [`Layer::Sequential`] (the block variants' payloads, for `layer_from_value`).
+#[derive(Deserialize)]
+struct SequentialFields {
+    layers: Vec<Layer>,
+    #[serde(default)]
+    checkpoint: bool,
+}
+
+/// The fields of [`Layer::Residual`].
+#[derive(Deserialize)]
+struct ResidualFields {
+    body: Vec<Layer>,
+    #[serde(default)]
+    shortcut: Option<Vec<Layer>>,
+    #[serde(default)]
+    inplace: bool,
+}
+
+/// The fields of [`Layer::Repeat`].
+#[derive(Deserialize)]
+struct RepeatFields {
+    times: u64,
+    body: Vec<Layer>,
+}
+
+/// The fields of [`Layer::Parallel`].
+#[derive(Deserialize)]
+struct ParallelFields {
+    branches: Vec<Vec<Layer>>,
+    #[serde(default)]
+    join: Join,
 }
 
 pub(crate) fn is_false(b: &bool) -> bool {
@@ -359,6 +498,30 @@ mod tests {
             let back: Layer = serde_json::from_str(&json).unwrap();
             assert_eq!(back, layer, "{json}");
         }
+    }
+
+    #[test]
+    fn layer_deserialize_matches_the_derived_format() {
+        let err = |json: &str| serde_json::from_str::<Layer>(json).unwrap_err().to_string();
+        assert!(err(r#"{"kind": "lineer"}"#).starts_with("unknown variant `lineer`, expected one of `linear`, "));
+        assert_eq!(err(r#"{"in_features": 1}"#), "missing field `kind`");
+        assert_eq!(err("[]"), "missing field `kind`");
+        assert_eq!(err("3"), "invalid type: integer `3`, expected internally tagged enum Layer");
+        assert_eq!(err(r#"{"kind": 3}"#), "invalid type: integer `3`, expected variant identifier");
+        assert_eq!(err(r#"{"kind": "linear", "in_features": 1}"#), "missing field `out_features`");
+        assert!(err(r#"{"kind": "relu", "foo": 1}"#).starts_with("unknown field `foo`"));
+        // unit variants ignore other fields; a sequence carries the tag first
+        let ok = |json: &str| serde_json::from_str::<Layer>(json).unwrap();
+        assert_eq!(ok(r#"{"kind": "tanh", "foo": 1}"#), Layer::Tanh);
+        assert_eq!(ok(r#"["sigmoid"]"#), Layer::Sigmoid);
+        assert_eq!(ok(r#"["dropout", 0.5]"#), ok(r#"{"kind": "dropout", "p": 0.5}"#));
+        // nested blocks, and the same result through `serde_json::Value`
+        let json = r#"{"kind": "repeat", "times": 2, "body": [{"kind": "residual", "body": [{"kind": "sequential",
+            "layers": [{"kind": "tanh"}], "checkpoint": true}], "shortcut": [{"kind": "parallel", "branches": [[]],
+            "join": "add"}]}]}"#;
+        let layer = ok(json);
+        assert_eq!(serde_json::from_value::<Layer>(serde_json::from_str(json).unwrap()).unwrap(), layer);
+        assert_eq!(serde_json::from_str::<Layer>(&serde_json::to_string(&layer).unwrap()).unwrap(), layer);
     }
 
     #[test]
