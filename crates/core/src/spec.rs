@@ -149,15 +149,25 @@ pub enum Layer {
     },
 }
 
+/// Buffers any deserializer's input into a `serde_json::Value` and reads `T` from it with `read`,
+/// so `read` and the `Deserialize` code it reaches exist once, for `Value`, whatever the input
+/// format (`from_str`, `from_value`, …): one instance per type keeps the wasm bundle small.
+/// Error positions then point at the end of the buffered value.
+pub(crate) fn via_value<'de, D: serde::Deserializer<'de>, T>(
+    d: D,
+    read: fn(serde_json::Value) -> serde_json::Result<T>,
+) -> std::result::Result<T, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    read(value).map_err(serde::de::Error::custom)
+}
+
 /// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
 /// serde's private `Content` and so instantiates every payload's `Deserialize` once per
-/// deserializer. Here the input is buffered into a `serde_json::Value` once and every payload is
-/// read from that `Value`: one instance per payload type keeps the wasm bundle small. Same JSON
-/// and errors as the derive, except that error positions point at the end of the layer.
+/// deserializer. Here every payload is read from one buffered `Value` (see [`via_value`]).
+/// Same JSON and errors as the derive, except for error positions.
 impl<'de> Deserialize<'de> for Layer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let value = serde_json::Value::deserialize(d)?;
-        layer_from_value(value).map_err(serde::de::Error::custom)
+        via_value(d, layer_from_value)
     }
 }
 
