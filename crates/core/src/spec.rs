@@ -388,14 +388,9 @@ impl Layer {
             "embedding" => r#"{"kind":"embedding","num_embeddings":1000,"embedding_dim":128}"#,
             "positional_embedding" => r#"{"kind":"positional_embedding","num_embeddings":512,"embedding_dim":128}"#,
             "cls_token" => r#"{"kind":"cls_token","embedding_dim":128}"#,
-            "lstm" | "gru" | "rnn" => {
-                return Some(match serde_json::from_str::<Recurrent>(r#"{"input_size":128,"hidden_size":128}"#) {
-                    Ok(r) if kind == "lstm" => Layer::Lstm(r),
-                    Ok(r) if kind == "gru" => Layer::Gru(r),
-                    Ok(r) => Layer::Rnn(r),
-                    Err(_) => return None,
-                })
-            }
+            "lstm" => r#"{"kind":"lstm","input_size":128,"hidden_size":128}"#,
+            "gru" => r#"{"kind":"gru","input_size":128,"hidden_size":128}"#,
+            "rnn" => r#"{"kind":"rnn","input_size":128,"hidden_size":128}"#,
             "multihead_attention" => r#"{"kind":"multihead_attention","embed_dim":128,"num_heads":4}"#,
             "gated_mlp" => r#"{"kind":"gated_mlp","hidden_size":128,"intermediate_size":344}"#,
             "transformer_encoder_layer" => r#"{"kind":"transformer_encoder_layer","d_model":128,"nhead":4,"dim_feedforward":512}"#,
