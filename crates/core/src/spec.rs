@@ -157,8 +157,74 @@ pub(crate) fn via_value<'de, D: serde::Deserializer<'de>, T>(
     d: D,
     read: fn(serde_json::Value) -> serde_json::Result<T>,
 ) -> std::result::Result<T, D::Error> {
-    let value = serde_json::Value::deserialize(d)?;
+    let value = d.deserialize_any(StrictValue)?;
     read(value).map_err(serde::de::Error::custom)
+}
+
+/// Builds a `serde_json::Value` like `Value`'s own `Deserialize`, except that a key repeated in
+/// an object is an error ("duplicate field `…`"), as it is for the derived impls reading the
+/// buffer (a `Value` would keep the last one).
+#[derive(Clone, Copy)]
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(self)? {
+            items.push(v);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            let value = map.next_value_seed(self)?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
 }
 
 /// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
@@ -566,6 +632,9 @@ mod tests {
         assert_eq!(err(r#"{"kind": 3}"#), "invalid type: integer `3`, expected variant identifier");
         assert_eq!(err(r#"{"kind": "linear", "in_features": 1}"#), "missing field `out_features`");
         assert!(err(r#"{"kind": "relu", "foo": 1}"#).starts_with("unknown field `foo`"));
+        assert!(err(r#"{"kind": "relu", "kind": "gelu"}"#).starts_with("duplicate field `kind`"));
+        let nested = r#"{"kind": "sequential", "layers": [{"kind": "dropout", "p": 0.1, "p": 0.2}]}"#;
+        assert!(err(nested).starts_with("duplicate field `p`"), "{}", err(nested));
         // unit variants ignore other fields; a sequence carries the tag first
         let ok = |json: &str| serde_json::from_str::<Layer>(json).unwrap();
         assert_eq!(ok(r#"{"kind": "tanh", "foo": 1}"#), Layer::Tanh);
