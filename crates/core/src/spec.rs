@@ -230,7 +230,8 @@ impl<'de> Visitor<'de> for StrictValue {
 /// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
 /// serde's private `Content` and so instantiates every payload's `Deserialize` once per
 /// deserializer. Here every payload is read from one buffered `Value` (see [`via_value`]).
-/// Same JSON and errors as the derive, except for error positions.
+/// Same JSON and errors as the derive, except for error positions and the list form
+/// `[kind, field values…]`, which is not accepted (see `layer_from_value`).
 impl<'de> Deserialize<'de> for Layer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         via_value(d, layer_from_value)
@@ -241,77 +242,81 @@ impl<'de> Deserialize<'de> for Layer {
 fn layer_from_value(value: serde_json::Value) -> serde_json::Result<Layer> {
     use serde::de::Error as _;
     use serde_json::Value;
-    // Like the derive, a map with a `kind` entry or a sequence `[kind, fields…]`.
+    // A map with a `kind` entry. (The derive also took a sequence `[kind, fields…]`, which
+    // nothing writes; reading only maps drops every payload's `visit_seq`, see `from_fields`.)
     let (kind, rest) = match value {
         Value::Object(mut map) => match map.remove("kind") {
-            Some(kind) => (kind, Value::Object(map)),
+            Some(kind) => (kind, map),
             None => return Err(serde_json::Error::missing_field("kind")),
         },
-        Value::Array(mut items) if !items.is_empty() => (items.remove(0), Value::Array(items)),
-        Value::Array(_) => return Err(serde_json::Error::missing_field("kind")),
         other => return Err(invalid_type(other, "internally tagged enum Layer")),
     };
     let kind = match kind {
         Value::String(kind) => kind,
         other => return Err(invalid_type(other, "variant identifier")),
     };
-    // One generic helper: `T::deserialize(Value)` for every payload type.
-    fn payload<T: serde::de::DeserializeOwned>(rest: Value) -> serde_json::Result<T> {
-        T::deserialize(rest)
-    }
     Ok(match kind.as_str() {
-        "linear" => Layer::Linear(payload(rest)?),
-        "conv1d" => Layer::Conv1d(payload(rest)?),
-        "conv2d" => Layer::Conv2d(payload(rest)?),
-        "conv_transpose2d" => Layer::ConvTranspose2d(payload(rest)?),
-        "batch_norm1d" => Layer::BatchNorm1d(payload(rest)?),
-        "batch_norm2d" => Layer::BatchNorm2d(payload(rest)?),
-        "layer_norm" => Layer::LayerNorm(payload(rest)?),
-        "group_norm" => Layer::GroupNorm(payload(rest)?),
-        "rms_norm" => Layer::RmsNorm(payload(rest)?),
-        "relu" => Layer::Relu(payload(rest)?),
-        "leaky_relu" => Layer::LeakyRelu(payload(rest)?),
-        "gelu" => Layer::Gelu(payload(rest)?),
-        "silu" => Layer::Silu(payload(rest)?),
+        "linear" => Layer::Linear(from_fields(rest)?),
+        "conv1d" => Layer::Conv1d(from_fields(rest)?),
+        "conv2d" => Layer::Conv2d(from_fields(rest)?),
+        "conv_transpose2d" => Layer::ConvTranspose2d(from_fields(rest)?),
+        "batch_norm1d" => Layer::BatchNorm1d(from_fields(rest)?),
+        "batch_norm2d" => Layer::BatchNorm2d(from_fields(rest)?),
+        "layer_norm" => Layer::LayerNorm(from_fields(rest)?),
+        "group_norm" => Layer::GroupNorm(from_fields(rest)?),
+        "rms_norm" => Layer::RmsNorm(from_fields(rest)?),
+        "relu" => Layer::Relu(from_fields(rest)?),
+        "leaky_relu" => Layer::LeakyRelu(from_fields(rest)?),
+        "gelu" => Layer::Gelu(from_fields(rest)?),
+        "silu" => Layer::Silu(from_fields(rest)?),
         // Unit variants ignore other fields, as the derive does.
         "tanh" => Layer::Tanh,
         "sigmoid" => Layer::Sigmoid,
-        "softmax" => Layer::Softmax(payload(rest)?),
-        "dropout" => Layer::Dropout(payload(rest)?),
-        "max_pool2d" => Layer::MaxPool2d(payload(rest)?),
-        "avg_pool2d" => Layer::AvgPool2d(payload(rest)?),
-        "adaptive_avg_pool2d" => Layer::AdaptiveAvgPool2d(payload(rest)?),
-        "flatten" => Layer::Flatten(payload(rest)?),
-        "transpose" => Layer::Transpose(payload(rest)?),
-        "select_token" => Layer::SelectToken(payload(rest)?),
-        "embedding" => Layer::Embedding(payload(rest)?),
-        "positional_embedding" => Layer::PositionalEmbedding(payload(rest)?),
-        "cls_token" => Layer::ClsToken(payload(rest)?),
-        "lstm" => Layer::Lstm(payload(rest)?),
-        "gru" => Layer::Gru(payload(rest)?),
-        "rnn" => Layer::Rnn(payload(rest)?),
-        "multihead_attention" => Layer::MultiheadAttention(payload(rest)?),
-        "gated_mlp" => Layer::GatedMlp(payload(rest)?),
-        "transformer_encoder_layer" => Layer::TransformerEncoderLayer(payload(rest)?),
-        "transformer_decoder_layer" => Layer::TransformerDecoderLayer(payload(rest)?),
+        "softmax" => Layer::Softmax(from_fields(rest)?),
+        "dropout" => Layer::Dropout(from_fields(rest)?),
+        "max_pool2d" => Layer::MaxPool2d(from_fields(rest)?),
+        "avg_pool2d" => Layer::AvgPool2d(from_fields(rest)?),
+        "adaptive_avg_pool2d" => Layer::AdaptiveAvgPool2d(from_fields(rest)?),
+        "flatten" => Layer::Flatten(from_fields(rest)?),
+        "transpose" => Layer::Transpose(from_fields(rest)?),
+        "select_token" => Layer::SelectToken(from_fields(rest)?),
+        "embedding" => Layer::Embedding(from_fields(rest)?),
+        "positional_embedding" => Layer::PositionalEmbedding(from_fields(rest)?),
+        "cls_token" => Layer::ClsToken(from_fields(rest)?),
+        "lstm" => Layer::Lstm(from_fields(rest)?),
+        "gru" => Layer::Gru(from_fields(rest)?),
+        "rnn" => Layer::Rnn(from_fields(rest)?),
+        "multihead_attention" => Layer::MultiheadAttention(from_fields(rest)?),
+        "gated_mlp" => Layer::GatedMlp(from_fields(rest)?),
+        "transformer_encoder_layer" => Layer::TransformerEncoderLayer(from_fields(rest)?),
+        "transformer_decoder_layer" => Layer::TransformerDecoderLayer(from_fields(rest)?),
         "sequential" => {
-            let SequentialFields { layers, checkpoint } = payload(rest)?;
+            let SequentialFields { layers, checkpoint } = from_fields(rest)?;
             Layer::Sequential { layers, checkpoint }
         }
         "residual" => {
-            let ResidualFields { body, shortcut, inplace } = payload(rest)?;
+            let ResidualFields { body, shortcut, inplace } = from_fields(rest)?;
             Layer::Residual { body, shortcut, inplace }
         }
         "repeat" => {
-            let RepeatFields { times, body } = payload(rest)?;
+            let RepeatFields { times, body } = from_fields(rest)?;
             Layer::Repeat { times, body }
         }
         "parallel" => {
-            let ParallelFields { branches, join } = payload(rest)?;
+            let ParallelFields { branches, join } = from_fields(rest)?;
             Layer::Parallel { branches, join }
         }
         other => return Err(serde_json::Error::unknown_variant(other, Layer::KINDS)),
     })
+}
+
+/// Reads a struct from the fields of a JSON object. Through serde's `MapDeserializer` rather
+/// than a `Value`: it only ever calls `visit_map`, so the derived `visit_seq` (a struct written
+/// as a list of its field values, which nothing writes) is dropped from the wasm bundle.
+pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(
+    fields: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Result<T> {
+    T::deserialize(serde::de::value::MapDeserializer::new(fields.into_iter()))
 }
 
 /// serde's "invalid type: {value}, expected {expected}" error.
@@ -627,7 +632,7 @@ mod tests {
         let err = |json: &str| serde_json::from_str::<Layer>(json).unwrap_err().to_string();
         assert!(err(r#"{"kind": "lineer"}"#).starts_with("unknown variant `lineer`, expected one of `linear`, "));
         assert_eq!(err(r#"{"in_features": 1}"#), "missing field `kind`");
-        assert_eq!(err("[]"), "missing field `kind`");
+        assert_eq!(err(r#"["linear", 2, 3]"#), "invalid type: sequence, expected internally tagged enum Layer");
         assert_eq!(err("3"), "invalid type: integer `3`, expected internally tagged enum Layer");
         assert_eq!(err(r#"{"kind": 3}"#), "invalid type: integer `3`, expected variant identifier");
         assert_eq!(err(r#"{"kind": "linear", "in_features": 1}"#), "missing field `out_features`");
@@ -635,11 +640,9 @@ mod tests {
         assert!(err(r#"{"kind": "relu", "kind": "gelu"}"#).starts_with("duplicate field `kind`"));
         let nested = r#"{"kind": "sequential", "layers": [{"kind": "dropout", "p": 0.1, "p": 0.2}]}"#;
         assert!(err(nested).starts_with("duplicate field `p`"), "{}", err(nested));
-        // unit variants ignore other fields; a sequence carries the tag first
+        // unit variants ignore other fields
         let ok = |json: &str| serde_json::from_str::<Layer>(json).unwrap();
         assert_eq!(ok(r#"{"kind": "tanh", "foo": 1}"#), Layer::Tanh);
-        assert_eq!(ok(r#"["sigmoid"]"#), Layer::Sigmoid);
-        assert_eq!(ok(r#"["dropout", 0.5]"#), ok(r#"{"kind": "dropout", "p": 0.5}"#));
         // nested blocks, and the same result through `serde_json::Value`
         let json = r#"{"kind": "repeat", "times": 2, "body": [{"kind": "residual", "body": [{"kind": "sequential",
             "layers": [{"kind": "tanh"}], "checkpoint": true}], "shortcut": [{"kind": "parallel", "branches": [[]],
