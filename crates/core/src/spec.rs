@@ -21,6 +21,7 @@ use crate::layer::{
     recurrent::Recurrent,
     reshape::{Flatten, SelectToken, Transpose},
 };
+use serde::de::Visitor;
 use serde::{Deserialize, Serialize};
 
 /// Current spec format version. Older versions are migrated on read.
@@ -79,8 +80,8 @@ pub enum Loss {
     Mse,
 }
 
-/// One layer or block. The tag is `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One layer or block. The tag is `kind`. `Deserialize` is written by hand below.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Layer {
     Linear(Linear),
@@ -146,6 +147,226 @@ pub enum Layer {
         #[serde(default)]
         join: Join,
     },
+}
+
+/// Buffers any deserializer's input into a `serde_json::Value` and reads `T` from it with `read`,
+/// so `read` and the `Deserialize` code it reaches exist once, for `Value`, whatever the input
+/// format (`from_str`, `from_value`, …): one instance per type keeps the wasm bundle small.
+/// Error positions then point at the end of the buffered value.
+pub(crate) fn via_value<'de, D: serde::Deserializer<'de>, T>(
+    d: D,
+    read: fn(serde_json::Value) -> serde_json::Result<T>,
+) -> std::result::Result<T, D::Error> {
+    let value = d.deserialize_any(StrictValue)?;
+    read(value).map_err(serde::de::Error::custom)
+}
+
+/// Builds a `serde_json::Value` like `Value`'s own `Deserialize`, except that a key repeated in
+/// an object is an error ("duplicate field `…`"), as it is for the derived impls reading the
+/// buffer (a `Value` would keep the last one).
+#[derive(Clone, Copy)]
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(self)? {
+            items.push(v);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            let value = map.next_value_seed(self)?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
+}
+
+/// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
+/// serde's private `Content` and so instantiates every payload's `Deserialize` once per
+/// deserializer. Here every payload is read from one buffered `Value` (see [`via_value`]).
+/// Same JSON and errors as the derive, except for error positions and the list form
+/// `[kind, field values…]`, which is not accepted (see `layer_from_value`).
+impl<'de> Deserialize<'de> for Layer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        via_value(d, layer_from_value)
+    }
+}
+
+/// The non-generic body of `Layer::deserialize`.
+fn layer_from_value(value: serde_json::Value) -> serde_json::Result<Layer> {
+    use serde::de::Error as _;
+    use serde_json::Value;
+    // A map with a `kind` entry. (The derive also took a sequence `[kind, fields…]`, which
+    // nothing writes; reading only maps drops every payload's `visit_seq`, see `from_fields`.)
+    let (kind, rest) = match value {
+        Value::Object(mut map) => match map.remove("kind") {
+            Some(kind) => (kind, map),
+            None => return Err(serde_json::Error::missing_field("kind")),
+        },
+        other => return Err(invalid_type(other, "internally tagged enum Layer")),
+    };
+    let kind = match kind {
+        Value::String(kind) => kind,
+        other => return Err(invalid_type(other, "variant identifier")),
+    };
+    Ok(match kind.as_str() {
+        "linear" => Layer::Linear(from_fields(rest)?),
+        "conv1d" => Layer::Conv1d(from_fields(rest)?),
+        "conv2d" => Layer::Conv2d(from_fields(rest)?),
+        "conv_transpose2d" => Layer::ConvTranspose2d(from_fields(rest)?),
+        "batch_norm1d" => Layer::BatchNorm1d(from_fields(rest)?),
+        "batch_norm2d" => Layer::BatchNorm2d(from_fields(rest)?),
+        "layer_norm" => Layer::LayerNorm(from_fields(rest)?),
+        "group_norm" => Layer::GroupNorm(from_fields(rest)?),
+        "rms_norm" => Layer::RmsNorm(from_fields(rest)?),
+        "relu" => Layer::Relu(from_fields(rest)?),
+        "leaky_relu" => Layer::LeakyRelu(from_fields(rest)?),
+        "gelu" => Layer::Gelu(from_fields(rest)?),
+        "silu" => Layer::Silu(from_fields(rest)?),
+        // Unit variants ignore other fields, as the derive does.
+        "tanh" => Layer::Tanh,
+        "sigmoid" => Layer::Sigmoid,
+        "softmax" => Layer::Softmax(from_fields(rest)?),
+        "dropout" => Layer::Dropout(from_fields(rest)?),
+        "max_pool2d" => Layer::MaxPool2d(from_fields(rest)?),
+        "avg_pool2d" => Layer::AvgPool2d(from_fields(rest)?),
+        "adaptive_avg_pool2d" => Layer::AdaptiveAvgPool2d(from_fields(rest)?),
+        "flatten" => Layer::Flatten(from_fields(rest)?),
+        "transpose" => Layer::Transpose(from_fields(rest)?),
+        "select_token" => Layer::SelectToken(from_fields(rest)?),
+        "embedding" => Layer::Embedding(from_fields(rest)?),
+        "positional_embedding" => Layer::PositionalEmbedding(from_fields(rest)?),
+        "cls_token" => Layer::ClsToken(from_fields(rest)?),
+        "lstm" => Layer::Lstm(from_fields(rest)?),
+        "gru" => Layer::Gru(from_fields(rest)?),
+        "rnn" => Layer::Rnn(from_fields(rest)?),
+        "multihead_attention" => Layer::MultiheadAttention(from_fields(rest)?),
+        "gated_mlp" => Layer::GatedMlp(from_fields(rest)?),
+        "transformer_encoder_layer" => Layer::TransformerEncoderLayer(from_fields(rest)?),
+        "transformer_decoder_layer" => Layer::TransformerDecoderLayer(from_fields(rest)?),
+        "sequential" => {
+            let SequentialFields { layers, checkpoint } = from_fields(rest)?;
+            Layer::Sequential { layers, checkpoint }
+        }
+        "residual" => {
+            let ResidualFields { body, shortcut, inplace } = from_fields(rest)?;
+            Layer::Residual { body, shortcut, inplace }
+        }
+        "repeat" => {
+            let RepeatFields { times, body } = from_fields(rest)?;
+            Layer::Repeat { times, body }
+        }
+        "parallel" => {
+            let ParallelFields { branches, join } = from_fields(rest)?;
+            Layer::Parallel { branches, join }
+        }
+        other => return Err(serde_json::Error::unknown_variant(other, Layer::KINDS)),
+    })
+}
+
+/// Reads a struct from the fields of a JSON object. Through serde's `MapDeserializer` rather
+/// than a `Value`: it only ever calls `visit_map`, so the derived `visit_seq` (a struct written
+/// as a list of its field values, which nothing writes) is dropped from the wasm bundle.
+pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(
+    fields: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Result<T> {
+    T::deserialize(serde::de::value::MapDeserializer::new(fields.into_iter()))
+}
+
+/// serde's "invalid type: {value}, expected {expected}" error.
+fn invalid_type(value: serde_json::Value, expected: &'static str) -> serde_json::Error {
+    /// A visitor that accepts nothing, so every `visit_*` fails with that error.
+    struct Expecting(&'static str);
+    impl Visitor<'_> for Expecting {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    use serde::Deserializer as _;
+    match value.deserialize_any(Expecting(expected)) {
+        Err(e) => e,
+        Ok(()) => serde::de::Error::custom(format_args!("expected {expected}")),
+    }
+}
+
+/// The fields of [`Layer::Sequential`] (the block variants' payloads, for `layer_from_value`).
+#[derive(Deserialize)]
+struct SequentialFields {
+    layers: Vec<Layer>,
+    #[serde(default)]
+    checkpoint: bool,
+}
+
+/// The fields of [`Layer::Residual`].
+#[derive(Deserialize)]
+struct ResidualFields {
+    body: Vec<Layer>,
+    #[serde(default)]
+    shortcut: Option<Vec<Layer>>,
+    #[serde(default)]
+    inplace: bool,
+}
+
+/// The fields of [`Layer::Repeat`].
+#[derive(Deserialize)]
+struct RepeatFields {
+    times: u64,
+    body: Vec<Layer>,
+}
+
+/// The fields of [`Layer::Parallel`].
+#[derive(Deserialize)]
+struct ParallelFields {
+    branches: Vec<Vec<Layer>>,
+    #[serde(default)]
+    join: Join,
 }
 
 pub(crate) fn is_false(b: &bool) -> bool {
@@ -238,14 +459,9 @@ impl Layer {
             "embedding" => r#"{"kind":"embedding","num_embeddings":1000,"embedding_dim":128}"#,
             "positional_embedding" => r#"{"kind":"positional_embedding","num_embeddings":512,"embedding_dim":128}"#,
             "cls_token" => r#"{"kind":"cls_token","embedding_dim":128}"#,
-            "lstm" | "gru" | "rnn" => {
-                return Some(match serde_json::from_str::<Recurrent>(r#"{"input_size":128,"hidden_size":128}"#) {
-                    Ok(r) if kind == "lstm" => Layer::Lstm(r),
-                    Ok(r) if kind == "gru" => Layer::Gru(r),
-                    Ok(r) => Layer::Rnn(r),
-                    Err(_) => return None,
-                })
-            }
+            "lstm" => r#"{"kind":"lstm","input_size":128,"hidden_size":128}"#,
+            "gru" => r#"{"kind":"gru","input_size":128,"hidden_size":128}"#,
+            "rnn" => r#"{"kind":"rnn","input_size":128,"hidden_size":128}"#,
             "multihead_attention" => r#"{"kind":"multihead_attention","embed_dim":128,"num_heads":4}"#,
             "gated_mlp" => r#"{"kind":"gated_mlp","hidden_size":128,"intermediate_size":344}"#,
             "transformer_encoder_layer" => r#"{"kind":"transformer_encoder_layer","d_model":128,"nhead":4,"dim_feedforward":512}"#,
@@ -304,33 +520,83 @@ impl Serialize for Pair {
     }
 }
 
+/// `Pair` and `Padding` are read by plain visitors rather than `#[serde(untagged)]`, which
+/// buffers through serde's private `Content` and pulls its deserializers into the wasm bundle.
 impl<'de> Deserialize<'de> for Pair {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            One(u64),
-            Two([u64; 2]),
-            Many(Vec<u64>),
+        d.deserialize_any(PairVisitor)
+    }
+}
+
+/// An integer, or a list of one or two integers.
+struct PairVisitor;
+
+impl<'de> Visitor<'de> for PairVisitor {
+    type Value = Pair;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an integer or a pair of integers")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Pair, E> {
+        Ok(Pair::splat(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element::<u64>()? {
+            items.push(v);
         }
-        match Raw::deserialize(d)? {
-            Raw::One(v) => Ok(Pair([v, v])),
-            Raw::Two(v) => Ok(Pair(v)),
-            Raw::Many(v) if v.len() == 1 => Ok(Pair([v[0], v[0]])),
-            Raw::Many(v) => Err(serde::de::Error::custom(format!(
+        match items[..] {
+            [v] => Ok(Pair::splat(v)),
+            [a, b] => Ok(Pair([a, b])),
+            _ => Err(serde::de::Error::custom(format!(
                 "expected an integer or a pair of integers, got a list of {}",
-                v.len()
+                items.len()
             ))),
         }
     }
 }
 
 /// Convolution padding: explicit, or PyTorch's `"same"` / `"valid"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Padding {
     Explicit(Pair),
     Named(NamedPadding),
+}
+
+impl<'de> Deserialize<'de> for Padding {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(PaddingVisitor)
+    }
+}
+
+/// A [`Pair`], `"same"` or `"valid"`.
+struct PaddingVisitor;
+
+impl<'de> Visitor<'de> for PaddingVisitor {
+    type Value = Padding;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an integer, a pair of integers, \"same\" or \"valid\"")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Padding, E> {
+        Ok(Padding::Explicit(Pair::splat(v)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Padding, A::Error> {
+        PairVisitor.visit_seq(seq).map(Padding::Explicit)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Padding, E> {
+        match v {
+            "same" => Ok(Padding::Named(NamedPadding::Same)),
+            "valid" => Ok(Padding::Named(NamedPadding::Valid)),
+            _ => Err(E::unknown_variant(v, &["same", "valid"])),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -362,12 +628,58 @@ mod tests {
     }
 
     #[test]
+    fn layer_deserialize_matches_the_derived_format() {
+        let err = |json: &str| serde_json::from_str::<Layer>(json).unwrap_err().to_string();
+        assert!(err(r#"{"kind": "lineer"}"#).starts_with("unknown variant `lineer`, expected one of `linear`, "));
+        assert_eq!(err(r#"{"in_features": 1}"#), "missing field `kind`");
+        assert_eq!(err(r#"["linear", 2, 3]"#), "invalid type: sequence, expected internally tagged enum Layer");
+        assert_eq!(err("3"), "invalid type: integer `3`, expected internally tagged enum Layer");
+        assert_eq!(err(r#"{"kind": 3}"#), "invalid type: integer `3`, expected variant identifier");
+        assert_eq!(err(r#"{"kind": "linear", "in_features": 1}"#), "missing field `out_features`");
+        assert!(err(r#"{"kind": "relu", "foo": 1}"#).starts_with("unknown field `foo`"));
+        assert!(err(r#"{"kind": "relu", "kind": "gelu"}"#).starts_with("duplicate field `kind`"));
+        let nested = r#"{"kind": "sequential", "layers": [{"kind": "dropout", "p": 0.1, "p": 0.2}]}"#;
+        assert!(err(nested).starts_with("duplicate field `p`"), "{}", err(nested));
+        // unit variants ignore other fields
+        let ok = |json: &str| serde_json::from_str::<Layer>(json).unwrap();
+        assert_eq!(ok(r#"{"kind": "tanh", "foo": 1}"#), Layer::Tanh);
+        // nested blocks, and the same result through `serde_json::Value`
+        let json = r#"{"kind": "repeat", "times": 2, "body": [{"kind": "residual", "body": [{"kind": "sequential",
+            "layers": [{"kind": "tanh"}], "checkpoint": true}], "shortcut": [{"kind": "parallel", "branches": [[]],
+            "join": "add"}]}]}"#;
+        let layer = ok(json);
+        assert_eq!(serde_json::from_value::<Layer>(serde_json::from_str(json).unwrap()).unwrap(), layer);
+        assert_eq!(serde_json::from_str::<Layer>(&serde_json::to_string(&layer).unwrap()).unwrap(), layer);
+    }
+
+    #[test]
     fn pair_accepts_int_and_list() {
         let p: Pair = serde_json::from_str("3").unwrap();
         assert_eq!(p, Pair([3, 3]));
         let p: Pair = serde_json::from_str("[3, 5]").unwrap();
         assert_eq!(p, Pair([3, 5]));
-        assert!(serde_json::from_str::<Pair>("[1,2,3]").is_err());
+        assert_eq!(serde_json::from_str::<Pair>("[4]").unwrap(), Pair([4, 4]));
+        let err = serde_json::from_str::<Pair>("[1,2,3]").unwrap_err().to_string();
+        assert!(err.starts_with("expected an integer or a pair of integers, got a list of 3"), "{err}");
+        assert!(serde_json::from_str::<Pair>("-1").is_err());
+        assert!(serde_json::from_str::<Pair>("[1, -1]").is_err());
+        assert!(serde_json::from_str::<Pair>("2.0").is_err());
+        assert!(serde_json::from_str::<Pair>(r#""same""#).is_err());
+    }
+
+    #[test]
+    fn padding_accepts_pairs_and_names() {
+        let p = |json: &str| serde_json::from_value::<Padding>(serde_json::from_str(json).unwrap());
+        assert_eq!(p("2").unwrap(), Padding::Explicit(Pair([2, 2])));
+        assert_eq!(p("[1, 2]").unwrap(), Padding::Explicit(Pair([1, 2])));
+        assert_eq!(p(r#""same""#).unwrap(), Padding::Named(NamedPadding::Same));
+        assert_eq!(p(r#""valid""#).unwrap(), Padding::Named(NamedPadding::Valid));
+        assert!(p(r#""full""#).unwrap_err().to_string().starts_with("unknown variant `full`"));
+        assert!(p("[1, 2, 3]").is_err());
+        assert!(p("null").is_err());
+        for padding in [Padding::Explicit(Pair([1, 2])), Padding::Explicit(Pair([3, 3])), Padding::Named(NamedPadding::Same)] {
+            assert_eq!(p(&serde_json::to_string(&padding).unwrap()).unwrap(), padding);
+        }
     }
 
     #[test]

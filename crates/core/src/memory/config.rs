@@ -99,8 +99,10 @@ pub enum Framework {
 }
 
 /// Everything besides the model that decides the memory of a step.
+///
+/// `remote = "Self"` makes the derives inherent functions, wrapped by the trait impls below.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, remote = "Self")]
 pub struct TrainConfig {
     /// Samples per optimizer step (the micro-batch is `batch / grad_accum`).
     pub batch: u64,
@@ -119,6 +121,20 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+}
+
+impl Serialize for TrainConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TrainConfig::serialize(self, s)
+    }
+}
+
+/// Read through a buffered `serde_json::Value` (LocalStorage's JSON, share links), so the
+/// config and its enums are deserialized by one instance each (see [`crate::spec::via_value`]).
+impl<'de> Deserialize<'de> for TrainConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::spec::via_value(d, TrainConfig::deserialize)
+    }
 }
 
 impl Default for TrainConfig {
