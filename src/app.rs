@@ -1,11 +1,11 @@
 //! The app: one reducer state, derived reports (`use_memo`), and the panels.
 
 use crate::analysis::{self, row_reports, Report};
-use crate::components::header::Header;
+use crate::components::header::header;
 use crate::components::model::ModelPanel;
 use crate::components::results::{Charts, Summary};
 use crate::components::settings::Settings;
-use crate::components::whatif::WhatIfs;
+use crate::components::whatif::what_if_panel;
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
@@ -65,7 +65,7 @@ pub fn app(p: &AppProps) -> Html {
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
-            <Header can_undo={state.can_undo()} can_redo={state.can_redo()} theme={state.prefs.theme} />
+            { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
             <div class="sharebar">
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={fragment.map(AttrValue::from)} />
@@ -80,7 +80,7 @@ pub fn app(p: &AppProps) -> Html {
                 <div class="col right">
                     <Summary report={shown.clone()} gpu={model.gpu.clone()} error={error.clone()} />
                     if let (Some(r), Some(w)) = (&shown, what_ifs) {
-                        <WhatIfs items={Shared(w)} base={r.estimate.peak_bytes} />
+                        { what_if_panel(&ctx, &w, r.estimate.peak_bytes) }
                     }
                     <Charts report={shown.clone()} />
                     { for shown.as_ref().map(|r| exports(&ctx, r, &model.spec)) }

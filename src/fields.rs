@@ -48,7 +48,9 @@ enum OptionalDefault {
 }
 
 fn to_object(layer: &Layer) -> Map<String, Value> {
-    match serde_json::to_value(layer) {
+    // Through JSON text, not `to_value`: the app already serializes layers to text (saved state),
+    // and a second `Serialize` instance (for `Value`) would add kilobytes of wasm. Same map.
+    match serde_json::to_string(layer).and_then(|t| serde_json::from_str(&t)) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     }
@@ -109,8 +111,15 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
             optional: OPTIONAL.iter().any(|(n, d)| n == k && matches!(d, OptionalDefault::None)),
         })
         .collect();
-    // A stable sort keeps serde_json's alphabetical order among the rest.
-    out.sort_by_key(rank);
+    // Stable, so serde_json's alphabetical order stays among equal ranks. An insertion sort: a
+    // layer has a handful of fields, and each `sort_by_key` instance adds kilobytes of wasm.
+    for i in 1..out.len() {
+        let mut j = i;
+        while j > 0 && rank(&out[j - 1]) > rank(&out[j]) {
+            out.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     for (name, default) in OPTIONAL {
         if obj.contains_key(*name) {
             continue;

@@ -156,27 +156,19 @@ impl Control {
 pub fn embed_controls(search: &str) -> Option<Vec<Control>> {
     let query = search.trim_start_matches('?');
     let mut embed = false;
-    let mut controls = Vec::new();
+    let mut wanted = Vec::new();
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "embed" => embed = true,
             "controls" => {
-                for c in value.split([',', '+', ' ']).flat_map(|v| v.split("%2C")) {
-                    if let Some(c) = Control::ALL.into_iter().find(|k| k.id() == c) {
-                        if !controls.contains(&c) {
-                            controls.push(c);
-                        }
-                    }
-                }
+                wanted.extend(value.split([',', '+', ' ']).flat_map(|v| v.split("%2C")));
             }
             _ => {}
         }
     }
-    embed.then(|| {
-        controls.sort_by_key(|c| Control::ALL.iter().position(|k| k == c));
-        controls
-    })
+    // In `Control::ALL`'s order, once each, whatever the link's order.
+    embed.then(|| Control::ALL.into_iter().filter(|c| wanted.contains(&c.id())).collect())
 }
 
 /// `?embed` or `?embed&controls=batch,gpu`.

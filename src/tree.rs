@@ -299,12 +299,17 @@ pub fn contiguous(selected: &[NodePath]) -> Option<(ListPath, usize, usize)> {
         }
         idx.push(p.index()?);
     }
-    idx.sort_unstable();
-    idx.dedup();
-    if idx.len() != selected.len() || idx.windows(2).any(|w| w[1] != w[0] + 1) {
-        return None;
+    // Adjacent and distinct: exactly `len` different indices from min to min + len - 1 (no sort:
+    // each sort instance adds kilobytes of wasm).
+    let lo = *idx.iter().min()?;
+    let mut seen = vec![false; idx.len()];
+    for &i in &idx {
+        match seen.get_mut(i - lo) {
+            Some(s) if !*s => *s = true,
+            _ => return None,
+        }
     }
-    Some((list, idx[0], idx[idx.len() - 1]))
+    Some((list, lo, lo + idx.len() - 1))
 }
 
 /// Paths of every block in `layers` (to fold a freshly loaded model).

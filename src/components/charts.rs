@@ -1,7 +1,7 @@
-//! Thin SVG components: they map the geometry of `crate::charts` to elements. Sizes are viewBox
+//! Thin SVG views (plain functions, except the per-layer chart with its hover state): they map the geometry of `crate::charts` to elements. Sizes are viewBox
 //! units; the SVGs scale to their container's width.
 
-use super::{use_ctx, Shared};
+use super::{use_ctx, Ctx, Shared};
 use crate::analysis::Report;
 use crate::charts::{bars, batch, f, timeline};
 use vramcalc_core::Phase;
@@ -14,18 +14,16 @@ pub struct ChartProps {
 }
 
 /// Peak and device total against the GPU's capacity.
-#[function_component(CapacityChart)]
-pub fn capacity_chart(p: &ChartProps) -> Html {
-    let ctx = use_ctx();
+pub fn capacity_chart(ctx: &Ctx, report: &Report) -> Html {
     let t = ctx.tr();
     let cw = ctx.chart_width();
-    let est = &p.report.estimate;
+    let est = &report.estimate;
     let left = if ctx.narrow { 124.0 } else { 130.0 };
     let width = cw - left - 10.0;
-    let g = bars::capacity(est, p.report.capacity, width, ctx.unit);
-    let fits = est.device_total_bytes <= p.report.capacity;
+    let g = bars::capacity(est, report.capacity, width, ctx.unit);
+    let fits = est.device_total_bytes <= report.capacity;
     let label = format!("{}: {} · {}: {} · {}: {}", t.peak, ctx.bytes(est.peak_bytes), t.device_total,
-        ctx.bytes(est.device_total_bytes), t.capacity, ctx.bytes(p.report.capacity));
+        ctx.bytes(est.device_total_bytes), t.capacity, ctx.bytes(report.capacity));
     html! {
         <svg class="chart capacity" viewBox={format!("0 0 {cw} 96")} role="img" aria-label={label.clone()} data-testid="chart-capacity">
             <title>{ label }</title>
@@ -43,18 +41,16 @@ pub fn capacity_chart(p: &ChartProps) -> Html {
                 }
             }) }
             <line x1={f(left + g.capacity_x)} x2={f(left + g.capacity_x)} y1="2" y2="68" class="capacity-line" />
-            <text x={f(left + g.capacity_x)} y="80" text-anchor="middle" class="axis-label cap">{ format!("{} {}", t.capacity, ctx.bytes(p.report.capacity)) }</text>
+            <text x={f(left + g.capacity_x)} y="80" text-anchor="middle" class="axis-label cap">{ format!("{} {}", t.capacity, ctx.bytes(report.capacity)) }</text>
         </svg>
     }
 }
 
 /// The peak split by category, plus the device overhead, as one stacked bar with a legend.
-#[function_component(BreakdownChart)]
-pub fn breakdown_chart(p: &ChartProps) -> Html {
-    let ctx = use_ctx();
+pub fn breakdown_chart(ctx: &Ctx, report: &Report) -> Html {
     let t = ctx.tr();
     let cw = ctx.chart_width();
-    let est = &p.report.estimate;
+    let est = &report.estimate;
     let segs = bars::breakdown(est, cw);
     let total = est.device_total_bytes.max(1);
     html! {
@@ -82,13 +78,11 @@ pub fn breakdown_chart(p: &ChartProps) -> Html {
 }
 
 /// Memory after each op of the step, phases shaded, the peak marked.
-#[function_component(TimelineChart)]
-pub fn timeline_chart(p: &ChartProps) -> Html {
-    let ctx = use_ctx();
+pub fn timeline_chart(ctx: &Ctx, report: &Report) -> Html {
     let t = ctx.tr();
     let cw = ctx.chart_width();
     let (h, left, bottom) = (200.0, 64.0, 18.0);
-    let g = timeline::geometry(&p.report.estimate.timeline, cw - left - 8.0, h - bottom - 8.0, ctx.unit);
+    let g = timeline::geometry(&report.estimate.timeline, cw - left - 8.0, h - bottom - 8.0, ctx.unit);
     let phase_class = |ph: Phase| ph.name();
     html! {
         <svg class="chart timeline" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.timeline} data-testid="chart-timeline">
@@ -122,12 +116,10 @@ pub fn timeline_chart(p: &ChartProps) -> Html {
 }
 
 /// Device total and peak against batch size (log scale), capacity line, largest batch that fits.
-#[function_component(BatchChart)]
-pub fn batch_chart(p: &ChartProps) -> Html {
-    let ctx = use_ctx();
+pub fn batch_chart(ctx: &Ctx, report: &Report) -> Html {
     let t = ctx.tr();
     let cw = ctx.chart_width();
-    let r = &p.report;
+    let r = &report;
     let (h, left, bottom) = (220.0, 64.0, 22.0);
     let (pw, ph) = (cw - left - 12.0, h - bottom - 10.0);
     let g = batch::geometry(&r.sweep, r.capacity, r.max_batch, r.estimate.config.batch, pw, ph, ctx.unit);

@@ -3,8 +3,8 @@
 //! exposed, and "Open in vramcalc". It reads and writes no LocalStorage and leaves the address
 //! bar alone; it reports its height to the parent page (`crate::dom::HeightReporter`).
 
-use super::charts::BreakdownChart;
-use super::{Ctx, Shared};
+use super::charts::breakdown_chart;
+use super::Ctx;
 use crate::analysis;
 use crate::dom;
 use crate::export::model_name;
@@ -98,7 +98,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                         <span aria-hidden="true">{ if fits { "✓ " } else { "✗ " } }</span>
                         { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
                     </p>
-                    <BreakdownChart report={Shared(r.clone())} />
+                    { breakdown_chart(&ctx, r) }
                     <p class="small muted setup" data-testid="embed-setup" data-params={e.params.to_string()}>
                         { format!("{} {} · {} · {} · {} {}", t.batch, c.batch, c.precision, c.optimizer, vramcalc_core::thousands(e.params), t.params) }
                     </p>

@@ -1,22 +1,14 @@
 //! Title bar: undo/redo and display preferences (units, language, theme).
 
-use super::use_ctx;
+use super::Ctx;
 use crate::i18n::Lang;
 use crate::state::{Action, Theme};
 use vramcalc_core::ByteUnit;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
-pub struct HeaderProps {
-    pub can_undo: bool,
-    pub can_redo: bool,
-    pub theme: Theme,
-}
-
-#[function_component(Header)]
-pub fn header(p: &HeaderProps) -> Html {
-    let ctx = use_ctx();
+/// The title bar (a plain function: no state of its own).
+pub fn header(ctx: &Ctx, can_undo: bool, can_redo: bool, theme: Theme) -> Html {
     let t = ctx.tr();
     let d = ctx.dispatch.clone();
     let undo = { let d = d.clone(); Callback::from(move |_| d.dispatch(Action::Undo)) };
@@ -44,8 +36,8 @@ pub fn header(p: &HeaderProps) -> Html {
                 <p class="tagline">{ t.tagline }</p>
             </div>
             <div class="prefs">
-                <button onclick={undo} disabled={!p.can_undo} data-testid="undo" title="Ctrl+Z" aria-label={t.undo}>{ "↶ " }{ t.undo }</button>
-                <button onclick={redo} disabled={!p.can_redo} data-testid="redo" title="Ctrl+Shift+Z" aria-label={t.redo}>{ "↷ " }{ t.redo }</button>
+                <button onclick={undo} disabled={!can_undo} data-testid="undo" title="Ctrl+Z" aria-label={t.undo}>{ "↶ " }{ t.undo }</button>
+                <button onclick={redo} disabled={!can_redo} data-testid="redo" title="Ctrl+Shift+Z" aria-label={t.redo}>{ "↷ " }{ t.redo }</button>
                 <label class="inline">
                     <span>{ t.units }</span>
                     <select onchange={on_unit} data-testid="unit-select" aria-label={t.units}>
@@ -65,7 +57,7 @@ pub fn header(p: &HeaderProps) -> Html {
                     <span>{ t.theme }</span>
                     <select onchange={on_theme} data-testid="theme-select" aria-label={t.theme}>
                         { for Theme::ALL.iter().map(|th| html! {
-                            <option value={th.name()} selected={*th == p.theme}>{ theme_label(*th) }</option>
+                            <option value={th.name()} selected={*th == theme}>{ theme_label(*th) }</option>
                         }) }
                     </select>
                 </label>

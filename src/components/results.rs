@@ -1,6 +1,6 @@
 //! The results: headline figures against the GPU, the breakdown, and the charts.
 
-use super::charts::{BatchChart, BreakdownChart, CapacityChart, LayerChart, TimelineChart};
+use super::charts::{batch_chart, breakdown_chart, capacity_chart, timeline_chart, LayerChart};
 use super::table::LayerTable;
 use super::{percent, use_ctx, Shared};
 use crate::analysis::Report;
@@ -67,7 +67,7 @@ pub fn summary(p: &SummaryProps) -> Html {
                 <span class="fit-icon" aria-hidden="true">{ if fits { "✓" } else { "✗" } }</span>
                 { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
             </p>
-            <CapacityChart report={r.clone()} />
+            { capacity_chart(&ctx, r) }
             <p class="small"><span class="muted">{ t.peak_at }{ ": " }</span><code data-testid="peak-at">{ &e.peak_at }</code></p>
             <p class="rule small" data-testid="rule-of-thumb" data-bytes={rule.to_string()}>
                 <b>{ t.rule_of_thumb }{ ": " }{ ctx.bytes(rule) }</b>{ " — " }
@@ -75,7 +75,7 @@ pub fn summary(p: &SummaryProps) -> Html {
                 <br /><span class="muted">{ t.rule_of_thumb_help }</span>
             </p>
             <h3>{ t.breakdown }</h3>
-            <BreakdownChart report={r.clone()} />
+            { breakdown_chart(&ctx, r) }
         </section>
     }
 }
@@ -98,12 +98,12 @@ pub fn charts(p: &ChartsProps) -> Html {
         <>
             <section class="panel" aria-labelledby="timeline-h">
                 <h2 id="timeline-h">{ t.timeline }</h2>
-                <TimelineChart report={r.clone()} />
+                { timeline_chart(&ctx, r) }
             </section>
             <section class="panel" aria-labelledby="batch-h">
                 <h2 id="batch-h">{ t.batch_chart }</h2>
                 <p class="small" data-testid="max-batch" data-max={r.max_batch.map(|m| m.to_string()).unwrap_or_default()}>{ max }</p>
-                <BatchChart report={r.clone()} />
+                { batch_chart(&ctx, r) }
                 <p class="legend-line small">
                     <span class="key device"></span>{ t.device_total }{ "  " }
                     <span class="key peak"></span>{ t.peak }{ "  " }
