@@ -5,14 +5,9 @@
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::Estimate;
 
-/// The CLI's name for a model (`crates/cli/src/table.rs`).
-pub fn model_name(spec: &ModelSpec) -> String {
-    spec.name.clone().unwrap_or_else(|| "custom model".into())
-}
-
 /// A file-name-safe stem: `vgg16`, `my-cnn`.
 pub fn file_stem(spec: &ModelSpec) -> String {
-    let stem: String = model_name(spec)
+    let stem: String = spec.display_name()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
         .take(60)
@@ -28,7 +23,7 @@ pub fn file_stem(spec: &ModelSpec) -> String {
 pub fn estimate_json(spec: &ModelSpec, est: &Estimate) -> String {
     let mut v = serde_json::to_value(est).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
-        o.insert("model".into(), serde_json::Value::String(model_name(spec)));
+        o.insert("model".into(), serde_json::Value::String(spec.display_name()));
     }
     let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
     out.push('\n');

@@ -7,7 +7,6 @@ use super::charts::breakdown_chart;
 use super::Ctx;
 use crate::analysis;
 use crate::dom;
-use crate::export::model_name;
 use crate::hooks::{use_document_attributes, use_link};
 use crate::i18n::fill;
 use crate::share_link::{self, Control, Notice, Start};
@@ -33,7 +32,7 @@ fn title(model: &Model) -> String {
     let share = share_link::to_share(model, &Default::default());
     match share.model {
         ModelSource::Preset { id } => presets::list().iter().find(|p| p.id == id).map_or(id, |p| p.title.to_string()),
-        ModelSource::Spec(spec) => model_name(&spec),
+        ModelSource::Spec(spec) => spec.display_name(),
     }
 }
 

@@ -44,10 +44,6 @@ pub fn gpus(as_json: bool) -> Result<String> {
     Ok(o)
 }
 
-fn model_name(spec: &ModelSpec) -> String {
-    spec.name.clone().unwrap_or_else(|| "custom model".into())
-}
-
 pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
     let mut o = String::new();
     if as_json {
@@ -60,7 +56,7 @@ pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
             o,
             "{}",
             serde_json::to_string_pretty(
-                &json!({"model": model_name(spec), "params": est.params, "layers": layers})
+                &json!({"model": spec.display_name(), "params": est.params, "layers": layers})
             )?
         )?;
         return Ok(o);
@@ -68,7 +64,7 @@ pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
     writeln!(
         o,
         "{}: {} parameters",
-        model_name(spec),
+        spec.display_name(),
         thousands(est.params)
     )?;
     writeln!(
@@ -96,7 +92,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool)
     if as_json {
         let mut v = serde_json::to_value(est)?;
         if let Some(o) = v.as_object_mut() {
-            o.insert("model".into(), json!(model_name(spec)));
+            o.insert("model".into(), json!(spec.display_name()));
         }
         writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(o);
@@ -106,7 +102,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool)
     writeln!(
         o,
         "{} — {} parameters",
-        model_name(spec),
+        spec.display_name(),
         thousands(est.params)
     )?;
     writeln!(
@@ -171,7 +167,7 @@ pub fn max_batch(
             o,
             "{}",
             serde_json::to_string_pretty(&json!({
-                "model": model_name(spec),
+                "model": spec.display_name(),
                 "capacity_bytes": capacity,
                 "max_batch": best,
                 "peak_bytes": at.map(|a| a.0),
@@ -184,7 +180,7 @@ pub fn max_batch(
         (Some(b), Some((peak, total))) => writeln!(
             o,
             "{}: largest batch that fits {}: {b} (peak allocated {}, device total ≈ {})",
-            model_name(spec),
+            spec.display_name(),
             format_bytes(capacity, unit),
             format_bytes(peak, unit),
             format_bytes(total, unit)
@@ -192,7 +188,7 @@ pub fn max_batch(
         _ => writeln!(
             o,
             "{}: even batch 1 does not fit {}",
-            model_name(spec),
+            spec.display_name(),
             format_bytes(capacity, unit)
         ),
     }?;

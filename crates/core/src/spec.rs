@@ -477,6 +477,11 @@ impl Layer {
 }
 
 impl ModelSpec {
+    /// The model's name as the CLI, the app and the downloads show it.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| "custom model".into())
+    }
+
     /// Reads a spec from JSON text, with an error that says where the text is wrong.
     pub fn from_json(text: &str) -> Result<ModelSpec> {
         let spec: ModelSpec = serde_json::from_str(text).map_err(|e| Error::Parse(e.to_string()))?;

@@ -227,20 +227,24 @@ impl Plan {
         }
         // Recompute plan: within a unit, storages saved by the unit's ops stay until their saver's
         // backward; the rest die at their last use inside the unit.
+        // `saver[s]`: the first op of the unit that saves storage `s` (`NO_SAVER` when none does);
+        // one table for all units, cleared after each.
+        const NO_SAVER: usize = usize::MAX;
+        let mut saver = vec![NO_SAVER; n_st];
         for unit in units.iter_mut() {
-            let mut saver = std::collections::HashMap::new();
             for i in (unit.first..=unit.last).rev() {
                 let op = &g.ops[i];
                 if op.recorded {
                     for &s in &op.saved {
-                        saver.insert(s, i);
+                        saver[s as usize] = i;
                     }
                 }
             }
             let mut frees = vec![Vec::new(); unit.last - unit.first + 1];
             for i in unit.first..=unit.last {
                 for &s in &g.ops[i].allocs {
-                    if let Some(&j) = saver.get(&s) {
+                    let j = saver[s as usize];
+                    if j != NO_SAVER {
                         bwd_frees[j].push(s);
                     } else {
                         let lu = (last_use[s as usize] as usize).clamp(i, unit.last);
@@ -249,6 +253,11 @@ impl Plan {
                 }
             }
             unit.recompute_frees = frees;
+            for op in &g.ops[unit.first..=unit.last] {
+                for &s in &op.saved {
+                    saver[s as usize] = NO_SAVER;
+                }
+            }
         }
         let mut param_uses = vec![0u32; g.values.len()];
         for op in g.ops.iter().filter(|op| op.recorded) {
