@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing vramcalc needs, skipping whatever is already there.
-# Everything comes from crates.io, npm or Debian (no other downloads): see ../shared/TOOLCHAIN.md.
+# Everything comes from crates.io, npm, Debian or rustup's own server (like the wasm32 target):
+# see ../shared/TOOLCHAIN.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
+# The pinned nightly and its std sources build the smaller web bundles (scripts/wasm-env.sh).
+if ! rustup run nightly-2026-05-20 rustc --version >/dev/null 2>&1 ||
+  ! rustup component list --toolchain nightly-2026-05-20 --installed | grep -q '^rust-src'; then
+  rustup toolchain install nightly-2026-05-20 --profile minimal --component rust-src
+fi
 
 # Trunk 0.21.14 (0.22 needs a newer rustc); ~15 min to build the first time.
 if ! trunk --version 2>/dev/null | grep -q '0\.21\.14'; then

@@ -14,6 +14,7 @@ if [ ! -d node_modules ]; then
 fi
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
+source scripts/wasm-env.sh
 
 if [ "${SKIP_BUILD:-0}" != 1 ] || [ ! -f dist/index.html ]; then
   trunk build --release --offline

@@ -1,37 +1,19 @@
 // Measures the release bundle: wasm + JS gzipped (and brotli) sizes, the time from navigation to
 // the first chart in headless Chromium on localhost, and how long a live edit of ResNet-152 takes.
 // Usage: trunk build --release --offline && node tests/measure.mjs   (serves dist/ itself)
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
 import { join, extname } from 'node:path';
 import { launch } from './helpers.mjs';
+import { bundles } from './bundles.mjs';
 
 const DIST = process.env.VRAMCALC_DIST ?? 'dist';
 const RUNS = Number(process.env.RUNS ?? 7);
-const size = (f) => {
-  const b = readFileSync(join(DIST, f));
-  return { raw: b.length, gz: gzipSync(b, { level: 9 }).length, br: brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length };
-};
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
-// Three bundles: what index.html loads before the first chart (its wasm + JS, and the wasm-bindgen
-// snippets they import), the module the app loads on first use (custom-model links, Hugging Face
-// import), and the embed card's page.
-const files = readdirSync(DIST, { recursive: true }).filter((f) => f.endsWith('.wasm') || f.endsWith('.js'));
-const index = readFileSync(join(DIST, 'index.html'), 'utf8');
-const bundles = {
-  'APP (index.html, before the first chart)': (f) => index.includes(f) || f.startsWith('snippets'),
-  'EXTRAS (loaded on first use)': (f) => f.startsWith('vramcalc-web-extras'),
-  'EMBED (embed.html)': (f) => f.startsWith('vramcalc-embed'),
-};
-for (const [name, member] of Object.entries(bundles)) {
-  let gz = 0, br = 0;
-  for (const f of files.filter(member)) {
-    const s = size(f);
-    gz += s.gz; br += s.br;
-    console.log(`  ${f}: ${kb(s.raw)} raw, ${kb(s.gz)} gzip -9, ${kb(s.br)} brotli`);
-  }
-  console.log(`${name} wasm+js: ${kb(gz)} gzipped (${gz} bytes), ${kb(br)} brotli${name.startsWith('APP') ? '; target ≤ 300 KB gzipped' : ''}`);
+const labels = { app: 'APP (index.html, before the first chart)', extras: 'EXTRAS (loaded on first use)', embed: 'EMBED (embed.html)' };
+for (const [name, g] of Object.entries(bundles(DIST))) {
+  for (const f of g.files) console.log(`  ${f.name}: ${kb(f.raw)} raw, ${kb(f.gz)} gzip -9, ${kb(f.br)} brotli`);
+  console.log(`${labels[name]} wasm+js: ${kb(g.gz)} gzipped (${g.gz} bytes), ${kb(g.br)} brotli${name === 'app' ? '; target ≤ 300 KB gzipped' : ''}`);
 }
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };

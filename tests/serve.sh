@@ -11,11 +11,12 @@ if [ ! -d node_modules ]; then
 fi
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
+source scripts/wasm-env.sh
 if [ "${DEV:-0}" = 1 ]; then
   exec trunk serve --offline --port "$PORT"
 fi
 # Rebuild when any source is newer than the bundle.
-if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src index.html static Cargo.toml Trunk.toml -newer dist/index.html -print -quit)" ]; then
+if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src crates/web-extras/src index.html static Cargo.toml Trunk.toml scripts/wasm-env.sh -newer dist/index.html -print -quit)" ]; then
   trunk build --release --offline
 fi
 echo "vramcalc: http://127.0.0.1:$PORT/"

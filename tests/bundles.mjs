@@ -1,0 +1,27 @@
+// The release bundles in dist/, grouped as the browser loads them, with their compressed sizes.
+// Used by tests/bundle.test.mjs (the size budget) and tests/measure.mjs (the README's figures).
+import { readFileSync, readdirSync } from 'node:fs';
+import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
+import { join } from 'node:path';
+
+/** `{ app, extras, embed }`, each `{ files: [{ name, raw, gz, br }], gz, br }`. `app` is what
+ *  index.html loads before the first chart (its wasm and JS, and the wasm-bindgen snippets they
+ *  import); `extras` the module the app loads on first use; `embed` the embed page's bundle. */
+export function bundles(dist = 'dist') {
+  const files = readdirSync(dist, { recursive: true }).filter((f) => f.endsWith('.wasm') || f.endsWith('.js'));
+  const index = readFileSync(join(dist, 'index.html'), 'utf8');
+  const groups = {
+    app: (f) => index.includes(f) || f.startsWith('snippets'),
+    extras: (f) => f.startsWith('vramcalc-web-extras'),
+    embed: (f) => f.startsWith('vramcalc-embed'),
+  };
+  const out = {};
+  for (const [name, member] of Object.entries(groups)) {
+    const list = files.filter(member).map((f) => {
+      const b = readFileSync(join(dist, f));
+      return { name: f, raw: b.length, gz: gzipSync(b, { level: 9 }).length, br: brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length };
+    });
+    out[name] = { files: list, gz: list.reduce((s, f) => s + f.gz, 0), br: list.reduce((s, f) => s + f.br, 0) };
+  }
+  return out;
+}
