@@ -163,9 +163,32 @@ pub fn standalone_svg(selector: &str) -> Option<String> {
             let _ = copy.set_attribute("height", height);
         }
     }
+    // The panel's background goes first: the text colours are the page theme's, so a dark-mode
+    // chart on a transparent background would be light text on whatever the file is shown on.
+    if let (Some(fill), Ok(rect)) = (panel_background(&w, &svg), document()?.create_element_ns(Some(SVG_NS), "rect")) {
+        for (k, v) in [("width", "100%"), ("height", "100%"), ("fill", fill.as_str())] {
+            let _ = rect.set_attribute(k, v);
+        }
+        let _ = copy.prepend_with_node_1(&rect);
+    }
     // XMLSerializer writes the SVG namespace (`xmlns`) on the root and escapes as XML.
     let text = web_sys::XmlSerializer::new().ok()?.serialize_to_string(&copy).ok()?;
     Some(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{text}\n"))
+}
+
+const SVG_NS: &str = "http://www.w3.org/2000/svg";
+
+/// The first non-transparent `background-color` from `el` up.
+fn panel_background(w: &web_sys::Window, el: &web_sys::Element) -> Option<String> {
+    let mut at = Some(el.clone());
+    while let Some(e) = at {
+        let bg = w.get_computed_style(&e).ok()??.get_property_value("background-color").ok()?;
+        if !bg.is_empty() && bg != "transparent" && bg != "rgba(0, 0, 0, 0)" {
+            return Some(bg);
+        }
+        at = e.parent_element();
+    }
+    None
 }
 
 /// The embed card's height in CSS px (the body's, which wraps the card).

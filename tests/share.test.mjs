@@ -402,7 +402,14 @@ test('downloads: per-layer CSV, estimate JSON (the CLI schema) and standalone SV
     assert.deepEqual([parsed.error, parsed.root, parsed.ns], [null, 'svg', 'http://www.w3.org/2000/svg'], chart);
     assert.ok(Number(parsed.width) > 0 && parsed.shapes > 0, JSON.stringify(parsed));
     if (chart === 'breakdown') assert.match(svg.text, /fill:\s*rgb\(/, 'colours inlined');
+    assert.match(svg.text, /^<\?xml[^\n]*\n<svg[^>]*><rect width="100%" height="100%" fill="rgb\(/, 'an opaque background first');
   }
+  // a dark-mode export carries its dark background with its light text
+  await page.getByTestId('theme-select').selectOption('dark');
+  const dark = (await download('export-svg-timeline')).text;
+  const brightness = (rgb) => rgb.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
+  assert.ok(brightness(dark.match(/<rect width="100%" height="100%" fill="(rgb[^"]+)"/)[1]) < 80, 'dark background');
+  assert.ok(brightness(dark.match(/<text[^>]*style="[^"]*fill:\s*(rgb\([^)]*\))/)[1]) > 150, 'light text');
   // rendered alone, as an image, it has pixels
   const alone = await download('export-svg-timeline');
   const img = await context.newPage();
