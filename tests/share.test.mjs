@@ -71,6 +71,27 @@ test('a custom model: the copied link reopens the same page in a fresh browser c
   await page.getByTestId('copy-link').click();
   const field = await page.getByTestId('share-link-field').inputValue();
   assert.equal(field, url);
+  // clicked right after an edit (the new link is still being encoded), it copies the edited
+  // state's link, not the one before
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new globalThis.URL(APP).origin });
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+  const clipboardHas = async (b) => {
+    for (let i = 0; i < 80 && !(await clipboard()).includes(`b=${b},`); i++) await page.waitForTimeout(25);
+    assert.match(await clipboard(), new RegExp(`b=${b},`));
+  };
+  // edit, let the page draw it, click: well inside the link's 250 ms delay
+  const editThenCopy = (b) => page.evaluate(async (b) => {
+    const input = document.querySelector('[data-testid=batch-input]');
+    input.value = String(b);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    document.querySelector('[data-testid=copy-link]').click();
+  }, b);
+  await editThenCopy(11);
+  await clipboardHas('11');
+  await editThenCopy(12);
+  await clipboardHas('12');
+  assert.equal(await clipboard(), url, 'the same state, the same link');
   const before = await snapshot(page);
   await shot(page, '20-share-copy-link');
 

@@ -56,7 +56,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
         analysis::analyse(spec, config, *cap).map(Rc::new)
     });
-    let fragment = use_link(model, state.prefs, 0);
+    let fragment = use_link(model, state.prefs, 0).fragment;
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();
     let d = state.dispatcher();

@@ -39,8 +39,10 @@ pub fn link_notice(ctx: &Ctx, notice: &Notice, saved: Option<Saved>, dismiss: Ca
 
 #[derive(Properties, PartialEq)]
 pub struct ShareProps {
-    /// The current state's fragment (`None`: too large for a link).
+    /// The newest link's fragment (`None`: too large for a link).
     pub fragment: Option<AttrValue>,
+    /// `fragment` is the current state's (a change is not still being encoded).
+    pub fresh: bool,
 }
 
 /// "Copy link" (clipboard, with the link in a field to select as a fallback) and "Embed".
@@ -52,14 +54,31 @@ pub fn share_buttons(p: &ShareProps) -> Html {
     let copied = use_state(|| None::<bool>);
     let field = use_node_ref();
     let link = p.fragment.as_ref().map(|f| dom::app_link(f));
+    // A click while the last edit's link is still being encoded copies that link once it is
+    // ready, never the previous state's.
+    let copy_when_fresh = use_state(|| false);
     let on_copy = {
-        let (copied, link) = (copied.clone(), link.clone());
-        Callback::from(move |_| {
-            let Some(link) = &link else { return };
-            let copied = copied.clone();
-            dom::copy_text(link, move |ok| copied.set(Some(ok)));
+        let (copied, link, fresh, wait) = (copied.clone(), link.clone(), p.fresh, copy_when_fresh.clone());
+        Callback::from(move |_| match &link {
+            Some(link) if fresh => {
+                let copied = copied.clone();
+                dom::copy_text(link, move |ok| copied.set(Some(ok)));
+            }
+            _ => wait.set(true),
         })
     };
+    {
+        let (copied, wait) = (copied.clone(), copy_when_fresh.clone());
+        use_effect_with((link.clone(), p.fresh, *copy_when_fresh), move |(link, fresh, waiting)| {
+            if *fresh && *waiting {
+                wait.set(false);
+                // `None`: the new state is too large for a link (the button then says so).
+                if let Some(link) = link {
+                    dom::copy_text(link, move |ok| copied.set(Some(ok)));
+                }
+            }
+        });
+    }
     // Selected, ready for Ctrl+C, when the clipboard refused.
     {
         let field = field.clone();

@@ -21,9 +21,8 @@ pub struct AppState {
     pub dismiss: Callback<()>,
     /// The saved work as it was on load (for "back to my saved model").
     pub saved: Option<Saved>,
-    /// The fragment of the current state, encoded after each change is drawn (`None` before the
-    /// first, or while the model has never fitted in a link).
-    pub fragment: Option<String>,
+    /// The share link, encoded a moment after each change.
+    pub link: Link,
 }
 
 /// What the full app starts from: decoded before the first render (a link with a custom model
@@ -70,10 +69,10 @@ pub fn use_app_state(boot: &Boot) -> AppState {
     }
     // Encoding runs after the estimate is drawn (a custom model's first link loads the codec
     // module); a model too large for a link keeps the last link in the address bar.
-    let fragment = use_link(&state.model, state.prefs, LINK_DELAY_MS);
+    let link = use_link(&state.model, state.prefs, LINK_DELAY_MS);
     {
         let guard = guard.clone();
-        use_effect_with(fragment.clone(), move |f| {
+        use_effect_with(link.fragment.clone(), move |f| {
             if let Some(f) = f {
                 // Once the state is the saved work, the fragment is only its copy.
                 dom::replace_fragment(f, guard.borrow().is_none());
@@ -92,13 +91,30 @@ pub fn use_app_state(boot: &Boot) -> AppState {
         move || drop(listener)
     });
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
-    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.saved.clone(), fragment: fragment.map(|f| (*f).clone()) }
+    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.saved.clone(), link }
 }
 
-/// The share-link fragment of `model` and `prefs`, `delay_ms` after they last changed.
+/// A share link and whether it is the current state's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Link {
+    /// The newest encoded fragment (`None`: too large for a link, or none encoded yet).
+    pub fragment: Option<String>,
+    /// `fragment` is the link of the state shown now (not of one before the last edit).
+    pub fresh: bool,
+}
+
+/// The share link of `model` and `prefs`, encoded `delay_ms` after they last changed.
 #[hook]
-pub fn use_link(model: &Model, prefs: Prefs, delay_ms: u32) -> Option<std::rc::Rc<String>> {
-    use_deferred_future((model.clone(), prefs), delay_ms, |(m, p)| async move { share_link::fragment(&m, &p).await })
+pub fn use_link(model: &Model, prefs: Prefs, delay_ms: u32) -> Link {
+    let deps = (model.clone(), prefs);
+    let encoded = use_deferred_future(deps.clone(), delay_ms, |(m, p)| async move {
+        let fragment = share_link::fragment(&m, &p).await;
+        Some(((m, p), fragment))
+    });
+    match encoded.as_deref() {
+        Some((of, fragment)) => Link { fragment: fragment.clone(), fresh: *of == deps },
+        None => Link::default(),
+    }
 }
 
 /// How long the address bar waits for edits to settle before it shows the new link (encoding
