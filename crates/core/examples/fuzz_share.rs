@@ -20,7 +20,7 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.max(1))
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -30,7 +30,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            (self.next_u64() % n as u64) as usize
         }
     }
 }
@@ -43,6 +43,12 @@ pub struct Corpus {
     pub jsons: Vec<(String, String, String)>,
     /// Decompression bombs and absurd but well-formed models.
     pub bombs: Vec<String>,
+}
+
+impl Default for Corpus {
+    fn default() -> Corpus {
+        Corpus::new()
+    }
 }
 
 impl Corpus {
@@ -157,9 +163,9 @@ fn blob_mutation(rng: &mut Rng, base: &str) -> String {
         let at = rng.below(bytes.len());
         match rng.below(4) {
             0 if !bytes.is_empty() => bytes[at] ^= 1 << rng.below(8),
-            1 if !bytes.is_empty() => bytes[at] = rng.next() as u8,
+            1 if !bytes.is_empty() => bytes[at] = rng.next_u64() as u8,
             2 => bytes.truncate(at),
-            _ => bytes.insert(at, rng.next() as u8),
+            _ => bytes.insert(at, rng.next_u64() as u8),
         }
     }
     format!("{pre}{}{post}", base64url_encode(&bytes))

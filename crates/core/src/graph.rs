@@ -22,7 +22,8 @@ impl Lin {
     pub fn at(self, batch: u64) -> u64 {
         self.fixed.saturating_add(self.per_sample.saturating_mul(batch))
     }
-    pub fn add(self, o: Lin) -> Lin {
+    /// Saturating sum.
+    pub fn plus(self, o: Lin) -> Lin {
         Lin { fixed: self.fixed.saturating_add(o.fixed), per_sample: self.per_sample.saturating_add(o.per_sample) }
     }
 }

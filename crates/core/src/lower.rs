@@ -240,14 +240,14 @@ impl Builder {
     /// Adds forward workspace (a transient output that is dropped at once) to the last op.
     pub fn last_fwd_scratch(&mut self, bytes: Lin) {
         if let Some(op) = self.g.ops.last_mut() {
-            op.fwd_scratch = op.fwd_scratch.add(bytes);
+            op.fwd_scratch = op.fwd_scratch.plus(bytes);
         }
     }
 
     /// Adds backward workspace to the last op.
     pub fn last_bwd_scratch(&mut self, bytes: Lin) {
         if let Some(op) = self.g.ops.last_mut() {
-            op.bwd_scratch = op.bwd_scratch.add(bytes);
+            op.bwd_scratch = op.bwd_scratch.plus(bytes);
         }
     }
 

@@ -43,7 +43,7 @@ fn inception_v3_without_aux_classifier() {
     assert_eq!(params(&inception_v3(false)), 23_834_568);
     let with = presets::build("inception_v3").unwrap();
     let out = Prepared::new(&with, &TrainConfig { batch: 2, ..Default::default() }).unwrap().estimate();
-    let last = out.layers.iter().filter(|l| l.info.depth == 0).last().unwrap();
+    let last = out.layers.iter().rfind(|l| l.info.depth == 0).unwrap();
     assert_eq!(last.info.output_shape.0, vec![1000]);
 }
 
@@ -99,7 +99,7 @@ fn gpt2_is_causal_prenorm_and_tied() {
     assert_eq!(head["tied_weight"], true);
     // logits per token over the vocabulary
     let out = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(16), ..Default::default() }).unwrap().estimate();
-    assert_eq!(out.layers.iter().filter(|l| l.info.depth == 0).last().unwrap().info.output_shape.0, vec![16, 50257]);
+    assert_eq!(out.layers.iter().rfind(|l| l.info.depth == 0).unwrap().info.output_shape.0, vec![16, 50257]);
 }
 
 #[test]

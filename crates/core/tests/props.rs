@@ -25,7 +25,7 @@ fn naive_windows(input: u64, k: u64, stride: u64, pad: u64, dil: u64, ceil: bool
     let mut start = 0;
     loop {
         let fits = start + span <= padded;
-        let overhang_ok = ceil && start + span <= padded + stride - 1;
+        let overhang_ok = ceil && start + span < padded + stride;
         // PyTorch (`pooling_output_shape`): in ceil mode the last window starts inside the input
         // or the left padding, never in the right padding alone
         let starts_inside = !ceil || start < input + pad;

@@ -110,11 +110,8 @@ impl CandlePlan {
     /// Simulates one steady-state step at `batch`. `peak_op` is left to the caller (it indexes
     /// the PyTorch op graph); the layer row of the peak is in [`CandleStep::peak_layer`].
     pub fn simulate(&self, batch: u64, timeline: bool) -> CandleStep {
-        match self.trace(batch.max(1) as usize, timeline) {
-            Ok(s) => s,
-            // `new` traced the same spec successfully; shapes do not depend on the batch.
-            Err(_) => CandleStep::default(),
-        }
+        // `new` traced the same spec successfully; shapes do not depend on the batch.
+        self.trace(batch.max(1) as usize, timeline).unwrap_or_default()
     }
 
     fn trace(&self, batch: usize, record: bool) -> Result<CandleStep> {
