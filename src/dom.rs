@@ -35,13 +35,6 @@ pub fn app_base() -> String {
     format!("{}{dir}", l.origin().unwrap_or_default())
 }
 
-/// Replaces the page with the embed page, keeping query and fragment.
-pub fn go_to_embed_page() {
-    let Some(l) = window().map(|w| w.location()) else { return };
-    let (search, hash) = (l.search().unwrap_or_default(), l.hash().unwrap_or_default());
-    let _ = l.replace(&format!("{}{}{search}{hash}", app_base(), crate::share_link::EMBED_PAGE));
-}
-
 /// The full app's link for a state.
 pub fn app_link(fragment: &str) -> String {
     format!("{}#{fragment}", app_base())
