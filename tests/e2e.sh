@@ -17,7 +17,7 @@ export TRUNK_SKIP_VERSION_CHECK=true
 source scripts/wasm-env.sh
 
 if [ "${SKIP_BUILD:-0}" != 1 ] || [ ! -f dist/index.html ]; then
-  trunk build --release --offline
+  env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline
 fi
 
 PORT="${E2E_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}"

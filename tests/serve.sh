@@ -13,11 +13,11 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
 source scripts/wasm-env.sh
 if [ "${DEV:-0}" = 1 ]; then
-  exec trunk serve --offline --port "$PORT"
+  exec env "${VRAMCALC_WASM_ENV[@]}" trunk serve --offline --port "$PORT"
 fi
 # Rebuild when any source is newer than the bundle.
 if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src crates/web-extras/src index.html static Cargo.toml Trunk.toml scripts/wasm-env.sh -newer dist/index.html -print -quit)" ]; then
-  trunk build --release --offline
+  env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline
 fi
 echo "vramcalc: http://127.0.0.1:$PORT/"
 exec python3 -m http.server --bind 127.0.0.1 "$PORT" --directory dist
