@@ -170,11 +170,11 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 
 use wasm_bindgen::JsCast;
 
-/// Like `use_memo`, but computes after the render that changed `deps` (in a timeout of
-/// `delay_ms`), so slow secondary views (what-ifs, the share link) never delay the main
-/// estimate's update; a delay above zero also lets a burst of edits (a dragged slider) compute
-/// once, for the last. Shows the previous value until the new one is ready (and keeps it when `f`
-/// gives `None`, e.g. for an invalid model); a newer change cancels a pending computation.
+/// Like `use_memo`, but computes after the render that changed `deps`, so slow secondary views
+/// (what-ifs, the share link) never delay the main estimate's update; a delay above zero also lets
+/// a burst of edits (a dragged slider) compute once, for the last. Shows the previous value until
+/// the new one is ready (and keeps it when `f` gives `None`, e.g. for an invalid model); a newer
+/// change cancels a pending computation. The synchronous case of [`use_deferred_future`].
 #[hook]
 pub fn use_deferred_memo<D, T, F>(deps: D, delay_ms: u32, f: F) -> Option<std::rc::Rc<T>>
 where
@@ -182,20 +182,7 @@ where
     T: 'static,
     F: Fn(&D) -> Option<T> + 'static,
 {
-    let value = use_state(|| None::<std::rc::Rc<T>>);
-    {
-        let value = value.clone();
-        use_effect_with(deps, move |deps| {
-            let deps = deps.clone();
-            let pending = gloo::timers::callback::Timeout::new(delay_ms, move || {
-                if let Some(v) = f(&deps) {
-                    value.set(Some(std::rc::Rc::new(v)));
-                }
-            });
-            move || drop(pending)
-        });
-    }
-    (*value).clone()
+    use_deferred_future(deps, delay_ms, move |d| std::future::ready(f(&d)))
 }
 
 /// [`use_deferred_memo`] for an async computation: `f` starts right after the first render and
