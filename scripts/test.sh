@@ -10,7 +10,7 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
 fi
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 echo "== native tests (release: the verifier trains real models) =="
 cargo test --release --workspace

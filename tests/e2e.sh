@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 if [ ! -d node_modules ]; then
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 fi
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
 source scripts/wasm-env.sh
 

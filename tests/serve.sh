@@ -9,7 +9,7 @@ PORT="${PORT:-8080}"
 if [ ! -d node_modules ]; then
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 fi
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
 source scripts/wasm-env.sh
 if [ "${DEV:-0}" = 1 ]; then
