@@ -12,8 +12,12 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
+# Warnings are errors here (RUSTFLAGS for the native build only: the wasm build keeps its own flags).
 echo "== native tests (release: the verifier trains real models) =="
-cargo test --release --workspace
+RUSTFLAGS="-D warnings" cargo test --release --workspace
+
+echo "== the README's generated sections match what their commands print =="
+RUSTFLAGS="-D warnings" python3 tools/readme.py --check
 
 echo "== browser end-to-end tests =="
 bash tests/e2e.sh

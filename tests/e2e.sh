@@ -13,11 +13,9 @@ if [ ! -d node_modules ]; then
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 fi
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-export TRUNK_SKIP_VERSION_CHECK=true
-source scripts/wasm-env.sh
 
 if [ "${SKIP_BUILD:-0}" != 1 ] || [ ! -f dist/index.html ]; then
-  env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline
+  SKIP_SETUP=1 bash scripts/build.sh
 fi
 
 PORT="${E2E_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}"

@@ -17,7 +17,7 @@ if [ "${DEV:-0}" = 1 ]; then
 fi
 # Rebuild when any source is newer than the bundle.
 if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src crates/web-extras/src index.html static Cargo.toml Trunk.toml scripts/wasm-env.sh -newer dist/index.html -print -quit)" ]; then
-  env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline
+  SKIP_SETUP=1 bash scripts/build.sh
 fi
 echo "vramcalc: http://127.0.0.1:$PORT/"
 exec python3 -m http.server --bind 127.0.0.1 "$PORT" --directory dist
