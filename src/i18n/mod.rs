@@ -60,7 +60,7 @@ pub fn fill(template: &str, args: &[&str]) -> String {
 }
 
 /// Every text the app shows, in one language. Labels of core values (breakdown categories, phases,
-/// what-if tricks) are methods below, so the views never match on them.
+/// what-if tricks) are the methods below.
 pub struct Tr {
     pub tagline: &'static str,
     pub undo: &'static str,
