@@ -9,13 +9,13 @@
 use crate::i18n::Lang;
 use crate::tree::{self, GroupKind, ListPath, NodePath};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
 use vramcalc_core::{presets, ByteUnit, TrainConfig, GPUS};
 use yew::Reducible;
 
-/// How many edits undo remembers.
+/// How many edits undo remembers (the oldest is forgotten first).
 pub const UNDO_LIMIT: usize = 100;
 /// The preset a first visit opens.
 pub const DEFAULT_PRESET: &str = "resnet50";
@@ -144,6 +144,49 @@ enum EditKind {
     Input,
 }
 
+/// Undo and redo as shared snapshots of the [`Model`]. Yew keeps the previous state while the
+/// reducer builds the next from a clone, so each action copies these stacks: with `Rc`s that is
+/// a copy of pointers, never of models.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct History {
+    /// Oldest first, at most [`UNDO_LIMIT`].
+    undo: VecDeque<Rc<Model>>,
+    /// The last undone last. Never longer than `undo` was, so it needs no bound of its own.
+    redo: Vec<Rc<Model>>,
+}
+
+impl History {
+    /// Remembers the model before a new edit; what was undone can no longer be redone.
+    fn record(&mut self, before: Model) {
+        self.push_undo(Rc::new(before));
+        self.redo.clear();
+    }
+
+    fn push_undo(&mut self, model: Rc<Model>) {
+        if self.undo.len() >= UNDO_LIMIT {
+            self.undo.pop_front();
+        }
+        self.undo.push_back(model);
+    }
+
+    /// Puts the last snapshot in `current`, whose model becomes the next redo; false if none.
+    /// The snapshot is cloned out of its `Rc`: the previous state's history still shares it.
+    fn undo(&mut self, current: &mut Model) -> bool {
+        let Some(prev) = self.undo.pop_back() else { return false };
+        let undone = std::mem::replace(current, Model::clone(&prev));
+        self.redo.push(Rc::new(undone));
+        true
+    }
+
+    /// Puts the last undone snapshot back in `current`; false if none.
+    fn redo(&mut self, current: &mut Model) -> bool {
+        let Some(next) = self.redo.pop() else { return false };
+        let before = std::mem::replace(current, Model::clone(&next));
+        self.push_undo(Rc::new(before));
+        true
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct State {
     pub model: Model,
@@ -152,8 +195,7 @@ pub struct State {
     pub collapsed: BTreeSet<NodePath>,
     /// Rows ticked for grouping.
     pub selected: Vec<NodePath>,
-    undo: Vec<Model>,
-    redo: Vec<Model>,
+    history: History,
     last_edit: Option<EditKind>,
 }
 
@@ -197,7 +239,7 @@ pub enum Action {
 impl State {
     pub fn new(model: Model, prefs: Prefs) -> State {
         let collapsed = tree::block_paths(&model.spec.layers);
-        State { model, prefs, collapsed, selected: Vec::new(), undo: Vec::new(), redo: Vec::new(), last_edit: None }
+        State { model, prefs, collapsed, selected: Vec::new(), history: History::default(), last_edit: None }
     }
 
     /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
@@ -213,10 +255,10 @@ impl State {
     }
 
     pub fn can_undo(&self) -> bool {
-        !self.undo.is_empty()
+        !self.history.undo.is_empty()
     }
     pub fn can_redo(&self) -> bool {
-        !self.redo.is_empty()
+        !self.history.redo.is_empty()
     }
 
     /// The selected rows, if they are adjacent siblings (what grouping needs).
@@ -231,17 +273,21 @@ impl State {
             return;
         }
         let continues = kind.is_some() && kind == self.last_edit;
-        if !continues {
-            let prev = std::mem::replace(&mut self.model, model);
-            self.undo.push(prev);
-            if self.undo.len() > UNDO_LIMIT {
-                self.undo.remove(0);
-            }
+        let before = std::mem::replace(&mut self.model, model);
+        if continues {
+            self.history.redo.clear();
         } else {
-            self.model = model;
+            self.history.record(before);
         }
-        self.redo.clear();
         self.last_edit = kind;
+    }
+
+    /// Undo or redo; the next edit then starts a new undo step.
+    fn travel(&mut self, step: fn(&mut History, &mut Model) -> bool) {
+        if step(&mut self.history, &mut self.model) {
+            self.selected.clear();
+            self.last_edit = None;
+        }
     }
 
     /// A new model from elsewhere (preset, paste): fresh folding and selection.
@@ -352,22 +398,8 @@ impl Reducible for State {
                     s.selected.push(path);
                 }
             }
-            Action::Undo => {
-                if let Some(prev) = s.undo.pop() {
-                    let cur = std::mem::replace(&mut s.model, prev);
-                    s.redo.push(cur);
-                    s.selected.clear();
-                    s.last_edit = None;
-                }
-            }
-            Action::Redo => {
-                if let Some(next) = s.redo.pop() {
-                    let cur = std::mem::replace(&mut s.model, next);
-                    s.undo.push(cur);
-                    s.selected.clear();
-                    s.last_edit = None;
-                }
-            }
+            Action::Undo => s.travel(History::undo),
+            Action::Redo => s.travel(History::redo),
             Action::SetLang(l) => s.prefs.lang = l,
             Action::SetUnit(u) => s.prefs.unit = u,
             Action::SetTheme(t) => s.prefs.theme = t,
@@ -391,6 +423,100 @@ mod tests {
 
     fn linear(i: u64, o: u64) -> Layer {
         serde_json::from_value(serde_json::json!({"kind": "linear", "in_features": i, "out_features": o})).unwrap()
+    }
+
+    /// A setting change that is its own undo step (`SetConfig` never coalesces).
+    fn set_batch_step(s: State, batch: u64) -> State {
+        let config = TrainConfig { batch, ..s.model.config };
+        reduce(s, Action::SetConfig(config))
+    }
+
+    fn undo_batches(s: &State) -> Vec<u64> {
+        s.history.undo.iter().map(|m| m.config.batch).collect()
+    }
+
+    #[test]
+    fn undo_and_redo_walk_the_edits_in_order() {
+        let mut s = State::default();
+        for b in [1, 2, 3] {
+            s = set_batch_step(s, b);
+        }
+        let mut seen = Vec::new();
+        while s.can_undo() {
+            s = reduce(s, Action::Undo);
+            seen.push(s.model.config.batch);
+        }
+        assert_eq!(seen, [2, 1, 32], "undo goes back one edit at a time, newest first");
+        let mut seen = Vec::new();
+        while s.can_redo() {
+            s = reduce(s, Action::Redo);
+            seen.push(s.model.config.batch);
+        }
+        assert_eq!(seen, [1, 2, 3]);
+        assert_eq!(undo_batches(&s), [32, 1, 2]);
+    }
+
+    #[test]
+    fn the_undo_bound_forgets_the_oldest_edit() {
+        let mut s = State::default();
+        let extra = 5;
+        for b in 1..=(UNDO_LIMIT + extra) as u64 {
+            s = set_batch_step(s, b);
+        }
+        assert_eq!(s.history.undo.len(), UNDO_LIMIT);
+        // The default batch (32) and the first edits are gone; the oldest left is edit `extra`.
+        assert_eq!(s.history.undo.front().map(|m| m.config.batch), Some(extra as u64));
+        let mut undos = 0;
+        while s.can_undo() {
+            s = reduce(s, Action::Undo);
+            undos += 1;
+        }
+        assert_eq!((undos, s.model.config.batch), (UNDO_LIMIT, extra as u64));
+        // Redoing everything stays within the bound.
+        while s.can_redo() {
+            s = reduce(s, Action::Redo);
+        }
+        assert_eq!((s.history.undo.len(), s.model.config.batch), (UNDO_LIMIT, (UNDO_LIMIT + extra) as u64));
+    }
+
+    #[test]
+    fn a_new_edit_clears_redo() {
+        let s = set_batch_step(set_batch_step(State::default(), 1), 2);
+        let s = reduce(reduce(s, Action::Undo), Action::Undo);
+        assert_eq!(s.history.redo.len(), 2);
+        let s = reduce(s, Action::SetBatch(7));
+        assert!(!s.can_redo());
+        assert_eq!(undo_batches(&s), [32]);
+        // A change that is no change is not an edit: redo survives it.
+        let s = reduce(s, Action::Undo);
+        let s = reduce(s, Action::SetBatch(32));
+        assert!(s.can_redo());
+    }
+
+    #[test]
+    fn snapshots_are_shared_between_states_not_cloned() {
+        let mut s = State::default();
+        for b in [1, 2, 3] {
+            s = set_batch_step(s, b);
+        }
+        let before = Rc::new(s);
+        let shared = |a: &State, b: &State| a.history.undo.iter().zip(&b.history.undo).all(|(x, y)| Rc::ptr_eq(x, y));
+        // An action that is not an edit copies the stacks' pointers.
+        let after = before.clone().reduce(Action::SetLang(Lang::Zh));
+        assert_eq!(after.history.undo.len(), 3);
+        assert!(shared(&before, &after));
+        // So does an edit: the old snapshots stay the same allocations, one is added.
+        let edited = after.clone().reduce(Action::SetBatch(9));
+        assert_eq!(edited.history.undo.len(), 4);
+        assert!(shared(&after, &edited));
+        // Undo and redo keep the rest of both stacks shared too.
+        let undone = edited.clone().reduce(Action::Undo);
+        assert!(shared(&edited, &undone));
+        let later = undone.clone().reduce(Action::SetLang(Lang::En));
+        assert!(Rc::ptr_eq(&undone.history.redo[0], &later.history.redo[0]));
+        let redone = later.clone().reduce(Action::Redo);
+        assert_eq!((redone.model.config.batch, redone.history.undo.len()), (9, 4));
+        assert!(shared(&later, &redone));
     }
 
     #[test]

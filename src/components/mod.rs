@@ -1,5 +1,8 @@
 //! Small components with `#[derive(Properties, PartialEq)]` props. They read the language, unit
 //! and dispatcher from [`Ctx`] and format what the core computed.
+//!
+//! One component (or plain view function) per file; a family of them is a folder whose `mod.rs`
+//! re-exports its members, so `components::layers::LayerRow` names the same item as before.
 
 pub mod charts;
 pub mod embed;

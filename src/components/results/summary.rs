@@ -1,9 +1,8 @@
-//! The results: headline figures against the GPU, the breakdown, and the charts.
+//! The headline figures against the GPU, the capacity bar and the breakdown.
 
-use super::charts::{batch_chart, breakdown_chart, capacity_chart, timeline_chart, LayerChart};
-use super::table::LayerTable;
-use super::{percent, use_ctx, Shared};
 use crate::analysis::Report;
+use crate::components::charts::{breakdown_chart, capacity_chart};
+use crate::components::{percent, use_ctx, Shared};
 use crate::i18n::fill;
 use crate::state::GpuChoice;
 use vramcalc_core::{thousands, Error};
@@ -77,44 +76,5 @@ pub fn summary(p: &SummaryProps) -> Html {
             <h3>{ t.breakdown }</h3>
             { breakdown_chart(&ctx, r) }
         </section>
-    }
-}
-
-#[derive(Properties, PartialEq)]
-pub struct ChartsProps {
-    pub report: Option<Shared<Report>>,
-}
-
-#[function_component(Charts)]
-pub fn charts(p: &ChartsProps) -> Html {
-    let ctx = use_ctx();
-    let t = ctx.tr();
-    let Some(r) = &p.report else { return html! {} };
-    let max = match r.max_batch {
-        Some(m) => fill(t.max_batch, &[&thousands(m)]),
-        None => t.no_batch_fits.to_string(),
-    };
-    html! {
-        <>
-            <section class="panel" aria-labelledby="timeline-h">
-                <h2 id="timeline-h">{ t.timeline }</h2>
-                { timeline_chart(&ctx, r) }
-            </section>
-            <section class="panel" aria-labelledby="batch-h">
-                <h2 id="batch-h">{ t.batch_chart }</h2>
-                <p class="small" data-testid="max-batch" data-max={r.max_batch.map(|m| m.to_string()).unwrap_or_default()}>{ max }</p>
-                { batch_chart(&ctx, r) }
-                <p class="legend-line small">
-                    <span class="key device"></span>{ t.device_total }{ "  " }
-                    <span class="key peak"></span>{ t.peak }{ "  " }
-                    <span class="key cap"></span>{ t.capacity }
-                </p>
-            </section>
-            <section class="panel" aria-labelledby="layers-h">
-                <h2 id="layers-h">{ t.per_layer }</h2>
-                <LayerChart report={r.clone()} />
-                <LayerTable report={r.clone()} />
-            </section>
-        </>
     }
 }

@@ -1,8 +1,7 @@
-//! Labelled form controls. Each keeps what the user typed while it is invalid and shows why next
-//! to the field; valid values are sent up immediately (live estimate on every keystroke).
+//! A whole-number field.
 
+use web_sys::HtmlInputElement;
 use yew::prelude::*;
-use web_sys::{HtmlInputElement, HtmlSelectElement};
 
 fn input_value(e: &InputEvent) -> String {
     e.target_unchecked_into::<HtmlInputElement>().value()
@@ -60,61 +59,4 @@ pub fn number_field(p: &NumberProps) -> Html {
             }
         </div>
     }
-}
-
-#[derive(Properties, PartialEq)]
-pub struct SelectProps {
-    pub id: AttrValue,
-    pub label: AttrValue,
-    /// `(value, label)`.
-    pub options: Vec<(String, String)>,
-    pub value: String,
-    pub testid: AttrValue,
-    pub on_change: Callback<String>,
-}
-
-#[function_component(SelectField)]
-pub fn select_field(p: &SelectProps) -> Html {
-    let onchange = {
-        let cb = p.on_change.clone();
-        Callback::from(move |e: Event| cb.emit(e.target_unchecked_into::<HtmlSelectElement>().value()))
-    };
-    html! {
-        <div class="field">
-            <label for={p.id.clone()}>{ &p.label }</label>
-            <select id={p.id.clone()} {onchange} data-testid={p.testid.clone()}>
-                { for p.options.iter().map(|(v, l)| html! {
-                    <option value={v.clone()} selected={*v == p.value}>{ l }</option>
-                }) }
-            </select>
-        </div>
-    }
-}
-
-#[derive(Properties, PartialEq)]
-pub struct CheckProps {
-    pub id: AttrValue,
-    pub label: AttrValue,
-    pub checked: bool,
-    pub testid: AttrValue,
-    pub on_change: Callback<bool>,
-}
-
-#[function_component(CheckField)]
-pub fn check_field(p: &CheckProps) -> Html {
-    let onchange = {
-        let cb = p.on_change.clone();
-        Callback::from(move |e: Event| cb.emit(e.target_unchecked_into::<HtmlInputElement>().checked()))
-    };
-    html! {
-        <div class="field check">
-            <input id={p.id.clone()} type="checkbox" checked={p.checked} {onchange} data-testid={p.testid.clone()} />
-            <label for={p.id.clone()}>{ &p.label }</label>
-        </div>
-    }
-}
-
-/// `(value, label)` options from a core enum's `ALL` and `name()`.
-pub fn enum_options<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<(String, String)> {
-    all.iter().map(|&v| (name(v).to_string(), name(v).to_string())).collect()
 }

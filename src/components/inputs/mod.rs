@@ -1,0 +1,17 @@
+//! Labelled form controls. Each keeps what the user typed while it is invalid and shows why next
+//! to the field; valid values are sent up immediately (live estimate on every keystroke).
+//!
+//! One component per file: [`NumberField`], [`SelectField`], [`CheckField`].
+
+mod check;
+mod number;
+mod select;
+
+pub use check::{CheckField, CheckProps};
+pub use number::{NumberField, NumberProps};
+pub use select::{SelectField, SelectProps};
+
+/// `(value, label)` options from a core enum's `ALL` and `name()`.
+pub fn enum_options<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<(String, String)> {
+    all.iter().map(|&v| (name(v).to_string(), name(v).to_string())).collect()
+}
