@@ -46,11 +46,11 @@
 //! optimizers keep state in the parameter dtype). Small bookkeeping allocations (tensor structs,
 //! hash maps) are not counted: they are below a kilobyte per tensor.
 //!
-//! The files follow candle-core's own split: [`ledger`] counts bytes (what the allocator sees),
-//! [`tensor`] holds the shadow tensors, their layouts and ops (`tensor.rs`, `layout.rs`, `op.rs`),
-//! [`nn`] the candle-nn functions, [`model`] the modules the verifier builds, and [`backward`]
-//! `backprop.rs`. The tracing state (ledger, current layer row, category of new storages) lives
-//! in one [`tensor::Tracer`] per trace, so traces share nothing.
+//! The files follow candle-core's own split: `ledger` counts bytes (what the allocator sees),
+//! `tensor` holds the shadow tensors, their layouts and ops (candle's `tensor.rs`, `layout.rs`,
+//! `op.rs`), `nn` the candle-nn functions, `model` the modules the verifier builds, and
+//! `backward` mirrors `backprop.rs`. The tracing state (ledger, current layer row, category of
+//! new storages) lives in one `Tracer` per trace, so traces share nothing.
 
 mod backward;
 mod ledger;
@@ -64,7 +64,6 @@ use crate::layer::attention::{FfnActivation, NormKind};
 use crate::memory::config::{Device, Mode, OptimizerKind, Precision, TrainConfig};
 use crate::memory::simulate::{Breakdown, Cat, OptimizerCost, Phase, StepResult, TimelinePoint};
 use crate::spec::{InputDType, Layer, Loss, ModelSpec, NamedPadding, Padding};
-use ledger::Ledger;
 use model::Model;
 use std::rc::Rc;
 use tensor::{product, Tensor, Tracer};
@@ -124,7 +123,7 @@ impl CandlePlan {
     }
 
     fn trace(&self, batch: u64, record: bool) -> Result<CandleStep> {
-        let tracer = Tracer::new(Ledger::shared(record), self.config.device == Device::Cuda);
+        let tracer = Tracer::new(record, self.config.device == Device::Cuda);
         let train = self.config.mode == Mode::Train;
         // Persistent: the model's variables, the optimizer's state, the batch.
         tracer.set_category(Cat::Parameters);

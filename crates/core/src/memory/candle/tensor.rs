@@ -4,7 +4,7 @@
 //! Sizes are `u64` and every product of them saturates ([`product`]): an overflowing batch makes
 //! the step's bytes `u64::MAX` (reported as `TooLarge`), never a wrapped number or a panic.
 
-use super::ledger::{SharedLedger, Storage};
+use super::ledger::{Ledger, SharedLedger, Storage};
 use super::CandleStep;
 use crate::memory::simulate::{Cat, Phase};
 use std::cell::Cell;
@@ -27,9 +27,9 @@ fn f32_bytes(dims: &[u64]) -> u64 {
     product(dims).saturating_mul(ELEMENT_BYTES)
 }
 
-/// The tracing context: the memory ledger, tensor ids, the layer row that is running and the
-/// category new storages get. Every shadow tensor holds it; it outlives them all (they are all
-/// dropped inside `CandlePlan::trace`).
+/// The tracing context of one trace: the memory ledger, tensor ids, the layer row that is
+/// running and the category new storages get. Every shadow tensor holds an `Rc` to it, so ops
+/// reach it without globals and two traces share nothing.
 pub(super) struct Tracer {
     ledger: SharedLedger,
     next_id: Cell<usize>,
@@ -41,7 +41,9 @@ pub(super) struct Tracer {
 }
 
 impl Tracer {
-    pub(super) fn new(ledger: SharedLedger, cuda: bool) -> Rc<Tracer> {
+    /// `record`: keep the timeline; `cuda`: candle's CUDA kernels instead of its CPU ones.
+    pub(super) fn new(record: bool, cuda: bool) -> Rc<Tracer> {
+        let ledger = Ledger::shared(record);
         Rc::new(Tracer { ledger, next_id: Cell::new(0), layer: Cell::new(u32::MAX), category: Cell::new(Cat::Activations), cuda })
     }
     pub(super) fn set_category(&self, cat: Cat) {
@@ -123,7 +125,7 @@ fn broadcast_shape(a: &[u64], b: &[u64]) -> Vec<u64> {
 #[derive(Clone)]
 pub(super) struct Tensor(Rc<TensorInner>);
 
-pub(super) struct TensorInner {
+struct TensorInner {
     id: usize,
     storage: Rc<Storage>,
     shape: Vec<u64>,
