@@ -124,3 +124,13 @@ fn absurd_sizes_get_a_clear_error() {
     assert_eq!(code, 2);
     assert!(err.contains("repeats 1 layers 10000000 times"), "{err}");
 }
+
+#[test]
+fn candle_profile_beyond_64_bits_gets_the_same_too_large_error() {
+    // batch 2^40: VGG-16's first conv alone needs more than 2^64 bytes in either profile
+    let run = |framework| vramcalc(&["estimate", "--preset", "vgg16", "--framework", framework, "--batch", "1099511627776"]);
+    let (code, out, err) = run("candle");
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.trim(), "vramcalc: too large: at batch 1099511627776 the step needs more than 2^64 bytes (18.4 EB)");
+    assert_eq!((code, out, err), run("pytorch-eager"));
+}

@@ -1,5 +1,5 @@
 //! The spec built with candle-nn 0.11, as a candle user writes it. `vramcalc-core`'s candle
-//! profile (`memory/candle.rs`) traces exactly these calls; keep the two in step.
+//! profile (`memory/candle/`) traces exactly these calls; keep the two in step.
 
 use anyhow::{bail, Context, Result};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Device, Layout, Module, ModuleT, Shape, Tensor, D};

@@ -308,7 +308,7 @@ fn validate(c: &TrainConfig) -> Result<()> {
 }
 
 /// Keeps at most `max` points, always including the largest of each bucket (the peak survives).
-fn downsample(points: Vec<TimelinePoint>, max: usize) -> Vec<TimelinePoint> {
+pub(crate) fn downsample(points: Vec<TimelinePoint>, max: usize) -> Vec<TimelinePoint> {
     if points.len() <= max {
         return points;
     }

@@ -61,7 +61,7 @@ impl Breakdown {
         ]
     }
 
-    fn slot(&mut self, c: Cat) -> &mut u64 {
+    pub(crate) fn slot(&mut self, c: Cat) -> &mut u64 {
         match c {
             Cat::Parameters => &mut self.parameters,
             Cat::Buffers => &mut self.buffers,
