@@ -129,12 +129,26 @@ test('the custom-model link codec loads on first use; a reload right after an ed
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await addressBar(page, (f) => f.startsWith('v1.s='));
   assert.ok(extras().some((p) => p.endsWith('.wasm')), extras().join());
-  // edit and reload at once: the saved work wins over the address bar's (lagging) copy
+  // edit and reload at once: the saved work wins over the address bar's (lagging) copy. The app
+  // stores an edit before any later task can run, so it is there as soon as the input is handled.
   await setBatch(page, 7);
+  assert.equal(JSON.parse(await saved(page))?.model?.config?.batch, 7, 'stored with the edit, not later');
   await page.reload();
   await page.getByTestId('chart-capacity').waitFor();
   assert.equal(await page.getByTestId('batch-input').inputValue(), '7');
   assert.equal(await page.getByTestId('link-notice').count(), 0, 'its own copy is not an opened link');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('an edit survives closing the tab at once', async () => {
+  const { context, page, errors } = await open(browser);
+  await pickPreset(page, 'resnet18');
+  await setBatch(page, 13);
+  await page.close();
+  const { page: again } = await open(browser, { context });
+  assert.equal(await again.getByTestId('preset-select').inputValue(), 'resnet18');
+  assert.equal(await again.getByTestId('batch-input').inputValue(), '13');
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -53,8 +53,12 @@ pub fn use_app_state(boot: &Boot) -> AppState {
     };
     let guard = use_mut_ref(|| boot.start.guard.clone());
     let notice = use_state(|| boot.start.notice.clone());
+    // The user's work as last stored; `None` while an opened link is shown unedited.
+    let stored = use_mut_ref(|| None::<Saved>);
     {
-        let (guard, notice) = (guard.clone(), notice.clone());
+        let (guard, notice, stored) = (guard.clone(), notice.clone(), stored.clone());
+        // Runs in the microtask right after the event that changed the state, so before any
+        // later task (a reload, a closed tab) can begin.
         use_effect_with(state.saved(), move |saved| {
             let unchanged = guard.borrow().as_ref() == Some(saved);
             if !unchanged {
@@ -62,11 +66,34 @@ pub fn use_app_state(boot: &Boot) -> AppState {
                 if guard.borrow_mut().take().is_some() {
                     notice.set(None);
                 }
-                // Storage can be full or disabled (private mode): the app keeps working without it.
-                let _ = LocalStorage::set(STORAGE_KEY, saved);
+                store(saved);
+                *stored.borrow_mut() = Some(saved.clone());
             }
         });
     }
+    // And once more when the page is hidden or left: the last chance the browser gives, should a
+    // write above ever have failed (storage briefly full) or a render still be pending.
+    use_effect_with((), move |_| {
+        let listeners = web_sys::window().map(|w| {
+            let flush = move |_: &web_sys::Event| {
+                if let Some(saved) = stored.borrow().as_ref() {
+                    store(saved);
+                }
+            };
+            let doc = w.document();
+            let on_hide = gloo::events::EventListener::new(&w, "pagehide", flush.clone());
+            let on_hidden = doc.map(|d| {
+                let d2 = d.clone();
+                gloo::events::EventListener::new(&d, "visibilitychange", move |e| {
+                    if d2.visibility_state() == web_sys::VisibilityState::Hidden {
+                        flush(e);
+                    }
+                })
+            });
+            (on_hide, on_hidden)
+        });
+        move || drop(listeners)
+    });
     // Encoding runs after the estimate is drawn (a custom model's first link loads the codec
     // module); a model too large for a link keeps the last link in the address bar.
     let link = use_link(&state.model, state.prefs, LINK_DELAY_MS);
@@ -92,6 +119,12 @@ pub fn use_app_state(boot: &Boot) -> AppState {
     });
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
     AppState { state, notice: (*notice).clone(), dismiss, saved: boot.saved.clone(), link }
+}
+
+/// Writes the user's work to LocalStorage. Storage can be full or disabled (private mode): the app
+/// keeps working without it.
+fn store(saved: &Saved) {
+    let _ = LocalStorage::set(STORAGE_KEY, saved);
 }
 
 /// A share link and whether it is the current state's.
