@@ -9,13 +9,18 @@
 //! | module | concern |
 //! |---|---|
 //! | `spec` | what the user wrote |
-//! | `layer/*` | one file per layer family: config, shape rules, lowering |
+//! | `layer/*` | one file per layer family: config, shape rules, lowering; `layer/args` PyTorch's argument types |
 //! | `lower`, `graph` | the op vocabulary and the resolved graph |
+//! | `config` | the training setup (`TrainConfig`): an input to lowering and simulation |
 //! | `resolve` | spec → graph with paths in errors |
-//! | `memory/*` | configuration, simulation, optimizer, device overheads |
+//! | `memory/*` | simulation, optimizer, device overheads |
+//!
+//! Imports run one way: `memory` → `resolve` → `spec` → `layer` → `lower` → `graph`/`config` →
+//! `units`/`error`/`serde_util` (the serde helpers).
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
 
+pub mod config;
 pub mod error;
 pub mod graph;
 pub mod import;
@@ -24,12 +29,13 @@ pub mod lower;
 pub mod memory;
 pub mod presets;
 pub mod resolve;
+mod serde_util;
 pub mod share;
 pub mod spec;
 pub mod units;
 
 pub use error::{Error, Result};
-pub use memory::config::{
+pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };
 pub use memory::device::{Gpu, GPUS};

@@ -6,7 +6,7 @@
 //! their inputs' widest dtype.
 
 use crate::graph::{GradRule, Graph, Lin, Op, StorageClass, Storage, Value, ValueId};
-use crate::memory::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
+use crate::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
 use crate::units::{DType, Shape};
 use std::collections::HashMap;
 

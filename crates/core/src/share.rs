@@ -27,7 +27,7 @@
 //! Omitted config fields take the *v1* defaults frozen in [`V1_CONFIG_DEFAULTS`], not whatever
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
 
-use crate::memory::config::TrainConfig;
+use crate::config::TrainConfig;
 use crate::memory::MAX_BATCH;
 use crate::resolve::MAX_LAYERS;
 use crate::spec::{Layer, ModelSpec};

@@ -21,7 +21,7 @@ use crate::layer::{
     recurrent::Recurrent,
     reshape::{Flatten, SelectToken, Transpose},
 };
-use serde::de::Visitor;
+use crate::serde_util::{from_fields, invalid_type, is_false, via_value};
 use serde::{Deserialize, Serialize};
 
 /// Current spec format version. Older versions are migrated on read.
@@ -149,84 +149,6 @@ pub enum Layer {
     },
 }
 
-/// Buffers any deserializer's input into a `serde_json::Value` and reads `T` from it with `read`,
-/// so `read` and the `Deserialize` code it reaches exist once, for `Value`, whatever the input
-/// format (`from_str`, `from_value`, …): one instance per type keeps the wasm bundle small.
-/// Error positions then point at the end of the buffered value.
-pub(crate) fn via_value<'de, D: serde::Deserializer<'de>, T>(
-    d: D,
-    read: fn(serde_json::Value) -> serde_json::Result<T>,
-) -> std::result::Result<T, D::Error> {
-    let value = d.deserialize_any(StrictValue)?;
-    read(value).map_err(serde::de::Error::custom)
-}
-
-/// Builds a `serde_json::Value` like `Value`'s own `Deserialize`, except that a key repeated in
-/// an object is an error ("duplicate field `…`"), as it is for the derived impls reading the
-/// buffer (a `Value` would keep the last one).
-#[derive(Clone, Copy)]
-struct StrictValue;
-
-impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
-    type Value = serde_json::Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StrictValue {
-    type Value = serde_json::Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(serde_json::Value::Null)
-    }
-    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(serde_json::Value::Null)
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(v) = seq.next_element_seed(self)? {
-            items.push(v);
-        }
-        Ok(serde_json::Value::Array(items))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut object = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")));
-            }
-            let value = map.next_value_seed(self)?;
-            object.insert(key, value);
-        }
-        Ok(serde_json::Value::Object(object))
-    }
-}
-
 /// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
 /// serde's private `Content` and so instantiates every payload's `Deserialize` once per
 /// deserializer. Here every payload is read from one buffered `Value` (see [`via_value`]).
@@ -310,32 +232,6 @@ fn layer_from_value(value: serde_json::Value) -> serde_json::Result<Layer> {
     })
 }
 
-/// Reads a struct from the fields of a JSON object. Through serde's `MapDeserializer` rather
-/// than a `Value`: it only ever calls `visit_map`, so the derived `visit_seq` (a struct written
-/// as a list of its field values, which nothing writes) is dropped from the wasm bundle.
-pub(crate) fn from_fields<T: serde::de::DeserializeOwned>(
-    fields: serde_json::Map<String, serde_json::Value>,
-) -> serde_json::Result<T> {
-    T::deserialize(serde::de::value::MapDeserializer::new(fields.into_iter()))
-}
-
-/// serde's "invalid type: {value}, expected {expected}" error.
-fn invalid_type(value: serde_json::Value, expected: &'static str) -> serde_json::Error {
-    /// A visitor that accepts nothing, so every `visit_*` fails with that error.
-    struct Expecting(&'static str);
-    impl Visitor<'_> for Expecting {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-    use serde::Deserializer as _;
-    match value.deserialize_any(Expecting(expected)) {
-        Err(e) => e,
-        Ok(()) => serde::de::Error::custom(format_args!("expected {expected}")),
-    }
-}
-
 /// The fields of [`Layer::Sequential`] (the block variants' payloads, for `layer_from_value`).
 #[derive(Deserialize)]
 struct SequentialFields {
@@ -367,10 +263,6 @@ struct ParallelFields {
     branches: Vec<Vec<Layer>>,
     #[serde(default)]
     join: Join,
-}
-
-pub(crate) fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// How parallel branches are joined.
@@ -505,118 +397,6 @@ impl ModelSpec {
     }
 }
 
-/// An integer or a pair, as PyTorch accepts for `kernel_size`, `stride`, `padding`, `dilation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pair(pub [u64; 2]);
-
-impl Pair {
-    pub const fn splat(v: u64) -> Pair {
-        Pair([v, v])
-    }
-}
-
-impl Serialize for Pair {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        if self.0[0] == self.0[1] {
-            s.serialize_u64(self.0[0])
-        } else {
-            self.0.serialize(s)
-        }
-    }
-}
-
-/// `Pair` and `Padding` are read by plain visitors rather than `#[serde(untagged)]`, which
-/// buffers through serde's private `Content` and pulls its deserializers into the wasm bundle.
-impl<'de> Deserialize<'de> for Pair {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(PairVisitor)
-    }
-}
-
-/// An integer, or a list of one or two integers.
-struct PairVisitor;
-
-impl<'de> Visitor<'de> for PairVisitor {
-    type Value = Pair;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an integer or a pair of integers")
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Pair, E> {
-        Ok(Pair::splat(v))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Pair, A::Error> {
-        let mut items = Vec::new();
-        while let Some(v) = seq.next_element::<u64>()? {
-            items.push(v);
-        }
-        match items[..] {
-            [v] => Ok(Pair::splat(v)),
-            [a, b] => Ok(Pair([a, b])),
-            _ => Err(serde::de::Error::custom(format!(
-                "expected an integer or a pair of integers, got a list of {}",
-                items.len()
-            ))),
-        }
-    }
-}
-
-/// Convolution padding: explicit, or PyTorch's `"same"` / `"valid"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Padding {
-    Explicit(Pair),
-    Named(NamedPadding),
-}
-
-impl<'de> Deserialize<'de> for Padding {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(PaddingVisitor)
-    }
-}
-
-/// A [`Pair`], `"same"` or `"valid"`.
-struct PaddingVisitor;
-
-impl<'de> Visitor<'de> for PaddingVisitor {
-    type Value = Padding;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an integer, a pair of integers, \"same\" or \"valid\"")
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Padding, E> {
-        Ok(Padding::Explicit(Pair::splat(v)))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Padding, A::Error> {
-        PairVisitor.visit_seq(seq).map(Padding::Explicit)
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Padding, E> {
-        match v {
-            "same" => Ok(Padding::Named(NamedPadding::Same)),
-            "valid" => Ok(Padding::Named(NamedPadding::Valid)),
-            _ => Err(E::unknown_variant(v, &["same", "valid"])),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NamedPadding {
-    Same,
-    Valid,
-}
-
-impl Default for Padding {
-    fn default() -> Self {
-        Padding::Explicit(Pair::splat(0))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,36 +435,6 @@ mod tests {
         let layer = ok(json);
         assert_eq!(serde_json::from_value::<Layer>(serde_json::from_str(json).unwrap()).unwrap(), layer);
         assert_eq!(serde_json::from_str::<Layer>(&serde_json::to_string(&layer).unwrap()).unwrap(), layer);
-    }
-
-    #[test]
-    fn pair_accepts_int_and_list() {
-        let p: Pair = serde_json::from_str("3").unwrap();
-        assert_eq!(p, Pair([3, 3]));
-        let p: Pair = serde_json::from_str("[3, 5]").unwrap();
-        assert_eq!(p, Pair([3, 5]));
-        assert_eq!(serde_json::from_str::<Pair>("[4]").unwrap(), Pair([4, 4]));
-        let err = serde_json::from_str::<Pair>("[1,2,3]").unwrap_err().to_string();
-        assert!(err.starts_with("expected an integer or a pair of integers, got a list of 3"), "{err}");
-        assert!(serde_json::from_str::<Pair>("-1").is_err());
-        assert!(serde_json::from_str::<Pair>("[1, -1]").is_err());
-        assert!(serde_json::from_str::<Pair>("2.0").is_err());
-        assert!(serde_json::from_str::<Pair>(r#""same""#).is_err());
-    }
-
-    #[test]
-    fn padding_accepts_pairs_and_names() {
-        let p = |json: &str| serde_json::from_value::<Padding>(serde_json::from_str(json).unwrap());
-        assert_eq!(p("2").unwrap(), Padding::Explicit(Pair([2, 2])));
-        assert_eq!(p("[1, 2]").unwrap(), Padding::Explicit(Pair([1, 2])));
-        assert_eq!(p(r#""same""#).unwrap(), Padding::Named(NamedPadding::Same));
-        assert_eq!(p(r#""valid""#).unwrap(), Padding::Named(NamedPadding::Valid));
-        assert!(p(r#""full""#).unwrap_err().to_string().starts_with("unknown variant `full`"));
-        assert!(p("[1, 2, 3]").is_err());
-        assert!(p("null").is_err());
-        for padding in [Padding::Explicit(Pair([1, 2])), Padding::Explicit(Pair([3, 3])), Padding::Named(NamedPadding::Same)] {
-            assert_eq!(p(&serde_json::to_string(&padding).unwrap()).unwrap(), padding);
-        }
     }
 
     #[test]

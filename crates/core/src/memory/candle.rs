@@ -49,9 +49,10 @@
 use crate::error::{Error, Result};
 use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
 use crate::layer::activation::GeluApprox;
-use crate::memory::config::{Mode, OptimizerKind, Precision, TrainConfig};
+use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::memory::simulate::{Breakdown, OptimizerCost, Phase, StepResult, TimelinePoint};
-use crate::spec::{InputDType, Layer, Loss, ModelSpec, NamedPadding, Padding};
+use crate::layer::args::{NamedPadding, Padding};
+use crate::spec::{InputDType, Layer, Loss, ModelSpec};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;

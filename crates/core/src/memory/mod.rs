@@ -3,7 +3,6 @@
 
 #[cfg(feature = "candle")]
 pub mod candle;
-pub mod config;
 pub mod device;
 pub mod envelope;
 pub mod optimizer;
@@ -13,7 +12,10 @@ use crate::error::{Error, Result};
 use crate::lower::LowerOptions;
 use crate::resolve::{resolve, LayerInfo, Resolved};
 use crate::spec::ModelSpec;
-use config::{Mode, OptimizerKind, Precision, TrainConfig};
+use crate::config::{Framework, Mode, OptimizerKind, Precision, TrainConfig};
+/// The candle profile names `super::config::Device`.
+#[cfg(feature = "candle")]
+use crate::config;
 use device::DeviceTotal;
 use serde::{Deserialize, Serialize};
 use simulate::{Breakdown, OptimizerCost, Phase, Plan, StepResult, TimelinePoint};
@@ -97,15 +99,15 @@ impl Prepared {
         #[cfg(feature = "candle")]
         let (candle, opt) = {
             let candle = match config.framework {
-                config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
-                config::Framework::PytorchEager => None,
+                Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
+                Framework::PytorchEager => None,
             };
             let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
             let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
             (candle, opt)
         };
         #[cfg(not(feature = "candle"))]
-        if config.framework == config::Framework::Candle {
+        if config.framework == Framework::Candle {
             return Err(Error::Config(
                 "the candle profile is not part of this build; the CLI has it: vramcalc estimate --framework candle".into(),
             ));
