@@ -94,6 +94,16 @@ impl Builder {
         self.unit = None;
     }
 
+    /// Runs `f` as one checkpointing unit (when checkpointing is on and none is open).
+    pub fn in_unit<T>(&mut self, f: impl FnOnce(&mut Builder) -> T) -> T {
+        let opened = self.begin_unit();
+        let out = f(self);
+        if opened {
+            self.end_unit();
+        }
+        out
+    }
+
     pub fn training(&self) -> bool {
         self.opts.training
     }
