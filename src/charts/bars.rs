@@ -43,7 +43,7 @@ pub fn overhead(est: &Estimate) -> u64 {
 /// The peak's categories plus the device overhead, stacked left to right over `width`
 /// (zero categories are left out).
 pub fn breakdown(est: &Estimate, width: f64) -> Vec<Bar> {
-    let mut parts: Vec<(&'static str, u64)> = est.breakdown.entries().to_vec();
+    let mut parts: Vec<(&'static str, u64)> = est.breakdown.entries().iter().map(|&(c, b)| (c.key(), b)).collect();
     parts.push(("overhead", overhead(est)));
     let total: u64 = parts.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
     let s = Linear::new((0.0, total.max(1) as f64), (0.0, width));

@@ -133,7 +133,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool)
     )?;
     for (k, b) in est.breakdown.entries() {
         if b > 0 {
-            writeln!(o, "  {:<15}{:>12}", k.replace('_', " "), f(b))?;
+            writeln!(o, "  {:<15}{:>12}", k.key().replace('_', " "), f(b))?;
         }
     }
     writeln!(o, 

@@ -127,6 +127,10 @@ impl Graph {
     pub fn param_numel(&self) -> u64 {
         self.params.iter().map(|&p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
     }
+    /// Bytes of all parameters in their stored dtype.
+    pub fn param_bytes(&self) -> u64 {
+        self.params.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
+    }
     pub fn buffer_bytes(&self) -> u64 {
         self.storages
             .iter()

@@ -39,7 +39,7 @@ pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };
 pub use memory::device::{Gpu, GPUS};
-pub use memory::simulate::{Breakdown, Phase};
+pub use memory::simulate::{Breakdown, Category, Phase};
 pub use memory::{estimate, Estimate, LayerReport, Prepared};
 pub use spec::{Layer, ModelSpec};
 pub use units::{format_bytes, thousands, ByteUnit, DType, Shape};

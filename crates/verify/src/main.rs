@@ -279,7 +279,7 @@ fn verify(a: &RunArgs) -> Result<ExitCode> {
         println!("estimated peak at {} ({})", est.peak_at, est.peak_phase.name());
         for (k, v) in est.breakdown.entries() {
             if v > 0 {
-                println!("  {k:<18} {:>14}", f(v));
+                println!("  {:<18} {:>14}", k.key(), f(v));
             }
         }
         match &m.cuda {

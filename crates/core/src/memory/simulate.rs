@@ -48,34 +48,42 @@ impl Breakdown {
             .fold(0u64, |a, &b| a.saturating_add(b))
     }
 
-    /// `(key, bytes)` pairs in display order; keys are the JSON field names.
-    pub fn entries(&self) -> [(&'static str, u64); 7] {
-        [
-            ("parameters", self.parameters),
-            ("buffers", self.buffers),
-            ("gradients", self.gradients),
-            ("optimizer_state", self.optimizer_state),
-            ("activations", self.activations),
-            ("temporaries", self.temporaries),
-            ("input", self.input),
-        ]
+    /// `(category, bytes)` pairs in display order.
+    pub fn entries(&self) -> [(Category, u64); 7] {
+        Category::ALL.map(|c| (c, self.get(c)))
     }
 
-    fn slot(&mut self, c: Cat) -> &mut u64 {
+    /// The bytes of one category.
+    pub fn get(&self, c: Category) -> u64 {
         match c {
-            Cat::Parameters => &mut self.parameters,
-            Cat::Buffers => &mut self.buffers,
-            Cat::Gradients => &mut self.gradients,
-            Cat::OptimizerState => &mut self.optimizer_state,
-            Cat::Activations => &mut self.activations,
-            Cat::Temporaries => &mut self.temporaries,
-            Cat::Input => &mut self.input,
+            Category::Parameters => self.parameters,
+            Category::Buffers => self.buffers,
+            Category::Gradients => self.gradients,
+            Category::OptimizerState => self.optimizer_state,
+            Category::Activations => self.activations,
+            Category::Temporaries => self.temporaries,
+            Category::Input => self.input,
+        }
+    }
+
+    fn slot(&mut self, c: Category) -> &mut u64 {
+        match c {
+            Category::Parameters => &mut self.parameters,
+            Category::Buffers => &mut self.buffers,
+            Category::Gradients => &mut self.gradients,
+            Category::OptimizerState => &mut self.optimizer_state,
+            Category::Activations => &mut self.activations,
+            Category::Temporaries => &mut self.temporaries,
+            Category::Input => &mut self.input,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cat {
+/// A category of the breakdown. Serialises as the [`Breakdown`] field it names
+/// (`"optimizer_state"`), so views key on the enum and JSON keeps its field names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
     Parameters,
     Buffers,
     Gradients,
@@ -83,6 +91,32 @@ pub(crate) enum Cat {
     Activations,
     Temporaries,
     Input,
+}
+
+impl Category {
+    /// Display order.
+    pub const ALL: [Category; 7] = [
+        Category::Parameters,
+        Category::Buffers,
+        Category::Gradients,
+        Category::OptimizerState,
+        Category::Activations,
+        Category::Temporaries,
+        Category::Input,
+    ];
+
+    /// The JSON key: the [`Breakdown`] field's name.
+    pub fn key(self) -> &'static str {
+        match self {
+            Category::Parameters => "parameters",
+            Category::Buffers => "buffers",
+            Category::Gradients => "gradients",
+            Category::OptimizerState => "optimizer_state",
+            Category::Activations => "activations",
+            Category::Temporaries => "temporaries",
+            Category::Input => "input",
+        }
+    }
 }
 
 /// One sample of memory over the step (after an op's allocations).
@@ -284,14 +318,14 @@ impl Plan {
         // persistent memory at the start of the step
         for s in 0..g.storages.len() {
             let cat = match g.storages[s].class {
-                StorageClass::Param => Cat::Parameters,
-                StorageClass::Buffer => Cat::Buffers,
-                StorageClass::Input => Cat::Input,
+                StorageClass::Param => Category::Parameters,
+                StorageClass::Buffer => Category::Buffers,
+                StorageClass::Input => Category::Input,
                 _ => continue,
             };
             sim.alloc(s as StorageId, cat);
         }
-        sim.add_raw(Cat::OptimizerState, if self.training { opt.state } else { 0 });
+        sim.add_raw(Category::OptimizerState, if self.training { opt.state } else { 0 });
         if self.accumulating {
             // `.grad`s left by the earlier micro-batches
             for &p in &g.params {
@@ -305,9 +339,9 @@ impl Plan {
             sim.phase = Phase::Optimizer;
             sim.layer = NONE;
             sim.op = None;
-            sim.add_raw(Cat::Temporaries, opt.step_temporaries);
+            sim.add_raw(Category::Temporaries, opt.step_temporaries);
             sim.sample();
-            sim.sub_raw(Cat::Temporaries, opt.step_temporaries);
+            sim.sub_raw(Category::Temporaries, opt.step_temporaries);
         }
         sim.finish()
     }
@@ -319,12 +353,12 @@ impl Plan {
             sim.op = Some(i as u32);
             sim.layer = op.layer;
             for &s in &op.allocs {
-                sim.alloc(s, Cat::Activations);
+                sim.alloc(s, Category::Activations);
             }
             let scratch = op.fwd_scratch.at(sim.batch);
-            sim.add_raw(Cat::Activations, scratch);
+            sim.add_raw(Category::Activations, scratch);
             sim.sample();
-            sim.sub_raw(Cat::Activations, scratch);
+            sim.sub_raw(Category::Activations, scratch);
             for &s in &self.fwd_frees[i] {
                 sim.free(s);
             }
@@ -406,9 +440,9 @@ impl Plan {
                 }
             }
             let scratch = if has_grad { op.bwd_scratch.at(sim.batch) } else { 0 };
-            sim.add_raw(Cat::Temporaries, scratch);
+            sim.add_raw(Category::Temporaries, scratch);
             sim.sample();
-            sim.sub_raw(Cat::Temporaries, scratch);
+            sim.sub_raw(Category::Temporaries, scratch);
             for &o in &op.outputs {
                 if let Some(id) = grads.take(o) {
                     sim.release_grad(id);
@@ -458,7 +492,7 @@ impl Plan {
             sim.op = Some(i as u32);
             sim.layer = op.layer;
             for &s in &op.allocs {
-                sim.alloc(s, Cat::Activations);
+                sim.alloc(s, Category::Activations);
             }
             sim.sample();
             for &s in &unit.recompute_frees[i - unit.first] {
@@ -500,7 +534,7 @@ struct Sim<'g> {
     g: &'g Graph,
     batch: u64,
     live: Vec<bool>,
-    cat_of: Vec<Cat>,
+    cat_of: Vec<Category>,
     grads: Vec<GradBuf>,
     cur: Breakdown,
     phase: Phase,
@@ -539,7 +573,7 @@ impl<'g> Sim<'g> {
             g,
             batch,
             live: vec![false; g.storages.len()],
-            cat_of: vec![Cat::Activations; g.storages.len()],
+            cat_of: vec![Category::Activations; g.storages.len()],
             grads: Vec::new(),
             cur: Breakdown::default(),
             phase: Phase::Forward,
@@ -563,17 +597,17 @@ impl<'g> Sim<'g> {
         self.g.storages[s as usize].bytes.at(self.batch)
     }
 
-    fn add_raw(&mut self, c: Cat, b: u64) {
+    fn add_raw(&mut self, c: Category, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_add(b);
     }
 
-    fn sub_raw(&mut self, c: Cat, b: u64) {
+    fn sub_raw(&mut self, c: Category, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_sub(b);
     }
 
-    fn alloc(&mut self, s: StorageId, c: Cat) {
+    fn alloc(&mut self, s: StorageId, c: Category) {
         if std::mem::replace(&mut self.live[s as usize], true) {
             return;
         }
@@ -594,15 +628,15 @@ impl<'g> Sim<'g> {
     fn new_grad(&mut self, bytes: Lin, param: bool) -> usize {
         self.grads.push(GradBuf { bytes, refs: 1, param });
         // a parameter's gradient counts as a temporary until AccumulateGrad makes it `.grad`
-        self.add_raw(Cat::Temporaries, bytes.at(self.batch));
+        self.add_raw(Category::Temporaries, bytes.at(self.batch));
         self.grads.len() - 1
     }
 
     fn promote_grad(&mut self, id: usize) {
         let b = self.grads[id].bytes.at(self.batch);
-        let t = self.cur.slot(Cat::Temporaries);
+        let t = self.cur.slot(Category::Temporaries);
         *t = t.saturating_sub(b);
-        let gr = self.cur.slot(Cat::Gradients);
+        let gr = self.cur.slot(Category::Gradients);
         *gr = gr.saturating_add(b);
     }
 
@@ -617,7 +651,7 @@ impl<'g> Sim<'g> {
         buf.refs -= 1;
         if buf.refs == 0 {
             let b = buf.bytes.at(self.batch);
-            self.sub_raw(Cat::Temporaries, b);
+            self.sub_raw(Category::Temporaries, b);
         }
     }
 
@@ -658,6 +692,27 @@ impl<'g> Sim<'g> {
             snapshot: self.snapshot,
             timeline: self.timeline,
             saved_by_op: self.saved_by_op,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_serialise_as_the_breakdown_keys() {
+        let b = Breakdown { parameters: 1, buffers: 2, gradients: 3, optimizer_state: 4, activations: 5, temporaries: 6, input: 7 };
+        let json = serde_json::to_value(b).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut expected: Vec<&str> = Category::ALL.iter().map(|c| c.key()).collect();
+        expected.sort_unstable();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(keys, expected);
+        for (c, bytes) in b.entries() {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.key());
+            assert_eq!(json[c.key()], bytes);
         }
     }
 }
