@@ -529,19 +529,27 @@ pub fn tr(lang: Lang) -> &'static Tr {
 }
 
 impl Tr {
-    pub fn category(&self, key: &str) -> &'static str {
-        match key {
-            "parameters" => self.cat_parameters,
-            "buffers" => self.cat_buffers,
-            "gradients" => self.cat_gradients,
-            "optimizer_state" => self.cat_optimizer_state,
-            "activations" => self.cat_activations,
-            "temporaries" => self.cat_temporaries,
-            "input" => self.cat_input,
-            "overhead" => self.cat_overhead,
-            "peak" => self.peak,
-            "device_total" => self.device_total,
-            _ => "",
+    pub fn category(&self, c: vramcalc_core::Category) -> &'static str {
+        use vramcalc_core::Category::*;
+        match c {
+            Parameters => self.cat_parameters,
+            Buffers => self.cat_buffers,
+            Gradients => self.cat_gradients,
+            OptimizerState => self.cat_optimizer_state,
+            Activations => self.cat_activations,
+            Temporaries => self.cat_temporaries,
+            Input => self.cat_input,
+        }
+    }
+
+    /// A bar's label.
+    pub fn part(&self, p: crate::charts::bars::Part) -> &'static str {
+        use crate::charts::bars::Part;
+        match p {
+            Part::Category(c) => self.category(c),
+            Part::Overhead => self.cat_overhead,
+            Part::Peak => self.peak,
+            Part::DeviceTotal => self.device_total,
         }
     }
 
@@ -553,8 +561,8 @@ impl Tr {
         }
     }
 
-    pub fn trick(&self, t: crate::analysis::Trick) -> &'static str {
-        use crate::analysis::Trick::*;
+    pub fn trick(&self, t: vramcalc_core::whatif::Trick) -> &'static str {
+        use vramcalc_core::whatif::Trick::*;
         match t {
             HalveBatch => self.trick_halve_batch,
             Amp => self.trick_amp,

@@ -3,6 +3,7 @@
 
 use super::{use_ctx, Ctx, Shared};
 use crate::analysis::Report;
+use crate::charts::bars::Part;
 use crate::charts::{bars, batch, f, timeline};
 use vramcalc_core::Phase;
 use yew::prelude::*;
@@ -31,9 +32,9 @@ pub fn capacity_chart(ctx: &Ctx, report: &Report) -> Html {
                 let y = 8.0 + i as f64 * 30.0;
                 html! {
                     <g>
-                        <text x="0" y={f(y + 16.0)} class="axis-label">{ t.category(b.key) }</text>
+                        <text x="0" y={f(y + 16.0)} class="axis-label">{ t.part(b.key) }</text>
                         <rect x={f(left)} y={f(y)} width={f(b.w.max(1.0))} height="22" rx="3"
-                            class={classes!("bar", b.key, (!fits && b.key == "device_total").then_some("over"))} />
+                            class={classes!("bar", b.key.key(), (!fits && b.key == Part::DeviceTotal).then_some("over"))} />
                         <text x={f(left + b.w.max(1.0) + 4.0)} y={f(y + 16.0)} class="value"
                             text-anchor={if b.w > width - 90.0 { "end" } else { "start" }}
                             dx={if b.w > width - 90.0 { "-8" } else { "0" }}>{ ctx.bytes(b.bytes) }</text>
@@ -58,16 +59,16 @@ pub fn breakdown_chart(ctx: &Ctx, report: &Report) -> Html {
             <svg class="chart" viewBox={format!("0 0 {cw} 28")} role="img" aria-label={t.breakdown}>
                 <title>{ t.breakdown }</title>
                 { for segs.iter().map(|s| html! {
-                    <rect x={f(s.x)} y="0" width={f(s.w)} height="28" class={classes!("seg", s.key)}>
-                        <title>{ format!("{}: {}", t.category(s.key), ctx.bytes(s.bytes)) }</title>
+                    <rect x={f(s.x)} y="0" width={f(s.w)} height="28" class={classes!("seg", s.key.key())}>
+                        <title>{ format!("{}: {}", t.part(s.key), ctx.bytes(s.bytes)) }</title>
                     </rect>
                 }) }
             </svg>
             <ul class="legend">
                 { for segs.iter().map(|s| html! {
-                    <li data-testid={format!("breakdown-{}", s.key)} data-bytes={s.bytes.to_string()}>
-                        <span class={classes!("swatch", s.key)} aria-hidden="true"></span>
-                        <span>{ t.category(s.key) }</span>
+                    <li data-testid={format!("breakdown-{}", s.key.key())} data-bytes={s.bytes.to_string()}>
+                        <span class={classes!("swatch", s.key.key())} aria-hidden="true"></span>
+                        <span>{ t.part(s.key) }</span>
                         <b>{ ctx.bytes(s.bytes) }</b>
                         <span class="muted">{ super::percent(s.bytes, total) }</span>
                     </li>

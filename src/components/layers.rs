@@ -6,7 +6,7 @@ use super::{percent, use_ctx, Shared};
 use crate::analysis::{input_shape_for, RowReport};
 use crate::fields::{fields, fit_to_input, set_field, Field, FieldValue};
 use crate::state::Action;
-use crate::tree::{self, can_ungroup, is_block, GroupKind, ListPath, NodePath, Row, Slot};
+use crate::tree::{self, can_ungroup, GroupKind, ListPath, NodePath, Row, Slot};
 use std::collections::{BTreeSet, HashMap};
 use vramcalc_core::spec::{Layer, ModelSpec};
 use vramcalc_core::{Error, TrainConfig};
@@ -179,7 +179,7 @@ pub fn layer_row(p: &RowProps) -> Html {
     let on_select = act(Action::ToggleSelected);
     let key = p.path.to_string();
     let kind = p.layer.kind();
-    let block = is_block(&p.layer);
+    let block = p.layer.is_block();
     let extra = match &p.layer {
         Layer::Residual { body, shortcut: None, inplace } => {
             let n = Layer::Residual { body: body.clone(), shortcut: Some(Vec::new()), inplace: *inplace };

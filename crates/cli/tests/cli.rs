@@ -124,3 +124,19 @@ fn absurd_sizes_get_a_clear_error() {
     assert_eq!(code, 2);
     assert!(err.contains("repeats 1 layers 10000000 times"), "{err}");
 }
+
+#[test]
+fn estimate_what_if_prints_the_tricks() {
+    let v = json(&["estimate", "--preset", "bert-base", "--batch", "8", "--json", "--what-if"]);
+    let items = v["what_ifs"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|w| w["trick"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"shorter-seq") && ids.contains(&"amp"), "{ids:?}");
+    let base = v["peak_bytes"].as_u64().unwrap();
+    let halved = items.iter().find(|w| w["trick"] == "halve-batch").unwrap();
+    assert_eq!(halved["config"]["batch"], 4);
+    assert!(halved["peak"].as_u64().unwrap() < base);
+    assert!(json(&["estimate", "--preset", "bert-base", "--json"]).get("what_ifs").is_none());
+    let (code, out, err) = vramcalc(&["estimate", "--preset", "resnet18", "--what-if"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("what if (each trick alone)") && out.contains("in-place ReLU") && out.contains("saves"), "{out}");
+}

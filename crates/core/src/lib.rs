@@ -27,12 +27,14 @@ pub mod import;
 pub mod layer;
 pub mod lower;
 pub mod memory;
+pub mod path;
 pub mod presets;
 pub mod resolve;
 mod serde_util;
 pub mod share;
 pub mod spec;
 pub mod units;
+pub mod whatif;
 
 pub use error::{Error, Result};
 pub use config::{

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::graph::{Graph, ValueId};
 use crate::lower::{Builder, LowerOptions};
+use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, Join, Layer, Loss, ModelSpec};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         if s == 0 {
             return Err(Error::Config("sequence length must be at least 1".into()));
         }
-        if spec.input.dtype == InputDType::Int64 || shape.len() == 2 {
+        if spec.is_sequence_input() {
             shape[0] = s;
         }
     }
@@ -73,7 +74,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         return Err(Error::Input("the model has no layers yet: add one".into()));
     }
     let mut r = Resolver { b, layers: Vec::new(), count: 0 };
-    let out = r.sequence(&spec.layers, x, "layers", 0)?;
+    let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
     let loss = if opts.training { r.loss(spec.loss, out)? } else { out };
     let mut graph = r.b.g;
     graph.output = loss;
@@ -87,14 +88,16 @@ struct Resolver {
 }
 
 impl Resolver {
-    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+    /// Lowers the list `slot` (repetition `repetition`) of the block at `parent`.
+    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, parent: &LayerPath, slot: Slot, repetition: Option<u64>, depth: u32) -> Result<ValueId> {
         for (i, layer) in layers.iter().enumerate() {
-            x = self.layer(layer, x, &format!("{path}[{i}]"), depth)?;
+            x = self.layer(layer, x, &parent.child_in_repetition(slot.clone(), repetition, i), depth)?;
         }
         Ok(x)
     }
 
-    fn layer(&mut self, layer: &Layer, x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+    fn layer(&mut self, layer: &Layer, x: ValueId, at: &LayerPath, depth: u32) -> Result<ValueId> {
+        let path = &at.to_string();
         self.count += 1;
         if self.count > MAX_LAYERS || self.b.g.ops.len() > MAX_OPS {
             return Err(Error::TooLarge(format!(
@@ -118,7 +121,7 @@ impl Resolver {
             Layer::Sequential { layers, checkpoint } => {
                 self.layers[row].block = true;
                 let opened = *checkpoint && self.b.begin_unit();
-                let out = self.sequence(layers, x, &format!("{path}.layers"), depth + 1);
+                let out = self.sequence(layers, x, at, Slot::Layers, None, depth + 1);
                 if opened {
                     self.b.end_unit();
                 }
@@ -126,9 +129,9 @@ impl Resolver {
             }
             Layer::Residual { body, shortcut, inplace } => {
                 self.layers[row].block = true;
-                let y = self.sequence(body, x, &format!("{path}.body"), depth + 1)?;
+                let y = self.sequence(body, x, at, Slot::Body, None, depth + 1)?;
                 let s = match shortcut {
-                    Some(sc) => self.sequence(sc, x, &format!("{path}.shortcut"), depth + 1)?,
+                    Some(sc) => self.sequence(sc, x, at, Slot::Shortcut, None, depth + 1)?,
                     None => x,
                 };
                 let (ys, ss) = (self.b.shape(y).clone(), self.b.shape(s).clone());
@@ -153,7 +156,7 @@ impl Resolver {
                 let mut y = x;
                 for i in 0..*times {
                     let opened = self.b.begin_unit();
-                    let r = self.sequence(body, y, &format!("{path}.body#{i}"), depth + 1);
+                    let r = self.sequence(body, y, at, Slot::Body, Some(i), depth + 1);
                     if opened {
                         self.b.end_unit();
                     }
@@ -168,7 +171,7 @@ impl Resolver {
                 }
                 let mut outs = Vec::new();
                 for (i, br) in branches.iter().enumerate() {
-                    outs.push(self.sequence(br, x, &format!("{path}.branches[{i}]"), depth + 1)?);
+                    outs.push(self.sequence(br, x, at, Slot::Branch(i), None, depth + 1)?);
                 }
                 self.b.set_layer(row as u32);
                 self.join(&outs, *join).map_err(err)?

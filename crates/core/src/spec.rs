@@ -24,6 +24,7 @@ use crate::layer::{
     LayerResult,
 };
 use crate::lower::Builder;
+use crate::path::Slot;
 use crate::serde_util::{from_fields, invalid_type, is_false, via_value};
 use serde::{Deserialize, Serialize};
 
@@ -275,6 +276,31 @@ pub enum Join {
 
 
 impl Layer {
+    /// Whether this layer contains other layers.
+    pub fn is_block(&self) -> bool {
+        matches!(self, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. })
+    }
+
+    /// A block's child lists in order, each with the slot its paths name; empty for a leaf.
+    pub fn children(&self) -> Vec<(Slot, &Vec<Layer>)> {
+        match self {
+            Layer::Sequential { layers, .. } => vec![(Slot::Layers, layers)],
+            Layer::Residual { body, shortcut, .. } => {
+                let mut lists = vec![(Slot::Body, body)];
+                lists.extend(shortcut.iter().map(|s| (Slot::Shortcut, s)));
+                lists
+            }
+            Layer::Repeat { body, .. } => vec![(Slot::Body, body)],
+            Layer::Parallel { branches, .. } => branches.iter().enumerate().map(|(i, b)| (Slot::Branch(i), b)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether this layer or any layer inside it satisfies `pred`.
+    pub fn any(&self, pred: &impl Fn(&Layer) -> bool) -> bool {
+        pred(self) || self.children().into_iter().any(|(_, list)| list.iter().any(|l| l.any(pred)))
+    }
+
     /// A layer of `kind` with PyTorch defaults and small example sizes, for "add layer" menus.
     pub fn example(kind: &str) -> Option<Layer> {
         let mut fields: serde_json::Map<String, serde_json::Value> = serde_json::from_str(Layer::example_fields(kind)?).ok()?;
@@ -309,6 +335,18 @@ impl ModelSpec {
     /// Token-id input (language models).
     pub fn is_token_input(&self) -> bool {
         self.input.dtype == InputDType::Int64
+    }
+
+    /// Token ids, or a `[seq_len, features]` sequence: the first dimension is a sequence length
+    /// that `TrainConfig::seq_len` overrides.
+    pub fn is_sequence_input(&self) -> bool {
+        self.is_token_input() || self.input.shape.len() == 2
+    }
+
+    /// The sequence length the model runs at with `seq_len` as the override (`None` for inputs
+    /// that are not sequences).
+    pub fn seq_len(&self, seq_len: Option<u64>) -> Option<u64> {
+        self.is_sequence_input().then(|| seq_len.or(self.input.shape.first().copied()).unwrap_or(1))
     }
 }
 
