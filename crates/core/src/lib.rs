@@ -41,7 +41,8 @@ pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };
 pub use memory::device::{Gpu, GPUS};
-pub use memory::simulate::{Breakdown, Category, Phase};
+pub use memory::breakdown::{Breakdown, Category};
+pub use memory::simulate::Phase;
 pub use memory::{estimate, Estimate, LayerReport, Prepared};
 pub use spec::{Layer, ModelSpec};
 pub use units::{format_bytes, thousands, ByteUnit, DType, Shape};

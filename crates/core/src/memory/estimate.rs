@@ -1,7 +1,8 @@
 //! What an estimate reports; every view formats it.
 
 use super::device::DeviceTotal;
-use super::simulate::{Breakdown, Phase, TimelinePoint};
+use super::breakdown::Breakdown;
+use super::simulate::{Phase, TimelinePoint};
 use crate::config::TrainConfig;
 use crate::resolve::{LayerInfo, Resolved};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,7 @@
 //! The memory model: simulate a PyTorch training (or inference) step storage by storage.
 //! Pure functions, no I/O.
 
+pub mod breakdown;
 #[cfg(feature = "candle")]
 pub mod candle;
 pub mod device;
