@@ -7,7 +7,7 @@ use crate::tree::{normalize_core_path, ListPath, NodePath};
 use std::collections::HashMap;
 use vramcalc_core::memory::Prepared;
 use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::whatif::{apply, Trick, WhatIf};
+use vramcalc_core::whatif::{what_ifs_with, WhatIf};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
 /// The estimate and the batch analysis for one model, setup and capacity.
@@ -75,16 +75,7 @@ impl PreparedCache {
     /// setup itself is rejected.
     pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
         self.peak(spec, config)?;
-        Some(
-            Trick::ALL
-                .iter()
-                .filter_map(|&trick| {
-                    let cfg = apply(trick, spec, config)?;
-                    let (peak, device_total) = self.peak(spec, &cfg)?;
-                    Some(WhatIf { trick, config: cfg, peak, device_total })
-                })
-                .collect(),
-        )
+        Some(what_ifs_with(spec, config, |cfg| self.peak(spec, cfg)))
     }
 
     /// Peak and device total of `spec` under `cfg`; `None` where the core rejects the setup.

@@ -84,7 +84,7 @@ pub enum GradRule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub name: &'static str,
-    /// Index into [`Graph::layers`] of the layer that emitted it.
+    /// Row of the per-layer table ([`crate::resolve::Resolved::layers`]) of the layer that emitted it.
     pub layer: u32,
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,

@@ -12,11 +12,13 @@
 //! | `layer/*` | one file per layer family: config, shape rules, lowering; `layer/args` PyTorch's argument types |
 //! | `lower`, `graph` | the op vocabulary and the resolved graph |
 //! | `config` | the training setup (`TrainConfig`): an input to lowering and simulation |
-//! | `resolve` | spec → graph with paths in errors |
-//! | `memory/*` | simulation, optimizer, device overheads |
+//! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
+//! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
+//! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
 //!
-//! Imports run one way: `memory` → `resolve` → `spec` → `layer` → `lower` → `graph`/`config` →
-//! `units`/`error`/`serde_util` (the serde helpers).
+//! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
+//! `graph`/`config` → `units`/`error`/`path`/`serde_util` (the serde helpers);
+//! `tests/module_graph.rs` checks it.
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
 

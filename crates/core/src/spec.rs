@@ -234,7 +234,7 @@ blocks {
 
 /// Written by hand instead of derived with `#[serde(tag = "kind")]`, which buffers through
 /// serde's private `Content` and so instantiates every payload's `Deserialize` once per
-/// deserializer. Here every payload is read from one buffered `Value` (see [`via_value`]).
+/// deserializer. Here every payload is read from one buffered `Value` (see `serde_util::via_value`).
 /// Same JSON and errors as the derive, except for error positions and the list form
 /// `[kind, field values…]`, which is not accepted (see `layer_from_value`).
 impl<'de> Deserialize<'de> for Layer {

@@ -120,14 +120,24 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
 /// An error when the setup itself is rejected.
 pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<WhatIf>> {
     Prepared::new(spec, config)?;
-    Ok(Trick::ALL
+    Ok(what_ifs_with(spec, config, |cfg| Some(Prepared::new(spec, cfg).ok()?.peak_at(cfg.batch))))
+}
+
+/// [`what_ifs`] with `peak` giving a setup's peak and device total (`None`: rejected), so a
+/// caller can reuse models it has resolved (the web app's cache).
+pub fn what_ifs_with(
+    spec: &ModelSpec,
+    config: &TrainConfig,
+    mut peak: impl FnMut(&TrainConfig) -> Option<(u64, u64)>,
+) -> Vec<WhatIf> {
+    Trick::ALL
         .iter()
         .filter_map(|&trick| {
             let cfg = apply(trick, spec, config)?;
-            let (peak, device_total) = Prepared::new(spec, &cfg).ok()?.peak_at(cfg.batch);
+            let (peak, device_total) = peak(&cfg)?;
             Some(WhatIf { trick, config: cfg, peak, device_total })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
