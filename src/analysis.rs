@@ -6,8 +6,9 @@ use crate::charts::batch::sweep_points;
 use crate::tree::{normalize_core_path, ListPath, NodePath};
 use std::collections::HashMap;
 use vramcalc_core::memory::Prepared;
-use vramcalc_core::spec::{Layer, ModelSpec};
-use vramcalc_core::{Error, Estimate, Mode, OptimizerKind, Precision, Shape, TrainConfig};
+use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::whatif::{what_ifs_with, WhatIf};
+use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
 /// The estimate and the batch analysis for one model, setup and capacity.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,115 +23,6 @@ pub struct Report {
 
 pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
     PreparedCache::default().analyse(spec, config, capacity)
-}
-
-/// The sequence length a token or sequence model runs at (`None` for image models).
-pub fn seq_len(spec: &ModelSpec, config: &TrainConfig) -> Option<u64> {
-    let seq_input = spec.is_token_input() || spec.input.shape.len() == 2;
-    seq_input.then(|| config.seq_len.or(spec.input.shape.first().copied()).unwrap_or(1))
-}
-
-/// A trick of the what-if panel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trick {
-    HalveBatch,
-    Amp,
-    Checkpointing,
-    InplaceRelu,
-    GradAccum4,
-    Sgd,
-    ShorterSeq,
-}
-
-impl Trick {
-    pub const ALL: [Trick; 7] =
-        [Trick::HalveBatch, Trick::Amp, Trick::Checkpointing, Trick::InplaceRelu, Trick::GradAccum4, Trick::Sgd, Trick::ShorterSeq];
-    pub fn id(self) -> &'static str {
-        match self {
-            Trick::HalveBatch => "halve-batch",
-            Trick::Amp => "amp",
-            Trick::Checkpointing => "checkpointing",
-            Trick::InplaceRelu => "inplace-relu",
-            Trick::GradAccum4 => "grad-accum",
-            Trick::Sgd => "sgd",
-            Trick::ShorterSeq => "shorter-seq",
-        }
-    }
-}
-
-/// A trick applied to the current setup, and the peak it gives.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WhatIf {
-    pub trick: Trick,
-    pub config: TrainConfig,
-    pub peak: u64,
-    pub device_total: u64,
-}
-
-fn has_relu(layers: &[Layer]) -> bool {
-    layers.iter().any(|l| match l {
-        Layer::Relu(_) => true,
-        _ => crate::tree::child_lists(l).into_iter().any(|(_, c)| has_relu(c)),
-    })
-}
-
-/// The setup with `trick` applied, or `None` where it does not apply (already on, batch 1, …).
-pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainConfig> {
-    let train = c.mode == Mode::Train;
-    let mut n = *c;
-    match trick {
-        Trick::HalveBatch => {
-            if c.batch < 2 {
-                return None;
-            }
-            n.batch = c.batch / 2;
-            n.grad_accum = c.grad_accum.min(n.batch).max(1);
-        }
-        Trick::Amp => {
-            if c.precision != Precision::Fp32 {
-                return None;
-            }
-            n.precision = Precision::AmpFp16;
-        }
-        Trick::Checkpointing => {
-            if c.checkpointing || !train {
-                return None;
-            }
-            n.checkpointing = true;
-        }
-        Trick::InplaceRelu => {
-            if c.inplace_relu == Some(true) || !has_relu(&spec.layers) {
-                return None;
-            }
-            n.inplace_relu = Some(true);
-        }
-        Trick::GradAccum4 => {
-            if !train || c.grad_accum.saturating_mul(4) > c.batch {
-                return None;
-            }
-            n.grad_accum = c.grad_accum * 4;
-        }
-        Trick::Sgd => {
-            if !train || matches!(c.optimizer, OptimizerKind::Sgd | OptimizerKind::SgdMomentum) {
-                return None;
-            }
-            n.optimizer = OptimizerKind::SgdMomentum;
-        }
-        Trick::ShorterSeq => {
-            let s = seq_len(spec, c)?;
-            if s < 2 {
-                return None;
-            }
-            n.seq_len = Some(s / 2);
-        }
-    }
-    Some(n)
-}
-
-/// Every applicable trick with its result (tricks the core rejects are left out); `None` when
-/// the model itself does not resolve.
-pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-    PreparedCache::default().what_ifs(spec, config)
 }
 
 /// Keeps the resolved model of each setup the estimate and the what-ifs used, with the batch
@@ -179,19 +71,11 @@ impl PreparedCache {
         Ok(&self.prepared[self.prepared.len() - 1].1)
     }
 
-    /// Like [`what_ifs`], reusing what earlier calls resolved.
+    /// [`vramcalc_core::whatif::what_ifs`], reusing what earlier calls resolved; `None` when the
+    /// setup itself is rejected.
     pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
         self.peak(spec, config)?;
-        Some(
-            Trick::ALL
-                .iter()
-                .filter_map(|&trick| {
-                    let cfg = apply(trick, spec, config)?;
-                    let (peak, device_total) = self.peak(spec, &cfg)?;
-                    Some(WhatIf { trick, config: cfg, peak, device_total })
-                })
-                .collect(),
-        )
+        Some(what_ifs_with(spec, config, |cfg| self.peak(spec, cfg)))
     }
 
     /// Peak and device total of `spec` under `cfg`; `None` where the core rejects the setup.
@@ -246,7 +130,7 @@ pub fn input_shape_for(
     }
     if list.parent.is_empty() {
         let mut shape = spec.input.shape.clone();
-        if let (Some(s), Some(first)) = (seq_len(spec, config), shape.first_mut()) {
+        if let (Some(s), Some(first)) = (spec.seq_len(config.seq_len), shape.first_mut()) {
             *first = s;
         }
         return Some(shape);
@@ -260,6 +144,7 @@ pub fn input_shape_for(
 mod tests {
     use super::*;
     use vramcalc_core::presets;
+    use vramcalc_core::Precision;
 
     #[test]
     fn vgg16_report() {
@@ -271,26 +156,6 @@ mod tests {
         let at_max = r.sweep.iter().find(|s| s.0 == mb).unwrap();
         assert!(at_max.2 <= 24 << 30);
         assert!(r.sweep.windows(2).all(|w| w[0].1 <= w[1].1), "peak grows with batch");
-    }
-
-    #[test]
-    fn what_ifs_save_memory() {
-        let spec = presets::build("bert-base").unwrap();
-        let cfg = TrainConfig::default();
-        let base = vramcalc_core::estimate(&spec, &cfg).unwrap().peak_bytes;
-        let w = what_ifs(&spec, &cfg).unwrap();
-        let ids: Vec<_> = w.iter().map(|w| w.trick).collect();
-        assert!(ids.contains(&Trick::ShorterSeq) && ids.contains(&Trick::Amp) && !ids.contains(&Trick::InplaceRelu));
-        for t in &w {
-            if matches!(t.trick, Trick::HalveBatch | Trick::ShorterSeq | Trick::GradAccum4) {
-                assert!(t.peak < base, "{:?}", t.trick);
-            }
-        }
-        let cnn = presets::build("resnet18").unwrap();
-        assert!(what_ifs(&cnn, &cfg).unwrap().iter().all(|w| w.trick != Trick::ShorterSeq));
-        let mut broken = cnn.clone();
-        broken.input.shape = vec![7];
-        assert_eq!(what_ifs(&broken, &cfg), None);
     }
 
     #[test]
@@ -328,19 +193,9 @@ mod tests {
         }
     }
 
-    /// The what-ifs without the cache: every setup resolved anew.
+    /// The core's what-ifs: every setup resolved anew.
     fn what_ifs_fresh(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-        Prepared::new(spec, config).ok()?;
-        Some(
-            Trick::ALL
-                .iter()
-                .filter_map(|&trick| {
-                    let cfg = apply(trick, spec, config)?;
-                    let (peak, device_total) = Prepared::new(spec, &cfg).ok()?.peak_at(cfg.batch);
-                    Some(WhatIf { trick, config: cfg, peak, device_total })
-                })
-                .collect(),
-        )
+        vramcalc_core::whatif::what_ifs(spec, config).ok()
     }
 
     #[test]
@@ -389,7 +244,7 @@ mod timing {
             let r = super::analyse(&spec, &cfg, 24 << 30).unwrap();
             let t_all = t.elapsed();
             let t = std::time::Instant::now();
-            let w = super::what_ifs(&spec, &cfg).unwrap();
+            let w = vramcalc_core::whatif::what_ifs(&spec, &cfg).unwrap();
             let t_w = t.elapsed();
             println!("{id}: estimate {t_est:?}, analyse {t_all:?} ({} sweep points), what-ifs {t_w:?} ({}), peak {}", r.sweep.len(), w.len(), est.peak_bytes);
         }

@@ -72,7 +72,7 @@ pub fn app(p: &AppProps) -> Html {
             </div>
             <main class="layout">
                 <div class="col left">
-                    <Settings config={model.config} gpu={model.gpu.clone()} seq_len={analysis::seq_len(&model.spec, &model.config)}
+                    <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
                         error={config_error} />
                     <ModelPanel model={model.clone()} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />

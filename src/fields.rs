@@ -176,7 +176,7 @@ pub fn set_field(layer: &Layer, name: &str, value: &FieldValue) -> Result<Layer,
             let join = serde_json::from_value(Value::String(t.trim().to_string())).map_err(|e| e.to_string())?;
             return Ok(Layer::Parallel { branches: branches.clone(), join });
         }
-        _ if tree_block(layer) || takes_no_arguments(layer) => return Err(format!("`{name}` is not a field of {}", layer.kind())),
+        _ if layer.is_block() || takes_no_arguments(layer) => return Err(format!("`{name}` is not a field of {}", layer.kind())),
         _ => {}
     }
     let mut obj = to_object(layer);
@@ -199,16 +199,12 @@ pub fn set_field(layer: &Layer, name: &str, value: &FieldValue) -> Result<Layer,
     from_object(obj).map_err(|e| format!("`{name}`: {e}"))
 }
 
-fn tree_block(layer: &Layer) -> bool {
-    crate::tree::is_block(layer)
-}
-
 /// Adapts a freshly added layer's input size to the shape it will receive (per sample, no
 /// batch): `in_features` to the last dimension, `in_channels`/`num_features` to the first, and so
 /// on, so "add layer" gives a working model more often. Returns `layer` unchanged where it can't.
 pub fn fit_to_input(layer: &Layer, shape: &[u64]) -> Layer {
     let (Some(&first), Some(&last)) = (shape.first(), shape.last()) else { return layer.clone() };
-    if tree_block(layer) || takes_no_arguments(layer) {
+    if layer.is_block() || takes_no_arguments(layer) {
         return layer.clone();
     }
     let mut obj = to_object(layer);

@@ -6,34 +6,9 @@
 //! messages and per-layer reports line up with editor rows.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use vramcalc_core::spec::{Layer, ModelSpec};
-
-/// Which child list of a block (or the model's top-level `layers`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Slot {
-    Layers,
-    Body,
-    Shortcut,
-    Branch(usize),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Step {
-    pub slot: Slot,
-    pub index: usize,
-}
-
-/// A layer's position: one step per nesting level.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodePath(pub Vec<Step>);
-
-/// A list of layers: the top level, or one child list of the block at `parent`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ListPath {
-    pub parent: Vec<Step>,
-    pub slot: Slot,
-}
+/// The core's layer path; the editor calls it a node path.
+pub use vramcalc_core::path::{LayerPath as NodePath, ListPath, Slot, Step};
 
 /// The block a group of rows becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,95 +29,13 @@ impl GroupKind {
     }
 }
 
-impl NodePath {
-    pub fn top(index: usize) -> NodePath {
-        NodePath(vec![Step { slot: Slot::Layers, index }])
-    }
-    pub fn child(&self, slot: Slot, index: usize) -> NodePath {
-        let mut v = self.0.clone();
-        v.push(Step { slot, index });
-        NodePath(v)
-    }
-    /// The list this node sits in.
-    pub fn list(&self) -> Option<ListPath> {
-        let (last, parent) = self.0.split_last()?;
-        Some(ListPath { parent: parent.to_vec(), slot: last.slot.clone() })
-    }
-    pub fn index(&self) -> Option<usize> {
-        self.0.last().map(|s| s.index)
-    }
-    pub fn depth(&self) -> usize {
-        self.0.len().saturating_sub(1)
-    }
-}
-
-impl ListPath {
-    pub fn top() -> ListPath {
-        ListPath { parent: Vec::new(), slot: Slot::Layers }
-    }
-    pub fn node(&self, index: usize) -> NodePath {
-        let mut v = self.parent.clone();
-        v.push(Step { slot: self.slot.clone(), index });
-        NodePath(v)
-    }
-}
-
-fn write_step(f: &mut fmt::Formatter<'_>, first: bool, s: &Step) -> fmt::Result {
-    match (&s.slot, first) {
-        (Slot::Layers, true) => write!(f, "layers[{}]", s.index),
-        (Slot::Layers, false) => write!(f, ".layers[{}]", s.index),
-        (Slot::Body, _) => write!(f, ".body[{}]", s.index),
-        (Slot::Shortcut, _) => write!(f, ".shortcut[{}]", s.index),
-        (Slot::Branch(b), _) => write!(f, ".branches[{b}][{}]", s.index),
-    }
-}
-
-/// The core's path format: `layers[3].body[1]`.
-impl fmt::Display for NodePath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, s) in self.0.iter().enumerate() {
-            write_step(f, i == 0, s)?;
-        }
-        Ok(())
-    }
-}
-
-/// A core path with repetition marks removed (`layers[2].body#5[1]` → `layers[2].body[1]`), so
-/// every repetition of a `repeat` body maps to the one editor row it came from.
+/// The editor row of a resolved layer's path: every repetition of a `repeat` body maps to the
+/// one row it came from (`layers[2].body#5[1]` → `layers[2].body[1]`).
 pub fn normalize_core_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    let mut chars = path.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '#' {
-            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-                chars.next();
-            }
-        } else {
-            out.push(c);
-        }
+    match path.parse::<NodePath>() {
+        Ok(p) => p.without_repetitions().to_string(),
+        Err(_) => path.to_string(),
     }
-    out
-}
-
-/// The child lists of a block, in display order.
-pub fn child_lists(layer: &Layer) -> Vec<(Slot, &Vec<Layer>)> {
-    match layer {
-        Layer::Sequential { layers, .. } => vec![(Slot::Layers, layers)],
-        Layer::Residual { body, shortcut, .. } => {
-            let mut v = vec![(Slot::Body, body)];
-            if let Some(s) = shortcut {
-                v.push((Slot::Shortcut, s));
-            }
-            v
-        }
-        Layer::Repeat { body, .. } => vec![(Slot::Body, body)],
-        Layer::Parallel { branches, .. } => branches.iter().enumerate().map(|(i, b)| (Slot::Branch(i), b)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-pub fn is_block(layer: &Layer) -> bool {
-    matches!(layer, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. })
 }
 
 fn child_list_mut<'a>(layer: &'a mut Layer, slot: &Slot) -> Option<&'a mut Vec<Layer>> {
@@ -157,7 +50,7 @@ fn child_list_mut<'a>(layer: &'a mut Layer, slot: &Slot) -> Option<&'a mut Vec<L
 }
 
 fn child_list<'a>(layer: &'a Layer, slot: &Slot) -> Option<&'a Vec<Layer>> {
-    child_lists(layer).into_iter().find(|(s, _)| s == slot).map(|(_, l)| l)
+    layer.children().into_iter().find(|(s, _)| s == slot).map(|(_, l)| l)
 }
 
 pub fn node<'a>(spec: &'a ModelSpec, path: &NodePath) -> Option<&'a Layer> {
@@ -316,9 +209,9 @@ pub fn contiguous(selected: &[NodePath]) -> Option<(ListPath, usize, usize)> {
 pub fn block_paths(layers: &[Layer]) -> BTreeSet<NodePath> {
     fn walk(layers: &[Layer], list: &ListPath, out: &mut BTreeSet<NodePath>) {
         for (i, l) in layers.iter().enumerate() {
-            if is_block(l) {
+            if l.is_block() {
                 let p = list.node(i);
-                for (slot, children) in child_lists(l) {
+                for (slot, children) in l.children() {
                     walk(children, &ListPath { parent: p.0.clone(), slot }, out);
                 }
                 out.insert(p);
@@ -344,8 +237,8 @@ pub fn rows<'a>(spec: &'a ModelSpec, collapsed: &BTreeSet<NodePath>) -> Vec<Row<
         for (i, l) in layers.iter().enumerate() {
             let p = list.node(i);
             out.push(Row::Node { path: p.clone(), layer: l, depth });
-            if is_block(l) && !collapsed.contains(&p) {
-                for (slot, children) in child_lists(l) {
+            if l.is_block() && !collapsed.contains(&p) {
+                for (slot, children) in l.children() {
                     let cl = ListPath { parent: p.0.clone(), slot };
                     out.push(Row::List { list: cl.clone(), depth: depth + 1, len: children.len() });
                     walk(children, &cl, depth + 1, collapsed, out);
@@ -364,12 +257,9 @@ mod tests {
     use vramcalc_core::presets;
 
     #[test]
-    fn paths_print_like_the_core() {
-        let p = NodePath::top(3).child(Slot::Body, 1);
-        assert_eq!(p.to_string(), "layers[3].body[1]");
-        let p = NodePath::top(2).child(Slot::Branch(0), 1).child(Slot::Shortcut, 0);
-        assert_eq!(p.to_string(), "layers[2].branches[0][1].shortcut[0]");
+    fn repetitions_map_to_their_body_row() {
         assert_eq!(normalize_core_path("layers[2].body#11[1]"), "layers[2].body[1]");
+        assert_eq!(normalize_core_path("layers[2].branches[0][1]"), "layers[2].branches[0][1]");
     }
 
     #[test]

@@ -2,12 +2,33 @@
 //! per-layer saved-activation bars.
 
 use super::scale::{byte_ticks, Linear};
-use vramcalc_core::{ByteUnit, Estimate, LayerReport};
+use vramcalc_core::{ByteUnit, Category, Estimate, LayerReport};
+
+/// What a bar shows: a category of the peak, the device overhead, or a headline figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Category(Category),
+    Overhead,
+    Peak,
+    DeviceTotal,
+}
+
+impl Part {
+    /// Its CSS class and test id (a category's JSON key).
+    pub fn key(self) -> &'static str {
+        match self {
+            Part::Category(c) => c.key(),
+            Part::Overhead => "overhead",
+            Part::Peak => "peak",
+            Part::DeviceTotal => "device_total",
+        }
+    }
+}
 
 /// One bar (or stacked segment) in viewBox units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
-    pub key: &'static str,
+    pub key: Part,
     pub bytes: u64,
     pub x: f64,
     pub w: f64,
@@ -28,7 +49,7 @@ pub fn capacity(est: &Estimate, capacity: u64, width: f64, unit: ByteUnit) -> Ca
     let s = Linear::new((0.0, end), (0.0, width));
     let bar = |key, bytes: u64| Bar { key, bytes, x: 0.0, w: s.map(bytes as f64) };
     CapacityGeom {
-        bars: vec![bar("peak", est.peak_bytes), bar("device_total", est.device_total_bytes)],
+        bars: vec![bar(Part::Peak, est.peak_bytes), bar(Part::DeviceTotal, est.device_total_bytes)],
         capacity_x: s.map(capacity as f64),
         ticks: ticks.into_iter().map(|t| (s.map(t as f64), t)).collect(),
     }
@@ -43,8 +64,8 @@ pub fn overhead(est: &Estimate) -> u64 {
 /// The peak's categories plus the device overhead, stacked left to right over `width`
 /// (zero categories are left out).
 pub fn breakdown(est: &Estimate, width: f64) -> Vec<Bar> {
-    let mut parts: Vec<(&'static str, u64)> = est.breakdown.entries().to_vec();
-    parts.push(("overhead", overhead(est)));
+    let mut parts: Vec<(Part, u64)> = est.breakdown.entries().iter().map(|&(c, b)| (Part::Category(c), b)).collect();
+    parts.push((Part::Overhead, overhead(est)));
     let total: u64 = parts.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
     let s = Linear::new((0.0, total.max(1) as f64), (0.0, width));
     let mut x = 0.0;

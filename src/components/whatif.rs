@@ -1,7 +1,7 @@
 //! What-ifs: each memory trick applied to the current setup, with its saving; click to apply.
 
 use super::{percent, Ctx};
-use crate::analysis::WhatIf;
+use vramcalc_core::whatif::WhatIf;
 use crate::i18n::fill;
 use crate::state::Action;
 use yew::prelude::*;

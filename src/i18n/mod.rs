@@ -231,19 +231,27 @@ impl Tr {
     /// Label of a breakdown key of the core (`parameters`, `activations`, …) or of the capacity
     /// bars (`peak`, `device_total`). An unknown key gives "": the one place that maps the core's
     /// category names, to take the core's `Category` enum instead of a string.
-    pub fn category(&self, key: &str) -> &'static str {
-        match key {
-            "parameters" => self.cat_parameters,
-            "buffers" => self.cat_buffers,
-            "gradients" => self.cat_gradients,
-            "optimizer_state" => self.cat_optimizer_state,
-            "activations" => self.cat_activations,
-            "temporaries" => self.cat_temporaries,
-            "input" => self.cat_input,
-            "overhead" => self.cat_overhead,
-            "peak" => self.peak,
-            "device_total" => self.device_total,
-            _ => "",
+    pub fn category(&self, c: vramcalc_core::Category) -> &'static str {
+        use vramcalc_core::Category::*;
+        match c {
+            Parameters => self.cat_parameters,
+            Buffers => self.cat_buffers,
+            Gradients => self.cat_gradients,
+            OptimizerState => self.cat_optimizer_state,
+            Activations => self.cat_activations,
+            Temporaries => self.cat_temporaries,
+            Input => self.cat_input,
+        }
+    }
+
+    /// A bar's label.
+    pub fn part(&self, p: crate::charts::bars::Part) -> &'static str {
+        use crate::charts::bars::Part;
+        match p {
+            Part::Category(c) => self.category(c),
+            Part::Overhead => self.cat_overhead,
+            Part::Peak => self.peak,
+            Part::DeviceTotal => self.device_total,
         }
     }
 
@@ -257,8 +265,8 @@ impl Tr {
     }
 
     /// Label of a what-if trick.
-    pub fn trick(&self, t: crate::analysis::Trick) -> &'static str {
-        use crate::analysis::Trick::*;
+    pub fn trick(&self, t: vramcalc_core::whatif::Trick) -> &'static str {
+        use vramcalc_core::whatif::Trick::*;
         match t {
             HalveBatch => self.trick_halve_batch,
             Amp => self.trick_amp,

@@ -54,6 +54,10 @@ pub enum Command {
         /// Print the estimate as JSON (schema in README).
         #[arg(long)]
         json: bool,
+        /// Also show each memory trick applied alone (batch, AMP, checkpointing, …) and its
+        /// peak; with `--json`, as `what_ifs`.
+        #[arg(long)]
+        what_if: bool,
     },
     /// Largest batch whose device total fits a capacity or a GPU.
     MaxBatch {

@@ -34,10 +34,12 @@ fn run() -> Result<ExitCode> {
             model,
             settings,
             json,
+            what_if,
         } => {
             let spec = model.load()?;
             let est = model.estimate(&spec, &settings)?;
-            table::estimate(&spec, &est, settings.unit(), json)
+            let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
+            table::estimate(&spec, &est, what_ifs.as_deref(), settings.unit(), json)
         }
         args::Command::MaxBatch {
             model,

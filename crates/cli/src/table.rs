@@ -5,6 +5,7 @@ use serde_json::json;
 use std::fmt::Write as _;
 use vramcalc_core::memory::Prepared;
 use vramcalc_core::units::{format_bytes, thousands, ByteUnit};
+use vramcalc_core::whatif::WhatIf;
 use vramcalc_core::{Estimate, ModelSpec, TrainConfig, GPUS};
 
 pub fn presets(as_json: bool) -> Result<String> {
@@ -87,12 +88,15 @@ pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
     Ok(o)
 }
 
-pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool) -> Result<String> {
+pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, unit: ByteUnit, as_json: bool) -> Result<String> {
     let mut o = String::new();
     if as_json {
         let mut v = serde_json::to_value(est)?;
         if let Some(o) = v.as_object_mut() {
             o.insert("model".into(), json!(spec.display_name()));
+            if let Some(w) = what_ifs {
+                o.insert("what_ifs".into(), serde_json::to_value(w)?);
+            }
         }
         writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(o);
@@ -133,7 +137,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool)
     )?;
     for (k, b) in est.breakdown.entries() {
         if b > 0 {
-            writeln!(o, "  {:<15}{:>12}", k.replace('_', " "), f(b))?;
+            writeln!(o, "  {:<15}{:>12}", k.key().replace('_', " "), f(b))?;
         }
     }
     writeln!(o, 
@@ -148,7 +152,32 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, unit: ByteUnit, as_json: bool)
         "rule of thumb    {:>12}   (params × n + batch × outputs × 2 + input, for comparison)",
         f(est.rule_of_thumb_bytes)
     )?;
+    if let Some(items) = what_ifs {
+        what_if_table(&mut o, items, est.peak_bytes, unit)?;
+    }
     Ok(o)
+}
+
+/// Each trick's peak against `base`, the current peak.
+fn what_if_table(o: &mut String, items: &[WhatIf], base: u64, unit: ByteUnit) -> Result<()> {
+    let f = |b: u64| format_bytes(b, unit);
+    writeln!(o)?;
+    writeln!(o, "what if (each trick alone)")?;
+    if items.is_empty() {
+        writeln!(o, "  no trick applies to this setup")?;
+    }
+    for w in items {
+        let effect = match w.peak.cmp(&base) {
+            std::cmp::Ordering::Less => {
+                let saved = base - w.peak;
+                format!("saves {} ({:.0}%)", f(saved), saved as f64 * 100.0 / base.max(1) as f64)
+            }
+            std::cmp::Ordering::Greater => format!("adds {}", f(w.peak - base)),
+            std::cmp::Ordering::Equal => "no change".to_string(),
+        };
+        writeln!(o, "  {:<30}{:>12}   {effect}", w.trick.describe(), f(w.peak))?;
+    }
+    Ok(())
 }
 
 pub fn max_batch(

@@ -134,3 +134,19 @@ fn candle_profile_beyond_64_bits_gets_the_same_too_large_error() {
     assert_eq!(err.trim(), "vramcalc: too large: at batch 1099511627776 the step needs more than 2^64 bytes (18.4 EB)");
     assert_eq!((code, out, err), run("pytorch-eager"));
 }
+
+#[test]
+fn estimate_what_if_prints_the_tricks() {
+    let v = json(&["estimate", "--preset", "bert-base", "--batch", "8", "--json", "--what-if"]);
+    let items = v["what_ifs"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|w| w["trick"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"shorter-seq") && ids.contains(&"amp"), "{ids:?}");
+    let base = v["peak_bytes"].as_u64().unwrap();
+    let halved = items.iter().find(|w| w["trick"] == "halve-batch").unwrap();
+    assert_eq!(halved["config"]["batch"], 4);
+    assert!(halved["peak"].as_u64().unwrap() < base);
+    assert!(json(&["estimate", "--preset", "bert-base", "--json"]).get("what_ifs").is_none());
+    let (code, out, err) = vramcalc(&["estimate", "--preset", "resnet18", "--what-if"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("what if (each trick alone)") && out.contains("in-place ReLU") && out.contains("saves"), "{out}");
+}

@@ -84,7 +84,7 @@ pub enum GradRule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub name: &'static str,
-    /// Index into [`Graph::layers`] of the layer that emitted it.
+    /// Row of the per-layer table ([`crate::resolve::Resolved::layers`]) of the layer that emitted it.
     pub layer: u32,
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,
@@ -126,6 +126,10 @@ impl Graph {
     }
     pub fn param_numel(&self) -> u64 {
         self.params.iter().map(|&p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
+    }
+    /// Bytes of all parameters in their stored dtype.
+    pub fn param_bytes(&self) -> u64 {
+        self.params.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
     }
     pub fn buffer_bytes(&self) -> u64 {
         self.storages

@@ -9,31 +9,42 @@
 //! | module | concern |
 //! |---|---|
 //! | `spec` | what the user wrote |
-//! | `layer/*` | one file per layer family: config, shape rules, lowering |
+//! | `layer/*` | one file per layer family: config, shape rules, lowering; `layer/args` PyTorch's argument types |
 //! | `lower`, `graph` | the op vocabulary and the resolved graph |
-//! | `resolve` | spec → graph with paths in errors |
-//! | `memory/*` | configuration, simulation, optimizer, device overheads |
+//! | `config` | the training setup (`TrainConfig`): an input to lowering and simulation |
+//! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
+//! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
+//! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
+//!
+//! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
+//! `graph`/`config` → `units`/`error`/`path`/`serde_util` (the serde helpers);
+//! `tests/module_graph.rs` checks it.
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
 
+pub mod config;
 pub mod error;
 pub mod graph;
 pub mod import;
 pub mod layer;
 pub mod lower;
 pub mod memory;
+pub mod path;
 pub mod presets;
 pub mod resolve;
+mod serde_util;
 pub mod share;
 pub mod spec;
 pub mod units;
+pub mod whatif;
 
 pub use error::{Error, Result};
-pub use memory::config::{
+pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };
 pub use memory::device::{Gpu, GPUS};
-pub use memory::simulate::{Breakdown, Phase};
+pub use memory::breakdown::{Breakdown, Category};
+pub use memory::simulate::Phase;
 pub use memory::{estimate, Estimate, LayerReport, Prepared};
 pub use spec::{Layer, ModelSpec};
 pub use units::{format_bytes, thousands, ByteUnit, DType, Shape};

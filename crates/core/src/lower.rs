@@ -6,7 +6,7 @@
 //! their inputs' widest dtype.
 
 use crate::graph::{GradRule, Graph, Lin, Op, StorageClass, Storage, Value, ValueId};
-use crate::memory::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
+use crate::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
 use crate::units::{DType, Shape};
 use std::collections::HashMap;
 
@@ -92,6 +92,16 @@ impl Builder {
 
     pub fn end_unit(&mut self) {
         self.unit = None;
+    }
+
+    /// Runs `f` as one checkpointing unit (when checkpointing is on and none is open).
+    pub fn in_unit<T>(&mut self, f: impl FnOnce(&mut Builder) -> T) -> T {
+        let opened = self.begin_unit();
+        let out = f(self);
+        if opened {
+            self.end_unit();
+        }
+        out
     }
 
     pub fn training(&self) -> bool {

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::graph::{Graph, ValueId};
 use crate::lower::{Builder, LowerOptions};
+use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, Join, Layer, Loss, ModelSpec};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         if s == 0 {
             return Err(Error::Config("sequence length must be at least 1".into()));
         }
-        if spec.input.dtype == InputDType::Int64 || shape.len() == 2 {
+        if spec.is_sequence_input() {
             shape[0] = s;
         }
     }
@@ -73,7 +74,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         return Err(Error::Input("the model has no layers yet: add one".into()));
     }
     let mut r = Resolver { b, layers: Vec::new(), count: 0 };
-    let out = r.sequence(&spec.layers, x, "layers", 0)?;
+    let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
     let loss = if opts.training { r.loss(spec.loss, out)? } else { out };
     let mut graph = r.b.g;
     graph.output = loss;
@@ -87,14 +88,16 @@ struct Resolver {
 }
 
 impl Resolver {
-    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+    /// Lowers the list `slot` (repetition `repetition`) of the block at `parent`.
+    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, parent: &LayerPath, slot: Slot, repetition: Option<u64>, depth: u32) -> Result<ValueId> {
         for (i, layer) in layers.iter().enumerate() {
-            x = self.layer(layer, x, &format!("{path}[{i}]"), depth)?;
+            x = self.layer(layer, x, &parent.child_in_repetition(slot.clone(), repetition, i), depth)?;
         }
         Ok(x)
     }
 
-    fn layer(&mut self, layer: &Layer, x: ValueId, path: &str, depth: u32) -> Result<ValueId> {
+    fn layer(&mut self, layer: &Layer, x: ValueId, at: &LayerPath, depth: u32) -> Result<ValueId> {
+        let path = &at.to_string();
         self.count += 1;
         if self.count > MAX_LAYERS || self.b.g.ops.len() > MAX_OPS {
             return Err(Error::TooLarge(format!(
@@ -114,45 +117,11 @@ impl Resolver {
         let params_before = self.b.param_numel;
         self.b.set_layer(row as u32);
         let err = |message: String| Error::Layer { path: path.to_string(), kind: layer.kind().to_string(), message };
-        let b = &mut self.b;
         let out = match layer {
-            Layer::Linear(l) => l.lower(b, x).map_err(err)?,
-            Layer::Conv1d(l) => l.lower(b, x).map_err(err)?,
-            Layer::Conv2d(l) => l.lower(b, x).map_err(err)?,
-            Layer::ConvTranspose2d(l) => l.lower(b, x).map_err(err)?,
-            Layer::BatchNorm1d(l) => l.lower(b, x, false).map_err(err)?,
-            Layer::BatchNorm2d(l) => l.lower(b, x, true).map_err(err)?,
-            Layer::LayerNorm(l) => l.lower(b, x).map_err(err)?,
-            Layer::GroupNorm(l) => l.lower(b, x).map_err(err)?,
-            Layer::RmsNorm(l) => l.lower(b, x).map_err(err)?,
-            Layer::Relu(l) => l.lower(b, x).map_err(err)?,
-            Layer::LeakyRelu(l) => l.lower(b, x).map_err(err)?,
-            Layer::Gelu(l) => l.lower(b, x).map_err(err)?,
-            Layer::Silu(l) => l.lower(b, x).map_err(err)?,
-            Layer::Tanh => crate::layer::activation::unary(b, "tanh", x, crate::layer::activation::Saves::Output),
-            Layer::Sigmoid => crate::layer::activation::unary(b, "sigmoid", x, crate::layer::activation::Saves::Output),
-            Layer::Softmax(l) => l.lower(b, x).map_err(err)?,
-            Layer::Dropout(l) => l.lower(b, x).map_err(err)?,
-            Layer::MaxPool2d(l) => l.lower(b, x).map_err(err)?,
-            Layer::AvgPool2d(l) => l.lower(b, x).map_err(err)?,
-            Layer::AdaptiveAvgPool2d(l) => l.lower(b, x).map_err(err)?,
-            Layer::Flatten(l) => l.lower(b, x).map_err(err)?,
-            Layer::Transpose(l) => l.lower(b, x).map_err(err)?,
-            Layer::SelectToken(l) => l.lower(b, x).map_err(err)?,
-            Layer::Embedding(l) => l.lower(b, x).map_err(err)?,
-            Layer::PositionalEmbedding(l) => l.lower(b, x).map_err(err)?,
-            Layer::ClsToken(l) => l.lower(b, x).map_err(err)?,
-            Layer::Lstm(l) => l.lower(b, x, 4).map_err(err)?,
-            Layer::Gru(l) => l.lower(b, x, 3).map_err(err)?,
-            Layer::Rnn(l) => l.lower(b, x, 1).map_err(err)?,
-            Layer::MultiheadAttention(l) => l.lower(b, x).map_err(err)?,
-            Layer::GatedMlp(l) => l.lower(b, x).map_err(err)?,
-            Layer::TransformerEncoderLayer(l) => self.unit(|b| l.lower(b, x, false)).map_err(err)?,
-            Layer::TransformerDecoderLayer(l) => self.unit(|b| l.lower(b, x, true)).map_err(err)?,
             Layer::Sequential { layers, checkpoint } => {
                 self.layers[row].block = true;
                 let opened = *checkpoint && self.b.begin_unit();
-                let out = self.sequence(layers, x, &format!("{path}.layers"), depth + 1);
+                let out = self.sequence(layers, x, at, Slot::Layers, None, depth + 1);
                 if opened {
                     self.b.end_unit();
                 }
@@ -160,9 +129,9 @@ impl Resolver {
             }
             Layer::Residual { body, shortcut, inplace } => {
                 self.layers[row].block = true;
-                let y = self.sequence(body, x, &format!("{path}.body"), depth + 1)?;
+                let y = self.sequence(body, x, at, Slot::Body, None, depth + 1)?;
                 let s = match shortcut {
-                    Some(sc) => self.sequence(sc, x, &format!("{path}.shortcut"), depth + 1)?,
+                    Some(sc) => self.sequence(sc, x, at, Slot::Shortcut, None, depth + 1)?,
                     None => x,
                 };
                 let (ys, ss) = (self.b.shape(y).clone(), self.b.shape(s).clone());
@@ -187,7 +156,7 @@ impl Resolver {
                 let mut y = x;
                 for i in 0..*times {
                     let opened = self.b.begin_unit();
-                    let r = self.sequence(body, y, &format!("{path}.body#{i}"), depth + 1);
+                    let r = self.sequence(body, y, at, Slot::Body, Some(i), depth + 1);
                     if opened {
                         self.b.end_unit();
                     }
@@ -202,11 +171,12 @@ impl Resolver {
                 }
                 let mut outs = Vec::new();
                 for (i, br) in branches.iter().enumerate() {
-                    outs.push(self.sequence(br, x, &format!("{path}.branches[{i}]"), depth + 1)?);
+                    outs.push(self.sequence(br, x, at, Slot::Branch(i), None, depth + 1)?);
                 }
                 self.b.set_layer(row as u32);
                 self.join(&outs, *join).map_err(err)?
             }
+            leaf => leaf.lower_leaf(&mut self.b, x).map_err(err)?,
         };
         // the caller holds the module's input until the module returns
         self.b.hold(x);
@@ -223,16 +193,6 @@ impl Resolver {
         info.output_shape = shape;
         info.params = params;
         Ok(out)
-    }
-
-    /// Lowers a transformer layer as one checkpointing unit.
-    fn unit<T>(&mut self, f: impl FnOnce(&mut Builder) -> T) -> T {
-        let opened = self.b.begin_unit();
-        let out = f(&mut self.b);
-        if opened {
-            self.b.end_unit();
-        }
-        out
     }
 
     fn join(&mut self, outs: &[ValueId], join: Join) -> std::result::Result<ValueId, String> {
@@ -296,4 +256,33 @@ fn unbatch(b: &mut Builder, v: ValueId) -> ValueId {
     b.g.values[v as usize].batched = false;
     b.g.storages[s].bytes = b.g.values[v as usize].bytes();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::InputSpec;
+
+    /// Every kind's example lowers on one of a few typical inputs: a kind whose row lacks an
+    /// example or whose lowering does not handle it fails here.
+    #[test]
+    fn every_kind_has_an_example_that_lowers() {
+        let inputs = [
+            (vec![128], InputDType::Float32),
+            (vec![16, 8, 8], InputDType::Float32),
+            (vec![16, 8], InputDType::Float32),
+            (vec![8, 128], InputDType::Float32),
+            (vec![8], InputDType::Int64),
+        ];
+        for kind in Layer::KINDS {
+            let layer = Layer::example(kind).unwrap_or_else(|| panic!("{kind} has no example"));
+            let lowers = inputs.iter().any(|(shape, dtype)| {
+                let input = InputSpec { shape: shape.clone(), dtype: *dtype, vocab_size: None };
+                let spec = ModelSpec { version: 1, name: None, input, layers: vec![layer.clone()], loss: Loss::Mse };
+                resolve(&spec, None, LowerOptions::default()).is_ok()
+            });
+            assert!(lowers, "{kind}: its example lowers on none of the test inputs");
+        }
+        assert!(Layer::LEAF_KINDS.iter().all(|k| Layer::KINDS.contains(k)));
+    }
 }

@@ -27,7 +27,7 @@
 //! Omitted config fields take the *v1* defaults frozen in [`V1_CONFIG_DEFAULTS`], not whatever
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
 
-use crate::memory::config::TrainConfig;
+use crate::config::TrainConfig;
 use crate::memory::MAX_BATCH;
 use crate::resolve::MAX_LAYERS;
 use crate::spec::{Layer, ModelSpec};
@@ -393,26 +393,15 @@ fn walk(layers: &[Layer], depth: usize, nodes: &mut usize) -> Res<u64> {
         if *nodes > MAX_SPEC_NODES {
             return Err(ShareError::TooLarge(format!("more than {MAX_SPEC_NODES} layers written out")));
         }
-        let inner = match layer {
-            Layer::Sequential { layers, .. } => walk(layers, depth + 1, nodes)?,
-            Layer::Residual { body, shortcut, .. } => {
-                let s = match shortcut {
-                    Some(sc) => walk(sc, depth + 1, nodes)?,
-                    None => 0,
-                };
-                walk(body, depth + 1, nodes)?.saturating_add(s)
-            }
-            Layer::Repeat { times, body } => walk(body, depth + 1, nodes)?.max(1).saturating_mul(*times),
-            Layer::Parallel { branches, .. } => {
-                let mut sum = 0u64;
-                for b in branches {
-                    sum = sum.saturating_add(walk(b, depth + 1, nodes)?);
-                }
-                sum
-            }
-            Layer::Lstm(r) | Layer::Gru(r) | Layer::Rnn(r) => r.num_layers,
-            _ => 0,
-        };
+        let mut inner = 0u64;
+        for (_, list) in layer.children() {
+            inner = inner.saturating_add(walk(list, depth + 1, nodes)?);
+        }
+        match layer {
+            Layer::Repeat { times, .. } => inner = inner.max(1).saturating_mul(*times),
+            Layer::Lstm(r) | Layer::Gru(r) | Layer::Rnn(r) => inner = r.num_layers,
+            _ => {}
+        }
         total = total.saturating_add(1).saturating_add(inner);
         if total > MAX_SPEC_EXPANDED {
             return Err(ShareError::TooLarge(format!("more than {MAX_SPEC_EXPANDED} layers once repeats are expanded")));

@@ -97,13 +97,8 @@ fn prob() -> impl Strategy<Value = f64> {
 
 /// One leaf layer as JSON, with random (sometimes invalid) fields.
 fn leaf() -> impl Strategy<Value = Value> {
-    let kinds = prop::sample::select(vec![
-        "linear", "conv1d", "conv2d", "conv_transpose2d", "batch_norm1d", "batch_norm2d", "layer_norm", "group_norm",
-        "rms_norm", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "dropout", "max_pool2d",
-        "avg_pool2d", "adaptive_avg_pool2d", "flatten", "transpose", "select_token", "embedding",
-        "positional_embedding", "cls_token", "lstm", "gru", "rnn", "multihead_attention", "gated_mlp",
-        "transformer_encoder_layer", "transformer_decoder_layer",
-    ]);
+    // Every leaf kind: a new kind without a case below gets a transformer's fields.
+    let kinds = prop::sample::select(Layer::LEAF_KINDS.to_vec());
     (kinds, size(), size(), size(), 1u64..5, 0u64..3, prob(), any::<bool>(), any::<bool>(), -3i64..3).prop_map(
         |(kind, a, b, c, k, s, p, f1, f2, dim)| {
             let v = match kind {

@@ -279,7 +279,7 @@ fn verify(a: &RunArgs) -> Result<ExitCode> {
         println!("estimated peak at {} ({})", est.peak_at, est.peak_phase.name());
         for (k, v) in est.breakdown.entries() {
             if v > 0 {
-                println!("  {k:<18} {:>14}", f(v));
+                println!("  {:<18} {:>14}", k.key(), f(v));
             }
         }
         match &m.cuda {
@@ -404,8 +404,8 @@ fn measure(a: &RunArgs, dev: &Device) -> Result<Measured> {
     let params = model::trainable(&vm);
     let b = a.config.batch as usize;
     let mut shape: Vec<usize> = a.spec.input.shape.iter().map(|&d| d as usize).collect();
-    let tokens = a.spec.input.dtype == InputDType::Int64;
-    if let (Some(s), true) = (a.config.seq_len, tokens || shape.len() == 2) {
+    let tokens = a.spec.is_token_input();
+    if let (Some(s), true) = (a.config.seq_len, a.spec.is_sequence_input()) {
         shape[0] = s as usize;
     }
     let mut full = vec![b];

@@ -6,7 +6,8 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Device, Layout, Modul
 use candle_nn::{VarBuilder, VarMap};
 use vramcalc_core::layer::activation::GeluApprox;
 use vramcalc_core::layer::attention::{FfnActivation, TransformerLayer};
-use vramcalc_core::spec::{Layer, NamedPadding, Padding};
+use vramcalc_core::layer::args::{NamedPadding, Padding};
+use vramcalc_core::spec::Layer;
 
 pub enum Block {
     Linear(candle_nn::Linear),

@@ -17,16 +17,16 @@ pub fn breakdown_chart(ctx: &Ctx, report: &Report) -> Html {
             <svg class="chart" viewBox={format!("0 0 {cw} 28")} role="img" aria-label={t.breakdown}>
                 <title>{ t.breakdown }</title>
                 { for segs.iter().map(|s| html! {
-                    <rect x={f(s.x)} y="0" width={f(s.w)} height="28" class={classes!("seg", s.key)}>
-                        <title>{ format!("{}: {}", t.category(s.key), ctx.bytes(s.bytes)) }</title>
+                    <rect x={f(s.x)} y="0" width={f(s.w)} height="28" class={classes!("seg", s.key.key())}>
+                        <title>{ format!("{}: {}", t.part(s.key), ctx.bytes(s.bytes)) }</title>
                     </rect>
                 }) }
             </svg>
             <ul class="legend">
                 { for segs.iter().map(|s| html! {
-                    <li data-testid={format!("breakdown-{}", s.key)} data-bytes={s.bytes.to_string()}>
-                        <span class={classes!("swatch", s.key)} aria-hidden="true"></span>
-                        <span>{ t.category(s.key) }</span>
+                    <li data-testid={format!("breakdown-{}", s.key.key())} data-bytes={s.bytes.to_string()}>
+                        <span class={classes!("swatch", s.key.key())} aria-hidden="true"></span>
+                        <span>{ t.part(s.key) }</span>
                         <b>{ ctx.bytes(s.bytes) }</b>
                         <span class="muted">{ percent(s.bytes, total) }</span>
                     </li>

@@ -1,6 +1,7 @@
 //! The capacity chart (summary panel).
 
 use crate::analysis::Report;
+use crate::charts::bars::Part;
 use crate::charts::{bars, f};
 use crate::components::Ctx;
 use yew::prelude::*;
@@ -23,9 +24,9 @@ pub fn capacity_chart(ctx: &Ctx, report: &Report) -> Html {
                 let y = 8.0 + i as f64 * 30.0;
                 html! {
                     <g>
-                        <text x="0" y={f(y + 16.0)} class="axis-label">{ t.category(b.key) }</text>
+                        <text x="0" y={f(y + 16.0)} class="axis-label">{ t.part(b.key) }</text>
                         <rect x={f(left)} y={f(y)} width={f(b.w.max(1.0))} height="22" rx="3"
-                            class={classes!("bar", b.key, (!fits && b.key == "device_total").then_some("over"))} />
+                            class={classes!("bar", b.key.key(), (!fits && b.key == Part::DeviceTotal).then_some("over"))} />
                         <text x={f(left + b.w.max(1.0) + 4.0)} y={f(y + 16.0)} class="value"
                             text-anchor={if b.w > width - 90.0 { "end" } else { "start" }}
                             dx={if b.w > width - 90.0 { "-8" } else { "0" }}>{ ctx.bytes(b.bytes) }</text>

@@ -6,7 +6,7 @@ use crate::analysis::RowReport;
 use crate::components::{percent, use_ctx};
 use crate::fields::fields;
 use crate::state::Action;
-use crate::tree::{can_ungroup, is_block, NodePath};
+use crate::tree::{can_ungroup, NodePath};
 use vramcalc_core::spec::Layer;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
@@ -86,7 +86,7 @@ pub fn layer_row(p: &RowProps) -> Html {
     let on_select = act(Action::ToggleSelected);
     let key = p.path.to_string();
     let kind = p.layer.kind();
-    let block = is_block(&p.layer);
+    let block = p.layer.is_block();
     let extra = match &p.layer {
         Layer::Residual { body, shortcut: None, inplace } => {
             let n = Layer::Residual { body: body.clone(), shortcut: Some(Vec::new()), inplace: *inplace };

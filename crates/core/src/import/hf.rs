@@ -23,7 +23,8 @@ use crate::layer::embedding::{ClsToken, Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::{LayerNorm, RmsNorm};
 use crate::presets::{self, BertConfig, Gpt2Config};
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, Pair, SPEC_VERSION};
+use crate::layer::args::Pair;
+use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
 /// Default sequence length of imported decoders: their context, at most this.

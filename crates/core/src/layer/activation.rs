@@ -3,7 +3,7 @@
 use super::LayerResult;
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::spec::is_false;
+use crate::serde_util::is_false;
 use crate::units::DType;
 use serde::{Deserialize, Serialize};
 
@@ -218,8 +218,8 @@ pub fn dropout(b: &mut Builder, x: ValueId, p: f64) -> ValueId {
     let (shape, dt, batched) = (b.shape(x).clone(), b.dtype(x), b.value(x).batched);
     // CUDA's native_dropout keeps a bool mask; CPU eager keeps the scaled float noise tensor.
     let mask = match b.opts.device {
-        crate::memory::config::Device::Cuda => DType::Bool,
-        crate::memory::config::Device::Cpu => dt,
+        crate::config::Device::Cuda => DType::Bool,
+        crate::config::Device::Cpu => dt,
     };
     b.op("native_dropout", &[x], &[(shape.clone(), dt)], &[], false, &[(shape, batched, mask)], GradRule::Alloc)[0]
 }

@@ -7,11 +7,11 @@
 use super::activation::{add, dropout, mul, softmax, unary, GeluApprox, Saves};
 use super::linear::{GatedMlp, Linear};
 use super::norm::{LayerNorm, RmsNorm};
-use super::{positive, t, LayerResult};
+use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::memory::config::AttentionImpl;
-use crate::spec::is_false;
+use crate::config::AttentionImpl;
+use crate::serde_util::{is_false, t};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 

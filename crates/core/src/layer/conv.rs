@@ -4,10 +4,11 @@
 //! `out = floor((in + 2·pad − dilation·(k − 1) − 1) / stride) + 1`;
 //! transposed: `out = (in − 1)·stride − 2·pad + dilation·(k − 1) + output_padding + 1`.
 
-use super::{positive, t, LayerResult};
+use super::{positive, LayerResult};
+use super::args::{NamedPadding, Padding, Pair};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::spec::{NamedPadding, Padding, Pair};
+use crate::serde_util::t;
 use crate::units::Shape;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@ use super::activation::add;
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::Builder;
-use crate::spec::is_false;
+use crate::serde_util::is_false;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 

@@ -1,9 +1,9 @@
 //! `nn.Linear` and the SwiGLU feed-forward of LLaMA.
 
-use super::{expect_last, positive, t, LayerResult};
+use super::{expect_last, positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::spec::is_false;
+use crate::serde_util::{is_false, t};
 use crate::units::Shape;
 use serde::{Deserialize, Serialize};
 

@@ -2,6 +2,7 @@
 //! and its lowering to primitive ops with shape checks.
 
 pub mod activation;
+pub mod args;
 pub mod attention;
 pub mod conv;
 pub mod embedding;
@@ -13,10 +14,6 @@ pub mod reshape;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
 pub type LayerResult<T> = std::result::Result<T, String>;
-
-pub(crate) fn t() -> bool {
-    true
-}
 
 /// Checks that the last dimension of `shape` is `expected`.
 pub(crate) fn expect_last(shape: &crate::units::Shape, expected: u64, what: &str) -> LayerResult<()> {

@@ -1,9 +1,10 @@
 //! Normalisation layers.
 
 use super::activation::{mul, unary, Saves};
-use super::{positive, t, LayerResult};
+use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::Builder;
+use crate::serde_util::t;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 

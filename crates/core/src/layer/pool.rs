@@ -1,10 +1,11 @@
 //! Pooling over `[C, H, W]` inputs.
 
+use super::args::Pair;
 use super::conv::conv_out;
 use super::LayerResult;
 use crate::graph::{GradRule, ValueId};
 use crate::lower::Builder;
-use crate::spec::{is_false, Pair};
+use crate::serde_util::is_false;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 

@@ -5,10 +5,10 @@
 //! reserve space holding every gate pre-activation and cell state for backward
 //! (`S × (gates + 1) × H` values); this is an approximation of cuDNN's reserve layout.
 
-use super::{positive, t, LayerResult};
+use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::spec::is_false;
+use crate::serde_util::{is_false, t};
 use crate::units::Shape;
 use serde::{Deserialize, Serialize};
 

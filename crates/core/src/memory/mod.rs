@@ -1,61 +1,31 @@
 //! The memory model: simulate a PyTorch training (or inference) step storage by storage.
 //! Pure functions, no I/O.
 
+pub mod breakdown;
 #[cfg(feature = "candle")]
 pub mod candle;
-pub mod config;
 pub mod device;
 pub mod envelope;
+mod estimate;
 pub mod optimizer;
+mod rule_of_thumb;
 pub mod simulate;
+pub(crate) mod timeline;
 
 use crate::error::{Error, Result};
 use crate::lower::LowerOptions;
-use crate::resolve::{resolve, LayerInfo, Resolved};
+use crate::resolve::{resolve, Resolved};
 use crate::spec::ModelSpec;
-use config::{Mode, OptimizerKind, Precision, TrainConfig};
+use crate::config::{Framework, Mode, TrainConfig};
 use device::DeviceTotal;
-use serde::{Deserialize, Serialize};
-use simulate::{Breakdown, OptimizerCost, Phase, Plan, StepResult, TimelinePoint};
+pub use estimate::{Estimate, LayerReport};
+use simulate::{OptimizerCost, Plan, StepResult};
 
 /// The largest batch the core simulates (beyond it, figures saturate).
 pub const MAX_BATCH: u64 = 1 << 40;
 
-/// One row of the per-layer table, with the bytes it saves for backward.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LayerReport {
-    #[serde(flatten)]
-    pub info: LayerInfo,
-    /// Bytes this layer's ops keep for backward at the estimate's (micro-)batch.
-    pub saved_bytes: u64,
-}
-
-/// Everything the views show. Views format it; they never compute memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    pub config: TrainConfig,
-    /// Trainable parameters.
-    pub params: u64,
-    pub param_bytes: u64,
-    pub buffer_bytes: u64,
-    pub optimizer_state_bytes: u64,
-    /// Peak allocated bytes of the step (`torch.cuda.max_memory_allocated`).
-    pub peak_bytes: u64,
-    pub peak_phase: Phase,
-    /// Human label of where the peak happens: `layers[3] (conv2d): convolution, backward`.
-    pub peak_at: String,
-    pub breakdown: Breakdown,
-    /// Peaks of each phase `[forward, backward, optimizer]`.
-    pub phase_peaks: [u64; 3],
-    /// Approximate device total (`nvidia-smi`), with its parts.
-    pub device: DeviceTotal,
-    pub device_total_bytes: u64,
-    /// `params × n + batch × outputs × 2 + input` (n = 2 SGD, 3 momentum, 4 Adam): the classic rule.
-    pub rule_of_thumb_bytes: u64,
-    pub layers: Vec<LayerReport>,
-    /// Memory after each op, forward then backward then the optimizer step (≤ 600 points).
-    pub timeline: Vec<TimelinePoint>,
-}
+/// Timeline points an estimate keeps (enough for a chart, small in JSON).
+const TIMELINE_POINTS: usize = 600;
 
 /// A model resolved for one configuration, reusable across batch sizes (sweeps, max batch).
 pub struct Prepared {
@@ -97,15 +67,14 @@ impl Prepared {
         #[cfg(feature = "candle")]
         let (candle, opt) = {
             let candle = match config.framework {
-                config::Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
-                config::Framework::PytorchEager => None,
+                Framework::Candle => Some(candle::CandlePlan::new(spec, config)?),
+                Framework::PytorchEager => None,
             };
-            let param_bytes = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
-            let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(param_bytes));
+            let opt = candle.as_ref().map_or(opt, |c| c.optimizer_cost(g.param_bytes()));
             (candle, opt)
         };
         #[cfg(not(feature = "candle"))]
-        if config.framework == config::Framework::Candle {
+        if config.framework == Framework::Candle {
             return Err(Error::Config(
                 "the candle profile is not part of this build; the CLI has it: vramcalc estimate --framework candle".into(),
             ));
@@ -182,7 +151,7 @@ impl Prepared {
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
         let r = self.step(cfg.batch, true);
         let g = &self.resolved.graph;
-        let layers = self.layer_reports(&r);
+        let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         let peak_at = match r.peak_op {
             Some(i) => {
                 let op = &g.ops[i as usize];
@@ -195,7 +164,7 @@ impl Prepared {
         Estimate {
             config: cfg,
             params: g.param_numel(),
-            param_bytes: g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add),
+            param_bytes: g.param_bytes(),
             buffer_bytes: g.buffer_bytes(),
             optimizer_state_bytes: self.opt.state,
             peak_bytes: r.peak,
@@ -205,55 +174,10 @@ impl Prepared {
             phase_peaks: r.phase_peaks,
             device_total_bytes: device.total,
             device,
-            rule_of_thumb_bytes: self.rule_of_thumb(&cfg),
+            rule_of_thumb_bytes: rule_of_thumb::bytes(&self.resolved, &cfg),
             layers,
-            timeline: downsample(r.timeline, 600),
+            timeline: timeline::downsample(r.timeline, TIMELINE_POINTS),
         }
-    }
-
-    fn layer_reports(&self, r: &StepResult) -> Vec<LayerReport> {
-        let g = &self.resolved.graph;
-        let infos = &self.resolved.layers;
-        let mut saved = vec![0u64; infos.len()];
-        for (i, op) in g.ops.iter().enumerate() {
-            saved[op.layer as usize] = saved[op.layer as usize].saturating_add(r.saved_by_op[i]);
-        }
-        // blocks report their whole body
-        let mut total = saved.clone();
-        for i in (0..infos.len()).rev() {
-            if infos[i].block {
-                let mut j = i + 1;
-                while j < infos.len() && infos[j].depth > infos[i].depth {
-                    if infos[j].depth == infos[i].depth + 1 {
-                        total[i] = total[i].saturating_add(total[j]);
-                    }
-                    j += 1;
-                }
-            }
-        }
-        infos.iter().cloned().zip(total).map(|(info, saved_bytes)| LayerReport { info, saved_bytes }).collect()
-    }
-
-    fn rule_of_thumb(&self, cfg: &TrainConfig) -> u64 {
-        let g = &self.resolved.graph;
-        let param_bytes: u64 = g.params.iter().map(|&p| g.value(p).bytes().fixed).fold(0, u64::saturating_add);
-        let copies = match cfg.mode {
-            Mode::Infer => 1,
-            Mode::Train => match cfg.optimizer {
-                OptimizerKind::Sgd => 2,
-                OptimizerKind::SgdMomentum | OptimizerKind::Adagrad | OptimizerKind::Rmsprop => 3,
-                _ => 4,
-            },
-        };
-        let act_size = match cfg.precision {
-            Precision::Fp32 => 4,
-            _ => 2,
-        };
-        let outputs: u64 = self.resolved.layers.iter().filter(|l| !l.block).map(|l| l.activation_values).fold(0, u64::saturating_add);
-        let micro = cfg.micro_batch();
-        let input = self.resolved.input_shape.numel().saturating_mul(micro).saturating_mul(4);
-        let acts = micro.saturating_mul(outputs).saturating_mul(act_size).saturating_mul(if cfg.mode == Mode::Train { 2 } else { 1 });
-        param_bytes.saturating_mul(copies).saturating_add(acts).saturating_add(input)
     }
 
     /// Largest batch whose device total fits in `capacity` bytes (None if not even batch 1).
@@ -305,18 +229,6 @@ fn validate(c: &TrainConfig) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Keeps at most `max` points, always including the largest of each bucket (the peak survives).
-pub(crate) fn downsample(points: Vec<TimelinePoint>, max: usize) -> Vec<TimelinePoint> {
-    if points.len() <= max {
-        return points;
-    }
-    let chunk = points.len().div_ceil(max);
-    points
-        .chunks(chunk)
-        .filter_map(|c| c.iter().copied().max_by_key(|p| p.bytes))
-        .collect()
 }
 
 /// Resolves and simulates in one call.

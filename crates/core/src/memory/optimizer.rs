@@ -10,7 +10,7 @@
 //! parameter); `foreach` allocates one temporary per parameter for all of them at once (1.0× all
 //! parameters); `fused` none.
 
-use super::config::{OptimizerImpl, OptimizerKind};
+use crate::config::{OptimizerImpl, OptimizerKind};
 use super::simulate::OptimizerCost;
 use crate::units::DType;
 

@@ -7,6 +7,7 @@
 //! where PyTorch's `max_memory_allocated` sees it. Checkpointing units drop their saved tensors in
 //! the forward, keep their inputs, and recompute the unit's forward when backward reaches it.
 
+use super::breakdown::{Breakdown, Category};
 use crate::graph::{GradRule, Graph, Lin, StorageClass, StorageId, ValueId};
 use serde::{Deserialize, Serialize};
 
@@ -27,62 +28,6 @@ impl Phase {
             Phase::Optimizer => "optimizer",
         }
     }
-}
-
-/// Bytes by category at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Breakdown {
-    pub parameters: u64,
-    pub buffers: u64,
-    pub gradients: u64,
-    pub optimizer_state: u64,
-    pub activations: u64,
-    pub temporaries: u64,
-    pub input: u64,
-}
-
-impl Breakdown {
-    pub fn total(&self) -> u64 {
-        [self.parameters, self.buffers, self.gradients, self.optimizer_state, self.activations, self.temporaries, self.input]
-            .iter()
-            .fold(0u64, |a, &b| a.saturating_add(b))
-    }
-
-    /// `(key, bytes)` pairs in display order; keys are the JSON field names.
-    pub fn entries(&self) -> [(&'static str, u64); 7] {
-        [
-            ("parameters", self.parameters),
-            ("buffers", self.buffers),
-            ("gradients", self.gradients),
-            ("optimizer_state", self.optimizer_state),
-            ("activations", self.activations),
-            ("temporaries", self.temporaries),
-            ("input", self.input),
-        ]
-    }
-
-    pub(crate) fn slot(&mut self, c: Cat) -> &mut u64 {
-        match c {
-            Cat::Parameters => &mut self.parameters,
-            Cat::Buffers => &mut self.buffers,
-            Cat::Gradients => &mut self.gradients,
-            Cat::OptimizerState => &mut self.optimizer_state,
-            Cat::Activations => &mut self.activations,
-            Cat::Temporaries => &mut self.temporaries,
-            Cat::Input => &mut self.input,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cat {
-    Parameters,
-    Buffers,
-    Gradients,
-    OptimizerState,
-    Activations,
-    Temporaries,
-    Input,
 }
 
 /// One sample of memory over the step (after an op's allocations).
@@ -284,14 +229,14 @@ impl Plan {
         // persistent memory at the start of the step
         for s in 0..g.storages.len() {
             let cat = match g.storages[s].class {
-                StorageClass::Param => Cat::Parameters,
-                StorageClass::Buffer => Cat::Buffers,
-                StorageClass::Input => Cat::Input,
+                StorageClass::Param => Category::Parameters,
+                StorageClass::Buffer => Category::Buffers,
+                StorageClass::Input => Category::Input,
                 _ => continue,
             };
             sim.alloc(s as StorageId, cat);
         }
-        sim.add_raw(Cat::OptimizerState, if self.training { opt.state } else { 0 });
+        sim.add_raw(Category::OptimizerState, if self.training { opt.state } else { 0 });
         if self.accumulating {
             // `.grad`s left by the earlier micro-batches
             for &p in &g.params {
@@ -305,9 +250,9 @@ impl Plan {
             sim.phase = Phase::Optimizer;
             sim.layer = NONE;
             sim.op = None;
-            sim.add_raw(Cat::Temporaries, opt.step_temporaries);
+            sim.add_raw(Category::Temporaries, opt.step_temporaries);
             sim.sample();
-            sim.sub_raw(Cat::Temporaries, opt.step_temporaries);
+            sim.sub_raw(Category::Temporaries, opt.step_temporaries);
         }
         sim.finish()
     }
@@ -319,12 +264,12 @@ impl Plan {
             sim.op = Some(i as u32);
             sim.layer = op.layer;
             for &s in &op.allocs {
-                sim.alloc(s, Cat::Activations);
+                sim.alloc(s, Category::Activations);
             }
             let scratch = op.fwd_scratch.at(sim.batch);
-            sim.add_raw(Cat::Activations, scratch);
+            sim.add_raw(Category::Activations, scratch);
             sim.sample();
-            sim.sub_raw(Cat::Activations, scratch);
+            sim.sub_raw(Category::Activations, scratch);
             for &s in &self.fwd_frees[i] {
                 sim.free(s);
             }
@@ -406,9 +351,9 @@ impl Plan {
                 }
             }
             let scratch = if has_grad { op.bwd_scratch.at(sim.batch) } else { 0 };
-            sim.add_raw(Cat::Temporaries, scratch);
+            sim.add_raw(Category::Temporaries, scratch);
             sim.sample();
-            sim.sub_raw(Cat::Temporaries, scratch);
+            sim.sub_raw(Category::Temporaries, scratch);
             for &o in &op.outputs {
                 if let Some(id) = grads.take(o) {
                     sim.release_grad(id);
@@ -458,7 +403,7 @@ impl Plan {
             sim.op = Some(i as u32);
             sim.layer = op.layer;
             for &s in &op.allocs {
-                sim.alloc(s, Cat::Activations);
+                sim.alloc(s, Category::Activations);
             }
             sim.sample();
             for &s in &unit.recompute_frees[i - unit.first] {
@@ -500,7 +445,7 @@ struct Sim<'g> {
     g: &'g Graph,
     batch: u64,
     live: Vec<bool>,
-    cat_of: Vec<Cat>,
+    cat_of: Vec<Category>,
     grads: Vec<GradBuf>,
     cur: Breakdown,
     phase: Phase,
@@ -539,7 +484,7 @@ impl<'g> Sim<'g> {
             g,
             batch,
             live: vec![false; g.storages.len()],
-            cat_of: vec![Cat::Activations; g.storages.len()],
+            cat_of: vec![Category::Activations; g.storages.len()],
             grads: Vec::new(),
             cur: Breakdown::default(),
             phase: Phase::Forward,
@@ -563,17 +508,17 @@ impl<'g> Sim<'g> {
         self.g.storages[s as usize].bytes.at(self.batch)
     }
 
-    fn add_raw(&mut self, c: Cat, b: u64) {
+    fn add_raw(&mut self, c: Category, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_add(b);
     }
 
-    fn sub_raw(&mut self, c: Cat, b: u64) {
+    fn sub_raw(&mut self, c: Category, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_sub(b);
     }
 
-    fn alloc(&mut self, s: StorageId, c: Cat) {
+    fn alloc(&mut self, s: StorageId, c: Category) {
         if std::mem::replace(&mut self.live[s as usize], true) {
             return;
         }
@@ -594,15 +539,15 @@ impl<'g> Sim<'g> {
     fn new_grad(&mut self, bytes: Lin, param: bool) -> usize {
         self.grads.push(GradBuf { bytes, refs: 1, param });
         // a parameter's gradient counts as a temporary until AccumulateGrad makes it `.grad`
-        self.add_raw(Cat::Temporaries, bytes.at(self.batch));
+        self.add_raw(Category::Temporaries, bytes.at(self.batch));
         self.grads.len() - 1
     }
 
     fn promote_grad(&mut self, id: usize) {
         let b = self.grads[id].bytes.at(self.batch);
-        let t = self.cur.slot(Cat::Temporaries);
+        let t = self.cur.slot(Category::Temporaries);
         *t = t.saturating_sub(b);
-        let gr = self.cur.slot(Cat::Gradients);
+        let gr = self.cur.slot(Category::Gradients);
         *gr = gr.saturating_add(b);
     }
 
@@ -617,7 +562,7 @@ impl<'g> Sim<'g> {
         buf.refs -= 1;
         if buf.refs == 0 {
             let b = buf.bytes.at(self.batch);
-            self.sub_raw(Cat::Temporaries, b);
+            self.sub_raw(Category::Temporaries, b);
         }
     }
 

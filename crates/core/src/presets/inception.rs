@@ -11,7 +11,8 @@
 //! is one `[N, 1000]` add and one log-softmax instead of two.
 
 use super::{image_model, layer};
-use crate::spec::{Join, Layer, ModelSpec, Pair};
+use crate::layer::args::Pair;
+use crate::spec::{Join, Layer, ModelSpec};
 use serde_json::json;
 
 

@@ -159,7 +159,7 @@ fn custom_spec(r: &Value) -> ModelSpec {
 }
 
 pub fn breakdown_entries(b: &Breakdown) -> [(&'static str, u64); 7] {
-    b.entries()
+    b.entries().map(|(c, bytes)| (c.key(), bytes))
 }
 
 pub fn rel_err(est: u64, meas: u64) -> f64 {

@@ -5,8 +5,9 @@
 //! 2^64 bytes peaks at `u64::MAX`, which `Prepared::check_batch` reports as `TooLarge`, as it does
 //! for the PyTorch profile.
 
-use crate::memory::downsample;
-use crate::memory::simulate::{round512, round_reserved, Breakdown, Cat, Phase, TimelinePoint};
+use crate::memory::timeline::downsample;
+use crate::memory::breakdown::{Breakdown, Category};
+use crate::memory::simulate::{round512, round_reserved, Phase, TimelinePoint};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -63,7 +64,7 @@ impl Ledger {
     }
 
     /// Counts `bytes` of `cat` as live, made while layer row `layer` runs, and samples the peak.
-    pub(super) fn alloc(&mut self, bytes: u64, cat: Cat, layer: u32) {
+    pub(super) fn alloc(&mut self, bytes: u64, cat: Category, layer: u32) {
         let slot = self.live.slot(cat);
         *slot = slot.saturating_add(bytes);
         self.live_rounded = self.live_rounded.saturating_add(round512(bytes));
@@ -88,7 +89,7 @@ impl Ledger {
         }
     }
 
-    pub(super) fn free(&mut self, bytes: u64, cat: Cat) {
+    pub(super) fn free(&mut self, bytes: u64, cat: Category) {
         let slot = self.live.slot(cat);
         *slot = slot.saturating_sub(bytes);
         self.live_rounded = self.live_rounded.saturating_sub(round512(bytes));
@@ -124,12 +125,12 @@ impl Ledger {
 /// A shadow storage: its bytes are live exactly as long as some tensor refers to it.
 pub(super) struct Storage {
     bytes: u64,
-    cat: Cat,
+    cat: Category,
     ledger: SharedLedger,
 }
 
 impl Storage {
-    pub(super) fn new(ledger: &SharedLedger, bytes: u64, cat: Cat, layer: u32) -> Rc<Storage> {
+    pub(super) fn new(ledger: &SharedLedger, bytes: u64, cat: Category, layer: u32) -> Rc<Storage> {
         ledger.borrow_mut().alloc(bytes, cat, layer);
         Rc::new(Storage { bytes, cat, ledger: ledger.clone() })
     }

@@ -61,9 +61,11 @@ mod tensor;
 use crate::error::{Error, Result};
 use crate::layer::activation::GeluApprox;
 use crate::layer::attention::{FfnActivation, NormKind};
-use crate::memory::config::{Device, Mode, OptimizerKind, Precision, TrainConfig};
-use crate::memory::simulate::{Breakdown, Cat, OptimizerCost, Phase, StepResult, TimelinePoint};
-use crate::spec::{InputDType, Layer, Loss, ModelSpec, NamedPadding, Padding};
+use crate::config::{Device, Mode, OptimizerKind, Precision, TrainConfig};
+use crate::memory::breakdown::{Breakdown, Category};
+use crate::memory::simulate::{OptimizerCost, Phase, StepResult, TimelinePoint};
+use crate::layer::args::{NamedPadding, Padding};
+use crate::spec::{Layer, Loss, ModelSpec};
 use model::Model;
 use std::rc::Rc;
 use tensor::{product, Tensor, Tracer};
@@ -126,24 +128,24 @@ impl CandlePlan {
         let tracer = Tracer::new(record, self.config.device == Device::Cuda);
         let train = self.config.mode == Mode::Train;
         // Persistent: the model's variables, the optimizer's state, the batch.
-        tracer.set_category(Cat::Parameters);
+        tracer.set_category(Category::Parameters);
         let mut shape = self.spec.input.shape.clone();
-        let tokens = self.spec.input.dtype == InputDType::Int64;
-        if let (Some(s), true) = (self.config.seq_len, tokens || shape.len() == 2) {
+        let tokens = self.spec.is_token_input();
+        if let (Some(s), true) = (self.config.seq_len, self.spec.is_sequence_input()) {
             shape[0] = s;
         }
         let mut model = Model::new(&tracer, train);
         let layers = model.build(&self.spec.layers)?;
-        tracer.set_category(Cat::OptimizerState);
+        tracer.set_category(Category::OptimizerState);
         let moments: Vec<(Tensor, Tensor)> = if train && self.config.optimizer != OptimizerKind::Sgd {
             model.vars.iter().map(|v| (tracer.var(v.dims()), tracer.var(v.dims()))).collect()
         } else {
             Vec::new()
         };
-        tracer.set_category(Cat::Input);
+        tracer.set_category(Category::Input);
         let x = tracer.zeros(&[&[batch], shape.as_slice()].concat(), tokens);
         tracer.start_step();
-        tracer.set_category(Cat::Activations);
+        tracer.set_category(Category::Activations);
         let logits = model.forward(&layers, &x)?;
         if train {
             self.train_step(&tracer, &model, &moments, logits)?;
@@ -158,9 +160,9 @@ impl CandlePlan {
     fn train_step(&self, tracer: &Rc<Tracer>, model: &Model, moments: &[(Tensor, Tensor)], logits: Tensor) -> Result<()> {
         let dims = logits.dims().to_vec();
         let rows = product(&dims[..dims.len() - 1]);
-        tracer.set_category(Cat::Input);
+        tracer.set_category(Category::Input);
         let target = tracer.zeros(&[rows], true);
-        tracer.set_category(Cat::Activations);
+        tracer.set_category(Category::Activations);
         let loss = match self.spec.loss {
             Loss::CrossEntropy => {
                 let logits_2d = if dims.len() == 2 { logits.clone() } else { logits.reshape(&[rows, dims[dims.len() - 1]]) };
@@ -170,11 +172,11 @@ impl CandlePlan {
         };
         drop(logits);
         tracer.set_phase(Phase::Backward);
-        tracer.set_category(Cat::Gradients);
+        tracer.set_category(Category::Gradients);
         let grads = backward::backward(tracer, &loss);
         tracer.set_phase(Phase::Optimizer);
         tracer.set_layer(u32::MAX);
-        tracer.set_category(Cat::Temporaries);
+        tracer.set_category(Category::Temporaries);
         match self.config.optimizer {
             OptimizerKind::Sgd => {
                 for v in &model.vars {

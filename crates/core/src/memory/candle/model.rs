@@ -6,8 +6,9 @@ use super::tensor::{product, BinaryOp, Tensor, Tracer, UnaryOp};
 use crate::error::{Error, Result};
 use crate::layer::activation::GeluApprox;
 use crate::layer::attention::{FfnActivation, TransformerLayer};
-use crate::memory::simulate::Cat;
-use crate::spec::{Layer, NamedPadding, Padding};
+use crate::memory::breakdown::Category;
+use crate::layer::args::{NamedPadding, Padding};
+use crate::spec::Layer;
 use std::rc::Rc;
 
 /// Layer row meaning "no row of its own": keep the enclosing one.
@@ -101,9 +102,9 @@ impl Model {
     }
     /// A buffer variable, alive as long as the model.
     fn buffer(&mut self, shape: &[u64]) {
-        self.tracer.set_category(Cat::Buffers);
+        self.tracer.set_category(Category::Buffers);
         let v = self.tracer.var(shape);
-        self.tracer.set_category(Cat::Parameters);
+        self.tracer.set_category(Category::Parameters);
         self.buffers.push(v);
     }
     fn linear(&mut self, i: u64, o: u64, bias: bool) -> LinearParts {

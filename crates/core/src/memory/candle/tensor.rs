@@ -6,7 +6,8 @@
 
 use super::ledger::{Ledger, SharedLedger, Storage};
 use super::CandleStep;
-use crate::memory::simulate::{Cat, Phase};
+use crate::memory::breakdown::Category;
+use crate::memory::simulate::Phase;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -35,7 +36,7 @@ pub(super) struct Tracer {
     next_id: Cell<usize>,
     /// Row of the per-layer table whose forward (or backward) runs (`u32::MAX`: none).
     layer: Cell<u32>,
-    category: Cell<Cat>,
+    category: Cell<Category>,
     /// Kernel scratch of candle's CUDA backend instead of its CPU one.
     cuda: bool,
 }
@@ -44,9 +45,9 @@ impl Tracer {
     /// `record`: keep the timeline; `cuda`: candle's CUDA kernels instead of its CPU ones.
     pub(super) fn new(record: bool, cuda: bool) -> Rc<Tracer> {
         let ledger = Ledger::shared(record);
-        Rc::new(Tracer { ledger, next_id: Cell::new(0), layer: Cell::new(u32::MAX), category: Cell::new(Cat::Activations), cuda })
+        Rc::new(Tracer { ledger, next_id: Cell::new(0), layer: Cell::new(u32::MAX), category: Cell::new(Category::Activations), cuda })
     }
-    pub(super) fn set_category(&self, cat: Cat) {
+    pub(super) fn set_category(&self, cat: Category) {
         self.category.set(cat);
     }
     pub(super) fn set_layer(&self, row: u32) {
@@ -74,8 +75,8 @@ impl Tracer {
             return;
         }
         let mut ledger = self.ledger.borrow_mut();
-        ledger.alloc(bytes, Cat::Temporaries, self.layer.get());
-        ledger.free(bytes, Cat::Temporaries);
+        ledger.alloc(bytes, Category::Temporaries, self.layer.get());
+        ledger.free(bytes, Category::Temporaries);
     }
     fn id(&self) -> usize {
         let n = self.next_id.get() + 1;

@@ -130,10 +130,10 @@ impl Serialize for TrainConfig {
 }
 
 /// Read through a buffered `serde_json::Value` (LocalStorage's JSON, share links), so the
-/// config and its enums are deserialized by one instance each (see [`crate::spec::via_value`]).
+/// config and its enums are deserialized by one instance each (see `serde_util::via_value`).
 impl<'de> Deserialize<'de> for TrainConfig {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::spec::via_value(d, TrainConfig::deserialize)
+        crate::serde_util::via_value(d, TrainConfig::deserialize)
     }
 }
 
