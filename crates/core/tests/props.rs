@@ -261,8 +261,16 @@ fn check_estimate(p: &Prepared, e: &Estimate) -> Result<(), TestCaseError> {
     // the peak is one moment of the step: the categories at that moment add up to it
     prop_assert_eq!(e.peak_bytes, b.total(), "peak ≠ sum of its breakdown {:?}", b);
     prop_assert_eq!(e.phase_peaks.iter().copied().max(), Some(e.peak_bytes), "the peak is not the largest phase peak");
+    // parameters and buffers live through the whole step, so the peak holds all of them
+    prop_assert_eq!(b.parameters, e.param_bytes, "parameters at the peak ≠ all parameters");
+    if cfg.framework == Framework::PytorchEager {
+        prop_assert_eq!(b.buffers, e.buffer_bytes, "buffers at the peak ≠ all buffers");
+    } else {
+        // `buffer_bytes` comes from the PyTorch graph, which counts BatchNorm's int64
+        // `num_batches_tracked`; candle-nn's BatchNorm has no such buffer, so candle holds less.
+        prop_assert!(b.buffers <= e.buffer_bytes, "candle buffers {} > the model's {}", b.buffers, e.buffer_bytes);
+    }
     if cfg.mode == Mode::Train {
-        // parameters and buffers live through the whole step
         prop_assert!(
             e.peak_bytes >= e.param_bytes.saturating_add(e.buffer_bytes),
             "peak {} < parameters {} + buffers {}",
