@@ -226,7 +226,7 @@ pub fn dropout(b: &mut Builder, x: ValueId, p: f64) -> ValueId {
 
 #[cfg(test)]
 mod tests {
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use crate::units::DType;
     use serde_json::json;
 

@@ -298,7 +298,7 @@ impl TransformerLayer {
 
 #[cfg(test)]
 mod tests {
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]

@@ -225,7 +225,7 @@ mod tests {
     }
 
     // Shapes and parameter counts of whole layers, as PyTorch builds them.
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]

@@ -110,7 +110,7 @@ impl ClsToken {
 
 #[cfg(test)]
 mod tests {
-    use crate::layer::tests::{error, ids, one};
+    use crate::layer::test_util::{error, ids, one};
     use serde_json::json;
 
     #[test]

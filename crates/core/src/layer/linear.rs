@@ -78,7 +78,7 @@ impl GatedMlp {
 mod tests {
     //! Parameter counts as `sum(p.numel() for p in m.parameters())` gives them in PyTorch.
 
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]

@@ -38,7 +38,7 @@ pub(crate) fn positive(v: u64, name: &str) -> LayerResult<()> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) mod test_util {
     //! What the layer tests beside each family share: one layer resolved on a per-sample input
     //! (no batch dimension), in training, fp32, on CUDA — as PyTorch would build the module.
 

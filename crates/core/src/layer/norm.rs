@@ -176,7 +176,7 @@ impl RmsNorm {
 mod tests {
     //! Parameters (`m.parameters()`) and buffers (`m.buffers()`) as PyTorch registers them.
 
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]

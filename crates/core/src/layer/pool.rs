@@ -127,7 +127,7 @@ impl AdaptiveAvgPool2d {
 mod tests {
     //! Output sizes as PyTorch's `pooling_output_shape` gives them; pooling has no parameters.
 
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]

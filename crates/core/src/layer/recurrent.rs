@@ -77,7 +77,7 @@ mod tests {
     //! PyTorch's recurrent weights per layer and direction: `weight_ih [G·H, in]`,
     //! `weight_hh [G·H, H]`, `bias_ih` and `bias_hh [G·H]`, with G = 4 (LSTM), 3 (GRU), 1 (RNN).
 
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     fn rnn(kind: &str, extra: serde_json::Value) -> serde_json::Value {

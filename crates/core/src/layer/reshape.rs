@@ -96,7 +96,7 @@ impl Transpose {
 
 #[cfg(test)]
 mod tests {
-    use crate::layer::tests::{error, one};
+    use crate::layer::test_util::{error, one};
     use serde_json::json;
 
     #[test]
