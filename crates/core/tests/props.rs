@@ -188,13 +188,10 @@ enum Profile {
 }
 
 /// Training setups; `absurd` adds batches of 2^40 (the core's maximum) and u64::MAX (refused).
-/// With `candle`, two thirds of them ask for the candle profile (most with settings it models).
-// TODO(issue 11): every property picks candle once candle's sizes are checked (`usize`
-// products overflow on huge batches today: `max_batch` of an identity model, absurd stacks).
-fn config(absurd: bool, candle: bool) -> impl Strategy<Value = TrainConfig> {
+/// Two thirds of them ask for the candle profile (most with settings it models).
+fn config(absurd: bool) -> impl Strategy<Value = TrainConfig> {
     let batches = if absurd { vec![1u64, 7, 1 << 20, 1 << 40, u64::MAX] } else { vec![1u64, 2, 7, 1 << 10, 1 << 20] };
-    let c = if candle { 1 } else { 0 };
-    let profile = prop_oneof![2 => Just(Profile::Pytorch), 3 * c => Just(Profile::Candle), c => Just(Profile::CandleAny)];
+    let profile = prop_oneof![2 => Just(Profile::Pytorch), 3 => Just(Profile::Candle), 1 => Just(Profile::CandleAny)];
     (
         prop::sample::select(batches),
         prop::option::of(prop::sample::select(vec![1u64, 3, 64, 1 << 40])),
@@ -337,7 +334,7 @@ fn spec_json_round_trips() {
 /// that parsed and reached `Prepared::new` (observed: all); at least 80% must.
 #[test]
 fn no_spec_makes_the_core_panic() {
-    run_counting("no_spec_makes_the_core_panic", 300, 80, (spec(), config(false, false)), |(v, cfg)| {
+    run_counting("no_spec_makes_the_core_panic", 300, 80, (spec(), config(false)), |(v, cfg)| {
         let Ok(spec) = ModelSpec::from_json(&v.to_string()) else { return Ok(false) };
         if let Ok(p) = Prepared::new(&spec, &cfg) {
             check_estimate(&p, &p.estimate())?;
@@ -444,7 +441,7 @@ fn token_stack(absurd: bool) -> impl Strategy<Value = Value> {
 #[test]
 fn coherent_stacks_never_panic() {
     let candle = AtomicU32::new(0);
-    run_counting("coherent_stacks_never_panic", 300, 20, (prop_oneof![cnn_stack(false), token_stack(false)], config(false, true)), |(v, cfg)| {
+    run_counting("coherent_stacks_never_panic", 300, 20, (prop_oneof![cnn_stack(false), token_stack(false)], config(false)), |(v, cfg)| {
         let estimated = estimate_without_panic(&v, &cfg, &[1, 3, 1 << 10])?;
         if estimated && cfg.framework == Framework::Candle {
             candle.fetch_add(1, Ordering::Relaxed);
@@ -458,10 +455,11 @@ fn coherent_stacks_never_panic() {
 
 /// The same with widths up to u64::MAX / 3, 2^41 positions and batches up to 2^40: parameter
 /// and byte sums beyond u64 must saturate or be refused, not overflow. Most are refused
-/// (`TooLarge`); observed 35–45% estimate, at least 20% must.
+/// (`TooLarge`, or candle has no equivalent); with the PyTorch profile only, 35–45% estimated;
+/// at least 8% must (a third of the setups are PyTorch's).
 #[test]
 fn absurd_stacks_never_panic() {
-    run_counting("absurd_stacks_never_panic", 300, 20, (prop_oneof![cnn_stack(true), token_stack(true)], config(true, false)), |(v, cfg)| {
+    run_counting("absurd_stacks_never_panic", 300, 8, (prop_oneof![cnn_stack(true), token_stack(true)], config(true)), |(v, cfg)| {
         estimate_without_panic(&v, &cfg, &[1, 2, 1 << 20, u64::MAX])
     });
 }
