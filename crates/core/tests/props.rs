@@ -1,16 +1,23 @@
 //! Property tests (tract's `suite-unit` style: a generated problem and a naive reference).
 //! - conv/pool output sizes equal counting the windows one by one;
 //! - generated specs survive spec → JSON → spec unchanged;
-//! - no generated spec (random stacks, tiny to absurd sizes) makes resolve or estimate panic;
+//! - no generated spec (random stacks, tiny to absurd sizes, PyTorch and candle profiles) makes
+//!   resolve or estimate panic, and every estimate keeps the invariants of [`check_estimate`];
 //! - memory never decreases as the batch grows.
+//!
+//! Properties that skip the values a parser or the resolver refuses count how many they kept, and
+//! fail when too few were ([`run_counting`]): a property that never reaches its assertions passes
+//! whatever the code does.
 
 use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use vramcalc_core::layer::conv::conv_out;
 use vramcalc_core::lower::LowerOptions;
 use vramcalc_core::resolve::resolve;
-use vramcalc_core::{presets, Layer, ModelSpec, Prepared, TrainConfig};
+use vramcalc_core::{presets, Error, Estimate, Framework, Layer, Mode, ModelSpec, Prepared, TrainConfig};
 
 /// Window starts one by one: a window of span `dilation·(k−1)+1` starting at `start` (in padded
 /// coordinates) counts if it ends inside the padded input; with `ceil_mode` it may hang over the
@@ -164,9 +171,22 @@ fn spec() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Which framework's memory a generated setup asks for.
+#[derive(Debug, Clone, Copy)]
+enum Profile {
+    Pytorch,
+    /// The candle profile with settings it models (fp32, SGD/Adam/AdamW, one micro-batch, no
+    /// checkpointing), so that its simulation runs.
+    Candle,
+    /// The candle profile with random settings: mostly refused, always without a panic.
+    CandleAny,
+}
+
 /// Training setups; `absurd` adds batches of 2^40 (the core's maximum) and u64::MAX (refused).
+/// Two thirds of them ask for the candle profile (most with settings it models).
 fn config(absurd: bool) -> impl Strategy<Value = TrainConfig> {
     let batches = if absurd { vec![1u64, 7, 1 << 20, 1 << 40, u64::MAX] } else { vec![1u64, 2, 7, 1 << 10, 1 << 20] };
+    let profile = prop_oneof![2 => Just(Profile::Pytorch), 3 => Just(Profile::Candle), 1 => Just(Profile::CandleAny)];
     (
         prop::sample::select(batches),
         prop::option::of(prop::sample::select(vec![1u64, 3, 64, 1 << 40])),
@@ -175,50 +195,170 @@ fn config(absurd: bool) -> impl Strategy<Value = TrainConfig> {
         any::<bool>(),
         any::<bool>(),
         prop::sample::select(vec![1u64, 2, 4]),
+        (profile, prop::sample::select(vec!["sgd", "adam", "adamw"])),
     )
-        .prop_map(|(batch, seq_len, precision, optimizer, ck, infer, grad_accum)| {
-            serde_json::from_value(json!({
+        .prop_map(|(batch, seq_len, precision, optimizer, ck, infer, grad_accum, (profile, candle_optimizer))| {
+            let mut c = json!({
                 "batch": batch, "seq_len": seq_len, "precision": precision, "optimizer": optimizer,
                 "checkpointing": ck, "mode": if infer { "infer" } else { "train" }, "grad_accum": grad_accum,
-            }))
-            .unwrap()
+            });
+            match profile {
+                Profile::Pytorch => {}
+                Profile::Candle => {
+                    c["framework"] = json!("candle");
+                    c["precision"] = json!("fp32");
+                    c["optimizer"] = json!(candle_optimizer);
+                    c["checkpointing"] = json!(false);
+                    c["grad_accum"] = json!(1);
+                }
+                Profile::CandleAny => c["framework"] = json!("candle"),
+            }
+            serde_json::from_value(c).unwrap()
         })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-    #[test]
-    fn spec_json_round_trips(v in spec()) {
-        // a generated value that is not a valid spec (e.g. a negative dim) must fail to parse, not panic
-        if let Ok(spec) = ModelSpec::from_json(&v.to_string()) {
-            let text = spec.to_json_pretty();
-            prop_assert_eq!(&ModelSpec::from_json(&text).unwrap(), &spec);
-            let compact: ModelSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
-            prop_assert_eq!(&compact, &spec);
+/// Runs `cases` generated values through `test`, which returns whether the value got past the
+/// parser or resolver to the assertions. Fails, besides any failing case, when fewer than
+/// `min_percent` of the cases did: the property would then pass whatever the code does.
+fn run_counting<S: Strategy>(
+    name: &str,
+    cases: u32,
+    min_percent: u32,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<bool, TestCaseError>,
+) {
+    let config = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
+    let kept = AtomicU32::new(0);
+    let result = TestRunner::new(config).run(&strategy, |v| {
+        if test(v)? {
+            kept.fetch_add(1, Ordering::Relaxed);
         }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{name}: {e}");
     }
+    let kept = kept.into_inner();
+    assert!(
+        kept * 100 >= cases * min_percent,
+        "{name}: only {kept} of {cases} generated cases reached the assertions (at least {min_percent}% must)"
+    );
+    eprintln!("{name}: {kept} of {cases} cases reached the assertions");
+}
 
-    #[test]
-    fn no_spec_makes_the_core_panic(v in spec(), cfg in config(false)) {
-        if let Ok(spec) = ModelSpec::from_json(&v.to_string()) {
-            if let Ok(p) = Prepared::new(&spec, &cfg) {
-                let e = p.estimate();
-                prop_assert!(e.peak_bytes >= e.param_bytes.min(e.peak_bytes));
-                let _ = p.max_batch(80 << 30);
-            }
+/// What every estimate must satisfy, whatever the model, setup or framework profile.
+fn check_estimate(p: &Prepared, e: &Estimate) -> Result<(), TestCaseError> {
+    let cfg = &e.config;
+    let b = &e.breakdown;
+    // the peak is one moment of the step: the categories at that moment add up to it
+    prop_assert_eq!(e.peak_bytes, b.total(), "peak ≠ sum of its breakdown {:?}", b);
+    prop_assert_eq!(e.phase_peaks.iter().copied().max(), Some(e.peak_bytes), "the peak is not the largest phase peak");
+    // parameters and buffers live through the whole step, so the peak holds all of them
+    prop_assert_eq!(b.parameters, e.param_bytes, "parameters at the peak ≠ all parameters");
+    if cfg.framework == Framework::PytorchEager {
+        prop_assert_eq!(b.buffers, e.buffer_bytes, "buffers at the peak ≠ all buffers");
+    } else {
+        // `buffer_bytes` comes from the PyTorch graph, which counts BatchNorm's int64
+        // `num_batches_tracked`; candle-nn's BatchNorm has no such buffer, so candle holds less.
+        prop_assert!(b.buffers <= e.buffer_bytes, "candle buffers {} > the model's {}", b.buffers, e.buffer_bytes);
+    }
+    if cfg.mode == Mode::Train {
+        prop_assert!(
+            e.peak_bytes >= e.param_bytes.saturating_add(e.buffer_bytes),
+            "peak {} < parameters {} + buffers {}",
+            e.peak_bytes,
+            e.param_bytes,
+            e.buffer_bytes
+        );
+    }
+    // the device total contains the allocated peak; the envelope (sweeps, max batch) agrees
+    // with the simulation the estimate ran
+    prop_assert!(e.device_total_bytes >= e.peak_bytes, "device total {} < peak {}", e.device_total_bytes, e.peak_bytes);
+    prop_assert_eq!(p.peak_at(cfg.batch), (e.peak_bytes, e.device_total_bytes), "peak_at disagrees with the estimate");
+    Ok(())
+}
+
+/// The allocated peak never decreases as the batch grows (`batches` ascending); nor does the
+/// device total, up to the allocator rounding of the smaller batch.
+///
+/// The device total rounds the tensors live at the allocated peak (`envelope.rs`). When a larger
+/// batch moves the peak to another moment of the step (say from the optimizer step, with many
+/// small tensors, to the backward), fewer tensors are rounded there, and the total can come out a
+/// few hundred bytes *lower* (found by this property: 480,395,264 B at batch 1 and 480,394,752 B at
+/// batch 3 for an embedding–attention–linear stack). A strict check would fail on today's model;
+/// this one still catches a total that drops by more than the rounding, or any drop of the peak.
+fn check_monotone(p: &Prepared, batches: &[u64]) -> Result<(), TestCaseError> {
+    let mut prev: Option<(u64, u64, vramcalc_core::memory::device::DeviceTotal)> = None;
+    for &b in batches {
+        let (peak, device) = p.device_at(b);
+        if let Some((b0, peak0, device0)) = prev {
+            prop_assert!(peak0 <= peak, "peak at batch {} = {} > at {} = {}", b0, peak0, b, peak);
+            let rounding0 = device0.reserved.saturating_sub(peak0);
+            prop_assert!(
+                device0.total.saturating_sub(rounding0) <= device.total,
+                "device total at batch {} = {} (rounding {}) > at {} = {}",
+                b0,
+                device0.total,
+                rounding0,
+                b,
+                device.total
+            );
         }
+        prev = Some((b, peak, device));
     }
+    Ok(())
+}
 
-    #[test]
-    fn layers_json_round_trip(ls in layers()) {
+/// Generated specs are mostly valid JSON for a spec (observed: about 98%); the rest (an unknown
+/// `gelu` approximation, …) must fail to parse, not panic. Below 80% the generator has drifted
+/// from the spec format and the property tests little.
+#[test]
+fn spec_json_round_trips() {
+    run_counting("spec_json_round_trips", 300, 80, spec(), |v| {
+        let Ok(spec) = ModelSpec::from_json(&v.to_string()) else { return Ok(false) };
+        let text = spec.to_json_pretty();
+        prop_assert_eq!(&ModelSpec::from_json(&text).unwrap(), &spec);
+        let compact: ModelSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        prop_assert_eq!(&compact, &spec);
+        Ok(true)
+    });
+}
+
+/// Random stacks rarely fit together, so most fail in `resolve` with an error (the path under
+/// test); the few that estimate must keep the estimate's invariants. What is counted is the specs
+/// that parsed and reached `Prepared::new` (observed: all); at least 80% must.
+#[test]
+fn no_spec_makes_the_core_panic() {
+    run_counting("no_spec_makes_the_core_panic", 300, 80, (spec(), config(false)), |(v, cfg)| {
+        let Ok(spec) = ModelSpec::from_json(&v.to_string()) else { return Ok(false) };
+        if let Ok(p) = Prepared::new(&spec, &cfg) {
+            check_estimate(&p, &p.estimate())?;
+            check_monotone(&p, &[1, 2, 7])?;
+            let _ = p.max_batch(80 << 30);
+        }
+        Ok(true)
+    });
+}
+
+/// Every generated leaf and block, one at a time. Observed: about 98% parse; at least 80% must.
+#[test]
+fn layers_json_round_trip() {
+    let parsed = AtomicU32::new(0);
+    let total = AtomicU32::new(0);
+    run_counting("layers_json_round_trip", 300, 0, layers(), |ls| {
         for l in ls {
+            total.fetch_add(1, Ordering::Relaxed);
             if let Ok(layer) = serde_json::from_value::<Layer>(l) {
+                parsed.fetch_add(1, Ordering::Relaxed);
                 let back: Layer = serde_json::from_str(&serde_json::to_string(&layer).unwrap()).unwrap();
                 prop_assert_eq!(back, layer);
             }
         }
-    }
+        Ok(true)
+    });
+    let (parsed, total) = (parsed.into_inner(), total.into_inner());
+    eprintln!("layers_json_round_trip: {parsed} of {total} layers parsed");
+    assert!(parsed * 100 >= total * 80, "only {parsed} of {total} generated layers parsed (at least 80% must)");
 }
 
 /// A width shared by a whole stack, so most generated stacks resolve: tiny to absurd.
@@ -289,38 +429,52 @@ fn token_stack(absurd: bool) -> impl Strategy<Value = Value> {
         })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-    /// Stacks that mostly resolve, so the simulation itself runs on tiny to large sizes.
-    #[test]
-    fn coherent_stacks_never_panic(v in prop_oneof![cnn_stack(false), token_stack(false)], cfg in config(false)) {
-        estimate_without_panic(&v, &cfg, &[1, 3, 1 << 10]);
-    }
-
-    /// The same with widths up to u64::MAX / 3, 2^41 positions and batches up to 2^40: parameter
-    /// and byte sums beyond u64 must saturate or be refused, not overflow.
-    #[test]
-    fn absurd_stacks_never_panic(v in prop_oneof![cnn_stack(true), token_stack(true)], cfg in config(true)) {
-        estimate_without_panic(&v, &cfg, &[1, 2, 1 << 20, u64::MAX]);
-    }
-}
-
-fn estimate_without_panic(v: &Value, cfg: &TrainConfig, sweep: &[u64]) {
-    let spec = ModelSpec::from_json(&v.to_string()).unwrap();
-    if let Ok(p) = Prepared::new(&spec, cfg) {
-        let e = p.estimate();
-        assert!(e.peak_bytes >= e.param_bytes.min(e.peak_bytes));
-        let _ = p.sweep(sweep);
-    }
-}
-
-/// `{"input": {"shape": [4]}, "layers": []}`: the loss op is attributed to layer row 0, which
-/// does not exist, and `layer_reports` indexes out of bounds.
+/// Stacks that mostly resolve, so the simulation itself runs on tiny to large sizes. About 40%
+/// estimate (the rest: shapes that do not fit, or layers candle has no equivalent for); at least
+/// 20% must, and at least 5 with the candle profile (observed 15–25 a run; fewer than 5 means the
+/// candle profile is no longer exercised).
 #[test]
-fn empty_model_does_not_panic() {
+fn coherent_stacks_never_panic() {
+    let candle = AtomicU32::new(0);
+    run_counting("coherent_stacks_never_panic", 300, 20, (prop_oneof![cnn_stack(false), token_stack(false)], config(false)), |(v, cfg)| {
+        let estimated = estimate_without_panic(&v, &cfg, &[1, 3, 1 << 10])?;
+        if estimated && cfg.framework == Framework::Candle {
+            candle.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(estimated)
+    });
+    let candle = candle.into_inner();
+    eprintln!("coherent_stacks_never_panic: {candle} estimates with the candle profile");
+    assert!(candle >= 5, "only {candle} coherent stacks estimated with the candle profile (at least 5 must)");
+}
+
+/// The same with widths up to u64::MAX / 3, 2^41 positions and batches up to 2^40: parameter
+/// and byte sums beyond u64 must saturate or be refused, not overflow. Most are refused
+/// (`TooLarge`, or candle has no equivalent); with the PyTorch profile only, 35–45% estimated;
+/// at least 8% must (a third of the setups are PyTorch's).
+#[test]
+fn absurd_stacks_never_panic() {
+    run_counting("absurd_stacks_never_panic", 300, 8, (prop_oneof![cnn_stack(true), token_stack(true)], config(true)), |(v, cfg)| {
+        estimate_without_panic(&v, &cfg, &[1, 2, 1 << 20, u64::MAX])
+    });
+}
+
+/// Whether the spec estimated (`false`: refused with an error).
+fn estimate_without_panic(v: &Value, cfg: &TrainConfig, sweep: &[u64]) -> Result<bool, TestCaseError> {
+    let spec = ModelSpec::from_json(&v.to_string()).unwrap();
+    let Ok(p) = Prepared::new(&spec, cfg) else { return Ok(false) };
+    check_estimate(&p, &p.estimate())?;
+    check_monotone(&p, sweep)?;
+    Ok(true)
+}
+
+/// `{"input": {"shape": [4]}, "layers": []}` once made `layer_reports` index out of bounds (the
+/// loss op is attributed to layer row 0, which does not exist); it is refused before resolving.
+#[test]
+fn empty_model_is_refused() {
     let spec = ModelSpec::from_json(r#"{"input": {"shape": [4]}, "layers": []}"#).unwrap();
-    let _ = Prepared::new(&spec, &TrainConfig::default()).map(|p| p.estimate());
+    let err = Prepared::new(&spec, &TrainConfig::default()).err();
+    assert_eq!(err, Some(Error::Input("the model has no layers yet: add one".into())));
 }
 
 /// Prepared models of a few presets at small sequence lengths, built once.

@@ -223,3 +223,64 @@ pub fn dropout(b: &mut Builder, x: ValueId, p: f64) -> ValueId {
     };
     b.op("native_dropout", &[x], &[(shape.clone(), dt)], &[], false, &[(shape, batched, mask)], GradRule::Alloc)[0]
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::layer::test_util::{error, one};
+    use crate::units::DType;
+    use serde_json::json;
+
+    #[test]
+    fn element_wise_layers_keep_the_shape_and_have_no_parameters() {
+        for layer in [
+            json!({"kind": "relu"}),
+            json!({"kind": "leaky_relu", "negative_slope": 0.2}),
+            json!({"kind": "gelu"}),
+            json!({"kind": "gelu", "approximate": "tanh"}),
+            json!({"kind": "gelu", "approximate": "new"}),
+            json!({"kind": "silu"}),
+            json!({"kind": "tanh"}),
+            json!({"kind": "sigmoid"}),
+            json!({"kind": "softmax", "dim": -1}),
+            json!({"kind": "dropout", "p": 0.1}),
+        ] {
+            let a = one(layer.clone(), &[3, 5, 7]);
+            assert_eq!((a.shape, a.params), (vec![3, 5, 7], 0), "{layer}");
+        }
+    }
+
+    #[test]
+    fn softmax_and_dropout_arguments() {
+        // dims count the batch, as in PyTorch: a [N, 5, 7] tensor has dims −3..=2
+        assert_eq!(one(json!({"kind": "softmax", "dim": -3}), &[5, 7]).shape, [5, 7]);
+        let e = error(json!({"kind": "softmax", "dim": 3}), &[5, 7]);
+        assert!(e.contains("dim 3 is out of range"), "{e}");
+        // nn.Dropout(p=1.5): "dropout probability has to be between 0 and 1"
+        let e = error(json!({"kind": "dropout", "p": 1.5}), &[5, 7]);
+        assert!(e.contains("between 0 and 1"), "{e}");
+    }
+
+    /// The storages a `linear` followed by `layer` allocates per sample, in the layer's ops (the
+    /// loss, which the last row also owns, left out).
+    fn allocs_after_linear(layer: serde_json::Value) -> Vec<u64> {
+        let a = one(json!({"kind": "sequential", "layers": [{"kind": "linear", "in_features": 8, "out_features": 8}, layer]}), &[4, 8]);
+        let g = &a.resolved.graph;
+        g.ops
+            .iter()
+            .filter(|o| o.layer == 2 && !matches!(o.name, "log_softmax" | "nll_loss"))
+            .flat_map(|o| o.allocs.iter().map(|&s| g.storages[s as usize].bytes.per_sample))
+            .collect()
+    }
+
+    #[test]
+    fn dropout_keeps_a_one_byte_mask_and_relu_inplace_allocates_nothing() {
+        // CUDA's native_dropout: a float32 output (4·8·4 bytes) and a bool mask (4·8 bytes)
+        assert_eq!(allocs_after_linear(json!({"kind": "dropout", "p": 0.1})), [128, 32]);
+        // p = 0: PyTorch's F.dropout still runs, but the core treats it as the identity
+        assert_eq!(allocs_after_linear(json!({"kind": "dropout", "p": 0.0})), Vec::<u64>::new());
+        // nn.ReLU(inplace=True) writes into its input's storage; out of place it allocates one output
+        assert_eq!(allocs_after_linear(json!({"kind": "relu", "inplace": true})), Vec::<u64>::new());
+        assert_eq!(allocs_after_linear(json!({"kind": "relu"})), [128]);
+        assert_eq!(DType::Bool.size(), 1);
+    }
+}

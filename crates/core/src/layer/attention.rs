@@ -295,3 +295,65 @@ impl TransformerLayer {
         Ok((dropout(b, m, self.dropout), act))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn multihead_attention_params() {
+        // nn.MultiheadAttention(768, 12): in_proj 3·768² + 3·768 = 1,771,776 and out_proj
+        // 768² + 768 = 590,592: 2,362,368, fused or as separate q, k, v projections
+        for fused in [false, true] {
+            let a = one(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12, "fused_qkv": fused}), &[128, 768]);
+            assert_eq!((a.shape, a.params), (vec![128, 768], 2_362_368), "fused_qkv: {fused}");
+        }
+        // bias=False: 4·768² = 2,359,296
+        let a = one(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12, "bias": false}), &[128, 768]);
+        assert_eq!(a.params, 2_359_296);
+    }
+
+    #[test]
+    fn grouped_query_attention_params() {
+        // LLaMA-2-70B attention: hidden 8192, 64 heads of 128, 8 key/value heads, no biases:
+        // q_proj and o_proj 8192², k_proj and v_proj 8192·1024: 150,994,944
+        let a = one(json!({"kind": "multihead_attention", "embed_dim": 8192, "num_heads": 64, "num_kv_heads": 8, "bias": false, "causal": true, "rotary": true}), &[16, 8192]);
+        assert_eq!((a.shape, a.params), (vec![16, 8192], 150_994_944));
+    }
+
+    #[test]
+    fn attention_refuses_what_pytorch_refuses() {
+        // "embed_dim must be divisible by num_heads"
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 10}), &[4, 768]);
+        assert!(e.contains("must be divisible by num_heads"), "{e}");
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12, "num_kv_heads": 5}), &[4, 768]);
+        assert!(e.contains("must be divisible by num_kv_heads"), "{e}");
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12}), &[4, 512]);
+        assert!(e.contains("expected 768 features, got 512"), "{e}");
+    }
+
+    #[test]
+    fn transformer_encoder_layer_params() {
+        // nn.TransformerEncoderLayer(512, 8) (dim_feedforward 2048): self_attn 4·512² + 4·512 =
+        // 1,050,624, linear1 512·2048 + 2048 = 1,050,624, linear2 2048·512 + 512 = 1,049,088,
+        // norm1 and norm2 2·1,024: 3,152,384
+        let t = one(json!({"kind": "transformer_encoder_layer", "d_model": 512, "nhead": 8}), &[10, 512]);
+        assert_eq!((t.shape, t.params), (vec![10, 512], 3_152_384));
+    }
+
+    #[test]
+    fn gpt2_and_llama_blocks() {
+        // GPT-2 small block: c_attn 768·2304 + 2304, c_proj 768² + 768, c_fc 768·3072 + 3072,
+        // mlp.c_proj 3072·768 + 768, ln_1 and ln_2 2·1,536: 7,087,872 (12 of them: 85,054,464)
+        let g = one(json!({"kind": "transformer_decoder_layer", "d_model": 768, "nhead": 12, "dim_feedforward": 3072,
+            "norm_first": true, "activation": "gelu_new", "fused_qkv": true}), &[64, 768]);
+        assert_eq!((g.shape, g.params), (vec![64, 768], 7_087_872));
+        // LLaMA-7B decoder layer: attention 4·4096² = 67,108,864, SwiGLU MLP 3·4096·11008 =
+        // 135,266,304, two RMSNorm weights 8,192: 202,383,360 (32 of them + 2·32000·4096
+        // embeddings + the final norm = 6,738,415,616)
+        let l = one(json!({"kind": "transformer_decoder_layer", "d_model": 4096, "nhead": 32, "dim_feedforward": 11008,
+            "norm_first": true, "bias": false, "norm": "rms_norm", "gated_mlp": true, "rotary": true}), &[16, 4096]);
+        assert_eq!((l.shape, l.params), (vec![16, 4096], 202_383_360));
+    }
+}

@@ -224,4 +224,73 @@ mod tests {
         assert_eq!(conv_out(6, 3, 2, 0, 1, true), Some(3));
         assert_eq!(conv_out(5, 2, 2, 0, 1, true), Some(3));
     }
+
+    // Shapes and parameter counts of whole layers, as PyTorch builds them.
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn conv2d_resnet_stem() {
+        // nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False) on 3×224×224 → 64×112×112;
+        // weight 64·3·7·7 = 9,408 (torchvision resnet18 `conv1`)
+        let c = one(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3, "bias": false}), &[3, 224, 224]);
+        assert_eq!(c.shape, [64, 112, 112]);
+        assert_eq!(c.params, 9_408);
+        // with the default bias: + 64
+        let c = one(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3}), &[3, 224, 224]);
+        assert_eq!(c.params, 9_472);
+    }
+
+    #[test]
+    fn conv2d_rectangular_grouped_dilated_same() {
+        // nn.Conv2d(16, 33, (3, 5), stride=(2, 1), padding=(4, 2), dilation=(3, 1)) on 16×50×100
+        // (the example in PyTorch's Conv2d docs): H = (50 + 8 − 3·2 − 1)/2 + 1 = 26, W = 100;
+        // params 33·16·3·5 + 33 = 7,953
+        let c = one(json!({"kind": "conv2d", "in_channels": 16, "out_channels": 33, "kernel_size": [3, 5], "stride": [2, 1], "padding": [4, 2], "dilation": [3, 1]}), &[16, 50, 100]);
+        assert_eq!(c.shape, [33, 26, 100]);
+        assert_eq!(c.params, 7_953);
+        // depthwise nn.Conv2d(64, 64, 3, padding=1, groups=64) (MobileNet): 64·1·3·3 + 64 = 640
+        let c = one(json!({"kind": "conv2d", "in_channels": 64, "out_channels": 64, "kernel_size": 3, "padding": 1, "groups": 64}), &[64, 56, 56]);
+        assert_eq!(c.shape, [64, 56, 56]);
+        assert_eq!(c.params, 640);
+        // padding='same' keeps 32×32 for an odd or even kernel
+        let c = one(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 8, "kernel_size": 4, "padding": "same"}), &[3, 32, 32]);
+        assert_eq!(c.shape, [8, 32, 32]);
+        assert_eq!(c.params, 8 * 3 * 16 + 8);
+    }
+
+    #[test]
+    fn conv2d_refuses_what_pytorch_refuses() {
+        let e = error(json!({"kind": "conv2d", "in_channels": 6, "out_channels": 4, "kernel_size": 3, "groups": 4}), &[6, 8, 8]);
+        assert!(e.contains("must be divisible by groups"), "{e}");
+        let e = error(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 4, "kernel_size": 3}), &[4, 8, 8]);
+        assert!(e.contains("expected 3 input channels, got 4"), "{e}");
+        let e = error(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": "same"}), &[3, 8, 8]);
+        assert!(e.contains("padding='same' is not supported for strided convolutions"), "{e}");
+        let e = error(json!({"kind": "conv2d", "in_channels": 3, "out_channels": 4, "kernel_size": 9}), &[3, 8, 8]);
+        assert!(e.contains("does not fit"), "{e}");
+    }
+
+    #[test]
+    fn conv1d_whisper_downsampling() {
+        // Whisper-tiny `conv2`: nn.Conv1d(384, 384, 3, stride=2, padding=1) on 384×3000 → 384×1500;
+        // 384·384·3 + 384 = 442,752
+        let c = one(json!({"kind": "conv1d", "in_channels": 384, "out_channels": 384, "kernel_size": 3, "stride": 2, "padding": 1}), &[384, 3000]);
+        assert_eq!(c.shape, [384, 1500]);
+        assert_eq!(c.params, 442_752);
+    }
+
+    #[test]
+    fn conv_transpose2d_dcgan_and_output_padding() {
+        // DCGAN generator: nn.ConvTranspose2d(512, 256, 4, 2, 1, bias=False) on 512×4×4:
+        // (4 − 1)·2 − 2 + (4 − 1) + 1 = 8; weight [in, out, k, k]: 512·256·16 = 2,097,152
+        let c = one(json!({"kind": "conv_transpose2d", "in_channels": 512, "out_channels": 256, "kernel_size": 4, "stride": 2, "padding": 1, "bias": false}), &[512, 4, 4]);
+        assert_eq!(c.shape, [256, 8, 8]);
+        assert_eq!(c.params, 2_097_152);
+        // nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1, groups=2) on 16×7×7
+        // → 8×14×14 (the inverse of a stride-2 "same" conv); weight 16·(8/2)·9 + 8 = 584
+        let c = one(json!({"kind": "conv_transpose2d", "in_channels": 16, "out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 1, "output_padding": 1, "groups": 2}), &[16, 7, 7]);
+        assert_eq!(c.shape, [8, 14, 14]);
+        assert_eq!(c.params, 584);
+    }
 }

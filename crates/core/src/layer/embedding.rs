@@ -107,3 +107,42 @@ impl ClsToken {
         Ok(b.op("cat", &[tok, x], &[(Shape::new([s[0].saturating_add(1), s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::layer::test_util::{error, ids, one};
+    use serde_json::json;
+
+    #[test]
+    fn embedding_bert_word_embeddings() {
+        // BERT-base `word_embeddings`: nn.Embedding(30522, 768), 30522·768 = 23,440,896;
+        // int64 ids [128] → [128, 768]
+        let e = ids(json!({"kind": "embedding", "num_embeddings": 30522, "embedding_dim": 768}), 128);
+        assert_eq!((e.shape, e.params), (vec![128, 768], 23_440_896));
+        // float input: PyTorch's "Expected tensor for argument #1 'indices' to have … Long"
+        let err = error(json!({"kind": "embedding", "num_embeddings": 10, "embedding_dim": 4}), &[8]);
+        assert!(err.contains("expects int64 token ids"), "{err}");
+    }
+
+    #[test]
+    fn positional_embedding_bert_positions() {
+        // BERT-base `position_embeddings`: nn.Embedding(512, 768) = 393,216, plus the registered
+        // `position_ids` buffer (int64 [1, 512]: 4,096 bytes); added to [S, 768]
+        let p = ids(json!({"kind": "sequential", "layers": [
+            {"kind": "embedding", "num_embeddings": 30522, "embedding_dim": 768},
+            {"kind": "positional_embedding", "num_embeddings": 512, "embedding_dim": 768, "index_buffer": 512}]}), 128);
+        let row = &p.resolved.layers[2];
+        assert_eq!((row.output_shape.0.as_slice(), row.params), ([128, 768].as_slice(), 393_216));
+        assert_eq!(p.buffer_bytes, 4_096);
+        // more positions than learned: PyTorch's index error
+        let err = error(json!({"kind": "positional_embedding", "num_embeddings": 512, "embedding_dim": 4}), &[513, 4]);
+        assert!(err.contains("exceeds the 512 learned positions"), "{err}");
+    }
+
+    #[test]
+    fn cls_token_vit() {
+        // ViT-B/16: `cls_token` nn.Parameter(1, 1, 768) prepended to 196 patches → [197, 768]
+        let c = one(json!({"kind": "cls_token", "embedding_dim": 768}), &[196, 768]);
+        assert_eq!((c.shape, c.params), (vec![197, 768], 768));
+    }
+}

@@ -73,3 +73,62 @@ impl GatedMlp {
         proj(self.intermediate_size, self.hidden_size).lower(b, prod)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Parameter counts as `sum(p.numel() for p in m.parameters())` gives them in PyTorch.
+
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn linear_shape_and_params() {
+        // nn.Linear(768, 3072) (BERT-base intermediate): 768·3072 + 3072 = 2,362,368
+        let l = one(json!({"kind": "linear", "in_features": 768, "out_features": 3072}), &[128, 768]);
+        assert_eq!(l.shape, [128, 3072]);
+        assert_eq!(l.params, 2_362_368);
+        // nn.Linear(4096, 1000, bias=False): 4,096,000
+        let l = one(json!({"kind": "linear", "in_features": 4096, "out_features": 1000, "bias": false}), &[4096]);
+        assert_eq!(l.shape, [1000]);
+        assert_eq!(l.params, 4_096_000);
+    }
+
+    #[test]
+    fn linear_names_the_mismatched_features() {
+        // VGG's classifier on an unflattened 512×7×7 map: PyTorch's "mat1 and mat2 shapes cannot be multiplied"
+        let e = error(json!({"kind": "linear", "in_features": 25088, "out_features": 4096}), &[512, 7, 7]);
+        assert!(e.contains("expected 25088 input features, got 7"), "{e}");
+    }
+
+    #[test]
+    fn tied_lm_head_adds_no_weight() {
+        // GPT-2: lm_head.weight is transformer.wte.weight, so the model has 50257·768 = 38,597,376
+        // parameters in the two, counted once (`model.parameters()` deduplicates)
+        let spec = crate::spec::ModelSpec::from_json(
+            &json!({"input": {"shape": [16], "dtype": "int64"}, "layers": [
+                {"kind": "embedding", "num_embeddings": 50257, "embedding_dim": 768},
+                {"kind": "linear", "in_features": 768, "out_features": 50257, "bias": false, "tied_weight": true}]})
+            .to_string(),
+        )
+        .unwrap();
+        let r = crate::resolve::resolve(&spec, None, crate::lower::LowerOptions::default()).unwrap();
+        assert_eq!(r.layers[1].params, 0);
+        assert_eq!(r.graph.param_numel(), 38_597_376);
+        assert_eq!(r.layers[1].output_shape.0, [16, 50257]);
+        // without an embedding there is nothing to tie to
+        let e = error(json!({"kind": "linear", "in_features": 4, "out_features": 4, "tied_weight": true}), &[4]);
+        assert!(e.contains("needs an embedding"), "{e}");
+    }
+
+    #[test]
+    fn gated_mlp_is_llama_mlp() {
+        // LlamaMLP(hidden 4096, intermediate 11008), no biases: gate, up and down are
+        // 4096·11008 each: 3 · 45,088,768 = 135,266,304 (LLaMA-7B, per layer)
+        let m = one(json!({"kind": "gated_mlp", "hidden_size": 4096, "intermediate_size": 11008}), &[8, 4096]);
+        assert_eq!(m.shape, [8, 4096]);
+        assert_eq!(m.params, 135_266_304);
+        // with biases: + 11008 · 2 + 4096
+        let m = one(json!({"kind": "gated_mlp", "hidden_size": 4096, "intermediate_size": 11008, "bias": true}), &[8, 4096]);
+        assert_eq!(m.params, 135_266_304 + 2 * 11008 + 4096);
+    }
+}

@@ -33,3 +33,55 @@ pub(crate) fn positive(v: u64, name: &str) -> LayerResult<()> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! What the layer tests beside each family share: one layer resolved on a per-sample input
+    //! (no batch dimension), in training, fp32, on CUDA — as PyTorch would build the module.
+
+    use crate::lower::LowerOptions;
+    use crate::resolve::{resolve, Resolved};
+    use crate::spec::ModelSpec;
+    use serde_json::{json, Value};
+
+    /// One layer's resolved row and graph.
+    pub(crate) struct One {
+        /// Per-sample output shape.
+        pub shape: Vec<u64>,
+        /// Trainable parameters (`sum(p.numel() for p in m.parameters())`).
+        pub params: u64,
+        /// Buffer bytes (`sum(b.numel() * b.element_size() for b in m.buffers())`).
+        pub buffer_bytes: u64,
+        pub resolved: Resolved,
+    }
+
+    fn build(layer: Value, input: Value) -> crate::Result<One> {
+        let spec = ModelSpec::from_json(&json!({"input": input, "layers": [layer]}).to_string())?;
+        let resolved = resolve(&spec, None, LowerOptions::default())?;
+        let row = &resolved.layers[0];
+        Ok(One {
+            shape: row.output_shape.0.clone(),
+            params: row.params,
+            buffer_bytes: resolved.graph.buffer_bytes(),
+            resolved,
+        })
+    }
+
+    /// `layer` applied to a float32 input of per-sample `shape`.
+    pub(crate) fn one(layer: Value, shape: &[u64]) -> One {
+        build(layer.clone(), json!({"shape": shape})).unwrap_or_else(|e| panic!("{layer}: {e}"))
+    }
+
+    /// `layer` applied to `seq` int64 token ids.
+    pub(crate) fn ids(layer: Value, seq: u64) -> One {
+        build(layer.clone(), json!({"shape": [seq], "dtype": "int64"})).unwrap_or_else(|e| panic!("{layer}: {e}"))
+    }
+
+    /// The error `layer` gives on a float32 input of per-sample `shape`.
+    pub(crate) fn error(layer: Value, shape: &[u64]) -> String {
+        match build(layer.clone(), json!({"shape": shape})) {
+            Ok(o) => panic!("{layer} on {shape:?} resolved to {:?}, expected an error", o.shape),
+            Err(e) => e.to_string(),
+        }
+    }
+}

@@ -172,3 +172,65 @@ impl RmsNorm {
         Ok(mul(b, w, normed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Parameters (`m.parameters()`) and buffers (`m.buffers()`) as PyTorch registers them.
+
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn batch_norm2d_params_and_buffers() {
+        // nn.BatchNorm2d(64): weight and bias (2·64 = 128 parameters); buffers running_mean and
+        // running_var (64 float32 each) and num_batches_tracked (one int64): 2·64·4 + 8 = 520 bytes
+        let n = one(json!({"kind": "batch_norm2d", "num_features": 64}), &[64, 56, 56]);
+        assert_eq!(n.shape, [64, 56, 56]);
+        assert_eq!((n.params, n.buffer_bytes), (128, 520));
+        // affine=False: no parameters, the same buffers
+        let n = one(json!({"kind": "batch_norm2d", "num_features": 64, "affine": false}), &[64, 56, 56]);
+        assert_eq!((n.params, n.buffer_bytes), (0, 520));
+        // track_running_stats=False: no buffers at all
+        let n = one(json!({"kind": "batch_norm2d", "num_features": 64, "track_running_stats": false}), &[64, 56, 56]);
+        assert_eq!((n.params, n.buffer_bytes), (128, 0));
+    }
+
+    #[test]
+    fn batch_norm1d_inputs() {
+        // nn.BatchNorm1d(100) takes (N, C) or (N, C, L)
+        let n = one(json!({"kind": "batch_norm1d", "num_features": 100}), &[100]);
+        assert_eq!((n.shape, n.params, n.buffer_bytes), (vec![100], 200, 808));
+        let n = one(json!({"kind": "batch_norm1d", "num_features": 100}), &[100, 50]);
+        assert_eq!(n.shape, [100, 50]);
+        let e = error(json!({"kind": "batch_norm1d", "num_features": 100}), &[100, 5, 5]);
+        assert!(e.contains("expected a [C] or [C, L] input"), "{e}");
+        let e = error(json!({"kind": "batch_norm2d", "num_features": 64}), &[32, 8, 8]);
+        assert!(e.contains("expected 64 channels, got 32"), "{e}");
+    }
+
+    #[test]
+    fn layer_norm_params() {
+        // nn.LayerNorm(768): weight and bias, 1,536
+        let n = one(json!({"kind": "layer_norm", "normalized_shape": 768}), &[128, 768]);
+        assert_eq!((n.shape, n.params, n.buffer_bytes), (vec![128, 768], 1_536, 0));
+        // nn.LayerNorm(768, bias=False): 768; elementwise_affine=False: 0
+        let n = one(json!({"kind": "layer_norm", "normalized_shape": 768, "bias": false}), &[128, 768]);
+        assert_eq!(n.params, 768);
+        let n = one(json!({"kind": "layer_norm", "normalized_shape": 768, "elementwise_affine": false}), &[128, 768]);
+        assert_eq!(n.params, 0);
+        let e = error(json!({"kind": "layer_norm", "normalized_shape": 768}), &[128, 512]);
+        assert!(e.contains("expected 768 features, got 512"), "{e}");
+    }
+
+    #[test]
+    fn group_norm_and_rms_norm_params() {
+        // nn.GroupNorm(32, 256): weight and bias per channel, 512
+        let n = one(json!({"kind": "group_norm", "num_groups": 32, "num_channels": 256}), &[256, 8, 8]);
+        assert_eq!((n.shape, n.params, n.buffer_bytes), (vec![256, 8, 8], 512, 0));
+        let e = error(json!({"kind": "group_norm", "num_groups": 3, "num_channels": 256}), &[256, 8, 8]);
+        assert!(e.contains("must be divisible by num_groups"), "{e}");
+        // LlamaRMSNorm(4096): a weight only, 4,096
+        let n = one(json!({"kind": "rms_norm", "normalized_shape": 4096}), &[16, 4096]);
+        assert_eq!((n.shape, n.params), (vec![16, 4096], 4_096));
+    }
+}

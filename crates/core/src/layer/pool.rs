@@ -123,3 +123,81 @@ impl AdaptiveAvgPool2d {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Output sizes as PyTorch's `pooling_output_shape` gives them; pooling has no parameters.
+
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn max_pool_resnet_and_vgg() {
+        // resnet18 `maxpool`: nn.MaxPool2d(3, 2, 1) on 64×112×112 → 64×56×56
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 3, "stride": 2, "padding": 1}), &[64, 112, 112]);
+        assert_eq!((p.shape, p.params), (vec![64, 56, 56], 0));
+        // VGG: nn.MaxPool2d(2, 2) (stride defaults to the kernel) on 512×14×14 → 512×7×7
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 2}), &[512, 14, 14]);
+        assert_eq!(p.shape, [512, 7, 7]);
+    }
+
+    #[test]
+    fn max_pool_ceil_mode() {
+        // GoogLeNet: nn.MaxPool2d(3, 2, ceil_mode=True) on 64×112×112 → 56 (floor mode: 55)
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 3, "stride": 2, "ceil_mode": true}), &[64, 112, 112]);
+        assert_eq!(p.shape, [64, 56, 56]);
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 3, "stride": 2}), &[64, 112, 112]);
+        assert_eq!(p.shape, [64, 55, 55]);
+        // nn.MaxPool2d(2, 2, padding=1, ceil_mode=True) on 1×5×5: ceil((5 + 2 − 2)/2) + 1 = 4, but
+        // the fourth window would start at 6 ≥ 5 + 1, in the right padding alone, so PyTorch drops it: 3
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 2, "stride": 2, "padding": 1, "ceil_mode": true}), &[1, 5, 5]);
+        assert_eq!(p.shape, [1, 3, 3]);
+        // nn.MaxPool2d(2, 2, ceil_mode=True) on 1×5×5 → 3 (the last window hangs over the edge)
+        let p = one(json!({"kind": "max_pool2d", "kernel_size": 2, "ceil_mode": true}), &[1, 5, 5]);
+        assert_eq!(p.shape, [1, 3, 3]);
+    }
+
+    #[test]
+    fn max_pool_keeps_int64_indices_for_backward() {
+        // max_pool2d_with_indices: an output and int64 indices of the same shape, both allocated;
+        // after a conv (the input needs a gradient, so autograd records the pool)
+        let p = one(json!({"kind": "sequential", "layers": [
+            {"kind": "conv2d", "in_channels": 8, "out_channels": 8, "kernel_size": 1},
+            {"kind": "max_pool2d", "kernel_size": 2}]}), &[8, 16, 16]);
+        let g = &p.resolved.graph;
+        let op = g.ops.iter().find(|o| o.name == "max_pool2d").unwrap();
+        assert_eq!(op.allocs.len(), 2);
+        // per sample: 8·8·8 float32 values and as many int64 indices
+        let bytes: Vec<u64> = op.allocs.iter().map(|&s| g.storages[s as usize].bytes.per_sample).collect();
+        assert_eq!(bytes, [8 * 8 * 8 * 4, 8 * 8 * 8 * 8]);
+        assert!(op.saved.contains(&op.allocs[1]), "the indices are saved for backward");
+    }
+
+    #[test]
+    fn avg_pool_and_adaptive() {
+        // Inception's nn.AvgPool2d(3, stride=1, padding=1) keeps the size
+        let p = one(json!({"kind": "avg_pool2d", "kernel_size": 3, "stride": 1, "padding": 1}), &[192, 35, 35]);
+        assert_eq!(p.shape, [192, 35, 35]);
+        // nn.AvgPool2d(2) on 7×7 → 3×3 (floor), with ceil_mode → 4×4
+        let p = one(json!({"kind": "avg_pool2d", "kernel_size": 2}), &[1, 7, 7]);
+        assert_eq!(p.shape, [1, 3, 3]);
+        let p = one(json!({"kind": "avg_pool2d", "kernel_size": 2, "ceil_mode": true}), &[1, 7, 7]);
+        assert_eq!(p.shape, [1, 4, 4]);
+        // VGG's nn.AdaptiveAvgPool2d((7, 7)) and ResNet's nn.AdaptiveAvgPool2d(1): any input size
+        let p = one(json!({"kind": "adaptive_avg_pool2d", "output_size": [7, 7]}), &[512, 14, 14]);
+        assert_eq!((p.shape, p.params), (vec![512, 7, 7], 0));
+        let p = one(json!({"kind": "adaptive_avg_pool2d", "output_size": 1}), &[512, 7, 7]);
+        assert_eq!(p.shape, [512, 1, 1]);
+    }
+
+    #[test]
+    fn pool_refuses_what_pytorch_refuses() {
+        // "pad should be at most half of effective kernel size"
+        let e = error(json!({"kind": "max_pool2d", "kernel_size": 2, "padding": 2}), &[1, 8, 8]);
+        assert!(e.contains("at most half the kernel size"), "{e}");
+        let e = error(json!({"kind": "max_pool2d", "kernel_size": 2}), &[8, 8]);
+        assert!(e.contains("expected a [C, H, W] input"), "{e}");
+        let e = error(json!({"kind": "avg_pool2d", "kernel_size": 5}), &[1, 4, 4]);
+        assert!(e.contains("does not fit"), "{e}");
+    }
+}

@@ -71,3 +71,47 @@ impl Recurrent {
         Ok(cur)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! PyTorch's recurrent weights per layer and direction: `weight_ih [G·H, in]`,
+    //! `weight_hh [G·H, H]`, `bias_ih` and `bias_hh [G·H]`, with G = 4 (LSTM), 3 (GRU), 1 (RNN).
+
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    fn rnn(kind: &str, extra: serde_json::Value) -> serde_json::Value {
+        let mut v = json!({"kind": kind, "input_size": 10, "hidden_size": 20, "num_layers": 2});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    #[test]
+    fn lstm_gru_rnn_params() {
+        // nn.LSTM(10, 20, 2) (the example in PyTorch's docs): layer 0 4·20·(10 + 20) + 2·4·20 = 2,560,
+        // layer 1 4·20·(20 + 20) + 160 = 3,360; 5,920 in all; output [S, 20]
+        let l = one(rnn("lstm", json!({})), &[5, 10]);
+        assert_eq!((l.shape, l.params), (vec![5, 20], 5_920));
+        // nn.GRU(10, 20, 2): ¾ of it, 4,440; nn.RNN(10, 20, 2): ¼, 1,480
+        assert_eq!(one(rnn("gru", json!({})), &[5, 10]).params, 4_440);
+        assert_eq!(one(rnn("rnn", json!({})), &[5, 10]).params, 1_480);
+        // bias=False: the weights only, 800 + 1,600 + 1,600 + 1,600 = 5,600
+        assert_eq!(one(rnn("lstm", json!({"bias": false})), &[5, 10]).params, 5_600);
+    }
+
+    #[test]
+    fn bidirectional_lstm() {
+        // nn.LSTM(10, 20, 2, bidirectional=True): layer 0 2·2,560 = 5,120; layer 1 reads 2·20:
+        // 2·(4·20·(40 + 20) + 160) = 9,920; 15,040 in all; output [S, 2·20]
+        let l = one(rnn("lstm", json!({"bidirectional": true})), &[5, 10]);
+        assert_eq!((l.shape, l.params), (vec![5, 40], 15_040));
+    }
+
+    #[test]
+    fn recurrent_input_checks() {
+        let e = error(rnn("lstm", json!({})), &[5, 12]);
+        assert!(e.contains("expected 10 input features, got 12"), "{e}");
+        let e = error(rnn("gru", json!({})), &[10]);
+        assert!(e.contains("expected a [S, 10] input"), "{e}");
+    }
+}

@@ -93,3 +93,45 @@ impl Transpose {
         Ok(b.view(x, Shape(s)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::layer::test_util::{error, one};
+    use serde_json::json;
+
+    #[test]
+    fn flatten_shapes() {
+        // VGG: nn.Flatten() on 512×7×7 → 25,088
+        let f = one(json!({"kind": "flatten"}), &[512, 7, 7]);
+        assert_eq!((f.shape, f.params), (vec![25_088], 0));
+        // ViT patches: x.flatten(2) on [768, 14, 14] → [768, 196]
+        assert_eq!(one(json!({"kind": "flatten", "start_dim": 2}), &[768, 14, 14]).shape, [768, 196]);
+        // nn.Flatten(1, 2) on [4, 5, 6] → [20, 6]
+        assert_eq!(one(json!({"kind": "flatten", "start_dim": 1, "end_dim": 2}), &[4, 5, 6]).shape, [20, 6]);
+        // flattening the batch dimension is refused
+        let e = error(json!({"kind": "flatten", "start_dim": 0}), &[4, 5]);
+        assert!(e.contains("cannot flatten"), "{e}");
+    }
+
+    #[test]
+    fn views_allocate_nothing() {
+        // flatten and transpose are views: the output is the input's storage (value 0, the batch)
+        for layer in [json!({"kind": "flatten"}), json!({"kind": "transpose", "dim0": 1, "dim1": 2}), json!({"kind": "select_token"})] {
+            let r = one(layer.clone(), &[4, 5]).resolved;
+            assert_eq!(r.graph.storage_of(r.model_output), r.graph.storage_of(0), "{layer} allocated memory");
+        }
+    }
+
+    #[test]
+    fn transpose_and_select_token() {
+        // ViT: x.flatten(2).transpose(1, 2): [768, 196] → [196, 768]
+        assert_eq!(one(json!({"kind": "transpose", "dim0": 1, "dim1": 2}), &[768, 196]).shape, [196, 768]);
+        let e = error(json!({"kind": "transpose", "dim0": 0, "dim1": 1}), &[4, 5]);
+        assert!(e.contains("out of range"), "{e}");
+        // BERT's pooler / ViT's head: x[:, 0] on [197, 768] → [768]; x[:, -1] too
+        assert_eq!(one(json!({"kind": "select_token", "index": 0}), &[197, 768]).shape, [768]);
+        assert_eq!(one(json!({"kind": "select_token", "index": -1}), &[197, 768]).shape, [768]);
+        let e = error(json!({"kind": "select_token", "index": 197}), &[197, 768]);
+        assert!(e.contains("out of range for 197 positions"), "{e}");
+    }
+}
