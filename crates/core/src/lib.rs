@@ -15,12 +15,12 @@
 //! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
+//! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
+//! | `share` | the share-link codec |
 //!
 //! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
 //! `graph`/`config` → `units`/`error`/`path`/`serde_util` (the serde helpers);
-//! `tests/module_graph.rs` checks it.
-//! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
-//! | `share` | the share-link codec |
+//! `tests/module_graph.rs` checks it. `docs/architecture.md` has the whole map.
 
 pub mod config;
 pub mod error;
