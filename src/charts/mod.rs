@@ -1,6 +1,6 @@
 //! Charts as pure functions: an [`vramcalc_core::Estimate`] (or a batch sweep) in, geometry out
 //! (coordinates in a chart's `viewBox`, ticks, labels' positions). Tested natively; the components
-//! in `components/charts.rs` only map geometry to SVG elements.
+//! in `components/charts/` only map geometry to SVG elements.
 
 pub mod bars;
 pub mod batch;

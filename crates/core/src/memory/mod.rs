@@ -33,7 +33,7 @@ pub struct Prepared {
     plan: Plan,
     opt: OptimizerCost,
     config: TrainConfig,
-    /// `Framework::Candle`: candle's retention is traced instead of `plan` (see `candle.rs`).
+    /// `Framework::Candle`: candle's retention is traced instead of `plan` (see `candle/`).
     #[cfg(feature = "candle")]
     candle: Option<candle::CandlePlan>,
     /// Peak against batch, built on first use.
