@@ -12,7 +12,8 @@
 #   OPTIMIZER         sgd | adam | adamw (default adamw)
 #   TOLERANCE         percent (default 5); a run beyond it is marked, the script goes on
 #   RESULTS           JSON lines of every run (default target/gpu-check.jsonl)
-#   PYTORCH_REFERENCE=1  also run /work/shared/reference/measure.py --device cuda where torch imports
+#   PYTORCH_REFERENCE=1  also run the reference harness (measure.py) with --device cuda where torch imports
+#   REFERENCE         the reference folder (default ../shared/reference beside the repository)
 #   QUICK=1           one small run per model (checks the script itself)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -20,6 +21,7 @@ ROOT=$PWD
 OPTIMIZER=${OPTIMIZER:-adamw}
 TOLERANCE=${TOLERANCE:-5}
 RESULTS=${RESULTS:-$ROOT/target/gpu-check.jsonl}
+REFERENCE=${REFERENCE:-$ROOT/../shared/reference}
 mkdir -p "$ROOT/target"
 : > "$RESULTS"
 
@@ -97,11 +99,11 @@ PY
 )")
 done
 
-if [[ "${PYTORCH_REFERENCE:-0}" == 1 && -f /work/shared/reference/measure.py ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if [[ "${PYTORCH_REFERENCE:-0}" == 1 && -f "$REFERENCE/measure.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "== PyTorch reference (measure.py --device cuda)" >&2
   for r in "${RUNS[@]}"; do
     read -r model batch seq <<<"$r"
-    python3 /work/shared/reference/measure.py --device cuda --model "$model" --batch "$batch" --optimizer "$OPTIMIZER" \
+    python3 "$REFERENCE/measure.py" --device cuda --model "$model" --batch "$batch" --optimizer "$OPTIMIZER" \
       ${seq:+--seq-len "$seq"} --out "$ROOT/target/gpu-check-pytorch.jsonl" >&2 || echo "measure.py failed for $model $batch" >&2
   done
 fi
