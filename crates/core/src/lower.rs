@@ -69,11 +69,14 @@ pub struct Builder {
     pub tied_embedding: Option<ValueId>,
     /// Running count of parameter elements (per-layer counts without rescanning).
     pub param_numel: u64,
+    /// The rotary `cos` and `sin` tables of the model's forward, by shape (computed once and
+    /// shared by every layer, as Hugging Face's `LlamaModel.rotary_emb`).
+    pub rope_tables: Option<(Shape, ValueId, ValueId)>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0 }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, rope_tables: None }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -92,6 +95,15 @@ impl Builder {
 
     pub fn end_unit(&mut self) {
         self.unit = None;
+    }
+
+    /// Runs `f` outside any checkpointing unit: what it emits belongs to the model's forward
+    /// (tensors a model computes once and passes to its checkpointed layers).
+    pub fn outside_unit<T>(&mut self, f: impl FnOnce(&mut Builder) -> T) -> T {
+        let unit = self.unit.take();
+        let out = f(self);
+        self.unit = unit;
+        out
     }
 
     /// Runs `f` as one checkpointing unit (when checkpointing is on and none is open).

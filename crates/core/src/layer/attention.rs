@@ -104,7 +104,18 @@ impl MultiheadAttention {
                     let mask = b.op("causal_mask", &[], &[(Shape::new([seq, seq]), b.dtype(scores))], &[], false, &[], GradRule::Alloc)[0];
                     scores = add(b, scores, mask);
                 }
-                let probs = softmax(b, scores, None);
+                // The rotary (LLaMA-family) eager attention of transformers 5.24,
+                // `eager_attention_forward` in `models/llama/modeling_llama.py`:
+                // `softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)`. The fp32
+                // probabilities are saved by softmax, their copy in the query's dtype by the
+                // matmul; under fp32 weights both are one tensor. BERT and GPT-2 keep the scores' dtype.
+                let probs = if self.rotary {
+                    let query_dtype = b.dtype(scores);
+                    let probs = softmax(b, scores, Some(DType::F32));
+                    b.cast(probs, query_dtype)
+                } else {
+                    softmax(b, scores, None)
+                };
                 let probs = dropout(b, probs, self.dropout);
                 weights = Some(probs);
                 let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
@@ -142,9 +153,7 @@ fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> 
 /// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`).
 fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
     let s = b.shape(x).0.clone();
-    let table = Shape::new([s[1], s[2]]);
-    let cos = b.op("rope_cos", &[], &[(table.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-    let sin = b.op("rope_sin", &[], &[(table, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]));
     let a = mul(b, x, cos);
     let half = Shape::new([s[0], s[1], s[2] / 2]);
     let dt = b.dtype(x);
@@ -152,6 +161,29 @@ fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
     let rot = b.op("cat", &[neg, x], &[(Shape(s), dt)], &[], false, &[], GradRule::Alloc)[0];
     let r = mul(b, rot, sin);
     add(b, a, r)
+}
+
+/// The `[S, head_dim]` cos and sin tables: `LlamaRotaryEmbedding.forward` runs once per model
+/// forward under `no_grad` ("Force float32": autocast disabled, fp32 `freqs`, `emb`, `cos`,
+/// `sin`) and returns `cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)` with `x` the hidden states
+/// entering the decoder, so the tables are in the model's dtype: bf16 after
+/// `model.to(torch.bfloat16)`, fp32 under autocast (the embedding output is fp32 there).
+/// Every layer reads the same pair (`position_embeddings`), and checkpointed layers get it as
+/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
+fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
+    if let Some((shape, cos, sin)) = &b.rope_tables {
+        if *shape == table {
+            return (*cos, *sin);
+        }
+    }
+    let dt = b.float_dtype();
+    let (cos, sin) = b.outside_unit(|b| {
+        let cos = b.op("rope_cos", &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let sin = b.op("rope_sin", &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        (cos, sin)
+    });
+    b.rope_tables = Some((table, cos, sin));
+    (cos, sin)
 }
 
 /// Feed-forward activation of a transformer layer.

@@ -1,0 +1,27 @@
+//! Accuracy against the full fine-tuning baselines of `shared/reference/llm/` (transformers 5.24,
+//! torch 2.15, MemTracker under FakeTensorMode on CPU; method in that folder's README), with the
+//! bars of `tests/reference.rs`: every peak within 3 %, the median within 1 %, the phase of the
+//! peak right where it is clear.
+//!
+//! The data files are those records, kept as they are, filtered with jq:
+//! `jq -c 'select(.finetune.method == "full" and .method == "memtracker_fake")' lora.jsonl > tests/data/lora_full.jsonl`
+//! and the same for `frozen.jsonl` → `tests/data/frozen_full.jsonl`.
+
+mod common;
+use common::reference::{cases_from, check};
+use vramcalc_core::Precision;
+
+/// `LlamaForCausalLM` (hidden 1024, 4 layers, 16 heads, 4 KV heads, intermediate 2816, vocab
+/// 32000), AdamW, fp32 and pure bf16 (`model.to(torch.bfloat16)`, no autocast), SDPA and eager,
+/// with and without checkpointing, batch 1 and 4, sequence 256 and 1024. Pure bf16 keeps the
+/// causal-LM loss, the RMSNorm statistics, the eager softmax in fp32 (see `resolve.rs`,
+/// `layer/norm.rs`, `layer/attention.rs`).
+#[test]
+fn llama_full_fine_tuning_fp32_and_pure_bf16() {
+    let cases = cases_from(include_str!("data/lora_full.jsonl"));
+    assert_eq!(cases.len(), 32);
+    assert_eq!(cases.iter().filter(|c| c.config.precision == Precision::Bf16).count(), 16);
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
