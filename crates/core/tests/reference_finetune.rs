@@ -8,8 +8,8 @@
 //! and the same for `frozen.jsonl` → `tests/data/frozen_full.jsonl`.
 
 mod common;
-use common::reference::{cases_from, check};
-use vramcalc_core::Precision;
+use common::reference::{cases_from, check, estimate, rel_err};
+use vramcalc_core::{AttentionImpl, Device, Precision};
 
 /// `LlamaForCausalLM` (hidden 1024, 4 layers, 16 heads, 4 KV heads, intermediate 2816, vocab
 /// 32000), AdamW, fp32 and pure bf16 (`model.to(torch.bfloat16)`, no autocast), SDPA and eager,
@@ -24,4 +24,25 @@ fn llama_full_fine_tuning_fp32_and_pure_bf16() {
     let (median, failures) = check(&cases, 0.03);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
+/// `BertForSequenceClassification` (BERT-base, seq 128) and ResNet-50 fully trained on the CPU
+/// without CUDA emulation: dropout keeps a float mask, and SDPA with attention dropout 0.1 runs
+/// PyTorch's math kernel, so its records equal the eager ones byte for byte.
+#[test]
+fn bert_and_resnet_full_baselines_on_the_cpu() {
+    let cases = cases_from(include_str!("data/frozen_full.jsonl"));
+    assert_eq!(cases.len(), 8);
+    assert!(cases.iter().all(|c| c.config.device == Device::Cpu));
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+    // the math fallback is the eager memory pattern: SDPA and eager estimates agree
+    let sdpa: Vec<_> = cases.iter().filter(|c| c.label == "bert-base" && c.config.attention == AttentionImpl::Sdpa).collect();
+    assert_eq!(sdpa.len(), 3);
+    for c in sdpa {
+        let eager = vramcalc_core::TrainConfig { attention: AttentionImpl::Eager, ..c.config };
+        let e = vramcalc_core::estimate(&c.spec, &eager).unwrap();
+        assert_eq!(estimate(c).peak_bytes, e.peak_bytes, "{}", c.setting);
+        assert!(rel_err(e.peak_bytes, c.measured).abs() < 0.001, "{}", c.setting);
+    }
 }

@@ -10,7 +10,7 @@ use super::norm::{LayerNorm, RmsNorm};
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::config::AttentionImpl;
+use crate::config::{AttentionImpl, Device};
 use crate::serde_util::{is_false, t};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -92,9 +92,14 @@ impl MultiheadAttention {
             k = rotary(b, k);
         }
         let mut weights = None;
-        let out = match b.opts.attention {
-            AttentionImpl::Eager => {
+        // no attention mask: BERT is given none, decoders pass `is_causal=True`
+        let dropout_p = if b.training() { self.dropout } else { 0.0 };
+        let eager = b.opts.attention == AttentionImpl::Eager;
+        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), false, dropout_p) == SdpaBackend::Math;
+        let out = match eager || math {
+            true => {
                 if kvh != h {
+                    // `repeat_kv` (eager), `repeat_interleave` for `enable_gqa` (math)
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));
                 }
@@ -108,8 +113,9 @@ impl MultiheadAttention {
                 // `eager_attention_forward` in `models/llama/modeling_llama.py`:
                 // `softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)`. The fp32
                 // probabilities are saved by softmax, their copy in the query's dtype by the
-                // matmul; under fp32 weights both are one tensor. BERT and GPT-2 keep the scores' dtype.
-                let probs = if self.rotary {
+                // matmul; under fp32 weights both are one tensor. BERT and GPT-2 keep the
+                // scores' dtype, and so does SDPA's math kernel (`at::softmax(attn, -1)`).
+                let probs = if self.rotary && eager {
                     let query_dtype = b.dtype(scores);
                     let probs = softmax(b, scores, Some(DType::F32));
                     b.cast(probs, query_dtype)
@@ -117,20 +123,61 @@ impl MultiheadAttention {
                     softmax(b, scores, None)
                 };
                 let probs = dropout(b, probs, self.dropout);
-                weights = Some(probs);
+                // eager layers return the probabilities; SDPA returns its output only
+                if eager {
+                    weights = Some(probs);
+                }
                 let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
                 copy(b, out, Shape::new([seq, d]))
             }
-            AttentionImpl::Sdpa => {
+            false => {
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                let lse = (Shape::new([h, seq.div_ceil(32).saturating_mul(32)]), true, DType::F32);
+                let fused = sdpa_backend(b.opts.device, dt, false, dropout_p);
+                // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
+                // kernel pads it to a multiple of 32 (`aten/src/ATen/native/transformers/cuda/
+                // attention.cu`, `_efficient_attention_forward`: `ceil_div(max_seqlen_q, 32) * 32`).
+                let lse_len = if fused == SdpaBackend::MemEfficient { seq.div_ceil(32).saturating_mul(32) } else { seq };
+                let lse = (Shape::new([h, lse_len]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
                 // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
                 b.view(out, Shape::new([seq, d]))
             }
         };
         Ok((proj(d, d).lower(b, out)?, weights))
+    }
+}
+
+/// The kernel `F.scaled_dot_product_attention` dispatches to (`_fused_sdp_choice`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdpaBackend {
+    /// Saves Q, K, V, the output and a `[H, S]` fp32 log-sum-exp.
+    Flash,
+    /// CUDA's memory-efficient kernel: as flash, the log-sum-exp padded to 32 rows.
+    MemEfficient,
+    /// The composite `_scaled_dot_product_attention_math`: matmul, softmax, dropout, matmul,
+    /// each saving what eager attention saves (the `S × S` weights and the dropout mask).
+    Math,
+}
+
+/// Which SDPA kernel PyTorch 2.15 picks for `dtype`, an explicit `attn_mask` and `dropout_p`
+/// (Hugging Face passes `dropout=0.0` outside training).
+///
+/// CPU (`aten/src/ATen/native/transformers/sdp_utils_cpp.cpp`, `select_sdp_backend_cpp`): the
+/// order is flash, then math; `use_flash_attention_cpp` accepts fp32, fp64, bf16 and fp16 and a
+/// broadcastable mask, but `check_for_dropout` refuses any `dropout_p > 0`, so attention dropout
+/// in training falls back to the math kernel (BERT-base's 0.1 does).
+///
+/// CUDA (`aten/src/ATen/native/transformers/cuda/sdp_utils.cpp`, `select_sdp_backend`): flash,
+/// then memory-efficient, then math; flash needs fp16/bf16 and no `attn_mask` and supports
+/// dropout, the memory-efficient kernel takes fp32 and masks. Head sizes either kernel refuses
+/// (flash: > 256; odd alignments) are not modelled: such models are rare.
+pub fn sdpa_backend(device: Device, dtype: DType, has_mask: bool, dropout: f64) -> SdpaBackend {
+    match device {
+        Device::Cpu if dropout > 0.0 => SdpaBackend::Math,
+        Device::Cpu => SdpaBackend::Flash,
+        Device::Cuda if matches!(dtype, DType::F16 | DType::Bf16) && !has_mask => SdpaBackend::Flash,
+        Device::Cuda => SdpaBackend::MemEfficient,
     }
 }
 
@@ -363,6 +410,47 @@ mod tests {
         assert!(e.contains("must be divisible by num_kv_heads"), "{e}");
         let e = error(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12}), &[4, 512]);
         assert!(e.contains("expected 768 features, got 512"), "{e}");
+    }
+
+    #[test]
+    fn sdpa_picks_the_kernel_pytorch_picks() {
+        use super::{sdpa_backend, SdpaBackend::*};
+        use crate::config::Device::{Cpu, Cuda};
+        use crate::units::DType::{Bf16, F16, F32};
+        // CPU: flash for every float dtype, the math kernel as soon as dropout_p > 0
+        assert_eq!(sdpa_backend(Cpu, F32, false, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, Bf16, true, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, F32, false, 0.1), Math);
+        assert_eq!(sdpa_backend(Cpu, Bf16, false, 0.1), Math);
+        // CUDA: flash for half without a mask (dropout or not), memory-efficient otherwise
+        assert_eq!(sdpa_backend(Cuda, F16, false, 0.1), Flash);
+        assert_eq!(sdpa_backend(Cuda, Bf16, true, 0.0), MemEfficient);
+        assert_eq!(sdpa_backend(Cuda, F32, false, 0.1), MemEfficient);
+    }
+
+    /// What one BERT-base attention layer allocates per sample under `--attention sdpa`, on a device.
+    fn sdpa_layer_bytes(device: crate::config::Device, training: bool) -> u64 {
+        use crate::config::AttentionImpl;
+        let spec = crate::spec::ModelSpec::from_json(
+            &json!({"input": {"shape": [128, 768]}, "layers": [
+                {"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12, "dropout": 0.1}]})
+            .to_string(),
+        )
+        .unwrap();
+        let opts = crate::lower::LowerOptions { device, training, attention: AttentionImpl::Sdpa, ..Default::default() };
+        let r = crate::resolve::resolve(&spec, None, opts).unwrap();
+        let g = &r.graph;
+        g.ops.iter().filter(|o| o.layer == 0).flat_map(|o| o.allocs.iter().map(|&s| g.storages[s as usize].bytes.per_sample)).sum()
+    }
+
+    #[test]
+    fn cpu_sdpa_with_dropout_materialises_the_attention_weights() {
+        use crate::config::Device::{Cpu, Cuda};
+        // 12 heads × 128 × 128 fp32 scores, probabilities, dropout noise and dropped copy: ≥ 3 MiB
+        let weights = 12 * 128 * 128 * 4;
+        assert!(sdpa_layer_bytes(Cpu, true) >= sdpa_layer_bytes(Cuda, true) + 3 * weights);
+        // in eval Hugging Face passes dropout_p = 0: the CPU flash kernel, as on CUDA
+        assert_eq!(sdpa_layer_bytes(Cpu, false), sdpa_layer_bytes(Cuda, false));
     }
 
     #[test]
