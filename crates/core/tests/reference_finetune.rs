@@ -46,3 +46,33 @@ fn bert_and_resnet_full_baselines_on_the_cpu() {
         assert!(rel_err(e.peak_bytes, c.measured).abs() < 0.001, "{}", c.setting);
     }
 }
+
+/// Pure half weights beyond the shared records: `tools/trace_hf.py … --dtype bf16` (transformers
+/// 5.24, torch 2.15, CUDA memory behaviour for dropout and SDPA, one step without an optimizer)
+/// of `GPT2LMHeadModel` (4 layers, batch 2, seq 256) and TinyLlama's `LlamaForCausalLM` (2
+/// layers, batch 2, seq 512), measured for this repository, with their fp32 twins.
+#[test]
+fn hf_causal_lms_in_pure_bf16_match_a_dispatch_trace() {
+    use vramcalc_core::{OptimizerKind, TrainConfig};
+    let model = |text: &str, layers_key: &str, layers: u64| {
+        let mut config: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).unwrap();
+        config.insert(layers_key.into(), layers.into());
+        vramcalc_core::import::hf::from_config(&config).unwrap()
+    };
+    let gpt2 = model(include_str!("data/gpt2.config.json"), "n_layer", 4);
+    let llama = model(include_str!("data/tinyllama-1.1b.config.json"), "num_hidden_layers", 2);
+    let cases = [
+        (&gpt2, 256, AttentionImpl::Eager, Precision::Fp32, 850_677_768u64),
+        (&gpt2, 256, AttentionImpl::Eager, Precision::Bf16, 568_926_728),
+        (&llama, 512, AttentionImpl::Eager, Precision::Fp32, 1_797_599_496),
+        (&llama, 512, AttentionImpl::Sdpa, Precision::Fp32, 1_761_698_056),
+        (&llama, 512, AttentionImpl::Eager, Precision::Bf16, 1_242_743_048),
+        (&llama, 512, AttentionImpl::Sdpa, Precision::Bf16, 1_026_998_584),
+    ];
+    for (spec, seq, attention, precision, measured) in cases {
+        let config = TrainConfig { batch: 2, seq_len: Some(seq), attention, precision, optimizer: OptimizerKind::Sgd, ..TrainConfig::default() };
+        let e = vramcalc_core::estimate(spec, &config).unwrap();
+        let err = rel_err(e.peak_bytes, measured);
+        assert!(err.abs() < 0.001, "{:?} {attention:?} {precision:?}: measured {measured} estimated {} ({:+.3} %)", spec.name, e.peak_bytes, err * 100.0);
+    }
+}

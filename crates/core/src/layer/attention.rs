@@ -95,7 +95,7 @@ impl MultiheadAttention {
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
         let eager = b.opts.attention == AttentionImpl::Eager;
-        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), false, dropout_p) == SdpaBackend::Math;
+        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, false, dropout_p) == SdpaBackend::Math;
         let out = match eager || math {
             true => {
                 if kvh != h {
@@ -133,7 +133,7 @@ impl MultiheadAttention {
             }
             false => {
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                let fused = sdpa_backend(b.opts.device, dt, false, dropout_p);
+                let fused = sdpa_backend(b.opts.device, dt, hd, false, dropout_p);
                 // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
                 // kernel pads it to a multiple of 32 (`aten/src/ATen/native/transformers/cuda/
                 // attention.cu`, `_efficient_attention_forward`: `ceil_div(max_seqlen_q, 32) * 32`).
@@ -170,13 +170,13 @@ pub enum SdpaBackend {
 ///
 /// CUDA (`aten/src/ATen/native/transformers/cuda/sdp_utils.cpp`, `select_sdp_backend`): flash,
 /// then memory-efficient, then math; flash needs fp16/bf16 and no `attn_mask` and supports
-/// dropout, the memory-efficient kernel takes fp32 and masks. Head sizes either kernel refuses
-/// (flash: > 256; odd alignments) are not modelled: such models are rare.
-pub fn sdpa_backend(device: Device, dtype: DType, has_mask: bool, dropout: f64) -> SdpaBackend {
+/// dropout and head sizes up to 256 (`check_head_dim_size_flash`), the memory-efficient kernel
+/// takes fp32, masks and larger heads. Alignments either kernel pads or refuses are not modelled.
+pub fn sdpa_backend(device: Device, dtype: DType, head_dim: u64, has_mask: bool, dropout: f64) -> SdpaBackend {
     match device {
         Device::Cpu if dropout > 0.0 => SdpaBackend::Math,
         Device::Cpu => SdpaBackend::Flash,
-        Device::Cuda if matches!(dtype, DType::F16 | DType::Bf16) && !has_mask => SdpaBackend::Flash,
+        Device::Cuda if matches!(dtype, DType::F16 | DType::Bf16) && !has_mask && head_dim <= 256 => SdpaBackend::Flash,
         Device::Cuda => SdpaBackend::MemEfficient,
     }
 }
@@ -418,14 +418,17 @@ mod tests {
         use crate::config::Device::{Cpu, Cuda};
         use crate::units::DType::{Bf16, F16, F32};
         // CPU: flash for every float dtype, the math kernel as soon as dropout_p > 0
-        assert_eq!(sdpa_backend(Cpu, F32, false, 0.0), Flash);
-        assert_eq!(sdpa_backend(Cpu, Bf16, true, 0.0), Flash);
-        assert_eq!(sdpa_backend(Cpu, F32, false, 0.1), Math);
-        assert_eq!(sdpa_backend(Cpu, Bf16, false, 0.1), Math);
-        // CUDA: flash for half without a mask (dropout or not), memory-efficient otherwise
-        assert_eq!(sdpa_backend(Cuda, F16, false, 0.1), Flash);
-        assert_eq!(sdpa_backend(Cuda, Bf16, true, 0.0), MemEfficient);
-        assert_eq!(sdpa_backend(Cuda, F32, false, 0.1), MemEfficient);
+        assert_eq!(sdpa_backend(Cpu, F32, 64, false, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, Bf16, 64, true, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, F32, 64, false, 0.1), Math);
+        assert_eq!(sdpa_backend(Cpu, Bf16, 512, false, 0.1), Math);
+        // CUDA: flash for half without a mask (dropout or not) and heads up to 256,
+        // memory-efficient otherwise
+        assert_eq!(sdpa_backend(Cuda, F16, 64, false, 0.1), Flash);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 256, false, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 512, false, 0.0), MemEfficient);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 64, true, 0.0), MemEfficient);
+        assert_eq!(sdpa_backend(Cuda, F32, 64, false, 0.1), MemEfficient);
     }
 
     /// What one BERT-base attention layer allocates per sample under `--attention sdpa`, on a device.
