@@ -47,6 +47,21 @@ fn bert_and_resnet_full_baselines_on_the_cpu() {
     }
 }
 
+/// Configurations of the same families that are not in the shared files, measured for this
+/// repository with the same harness (torch 2.15.0, transformers 5.24.0):
+/// `python shared/reference/llm/measure_llm.py --configs-json tests/data/finetune_extra.configs.json --out …`.
+/// The other Llama shape (hidden 2048, 2 layers, 32 heads, 8 KV heads, intermediate 5632) in fp32
+/// and pure bf16, SDPA and eager, with and without checkpointing; another batch and sequence; BERT
+/// with CPU SDPA (math kernel) at batch 16 and sequence 256.
+#[test]
+fn held_out_fine_tuning_configurations() {
+    let cases = cases_from(include_str!("data/finetune_extra.jsonl"));
+    assert_eq!(cases.len(), 12);
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
+
 /// Pure half weights beyond the shared records: `tools/trace_hf.py … --dtype bf16` (transformers
 /// 5.24, torch 2.15, CUDA memory behaviour for dropout and SDPA, one step without an optimizer)
 /// of `GPT2LMHeadModel` (4 layers, batch 2, seq 256) and TinyLlama's `LlamaForCausalLM` (2

@@ -115,9 +115,15 @@ impl MultiheadAttention {
                 // probabilities are saved by softmax, their copy in the query's dtype by the
                 // matmul; under fp32 weights both are one tensor. BERT and GPT-2 keep the
                 // scores' dtype, and so does SDPA's math kernel (`at::softmax(attn, -1)`).
+                // ATen's `softmax(input, dim, dtype)` (`aten/src/ATen/native/SoftMax.cpp`) first
+                // converts the input (`input_.toType(dtype)`: a transient fp32 copy of the
+                // scores, nothing saved) except for CUDA fp16, which `_softmax(…, half_to_float)`
+                // reads directly; backward then casts the fp32 gradient back to the scores' dtype.
                 let probs = if self.rotary && eager {
                     let query_dtype = b.dtype(scores);
-                    let probs = softmax(b, scores, Some(DType::F32));
+                    let fused = b.opts.device == Device::Cuda && query_dtype == DType::F16;
+                    let input = if fused { scores } else { b.cast(scores, DType::F32) };
+                    let probs = softmax(b, input, Some(DType::F32));
                     b.cast(probs, query_dtype)
                 } else {
                     softmax(b, scores, None)
