@@ -106,7 +106,7 @@ impl MultiheadAttention {
                 let scores = bmm(b, q, k, Shape::new([h, seq, seq]), true);
                 let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
                 if self.causal {
-                    let mask = b.op("causal_mask", &[], &[(Shape::new([seq, seq]), b.dtype(scores))], &[], false, &[], GradRule::Alloc)[0];
+                    let mask = causal_mask(b, seq, b.dtype(scores), eager);
                     scores = add(b, scores, mask);
                 }
                 // The rotary (LLaMA-family) eager attention of transformers 5.24,
@@ -224,19 +224,27 @@ fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
 /// Every layer reads the same pair (`position_embeddings`), and checkpointed layers get it as
 /// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
 fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
-    if let Some((shape, cos, sin)) = &b.rope_tables {
-        if *shape == table {
-            return (*cos, *sin);
-        }
+    let dt = b.float_dtype();
+    let table_op = |b: &mut Builder, name| b.per_forward(name, &table, |b| b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0]);
+    (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
+}
+
+/// The additive causal mask eager attention adds to its scores. transformers 5.24
+/// (`masking_utils.create_causal_mask` → `eager_mask`) builds one `[B, 1, S, S]` mask in the
+/// model's dtype per forward (0 below the diagonal, the dtype's minimum above) and passes it to
+/// every layer, so a checkpointed layer holds it until its backward. SDPA's math kernel builds
+/// its own `[S, S]` mask per call (`convert_boolean_attn_mask` in `attention.cpp`).
+fn causal_mask(b: &mut Builder, seq: u64, dtype: DType, eager: bool) -> ValueId {
+    let shape = Shape::new([seq, seq]);
+    if !eager {
+        return b.op("causal_mask", &[], &[(shape, dtype)], &[], false, &[], GradRule::Alloc)[0];
     }
     let dt = b.float_dtype();
-    let (cos, sin) = b.outside_unit(|b| {
-        let cos = b.op("rope_cos", &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
-        let sin = b.op("rope_sin", &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
-        (cos, sin)
-    });
-    b.rope_tables = Some((table, cos, sin));
-    (cos, sin)
+    b.per_forward("causal_mask", &shape, |b| {
+        let mask = b.op("causal_mask", &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        b.set_batched(mask);
+        mask
+    })
 }
 
 /// Feed-forward activation of a transformer layer.
