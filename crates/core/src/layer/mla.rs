@@ -23,12 +23,12 @@
 //! `past_key_values.update(key_states, value_states)` with the decompressed keys (`H·(n+r)`) and
 //! values (`H·v`): a generation estimate must say which of the two it models.
 
-use super::activation::{add, dropout, mul, softmax, unary, Saves};
+use super::activation::{add, dropout, softmax, unary, Saves};
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::{positive, LayerResult};
 use crate::config::AttentionImpl;
-use crate::graph::{GradRule, ValueId};
+use crate::graph::{GradRule, Lin, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::serde_util::{is_false, t};
 use crate::units::{DType, Shape};
@@ -100,29 +100,26 @@ impl MultiHeadLatentAttention {
             }
             None => lin(d, h.saturating_mul(qk), false).lower(b, x)?,
         };
-        // view(query_shape).transpose(1, 2) and torch.split: views
-        let q_pass = b.view(q, Shape::new([h, seq, nope]));
-        let q_rot = b.view(q, Shape::new([h, seq, rope]));
+        // view(query_shape).transpose(1, 2) and torch.split are views: the ops below read q, ckv
+        // and kv whole (a view shares its base's storage, so liveness and saving are the same).
         let ckv = lin(d, self.kv_lora_rank.saturating_add(rope), self.bias).lower(b, x)?;
         let k_latent = b.view(ckv, Shape::new([seq, self.kv_lora_rank]));
-        let k_rot = b.view(ckv, Shape::new([1, seq, rope]));
         let kv = norm(self.kv_lora_rank).lower(b, k_latent)?;
         let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(b, kv)?;
-        let k_pass = b.view(kv, Shape::new([h, seq, nope]));
-        let value = b.view(kv, Shape::new([h, seq, v]));
-        let q_rot = self.rotary(b, q_rot);
-        let k_rot = self.rotary(b, k_rot);
-        let k_rot = b.view(k_rot, Shape::new([h, seq, rope]));
-        let query = cat(b, q_pass, q_rot, Shape::new([h, seq, qk]));
-        let key = cat(b, k_pass, k_rot, Shape::new([h, seq, qk]));
+        let q_rot = self.rotary(b, q, Shape::new([h, seq, rope]));
+        // k_rot: one head, `expand`ed to all heads by the `cat` (a view)
+        let k_rot = self.rotary(b, ckv, Shape::new([1, seq, rope]));
+        let query = cat(b, q, q_rot, Shape::new([h, seq, qk]));
+        let key = cat(b, kv, k_rot, Shape::new([h, seq, qk]));
+        let value = kv;
         let out = match b.opts.attention {
             AttentionImpl::Sdpa => {
                 // q/k head dim ≠ v head dim rules out the flash kernel: the memory-efficient one
                 // saves q, k, v, the output and an fp32 log-sum-exp
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[query, key, value]);
                 let lse = (Shape::new([h, seq.div_ceil(32).saturating_mul(32)]), true, DType::F32);
-                let o = b.op("sdpa", &ins, &[(Shape::new([h, seq, v]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
-                b.view(o, Shape::new([seq, h.saturating_mul(v)]))
+                // the kernel writes [S, H, v] memory: transpose(1, 2).reshape(...) is free
+                b.op("sdpa", &ins, &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &ins, true, &[lse], GradRule::Alloc)[0]
             }
             AttentionImpl::Eager => self.eager(b, query, key, value, seq),
         };
@@ -150,26 +147,20 @@ impl MultiHeadLatentAttention {
         b.op("clone", &[out], &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &[], false, &[], GradRule::Alias)[0]
     }
 
-    /// `apply_rotary_pos_emb(_interleave)` on one `[heads, S, r]` operand: with `rope_interleave`
-    /// the `view(…, r/2, 2).transpose(4, 3).reshape(…)` copy first, then
-    /// `x * cos + rotate_half(x) * sin`.
-    fn rotary(&self, b: &mut Builder, x: ValueId) -> ValueId {
-        let s = b.shape(x).0.clone();
+    /// `apply_rotary_pos_emb(_interleave)` on the rotary slice (`out`: `[heads, S, r]`) of `x`:
+    /// with `rope_interleave` the `view(…, r/2, 2).transpose(4, 3).reshape(…)` copy, then
+    /// `x * cos + rotate_half(x) * sin`. One op for the chain: its output, the fixed cos/sin tables
+    /// it saves, and as forward workspace the copy, `x * cos`, `-x2`, the `cat` and `· sin` that
+    /// die inside it (backward: the gradients of the same).
+    fn rotary(&self, b: &mut Builder, x: ValueId, out: Shape) -> ValueId {
         let dt = b.dtype(x);
-        let x = if self.rope_interleave {
-            b.op("clone", &[x], &[(Shape(s.clone()), dt)], &[], false, &[], GradRule::Alias)[0]
-        } else {
-            x
-        };
-        let table = Shape::new([s[1], s[2]]);
-        let cos = b.op("rope_cos", &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
-        let sin = b.op("rope_sin", &[], &[(table, dt)], &[], false, &[], GradRule::Alloc)[0];
-        let a = mul(b, x, cos);
-        let half = Shape::new([s[0], s[1], s[2] / 2]);
-        let neg = b.op("neg", &[x], &[(half, dt)], &[], false, &[], GradRule::Alloc)[0];
-        let rot = b.op("cat", &[neg, x], &[(Shape(s), dt)], &[], false, &[], GradRule::Alloc)[0];
-        let r = mul(b, rot, sin);
-        add(b, a, r)
+        let one = out.numel().saturating_mul(dt.size());
+        let tables = (Shape::new([out.0[1], out.0[2]]), false, dt);
+        let y = b.op("rope", &[x], &[(out, dt)], &[], false, &[tables.clone(), tables], GradRule::Alloc)[0];
+        let temps = if self.rope_interleave { 4 } else { 3 };
+        b.last_fwd_scratch(Lin { fixed: 0, per_sample: one.saturating_mul(temps) });
+        b.last_bwd_scratch(Lin { fixed: 0, per_sample: one.saturating_mul(2) });
+        y
     }
 }
 

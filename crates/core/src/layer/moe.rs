@@ -193,17 +193,15 @@ impl SparseMoe {
         };
         let mut top = top;
         if self.norm_topk_prob {
-            // router_top_value /= router_top_value.sum(dim=-1, keepdim=True)
+            // router_top_value /= router_top_value.sum(dim=-1, keepdim=True) (and DeepSeek's
+            // `* routed_scaling_factor`): [S, k] tensors, one op for the chain
             let dt = b.dtype(top);
-            let sum = b.op("sum", &[top], &[(Shape::new([seq, 1]), dt)], &[], false, &[], GradRule::Alloc)[0];
-            top = b.inplace("div_", top, Some(sum), true, GradRule::Alloc);
-        }
-        if self.router == Router::GroupedSigmoid {
-            // topk_weights * self.routed_scaling_factor
+            top = b.op("normalize_topk", &[top], &[(Shape::new([seq, k]), dt)], &[top], true, &[], GradRule::Alloc)[0];
+        } else if self.router == Router::GroupedSigmoid {
             top = unary(b, "mul_scalar", top, Saves::Nothing);
         }
-        let top = b.cast(top, wdt);
-        (b.view(top, Shape::new([seq.saturating_mul(k)])), wdt)
+        // reshape(-1) to [S·k] is a view; `experts` reads the weights whole
+        (b.cast(top, wdt), wdt)
     }
 
     /// `grouped_mm_experts_forward` (see the module docs).
@@ -222,10 +220,10 @@ impl SparseMoe {
         let pdt = b.param_dtype();
         let xin = b.cast(xg, pdt);
         let gate_up = grouped_mm(b, xin, w1, Shape::new([rows, i.saturating_mul(2)]));
-        let gate = b.view(gate_up, Shape::new([rows, i]));
-        let up = b.view(gate_up, Shape::new([rows, i]));
-        let act = unary(b, "silu", gate, Saves::Input);
-        let h = mul(b, act, up);
+        // gate_up.chunk(2): views, read here through gate_up itself. silu saves gate (gate_up's
+        // storage), `act * up` saves act and up.
+        let act = b.op("silu", &[gate_up], &[(Shape::new([rows, i]), pdt)], &[gate_up], false, &[], GradRule::Alloc)[0];
+        let h = b.op("mul", &[act, gate_up], &[(Shape::new([rows, i]), pdt)], &[act, gate_up], false, &[], GradRule::Alloc)[0];
         let out = grouped_mm(b, h, w2, Shape::new([rows, d]));
         let out = mul(b, out, wg);
         let odt = b.dtype(out);
