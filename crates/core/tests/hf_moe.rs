@@ -206,3 +206,35 @@ fn deepseek_v3_training_estimate_fits_the_model() {
     assert_eq!(e.params, 671_026_404_352);
     assert!(e.peak_bytes > 4 * 4 * e.params, "{}", e.peak_bytes);
 }
+
+#[test]
+fn spec_format_moe_example_has_the_documented_count() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").find(|b| b.contains("\"tiny-moe\"")).unwrap().split("```").next().unwrap();
+    let spec = ModelSpec::from_json(block).unwrap();
+    // embeddings and head 2·1000·256, per layer 2·256² + 2·256·64 + 2·256 + 8·3·256·512 + 8·256,
+    // final norm 256
+    assert_eq!(params(&spec), 2 * 1000 * 256 + 2 * (2 * 256 * 256 + 2 * 256 * 64 + 2 * 256 + 8 * 3 * 256 * 512 + 8 * 256) + 256);
+    assert_eq!(params(&spec), 7_136_512);
+    assert!(doc.contains("7,136,512"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Any field of a reference config replaced by a value of another type or size: an import
+    /// error or a spec, never a panic (nor a hang on `num_hidden_layers: 2^62`).
+    #[test]
+    fn odd_values_never_panic(t in prop::sample::select(TYPES.to_vec()), field in 0usize..64, value in prop_oneof![
+        Just(json!(0)), Just(json!(-1)), Just(json!(1u64 << 62)), Just(json!(u64::MAX)), Just(json!("x")), Just(json!(null)),
+        Just(json!([1, 2])), Just(json!(1.5)), Just(json!(true)), Just(json!({"a": 1}))]) {
+        let mut c: Value = serde_json::from_str(&data(&format!("{t}.config.json"))).unwrap();
+        let keys: Vec<String> = c.as_object().unwrap().keys().cloned().collect();
+        let key = &keys[field % keys.len()];
+        c[key.as_str()] = value;
+        if let Ok(spec) = from_config_json(&c.to_string()) {
+            let cfg = TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() };
+            let _ = Prepared::new(&spec, &cfg).map(|p| p.estimate());
+        }
+    }
+}

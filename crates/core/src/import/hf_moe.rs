@@ -36,6 +36,10 @@ use std::collections::BTreeSet;
 /// The `model_type`s this module imports.
 pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"];
 
+/// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
+/// each decoder layer is several).
+const MAX_LAYERS: u64 = 20_000;
+
 /// Fields with no effect on the parameters or the memory of a training step (token ids,
 /// initialisation, generation and logging switches, RoPE frequencies, auxiliary-loss weights).
 const INERT: &[&str] = &[
@@ -68,6 +72,9 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     let h = c.size("hidden_size", d.hidden)?;
     let vocab = c.size("vocab_size", d.vocab)?;
     let n_layers = c.size("num_hidden_layers", d.layers)?;
+    if n_layers > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n_layers}) is more than a spec can hold ({MAX_LAYERS})")));
+    }
     let eps = c.float("rms_norm_eps", d.eps)?;
     let max_pos = c.size("max_position_embeddings", d.max_pos)?;
     match c.str("hidden_act")?.unwrap_or("silu") {
@@ -264,7 +271,7 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
     let nope = c.int("qk_nope_head_dim", 128)?;
     if let Some(qk) = c.opt_int("qk_head_dim")? {
         if qk != nope.saturating_add(rope) {
-            return Err(Error::Import(format!("field `qk_head_dim` ({qk}) must be qk_nope_head_dim + qk_rope_head_dim ({})", nope + rope)));
+            return Err(Error::Import(format!("field `qk_head_dim` ({qk}) must be qk_nope_head_dim + qk_rope_head_dim ({})", nope.saturating_add(rope))));
         }
     }
     // DeepseekV3Config sets `head_dim = qk_rope_head_dim` (for the rotary embedding)
