@@ -213,8 +213,8 @@ impl SparseMoe {
         let xdt = b.dtype(x);
         let index = (Shape::new([rows]), true, DType::I64);
         // hidden_states[token_idx] saves token_idx; [perm] and [inv_perm] save theirs
-        let selected = b.op("index", &[x], &[(Shape::new([rows, d]), xdt)], &[], false, &[index.clone()], GradRule::Alloc)[0];
-        let xg = b.op("index", &[selected], &[(Shape::new([rows, d]), xdt)], &[], false, &[index.clone()], GradRule::Alloc)[0];
+        let selected = b.op("index", &[x], &[(Shape::new([rows, d]), xdt)], &[], false, std::slice::from_ref(&index), GradRule::Alloc)[0];
+        let xg = b.op("index", &[selected], &[(Shape::new([rows, d]), xdt)], &[], false, std::slice::from_ref(&index), GradRule::Alloc)[0];
         let wg = b.op("index", &[weights], &[(Shape::new([rows]), wdt)], &[], false, &[], GradRule::Alloc)[0];
         // grouped_mm is not autocast-enabled: `input.to(weight.dtype)`
         let pdt = b.param_dtype();
