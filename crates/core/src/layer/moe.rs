@@ -306,6 +306,28 @@ mod tests {
     }
 
     #[test]
+    fn saved_for_backward_follows_grouped_mm_experts_forward() {
+        // S = 32 tokens, D = 64, E = 8, k = 2, I = 128, fp32: R = S·k = 64 routed rows. Saved per
+        // sample: router input x (S·D) and softmax output (S·E); topk indices (S·k int64); the
+        // renormalisation's input and output (2·S·k); token_idx, perm, inv_perm (3·R int64);
+        // grouped_mm #1 its input x_g (R·D); silu and mul gate_up (R·2I) and act (R·I);
+        // grouped_mm #2 h (R·I); the routing-weight mul out_g (R·D) and w_g (R)
+        // (after a linear, so that its input requires grad as in a model; the MoE's ops only)
+        let m = one(json!({"kind": "sequential", "layers": [{"kind": "linear", "in_features": 64, "out_features": 64},
+            {"kind": "sparse_moe", "hidden_size": 64, "num_experts": 8, "top_k": 2, "intermediate_size": 128}]}), &[32, 64]);
+        let g = &m.resolved.graph;
+        let mut saved: Vec<u32> = g.ops.iter().filter(|o| o.layer == 2 && !matches!(o.name, "log_softmax" | "nll_loss")).flat_map(|o| o.saved.iter().copied()).collect();
+        saved.sort_unstable();
+        saved.dedup();
+        let per_sample: u64 = saved.iter().map(|&s| g.storages[s as usize].bytes.per_sample).sum();
+        let (s, d, e, k, i, r) = (32u64, 64u64, 8u64, 2u64, 128u64, 64u64);
+        let want = 4 * (s * d + s * e) + 8 * s * k + 4 * 2 * s * k + 8 * 3 * r
+            + 4 * (r * d + r * 2 * i + r * i + r * i + r * d + r);
+        assert_eq!(per_sample, want);
+        assert_eq!(want, 175_872);
+    }
+
+    #[test]
     fn moe_refuses_what_transformers_cannot_build() {
         let e = error(json!({"kind": "sparse_moe", "hidden_size": 64, "num_experts": 4, "top_k": 5, "intermediate_size": 8}), &[4, 64]);
         assert!(e.contains("top_k (5) must be at most num_experts (4)"), "{e}");
