@@ -217,6 +217,31 @@ mod tests {
     }
 
     #[test]
+    fn saved_for_backward_with_sdpa() {
+        // D 64, 4 heads, q_lora 32, kv_lora 16, rope 8, nope 16, v 12, S 16, fp32, after a linear.
+        // Saved per sample: the input x (S·D, by q_a_proj and kv_a_proj_with_mqa); per latent
+        // RMSNorm its input, rsqrt output, normalised output (for the weight's gradient) and its
+        // output (by the next projection) — the kv one reads kv_a's whole [S, 16 + 8] output
+        // through its view; kv_b_proj's output (S·4·28, read by SDPA as the
+        // values); the concatenated query and key (4·S·24 each); SDPA's output (S·4·12) and
+        // log-sum-exp (4 heads × 32 rows, fp32)
+        let m = one(json!({"kind": "sequential", "layers": [{"kind": "linear", "in_features": 64, "out_features": 64},
+            {"kind": "multi_head_latent_attention", "hidden_size": 64, "num_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16,
+             "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12}]}), &[16, 64]);
+        let g = &m.resolved.graph;
+        let mut saved: Vec<u32> =
+            g.ops.iter().filter(|o| o.layer == 2 && !matches!(o.name, "log_softmax" | "nll_loss")).flat_map(|o| o.saved.iter().copied()).collect();
+        saved.sort_unstable();
+        saved.dedup();
+        let per_sample: u64 = saved.iter().map(|&s| g.storages[s as usize].bytes.per_sample).sum();
+        let s = 16u64;
+        let norms = (s * 32 + s + 2 * s * 32) + (s * 24 + s + 2 * s * 16);
+        let want = 4 * (s * 64 + norms + s * 4 * 28 + 2 * 4 * s * 24 + s * 4 * 12 + 4 * 32);
+        assert_eq!(per_sample, want);
+        assert_eq!(want, 36_992);
+    }
+
+    #[test]
     fn latent_attention_refuses_bad_sizes() {
         let mut v = deepseek_v3();
         v["qk_rope_head_dim"] = json!(63);
