@@ -139,7 +139,7 @@ fn config(t: &'static str) -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn random_configs_have_the_closed_form_count(
@@ -220,7 +220,7 @@ fn spec_format_moe_example_has_the_documented_count() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Any field of a reference config replaced by a value of another type or size: an import
     /// error or a spec, never a panic (nor a hang on `num_hidden_layers: 2^62`).
