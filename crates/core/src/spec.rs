@@ -17,6 +17,8 @@ use crate::layer::{
     conv::{Conv1d, Conv2d, ConvTranspose2d},
     embedding::{ClsToken, Embedding, PositionalEmbedding},
     linear::{GatedMlp, Linear},
+    mla::MultiHeadLatentAttention,
+    moe::SparseMoe,
     norm::{BatchNorm, GroupNorm, LayerNorm, RmsNorm},
     pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d},
     recurrent::Recurrent,
@@ -197,6 +199,10 @@ leaves {
     MultiheadAttention(l: MultiheadAttention) = "multihead_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// SwiGLU feed-forward (LLaMA): `down(silu(gate(x)) * up(x))`.
     GatedMlp(l: GatedMlp) = "gated_mlp", r#"{"hidden_size":128,"intermediate_size":344}"#, |b, x| l.lower(b, x);
+    /// Sparse mixture-of-experts feed-forward: router, resident experts, optional shared expert.
+    SparseMoe(l: SparseMoe) = "sparse_moe", r#"{"hidden_size":128,"num_experts":8,"top_k":2,"intermediate_size":256}"#, |b, x| l.lower(b, x);
+    /// DeepSeek's multi-head latent attention (low-rank Q and KV projections, decoupled RoPE).
+    MultiHeadLatentAttention(l: MultiHeadLatentAttention) = "multi_head_latent_attention", r#"{"hidden_size":128,"num_heads":4,"kv_lora_rank":32,"qk_rope_head_dim":16,"qk_nope_head_dim":32,"v_head_dim":32}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

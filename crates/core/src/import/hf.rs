@@ -55,9 +55,11 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "gpt2" => gpt2(&c, arch),
         "llama" => llama(&c, arch),
         "vit" => vit(&c, arch),
+        moe if super::hf_moe::MODEL_TYPES.contains(&moe) => super::hf_moe::from_config(obj, moe, arch),
         other => Err(Error::Import(format!(
-            "unsupported model_type `{other}` (supported: {})",
-            MODEL_TYPES.join(", ")
+            "unsupported model_type `{other}` (supported: {}, {})",
+            MODEL_TYPES.join(", "),
+            super::hf_moe::MODEL_TYPES.join(", ")
         ))),
     }
 }

@@ -38,6 +38,12 @@ pub struct MultiheadAttention {
     /// One `[D, 3D]` projection split into Q, K, V (GPT-2's `c_attn`, `nn.MultiheadAttention`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub fused_qkv: bool,
+    /// Bias of the output projection alone; none: as `bias` (Qwen2/Qwen2-MoE: q/k/v biased, o not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_bias: Option<bool>,
+    /// RMSNorm over each head's queries and keys before RoPE (Qwen3's `q_norm`, `k_norm`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm: bool,
 }
 
 impl MultiheadAttention {
@@ -87,6 +93,10 @@ impl MultiheadAttention {
         let mut q = b.view(q, Shape::new([h, seq, hd]));
         let mut k = b.view(k, Shape::new([kvh, seq, hd]));
         let mut v = b.view(v, Shape::new([kvh, seq, hd]));
+        if self.qk_norm {
+            q = RmsNorm { normalized_shape: hd, eps: 1e-6 }.lower(b, q)?;
+            k = RmsNorm { normalized_shape: hd, eps: 1e-6 }.lower(b, k)?;
+        }
         if self.rotary {
             q = rotary(b, q);
             k = rotary(b, k);
@@ -119,7 +129,8 @@ impl MultiheadAttention {
                 b.view(out, Shape::new([seq, d]))
             }
         };
-        Ok((proj(d, d).lower(b, out)?, weights))
+        let o_proj = Linear { bias: self.out_bias.unwrap_or(self.bias), ..proj(d, d) };
+        Ok((o_proj.lower(b, out)?, weights))
     }
 }
 
@@ -235,6 +246,8 @@ impl TransformerLayer {
             causal,
             rotary: self.rotary,
             fused_qkv: self.fused_qkv,
+            out_bias: None,
+            qk_norm: false,
         };
         let out = if self.norm_first {
             let n = self.norm(b, x)?;

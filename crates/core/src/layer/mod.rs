@@ -7,6 +7,8 @@ pub mod attention;
 pub mod conv;
 pub mod embedding;
 pub mod linear;
+pub mod mla;
+pub mod moe;
 pub mod norm;
 pub mod pool;
 pub mod recurrent;
