@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager")
+    ap.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
+                    help="weights dtype, as model.to(dtype) (vramcalc's --precision bf16|fp16); no autocast")
     ap.add_argument("--write-config")
     a = ap.parse_args()
     cfgd = json.load(open(a.config))
@@ -79,8 +81,12 @@ def main():
     cfg = transformers.AutoConfig.for_model(cfgd["model_type"], **{k: v for k, v in cfgd.items() if k not in ("architectures", "model_type")})
     cfg._attn_implementation = a.attn
     tracker = LiveBytes()
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     with cuda_emulation(True), FakeTensorMode():
+        # built in the dtype (Module.to swaps parameters, which fake tensors refuse)
+        torch.set_default_dtype(dtype)
         model = getattr(transformers, arch)(cfg)
+        torch.set_default_dtype(torch.float32)
         if cfgd["model_type"] == "vit":
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
@@ -95,7 +101,7 @@ def main():
         with tracker:
             loss = loss_fn()
             loss.backward()
-    print(json.dumps({"class": arch, "batch": a.batch, "seq_len": a.seq_len, "attn": a.attn, "peak_bytes": tracker.peak}))
+    print(json.dumps({"class": arch, "batch": a.batch, "seq_len": a.seq_len, "attn": a.attn, "dtype": a.dtype, "peak_bytes": tracker.peak}))
 
 
 if __name__ == "__main__":

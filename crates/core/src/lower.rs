@@ -69,11 +69,14 @@ pub struct Builder {
     pub tied_embedding: Option<ValueId>,
     /// Running count of parameter elements (per-layer counts without rescanning).
     pub param_numel: u64,
+    /// Tensors the model computes once per forward and passes to every layer, by op name and
+    /// shape (see `per_forward`).
+    per_forward: Vec<(&'static str, Shape, ValueId)>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0 }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -92,6 +95,28 @@ impl Builder {
 
     pub fn end_unit(&mut self) {
         self.unit = None;
+    }
+
+    /// A tensor the model's forward computes once, outside any checkpointing unit, and passes
+    /// to every layer (Hugging Face's rotary tables, the eager causal mask): the first call for
+    /// `name` and `shape` emits it with `make`, later calls reuse it. A checkpointed layer keeps
+    /// it as an input until its backward.
+    pub fn per_forward(&mut self, name: &'static str, shape: &Shape, make: impl FnOnce(&mut Builder) -> ValueId) -> ValueId {
+        if let Some(&(_, _, v)) = self.per_forward.iter().find(|(n, s, _)| *n == name && s == shape) {
+            return v;
+        }
+        let unit = self.unit.take();
+        let v = make(self);
+        self.unit = unit;
+        self.per_forward.push((name, shape.clone(), v));
+        v
+    }
+
+    /// Makes `v` one tensor per sample (an op without batched inputs that still has a batch dim).
+    pub fn set_batched(&mut self, v: ValueId) {
+        let s = self.g.storage_of(v) as usize;
+        self.g.values[v as usize].batched = true;
+        self.g.storages[s].bytes = self.g.values[v as usize].bytes();
     }
 
     /// Runs `f` as one checkpointing unit (when checkpointing is on and none is open).

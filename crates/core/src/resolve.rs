@@ -2,7 +2,7 @@
 //! Errors name the layer's path (`layers[3].body[1]`), its kind and what did not fit.
 
 use crate::error::{Error, Result};
-use crate::graph::{Graph, ValueId};
+use crate::graph::{GradRule, Graph, ValueId};
 use crate::lower::{Builder, LowerOptions};
 use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, Join, Layer, Loss, ModelSpec};
@@ -75,7 +75,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     }
     let mut r = Resolver { b, layers: Vec::new(), count: 0 };
     let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
-    let loss = if opts.training { r.loss(spec.loss, out)? } else { out };
+    let loss = if opts.training { r.loss(spec.loss, out, x)? } else { out };
     let mut graph = r.b.g;
     graph.output = loss;
     Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
@@ -226,7 +226,8 @@ impl Resolver {
     }
 
     /// The loss: `cross_entropy` = `log_softmax` (saved, N×C) + `nll_loss`; or `mse_loss`.
-    fn loss(&mut self, loss: Loss, out: ValueId) -> Result<ValueId> {
+    /// `input` is the model's input (the labels of a causal LM).
+    fn loss(&mut self, loss: Loss, out: ValueId, input: ValueId) -> Result<ValueId> {
         let b = &mut self.b;
         b.set_layer(self.layers.len().saturating_sub(1) as u32);
         let shape = b.shape(out).clone();
@@ -240,6 +241,7 @@ impl Resolver {
                 let l = b.op("nll_loss", &[logp, target], &[(scalar, DType::F32)], &[logp], false, &[], crate::graph::GradRule::Alloc)[0];
                 unbatch(b, l)
             }
+            Loss::CausalLm => causal_lm_loss(b, out, input),
             Loss::Mse => {
                 let target = b.input(shape, b.dtype(out));
                 let (ins, _) = b.autocast(crate::lower::CastPolicy::Fp32, &[out, target]);
@@ -248,6 +250,30 @@ impl Resolver {
             }
         })
     }
+}
+
+/// transformers 5.24 `loss/loss_utils.py`, `ForCausalLMLoss`, called by `LlamaForCausalLM.forward`
+/// (and every `…ForCausalLM`) with `labels=input_ids`:
+/// `logits = logits.float()` (a new fp32 copy under half weights, nothing saved; its backward casts
+/// the gradient back to the logits' dtype), `labels = pad(labels, (0, 1), value=-100)` and
+/// `shift_labels = labels[..., 1:].contiguous()` (int64; the contiguous copy is `nll_loss`'s saved
+/// target), then `cross_entropy` in fp32: `log_softmax` (output saved) and `nll_loss`. The model's
+/// `logits` stay referenced by the forward (and its output) until the loss is computed.
+fn causal_lm_loss(b: &mut Builder, logits: ValueId, input: ValueId) -> ValueId {
+    let shape = b.shape(logits).clone();
+    let rows = Shape::new([shape.numel() / shape.last().max(1)]);
+    let target = if b.dtype(input) == DType::I64 && b.shape(input).numel() == rows.numel() {
+        let padded = Shape::new([rows.numel().saturating_add(1)]);
+        let padded = b.op("constant_pad_nd", &[input], &[(padded, DType::I64)], &[], false, &[], GradRule::Alloc)[0];
+        b.op("contiguous", &[padded], &[(rows, DType::I64)], &[], false, &[], GradRule::Alloc)[0]
+    } else {
+        b.input(rows, DType::I64)
+    };
+    let upcast = b.cast(logits, DType::F32);
+    let logp = b.op("log_softmax", &[upcast], &[(shape, DType::F32)], &[], true, &[], GradRule::Alloc)[0];
+    let l = b.op("nll_loss", &[logp, target], &[(Shape::new([]), DType::F32)], &[logp, target], false, &[], GradRule::Alloc)[0];
+    b.hold(logits);
+    unbatch(b, l)
 }
 
 /// A reduced loss is one scalar for the whole batch, not one per sample.

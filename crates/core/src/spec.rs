@@ -84,6 +84,9 @@ pub enum Loss {
     CrossEntropy,
     /// `nn.MSELoss` against a target of the output's shape.
     Mse,
+    /// Hugging Face's causal-LM loss, `model(input_ids, labels=input_ids).loss`: the logits
+    /// upcast to fp32 and cross-entropy against the input ids shifted by one.
+    CausalLm,
 }
 
 /// Declares [`Layer`] from one table, so a new kind is one row here plus its file in `layer/`.

@@ -343,7 +343,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         name: Some(name),
         input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
         layers,
-        loss: Loss::CrossEntropy,
+        loss: if class == "LlamaForCausalLM" { Loss::CausalLm } else { Loss::CrossEntropy },
     })
 }
 

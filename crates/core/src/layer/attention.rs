@@ -10,7 +10,7 @@ use super::norm::{LayerNorm, RmsNorm};
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::config::AttentionImpl;
+use crate::config::{AttentionImpl, Device};
 use crate::serde_util::{is_false, t};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -102,28 +102,59 @@ impl MultiheadAttention {
             k = rotary(b, k);
         }
         let mut weights = None;
-        let out = match b.opts.attention {
-            AttentionImpl::Eager => {
+        // no attention mask: BERT is given none, decoders pass `is_causal=True`
+        let dropout_p = if b.training() { self.dropout } else { 0.0 };
+        let eager = b.opts.attention == AttentionImpl::Eager;
+        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, false, dropout_p) == SdpaBackend::Math;
+        let out = match eager || math {
+            true => {
                 if kvh != h {
+                    // `repeat_kv` (eager), `repeat_interleave` for `enable_gqa` (math)
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));
                 }
                 let scores = bmm(b, q, k, Shape::new([h, seq, seq]), true);
                 let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
                 if self.causal {
-                    let mask = b.op("causal_mask", &[], &[(Shape::new([seq, seq]), b.dtype(scores))], &[], false, &[], GradRule::Alloc)[0];
+                    let mask = causal_mask(b, seq, b.dtype(scores), eager);
                     scores = add(b, scores, mask);
                 }
-                let probs = softmax(b, scores, None);
+                // The rotary (LLaMA-family) eager attention of transformers 5.24,
+                // `eager_attention_forward` in `models/llama/modeling_llama.py`:
+                // `softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)`. The fp32
+                // probabilities are saved by softmax, their copy in the query's dtype by the
+                // matmul; under fp32 weights both are one tensor. BERT and GPT-2 keep the
+                // scores' dtype, and so does SDPA's math kernel (`at::softmax(attn, -1)`).
+                // ATen's `softmax(input, dim, dtype)` (`aten/src/ATen/native/SoftMax.cpp`) first
+                // converts the input (`input_.toType(dtype)`: a transient fp32 copy of the
+                // scores, nothing saved) except for CUDA fp16, which `_softmax(…, half_to_float)`
+                // reads directly; backward then casts the fp32 gradient back to the scores' dtype.
+                let probs = if self.rotary && eager {
+                    let query_dtype = b.dtype(scores);
+                    let fused = b.opts.device == Device::Cuda && query_dtype == DType::F16;
+                    let input = if fused { scores } else { b.cast(scores, DType::F32) };
+                    let probs = softmax(b, input, Some(DType::F32));
+                    b.cast(probs, query_dtype)
+                } else {
+                    softmax(b, scores, None)
+                };
                 let probs = dropout(b, probs, self.dropout);
-                weights = Some(probs);
+                // eager layers return the probabilities; SDPA returns its output only
+                if eager {
+                    weights = Some(probs);
+                }
                 let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
                 copy(b, out, Shape::new([seq, d]))
             }
-            AttentionImpl::Sdpa => {
+            false => {
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                let lse = (Shape::new([h, seq.div_ceil(32).saturating_mul(32)]), true, DType::F32);
+                let fused = sdpa_backend(b.opts.device, dt, hd, false, dropout_p);
+                // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
+                // kernel pads it to a multiple of 32 (`aten/src/ATen/native/transformers/cuda/
+                // attention.cu`, `_efficient_attention_forward`: `ceil_div(max_seqlen_q, 32) * 32`).
+                let lse_len = if fused == SdpaBackend::MemEfficient { seq.div_ceil(32).saturating_mul(32) } else { seq };
+                let lse = (Shape::new([h, lse_len]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
                 // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
                 b.view(out, Shape::new([seq, d]))
@@ -131,6 +162,39 @@ impl MultiheadAttention {
         };
         let o_proj = Linear { bias: self.out_bias.unwrap_or(self.bias), ..proj(d, d) };
         Ok((o_proj.lower(b, out)?, weights))
+    }
+}
+
+/// The kernel `F.scaled_dot_product_attention` dispatches to (`_fused_sdp_choice`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdpaBackend {
+    /// Saves Q, K, V, the output and a `[H, S]` fp32 log-sum-exp.
+    Flash,
+    /// CUDA's memory-efficient kernel: as flash, the log-sum-exp padded to 32 rows.
+    MemEfficient,
+    /// The composite `_scaled_dot_product_attention_math`: matmul, softmax, dropout, matmul,
+    /// each saving what eager attention saves (the `S × S` weights and the dropout mask).
+    Math,
+}
+
+/// Which SDPA kernel PyTorch 2.15 picks for `dtype`, an explicit `attn_mask` and `dropout_p`
+/// (Hugging Face passes `dropout=0.0` outside training).
+///
+/// CPU (`aten/src/ATen/native/transformers/sdp_utils_cpp.cpp`, `select_sdp_backend_cpp`): the
+/// order is flash, then math; `use_flash_attention_cpp` accepts fp32, fp64, bf16 and fp16 and a
+/// broadcastable mask, but `check_for_dropout` refuses any `dropout_p > 0`, so attention dropout
+/// in training falls back to the math kernel (BERT-base's 0.1 does).
+///
+/// CUDA (`aten/src/ATen/native/transformers/cuda/sdp_utils.cpp`, `select_sdp_backend`): flash,
+/// then memory-efficient, then math; flash needs fp16/bf16 and no `attn_mask` and supports
+/// dropout and head sizes up to 256 (`check_head_dim_size_flash`), the memory-efficient kernel
+/// takes fp32, masks and larger heads. Alignments either kernel pads or refuses are not modelled.
+pub fn sdpa_backend(device: Device, dtype: DType, head_dim: u64, has_mask: bool, dropout: f64) -> SdpaBackend {
+    match device {
+        Device::Cpu if dropout > 0.0 => SdpaBackend::Math,
+        Device::Cpu => SdpaBackend::Flash,
+        Device::Cuda if matches!(dtype, DType::F16 | DType::Bf16) && !has_mask && head_dim <= 256 => SdpaBackend::Flash,
+        Device::Cuda => SdpaBackend::MemEfficient,
     }
 }
 
@@ -153,9 +217,7 @@ fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> 
 /// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`).
 fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
     let s = b.shape(x).0.clone();
-    let table = Shape::new([s[1], s[2]]);
-    let cos = b.op("rope_cos", &[], &[(table.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-    let sin = b.op("rope_sin", &[], &[(table, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]));
     let a = mul(b, x, cos);
     let half = Shape::new([s[0], s[1], s[2] / 2]);
     let dt = b.dtype(x);
@@ -163,6 +225,37 @@ fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
     let rot = b.op("cat", &[neg, x], &[(Shape(s), dt)], &[], false, &[], GradRule::Alloc)[0];
     let r = mul(b, rot, sin);
     add(b, a, r)
+}
+
+/// The `[S, head_dim]` cos and sin tables: `LlamaRotaryEmbedding.forward` runs once per model
+/// forward under `no_grad` ("Force float32": autocast disabled, fp32 `freqs`, `emb`, `cos`,
+/// `sin`) and returns `cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)` with `x` the hidden states
+/// entering the decoder, so the tables are in the model's dtype: bf16 after
+/// `model.to(torch.bfloat16)`, fp32 under autocast (the embedding output is fp32 there).
+/// Every layer reads the same pair (`position_embeddings`), and checkpointed layers get it as
+/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
+fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
+    let dt = b.float_dtype();
+    let table_op = |b: &mut Builder, name| b.per_forward(name, &table, |b| b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0]);
+    (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
+}
+
+/// The additive causal mask eager attention adds to its scores. transformers 5.24
+/// (`masking_utils.create_causal_mask` → `eager_mask`) builds one `[B, 1, S, S]` mask in the
+/// model's dtype per forward (0 below the diagonal, the dtype's minimum above) and passes it to
+/// every layer, so a checkpointed layer holds it until its backward. SDPA's math kernel builds
+/// its own `[S, S]` mask per call (`convert_boolean_attn_mask` in `attention.cpp`).
+fn causal_mask(b: &mut Builder, seq: u64, dtype: DType, eager: bool) -> ValueId {
+    let shape = Shape::new([seq, seq]);
+    if !eager {
+        return b.op("causal_mask", &[], &[(shape, dtype)], &[], false, &[], GradRule::Alloc)[0];
+    }
+    let dt = b.float_dtype();
+    b.per_forward("causal_mask", &shape, |b| {
+        let mask = b.op("causal_mask", &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        b.set_batched(mask);
+        mask
+    })
 }
 
 /// Feed-forward activation of a transformer layer.
@@ -344,6 +437,50 @@ mod tests {
         assert!(e.contains("must be divisible by num_kv_heads"), "{e}");
         let e = error(json!({"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12}), &[4, 512]);
         assert!(e.contains("expected 768 features, got 512"), "{e}");
+    }
+
+    #[test]
+    fn sdpa_picks_the_kernel_pytorch_picks() {
+        use super::{sdpa_backend, SdpaBackend::*};
+        use crate::config::Device::{Cpu, Cuda};
+        use crate::units::DType::{Bf16, F16, F32};
+        // CPU: flash for every float dtype, the math kernel as soon as dropout_p > 0
+        assert_eq!(sdpa_backend(Cpu, F32, 64, false, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, Bf16, 64, true, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cpu, F32, 64, false, 0.1), Math);
+        assert_eq!(sdpa_backend(Cpu, Bf16, 512, false, 0.1), Math);
+        // CUDA: flash for half without a mask (dropout or not) and heads up to 256,
+        // memory-efficient otherwise
+        assert_eq!(sdpa_backend(Cuda, F16, 64, false, 0.1), Flash);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 256, false, 0.0), Flash);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 512, false, 0.0), MemEfficient);
+        assert_eq!(sdpa_backend(Cuda, Bf16, 64, true, 0.0), MemEfficient);
+        assert_eq!(sdpa_backend(Cuda, F32, 64, false, 0.1), MemEfficient);
+    }
+
+    /// What one BERT-base attention layer allocates per sample under `--attention sdpa`, on a device.
+    fn sdpa_layer_bytes(device: crate::config::Device, training: bool) -> u64 {
+        use crate::config::AttentionImpl;
+        let spec = crate::spec::ModelSpec::from_json(
+            &json!({"input": {"shape": [128, 768]}, "layers": [
+                {"kind": "multihead_attention", "embed_dim": 768, "num_heads": 12, "dropout": 0.1}]})
+            .to_string(),
+        )
+        .unwrap();
+        let opts = crate::lower::LowerOptions { device, training, attention: AttentionImpl::Sdpa, ..Default::default() };
+        let r = crate::resolve::resolve(&spec, None, opts).unwrap();
+        let g = &r.graph;
+        g.ops.iter().filter(|o| o.layer == 0).flat_map(|o| o.allocs.iter().map(|&s| g.storages[s as usize].bytes.per_sample)).sum()
+    }
+
+    #[test]
+    fn cpu_sdpa_with_dropout_materialises_the_attention_weights() {
+        use crate::config::Device::{Cpu, Cuda};
+        // 12 heads × 128 × 128 fp32 scores, probabilities, dropout noise and dropped copy: ≥ 3 MiB
+        let weights = 12 * 128 * 128 * 4;
+        assert!(sdpa_layer_bytes(Cpu, true) >= sdpa_layer_bytes(Cuda, true) + 3 * weights);
+        // in eval Hugging Face passes dropout_p = 0: the CPU flash kernel, as on CUDA
+        assert_eq!(sdpa_layer_bytes(Cpu, false), sdpa_layer_bytes(Cuda, false));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::layer::attention::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::LayerNorm;
-use crate::spec::{Layer, ModelSpec};
+use crate::spec::{Layer, Loss, ModelSpec};
 use serde_json::json;
 
 /// The `config.json` fields a GPT-2 spec needs. `Default` is GPT-2 small
@@ -85,5 +85,10 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
         }));
     }
     let name = if lm_head { "GPT2LMHeadModel" } else { "GPT2Model" };
-    Some(super::token_model(name, c.seq_len, c.vocab_size, layers))
+    let mut spec = super::token_model(name, c.seq_len, c.vocab_size, layers);
+    if lm_head {
+        // `GPT2LMHeadModel.forward` calls `self.loss_function` = transformers' `ForCausalLMLoss`
+        spec.loss = Loss::CausalLm;
+    }
+    Some(spec)
 }

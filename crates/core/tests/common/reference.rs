@@ -40,6 +40,7 @@ fn case(r: &Value) -> Case {
     let spec = match model {
         "bert-base" | "bert-large" => vramcalc_core::presets::build(&format!("{model}-seqcls")).unwrap(),
         m if m.starts_with("custom_") => custom_spec(r),
+        m if m.starts_with("llama-") => llama_spec(r),
         m => vramcalc_core::presets::build(m).unwrap(),
     };
     let opt = &r["optimizer"];
@@ -56,6 +57,9 @@ fn case(r: &Value) -> Case {
         "fp32" => Precision::Fp32,
         "bf16_autocast" => Precision::AmpBf16,
         "fp16_autocast" => Precision::AmpFp16,
+        // `shared/reference/llm/`: the weights dtype, `model.to(torch.bfloat16)`, no autocast
+        "bf16" => Precision::Bf16,
+        "fp16" => Precision::Fp16,
         p => panic!("unknown precision {p}"),
     };
     let mode = if r["mode"] == "infer" { Mode::Infer } else { Mode::Train };
@@ -93,14 +97,21 @@ fn case(r: &Value) -> Case {
     } else {
         setting += &format!(" {}{}", optimizer.name(), if foreach { "/foreach" } else { "" });
     }
-    if precision != Precision::Fp32 {
-        setting += if precision == Precision::AmpFp16 { " fp16-amp" } else { " bf16-amp" };
-    }
+    setting += match precision {
+        Precision::Fp32 => "",
+        Precision::AmpFp16 => " fp16-amp",
+        Precision::AmpBf16 => " bf16-amp",
+        Precision::Bf16 => " bf16",
+        Precision::Fp16 => " fp16",
+    };
     if config.checkpointing {
         setting += " ckpt";
     }
-    if model.starts_with("bert") {
+    if model.starts_with("bert") || model.starts_with("llama") {
         setting += &format!(" {}", config.attention.name());
+    }
+    if r["cuda_emulation"] == false && r["family"].is_string() && model.starts_with("bert") {
+        setting += " cpu";
     }
     Case {
         label: model.to_string(),
@@ -112,6 +123,16 @@ fn case(r: &Value) -> Case {
         measured_phase_peaks: r["phase_peak_bytes"].to_string(),
         measured_breakdown,
     }
+}
+
+/// `LlamaForCausalLM(LlamaConfig(...))` of `shared/reference/llm/` (`llama-h1024-l4`, …): the
+/// Hugging Face importer given the record's `model_extra.hf_config` (hidden, layers, heads, KV
+/// heads, intermediate, vocab; the rest LlamaConfig's defaults), trained as
+/// `model(input_ids, labels=input_ids).loss`.
+fn llama_spec(r: &Value) -> ModelSpec {
+    let mut config = r["model_extra"]["hf_config"].as_object().expect("model_extra.hf_config").clone();
+    config.insert("architectures".into(), serde_json::json!(["LlamaForCausalLM"]));
+    vramcalc_core::import::hf::from_config(&config).unwrap()
 }
 
 /// Parses the `repr()`s of the `nn.Sequential` entries in `custom_layers`.
@@ -168,4 +189,29 @@ pub fn rel_err(est: u64, meas: u64) -> f64 {
 
 pub fn estimate(c: &Case) -> Estimate {
     vramcalc_core::estimate(&c.spec, &c.config).unwrap()
+}
+
+/// The reference bars applied to `cases`: every peak within `max_err`, and each peak phase right
+/// wherever the estimated phase peaks are more than 0.5 % apart (else the phase is a coin toss).
+/// Returns the median absolute error and one line per failure.
+pub fn check(cases: &[Case], max_err: f64) -> (f64, Vec<String>) {
+    let mut errs = Vec::new();
+    let mut failures = Vec::new();
+    for c in cases {
+        let e = estimate(c);
+        let err = rel_err(e.peak_bytes, c.measured);
+        if err.abs() > max_err {
+            failures.push(format!("{} {}: measured {} estimated {} ({:+.2} %)", c.label, c.setting, c.measured, e.peak_bytes, err * 100.0));
+        }
+        errs.push(err.abs());
+        let measured_phase = if c.measured_phase == "zero_grad" { "optimizer" } else { c.measured_phase.as_str() };
+        let mut sorted = e.phase_peaks;
+        sorted.sort_unstable();
+        let clear = sorted[2] as f64 > sorted[1] as f64 * 1.005;
+        if clear && e.peak_phase.name() != measured_phase {
+            failures.push(format!("{} {}: phase measured {} estimated {}", c.label, c.setting, c.measured_phase, e.peak_phase.name()));
+        }
+    }
+    errs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (errs.get(errs.len() / 2).copied().unwrap_or(0.0), failures)
 }

@@ -93,7 +93,8 @@ impl CandlePlan {
         if config.checkpointing {
             return Err(Error::Config("candle has no activation checkpointing".into()));
         }
-        if spec.loss != Loss::CrossEntropy {
+        // fp32 only: the causal-LM loss's upcast is a no-op there (its shifted labels are ignored)
+        if !matches!(spec.loss, Loss::CrossEntropy | Loss::CausalLm) {
             return Err(Error::Config("the candle profile models the cross-entropy loss only".into()));
         }
         if config.grad_accum != 1 {
@@ -164,7 +165,7 @@ impl CandlePlan {
         let target = tracer.zeros(&[rows], true);
         tracer.set_category(Category::Activations);
         let loss = match self.spec.loss {
-            Loss::CrossEntropy => {
+            Loss::CrossEntropy | Loss::CausalLm => {
                 let logits_2d = if dims.len() == 2 { logits.clone() } else { logits.reshape(&[rows, dims[dims.len() - 1]]) };
                 nn::cross_entropy(&logits_2d, &target)
             }
