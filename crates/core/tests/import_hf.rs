@@ -64,3 +64,19 @@ fn counts_spelled_out() {
         assert_eq!(params(&import(&data(&format!("{model}.config.json")))), n, "{model}");
     }
 }
+
+/// `transformers_counts.json` (from `tools/hf_param_counts.py`: every covered `model_type` at its
+/// library defaults, as causal LM or classifier and as bare model, plus 4 random valid configs
+/// each with random sizes, K/V heads, ties, biases, parallel or sequential blocks, sliding
+/// windows, soft-capping, OPT projections and post-norm): all exact.
+#[test]
+fn transformers_counts_match_exactly() {
+    let all: serde_json::Value = serde_json::from_str(&data("transformers_counts.json")).unwrap();
+    let all = all.as_object().unwrap();
+    assert_eq!(all.len(), 14 * 6);
+    for (name, want) in all {
+        let spec = import(&want["config"].to_string());
+        assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{name}");
+        assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{name}");
+    }
+}

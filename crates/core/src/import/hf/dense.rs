@@ -254,7 +254,13 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         _ => c.opt_int("sliding_window")?.or(if c.0.contains_key("sliding_window") { None } else { window_default }),
     };
     let max_window_layers = if model_type.starts_with("qwen") { c.int("max_window_layers", 28)? } else { 0 };
-    let pattern = if model_type == "gemma3_text" { c.size("sliding_window_pattern", 6)? } else { 6 };
+    // transformers 5 writes the legacy pattern as `_sliding_window_pattern`
+    let pattern = if model_type == "gemma3_text" {
+        let legacy = c.size("_sliding_window_pattern", 6)?;
+        c.size("sliding_window_pattern", legacy)?
+    } else {
+        6
+    };
     let windows = windows(c, n, window, |i| match model_type {
         "gemma2" => i % 2 == 0,
         "gemma3_text" => !(i + 1).is_multiple_of(pattern),
@@ -389,7 +395,13 @@ pub(super) fn falcon(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let multi_query = c.flag("multi_query", true)?;
     let parallel_attn = c.flag("parallel_attn", true)?;
     let kv_config = c.size("num_kv_heads", heads)?;
-    let kv_heads = if new_arch || !multi_query { kv_config } else { 1 };
+    // FalconAttention's `qkv_out_dim`: grouped K/V only with the new architecture, else one
+    // shared K/V head (multi-query) or `3 × hidden` (`num_kv_heads` then unused)
+    let kv_heads = match (new_arch, multi_query) {
+        (true, _) => kv_config,
+        (false, true) => 1,
+        (false, false) => heads,
+    };
     // FalconDecoderLayer: `num_ln_in_parallel_attn` defaults to 2 with the new architecture
     let num_ln = c.opt_int("num_ln_in_parallel_attn")?.unwrap_or(if new_arch { 2 } else { 1 });
     let parallel = match (new_arch, parallel_attn, num_ln) {
@@ -476,7 +488,8 @@ pub(super) fn opt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         index_buffer: 0,
         inplace: false,
     }));
-    let final_norm = (pre_norm && !c.flag("_remove_final_layer_norm", false)?)
+    let remove_final = c.flag("_remove_final_layer_norm", false)?;
+    let final_norm = (pre_norm && !remove_final)
         .then(|| Layer::LayerNorm(LayerNorm { normalized_shape: h, eps: 1e-5, elementwise_affine: true, bias: true }));
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("opt", &["layerdrop"])?;
