@@ -114,8 +114,9 @@ fn windows(c: &Fields, n: u64, window: Option<u64>, default_sliding: impl Fn(u64
 }
 
 /// `partial_rotary_factor` from `rope_parameters` (transformers 5) or the top level / `legacy`
-/// key, as `int(head_dim * factor)` rotated features per head.
-fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<Option<u64>> {
+/// key, as `int(head_dim * factor)` rotated features per head: `(rotary, rotary_dim)` for the
+/// layer (no rotary at all when that is 0; `None` when it is the whole head).
+fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<(bool, Option<u64>)> {
     let nested = match c.get("rope_parameters") {
         Some(Value::Object(m)) => m.get("partial_rotary_factor").filter(|v| !v.is_null()).cloned(),
         _ => None,
@@ -129,10 +130,10 @@ fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<O
         return Err(Error::Import(format!("partial rotary factor {factor} must be in (0, 1]")));
     }
     let rd = (head_dim as f64 * factor) as u64;
-    if rd < 2 || !rd.is_multiple_of(2) {
-        return Err(Error::Import(format!("partial rotary: {rd} rotated features per head (head_dim {head_dim} × {factor}) must be even and at least 2")));
+    if !rd.is_multiple_of(2) {
+        return Err(Error::Import(format!("partial rotary: {rd} rotated features per head (head_dim {head_dim} × {factor}) must be even")));
     }
-    Ok((rd < head_dim).then_some(rd))
+    Ok((rd > 0, (rd < head_dim && rd > 0).then_some(rd)))
 }
 
 /// A positive soft-capping value, or `None` when absent/`null`.
@@ -240,7 +241,8 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         return Err(Error::Import("field `use_bidirectional_attention`: bidirectional Gemma is not supported".into()));
     }
     let (resid, embd) = if model_type == "phi3" { (c.prob("resid_pdrop", 0.0)?, c.prob("embd_pdrop", 0.0)?) } else { (0.0, 0.0) };
-    let rotary = if model_type == "phi3" { rotary_dim(c, "partial_rotary_factor", 1.0, head_dim_value)? } else { None };
+    let (rotary, rotary_part) =
+        if model_type == "phi3" { rotary_dim(c, "partial_rotary_factor", 1.0, head_dim_value)? } else { (true, None) };
     let window_default = match model_type {
         "mistral" | "gemma2" | "gemma3_text" | "qwen2" | "qwen3" => Some(4096),
         _ => None,
@@ -285,8 +287,8 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         norm: NormKind::RmsNorm,
         gated_mlp: true,
         num_kv_heads: (kv_heads != heads).then_some(kv_heads),
-        rotary: true,
-        rotary_dim: rotary,
+        rotary,
+        rotary_dim: rotary_part,
         fused_qkv: model_type == "phi3",
         head_dim,
         qk_norm: matches!(model_type, "qwen3" | "gemma3_text"),
@@ -329,6 +331,7 @@ pub(super) fn phi(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let vocab = c.size("vocab_size", 51200)?;
     let eps = c.float("layer_norm_eps", 1e-5)?;
     let resid = c.prob("resid_pdrop", 0.0)?;
+    let (rotary, rotary_dim) = rotary_dim(c, "partial_rotary_factor", 0.5, h / heads)?;
     let layer = TransformerLayer {
         dropout: resid,
         attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
@@ -336,8 +339,8 @@ pub(super) fn phi(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layer_norm_eps: eps,
         norm_first: true,
         num_kv_heads: (kv_heads != heads).then_some(kv_heads),
-        rotary: true,
-        rotary_dim: rotary_dim(c, "partial_rotary_factor", 0.5, h / heads)?,
+        rotary,
+        rotary_dim,
         qk_norm: c.flag("qk_layernorm", false)?,
         parallel: Some(ParallelNorms::Shared),
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 8192)?)
@@ -360,6 +363,7 @@ pub(super) fn gpt_neox(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let eps = c.float("layer_norm_eps", 1e-5)?;
     let hidden_dropout = c.prob("hidden_dropout", 0.0)?;
     let attention_bias = c.flag("attention_bias", true)?;
+    let (rotary, rotary_dim) = rotary_dim(c, "rotary_pct", 0.25, h / heads)?;
     let layer = TransformerLayer {
         dropout: hidden_dropout,
         attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
@@ -369,8 +373,8 @@ pub(super) fn gpt_neox(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         bias: attention_bias,
         mlp_bias: (!attention_bias).then_some(true),
         norm_bias: (!attention_bias).then_some(true),
-        rotary: true,
-        rotary_dim: rotary_dim(c, "rotary_pct", 0.25, h / heads)?,
+        rotary,
+        rotary_dim,
         fused_qkv: true,
         parallel: c.flag("use_parallel_residual", true)?.then_some(ParallelNorms::Separate),
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 24576)?)
