@@ -80,3 +80,78 @@ fn transformers_counts_match_exactly() {
         assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{name}");
     }
 }
+
+#[test]
+fn unknown_fields_and_quantization_are_refused_by_name() {
+    let mistral = data("mistral.config.json");
+    let m = import_err(&mistral.replacen('{', "{\"num_experts\": 8, ", 1));
+    assert!(m.contains("`num_experts`") && m.contains("mistral"), "{m}");
+    let m = import_err(&mistral.replacen('{', "{\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}, ", 1));
+    assert!(m.contains("quantization_config") && m.contains("awq"), "{m}");
+    // generic PretrainedConfig fields are fine
+    import(&mistral.replacen('{', "{\"temperature\": 0.7, \"torch_dtype\": \"bfloat16\", ", 1));
+    // a field that would change the model without being modelled
+    let m = import_err(r#"{"model_type": "falcon", "alibi": true}"#);
+    assert!(m.contains("alibi"), "{m}");
+    let m = import_err(r#"{"model_type": "gemma2", "layer_types": ["chunked_attention"], "num_hidden_layers": 1}"#);
+    assert!(m.contains("layer_types") && m.contains("chunked_attention"), "{m}");
+    let m = import_err(r#"{"model_type": "phi", "partial_rotary_factor": 0.35, "hidden_size": 64, "num_attention_heads": 4}"#);
+    assert!(m.contains("partial rotary"), "{m}");
+}
+
+#[test]
+fn sliding_window_patterns_are_recorded_per_layer() {
+    let windows = |spec: &ModelSpec| -> Vec<Option<u64>> {
+        let mut out = vec![];
+        for l in &spec.layers {
+            if let vramcalc_core::Layer::Repeat { times, body } = l {
+                if let vramcalc_core::Layer::TransformerDecoderLayer(t) = &body[0] {
+                    out.extend(std::iter::repeat_n(t.sliding_window, *times as usize));
+                }
+            }
+        }
+        out
+    };
+    // Gemma 2: even layers slide (4096), odd ones attend fully
+    let g = windows(&import(&data("gemma2.config.json")));
+    assert_eq!(g.len(), 26);
+    assert!(g.iter().enumerate().all(|(i, w)| *w == (i % 2 == 0).then_some(4096)));
+    // Gemma 3 (class defaults): five sliding layers, then one full
+    let g3 = windows(&import(r#"{"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 512}"#));
+    assert_eq!(g3, [Some(512), Some(512), Some(512), Some(512), Some(512), None].repeat(2));
+    // Mistral: every layer; Qwen2 only with use_sliding_window, from max_window_layers on
+    assert!(windows(&import(&data("mistral.config.json"))).iter().all(|w| *w == Some(4096)));
+    assert!(windows(&import(&data("qwen2.config.json"))).iter().all(|w| w.is_none()));
+    let q = windows(&import(r#"{"model_type": "qwen2", "num_hidden_layers": 4, "use_sliding_window": true, "max_window_layers": 2, "sliding_window": 1024}"#));
+    assert_eq!(q, [None, None, Some(1024), Some(1024)]);
+    // a window changes only the mask in training: the same estimate as without it
+    let cfg = TrainConfig { batch: 2, seq_len: Some(64), ..TrainConfig::default() };
+    let peak = |text: &str| Prepared::new(&import(text), &cfg).unwrap().estimate().peak_bytes;
+    let small = r#"{"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "sliding_window": SW}"#;
+    assert_eq!(peak(&small.replace("SW", "16")), peak(&small.replace("SW", "null")));
+}
+
+#[test]
+fn soft_capping_and_gemma_extras_cost_memory_not_parameters() {
+    let cfg = TrainConfig { batch: 2, seq_len: Some(64), ..TrainConfig::default() };
+    let est = |text: &str| Prepared::new(&import(text), &cfg).unwrap().estimate();
+    let base = r#"{"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 2, "vocab_size": 1000, "final_logit_softcapping": CAP}"#;
+    let (capped, plain) = (est(&base.replace("CAP", "30.0")), est(&base.replace("CAP", "null")));
+    assert_eq!(capped.params, plain.params);
+    // the final soft-capping keeps its tanh output (b·s·V fp32) for backward
+    assert!(capped.peak_bytes >= plain.peak_bytes + 2 * 64 * 1000 * 4, "{} vs {}", capped.peak_bytes, plain.peak_bytes);
+}
+
+#[test]
+fn the_spec_format_gemma2_example_has_its_documented_count() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").find(|b| b.contains("gemma2-4-layers")).unwrap().split("```").next().unwrap();
+    let spec = ModelSpec::from_json(block).unwrap();
+    assert_eq!(params(&spec), 901_290_240);
+    // the same layers from the importer: 26 layers of them are Gemma-2-2B
+    let mut four: serde_json::Value = serde_json::from_str(&data("gemma2.config.json")).unwrap();
+    four["num_hidden_layers"] = 4.into();
+    four.as_object_mut().unwrap().remove("layer_types");
+    let imported = import(&four.to_string());
+    assert_eq!(params(&imported), 901_290_240);
+}
