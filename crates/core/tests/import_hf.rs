@@ -124,11 +124,19 @@ fn sliding_window_patterns_are_recorded_per_layer() {
     assert!(windows(&import(&data("qwen2.config.json"))).iter().all(|w| w.is_none()));
     let q = windows(&import(r#"{"model_type": "qwen2", "num_hidden_layers": 4, "use_sliding_window": true, "max_window_layers": 2, "sliding_window": 1024}"#));
     assert_eq!(q, [None, None, Some(1024), Some(1024)]);
-    // a window changes only the mask in training: the same estimate as without it
-    let cfg = TrainConfig { batch: 2, seq_len: Some(64), ..TrainConfig::default() };
-    let peak = |text: &str| Prepared::new(&import(text), &cfg).unwrap().estimate().peak_bytes;
+    // in training a window changes only the mask path: eager attention is unchanged; under SDPA a
+    // window shorter than the sequence needs a mask, and transformers then repeats the 2 K/V heads
+    // to 4 (`repeat_kv`: two saved [B, 4, S, 16] fp32 copies a layer replace the [B, 2, S, 16] K
+    // and V: 2 layers × 2 × B·(4 − 2)·S·16·4 bytes more, as tools/trace_hf.py measured for Mistral)
     let small = r#"{"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "sliding_window": SW}"#;
-    assert_eq!(peak(&small.replace("SW", "16")), peak(&small.replace("SW", "null")));
+    let peak = |sw: &str, attention: vramcalc_core::AttentionImpl| {
+        let cfg = TrainConfig { batch: 2, seq_len: Some(64), attention, ..TrainConfig::default() };
+        Prepared::new(&import(&small.replace("SW", sw)), &cfg).unwrap().estimate().peak_bytes
+    };
+    use vramcalc_core::AttentionImpl::{Eager, Sdpa};
+    assert_eq!(peak("16", Eager), peak("null", Eager));
+    assert_eq!(peak("64", Sdpa), peak("null", Sdpa) + 2 * 2 * (2 * 2 * 64 * 16 * 4), "window = sequence: a mask");
+    assert_eq!(peak("65", Sdpa), peak("null", Sdpa), "window longer than the sequence: is_causal");
 }
 
 #[test]
@@ -154,4 +162,38 @@ fn the_spec_format_gemma2_example_has_its_documented_count() {
     four.as_object_mut().unwrap().remove("layer_types");
     let imported = import(&four.to_string());
     assert_eq!(params(&imported), 901_290_240);
+}
+
+/// `traces.jsonl`: one training step (forward, cross-entropy, backward from `set_to_none` grads;
+/// no optimizer) of the real transformers 5.24 class on a small config (2 layers, vocabulary
+/// 1000, hidden 256, 4 heads; grouped K/V, head_dim, sliding windows of 64 where the family has
+/// them), batch 2, sequence 128, eager and SDPA attention, traced by `tools/trace_hf.py` with
+/// torch 2.15 (CUDA dropout/SDPA emulation). The estimate with `--optimizer sgd` is within 3 %
+/// of every record except the three marked `known_deviation` (fused Q/K/V under SDPA), which
+/// stay within 8 % until the mechanism is understood. Gemma 2 has no SDPA record: transformers
+/// refuses SDPA for it.
+#[test]
+fn training_step_peaks_match_traced_pytorch() {
+    use vramcalc_core::{AttentionImpl, OptimizerKind};
+    let text = data("traces.jsonl");
+    let mut n = 0;
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let spec = import(&r["config"].to_string());
+        let attention = if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
+        let cfg = TrainConfig {
+            batch: r["batch"].as_u64().unwrap(),
+            seq_len: r["seq_len"].as_u64(),
+            attention,
+            optimizer: OptimizerKind::Sgd,
+            ..TrainConfig::default()
+        };
+        let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
+        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
+        let err = (est - measured) / measured * 100.0;
+        let limit = if r.get("known_deviation").is_some() { 8.0 } else { 3.0 };
+        assert!(err.abs() <= limit, "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
+        n += 1;
+    }
+    assert_eq!(n, 23);
 }

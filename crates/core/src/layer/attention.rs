@@ -53,8 +53,10 @@ pub struct MultiheadAttention {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qk_norm: Option<NormKind>,
     /// Sliding-window attention: each position sees at most this many previous ones (Mistral,
-    /// Gemma 2/3, Starcoder2). In training it changes only the mask, not what is allocated;
-    /// recorded for generation (a capped KV cache).
+    /// Gemma 2/3, Starcoder2). In training it changes only the mask path: eager attention is
+    /// unchanged; under SDPA a sequence at least this long needs an explicit mask, with which
+    /// transformers repeats grouped K/V heads (`repeat_kv`) instead of SDPA's `enable_gqa`.
+    /// Recorded for generation too (a capped KV cache).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<u64>,
     /// Gemma 2's `attn_logit_softcapping`: eager scores become `tanh(scores / cap) · cap`
@@ -168,6 +170,13 @@ impl MultiheadAttention {
                 copy(b, out, Shape::new([seq, q_dim]))
             }
             AttentionImpl::Sdpa => {
+                // A window shorter than the sequence needs an explicit mask, and transformers'
+                // `sdpa_attention_forward` then gives grouped K/V heads to SDPA as `repeat_kv`
+                // copies (saved for backward) instead of `enable_gqa`.
+                if kvh != h && self.sliding_window.is_some_and(|w| seq >= w) {
+                    k = copy(b, k, Shape::new([h, seq, hd]));
+                    v = copy(b, v, Shape::new([h, seq, hd]));
+                }
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
                 let lse = (Shape::new([h, seq.div_ceil(32).saturating_mul(32)]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];

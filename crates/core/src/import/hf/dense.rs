@@ -494,7 +494,7 @@ pub(super) fn opt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }));
     let remove_final = c.flag("_remove_final_layer_norm", false)?;
     let final_norm = (pre_norm && !remove_final)
-        .then(|| Layer::LayerNorm(LayerNorm { normalized_shape: h, eps: 1e-5, elementwise_affine: true, bias: true }));
+        .then_some(Layer::LayerNorm(LayerNorm { normalized_shape: h, eps: 1e-5, elementwise_affine: true, bias: true }));
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("opt", &["layerdrop"])?;
     let spec = Decoder {
