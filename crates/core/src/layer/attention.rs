@@ -173,6 +173,14 @@ impl MultiheadAttention {
                 // A window shorter than the sequence needs an explicit mask, and transformers'
                 // `sdpa_attention_forward` then gives grouped K/V heads to SDPA as `repeat_kv`
                 // copies (saved for backward) instead of `enable_gqa`.
+                if self.causal && b.training() {
+                    // Hugging Face decoders train with `use_cache=True`: `DynamicCache.update`
+                    // returns `torch.cat` copies of K and V, which SDPA then saves; so a fused
+                    // Q/K/V projection is not kept alive by a saved view of V.
+                    let (ks, vs) = (b.shape(k).clone(), b.shape(v).clone());
+                    k = copy(b, k, ks);
+                    v = copy(b, v, vs);
+                }
                 if kvh != h && self.sliding_window.is_some_and(|w| seq >= w) {
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));
@@ -517,5 +525,41 @@ mod tests {
         let l = one(json!({"kind": "transformer_decoder_layer", "d_model": 4096, "nhead": 32, "dim_feedforward": 11008,
             "norm_first": true, "bias": false, "norm": "rms_norm", "gated_mlp": true, "rotary": true}), &[16, 4096]);
         assert_eq!((l.shape, l.params), (vec![16, 4096], 202_383_360));
+    }
+
+    #[test]
+    fn hugging_face_switches_params() {
+        let layer = |extra: serde_json::Value| {
+            let mut l = json!({"kind": "transformer_decoder_layer", "d_model": 64, "nhead": 4, "dim_feedforward": 128,
+                "norm_first": true, "bias": false, "norm": "rms_norm", "gated_mlp": true, "rotary": true, "num_kv_heads": 2});
+            for (k, v) in extra.as_object().unwrap() {
+                l[k] = v.clone();
+            }
+            one(l, &[8, 64]).params
+        };
+        // LLaMA-style: q, o 64² each, k, v 64·32 each, MLP 3·64·128, two norms 2·64: 36,992
+        let base = layer(json!({}));
+        assert_eq!(base, 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64);
+        // head_dim 32 (Gemma-style): Q/K/V/O are 4·32 = 128 wide for q, 2·32 = 64 for k and v
+        assert_eq!(layer(json!({"head_dim": 32})), 2 * 64 * 128 + 2 * 64 * 64 + 3 * 64 * 128 + 2 * 64);
+        // Qwen2: Q/K/V biases (64 + 2·32), none on o_proj or the MLP
+        assert_eq!(layer(json!({"bias": true, "out_bias": false, "mlp_bias": false})), base + 64 + 2 * 32);
+        // Qwen3: per-head RMSNorm on Q and K, 16 weights each
+        assert_eq!(layer(json!({"qk_norm": true})), base + 2 * 16);
+        // Gemma 2: two more norms; windows and soft-capping add no parameters
+        assert_eq!(layer(json!({"post_norms": true, "sliding_window": 4, "logit_softcap": 50.0})), base + 2 * 64);
+        // parallel with one shared norm (Phi): one norm fewer; with two (GPT-NeoX): as many
+        assert_eq!(layer(json!({"parallel": "shared"})), base - 64);
+        assert_eq!(layer(json!({"parallel": "separate", "rotary_dim": 8})), base);
+    }
+
+    #[test]
+    fn hugging_face_switches_refuse_what_transformers_cannot_build() {
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 64, "num_heads": 4, "rotary": true, "rotary_dim": 3}), &[8, 64]);
+        assert!(e.contains("rotary_dim"), "{e}");
+        let e = error(json!({"kind": "transformer_decoder_layer", "d_model": 64, "nhead": 4, "parallel": "shared"}), &[8, 64]);
+        assert!(e.contains("norm_first"), "{e}");
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 64, "num_heads": 4, "sliding_window": 0}), &[8, 64]);
+        assert!(e.contains("sliding_window"), "{e}");
     }
 }
