@@ -231,3 +231,49 @@ proptest! {
         prop_assert_eq!(p.estimate().params, c.params(), "{}", text);
     }
 }
+
+/// A field value from tiny to absurd, of any JSON type.
+fn odd_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => prop::sample::select(vec![0u64, 1, 2, 3, 4, 7, 8, 16, 64, 100, 1000, 1 << 20, 1 << 40, u64::MAX]).prop_map(|n| json!(n)),
+        1 => prop::sample::select(vec![-1.0f64, 0.0, 0.25, 0.5, 1.0, 1.5, 1e300]).prop_map(|f| json!(f)),
+        1 => any::<bool>().prop_map(|b| json!(b)),
+        1 => Just(Value::Null),
+        1 => prop::sample::select(vec!["silu", "gelu", "mish", "sliding_attention", ""]).prop_map(|s| json!(s)),
+        1 => Just(json!(["sliding_attention", "full_attention"])),
+        1 => Just(json!({"partial_rotary_factor": 0.5})),
+    ]
+}
+
+const ODD_KEYS: &[&str] = &[
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "sliding_window", "layer_types", "use_sliding_window", "max_window_layers", "attention_bias",
+    "tie_word_embeddings", "hidden_act", "hidden_activation", "rope_parameters", "partial_rotary_factor", "rotary_pct",
+    "qk_layernorm", "use_parallel_residual", "new_decoder_architecture", "multi_query", "parallel_attn", "num_kv_heads",
+    "num_ln_in_parallel_attn", "ffn_hidden_size", "bias", "word_embed_proj_dim", "do_layer_norm_before", "ffn_dim",
+    "max_position_embeddings", "final_logit_softcapping", "attn_logit_softcapping", "dim", "n_heads", "n_layers",
+    "hidden_dim", "num_labels", "type_vocab_size", "dropout", "attention_dropout", "resid_pdrop", "use_bias",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any mix of the families' fields with odd values: an error or a model, never a panic.
+    #[test]
+    fn odd_configs_never_panic(
+        family in prop::sample::select(FAMILIES.to_vec()),
+        fields in prop::collection::vec((prop::sample::select(ODD_KEYS.to_vec()), odd_value()), 0..8),
+        head in any::<bool>(),
+    ) {
+        let mut c = json!({"model_type": family});
+        if head {
+            c["architectures"] = json!(["X"]);
+        }
+        for (k, v) in fields {
+            c[k] = v;
+        }
+        if let Ok(spec) = from_config_json(&c.to_string()) {
+            let _ = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() }).map(|p| p.estimate());
+        }
+    }
+}
