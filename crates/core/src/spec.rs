@@ -12,7 +12,7 @@
 use crate::error::{Error, Result};
 use crate::graph::ValueId;
 use crate::layer::{
-    activation::{self, Dropout, Gelu, LeakyRelu, Relu, Silu, Softmax},
+    activation::{self, Dropout, Gelu, LeakyRelu, LogitSoftcap, Relu, Scale, Silu, Softmax},
     attention::{MultiheadAttention, TransformerLayer},
     conv::{Conv1d, Conv2d, ConvTranspose2d},
     embedding::{ClsToken, Embedding, PositionalEmbedding},
@@ -183,6 +183,10 @@ leaves {
     Sigmoid = "sigmoid", "{}", |b, x| Ok(activation::unary(b, "sigmoid", x, activation::Saves::Output));
     Softmax(l: Softmax) = "softmax", r#"{"dim":-1}"#, |b, x| l.lower(b, x);
     Dropout(l: Dropout) = "dropout", "{}", |b, x| l.lower(b, x);
+    /// `x * factor` by a constant (Gemma's embedding scale).
+    Scale(l: Scale) = "scale", r#"{"factor":2.0}"#, |b, x| l.lower(b, x);
+    /// `tanh(x / cap) * cap` (Gemma 2's final logits).
+    LogitSoftcap(l: LogitSoftcap) = "logit_softcap", r#"{"cap":30.0}"#, |b, x| l.lower(b, x);
     MaxPool2d(l: MaxPool2d) = "max_pool2d", r#"{"kernel_size":2}"#, |b, x| l.lower(b, x);
     AvgPool2d(l: AvgPool2d) = "avg_pool2d", r#"{"kernel_size":2}"#, |b, x| l.lower(b, x);
     AdaptiveAvgPool2d(l: AdaptiveAvgPool2d) = "adaptive_avg_pool2d", r#"{"output_size":1}"#, |b, x| l.lower(b, x);

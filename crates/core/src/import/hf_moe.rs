@@ -22,7 +22,7 @@
 
 use super::hf::MAX_DEFAULT_SEQ_LEN;
 use crate::error::{Error, Result};
-use crate::layer::attention::MultiheadAttention;
+use crate::layer::attention::{MultiheadAttention, NormKind};
 use crate::layer::embedding::Embedding;
 use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
@@ -206,7 +206,11 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         rotary: true,
         fused_qkv: false,
         out_bias: (out_bias != qkv_bias).then_some(out_bias),
-        qk_norm,
+        qk_norm: qk_norm.then_some(NormKind::RmsNorm),
+        head_dim: None,
+        rotary_dim: None,
+        sliding_window: None,
+        logit_softcap: None,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" => ("num_local_experts", 8),
