@@ -92,6 +92,10 @@ def main():
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))
             loss_fn = lambda: torch.nn.functional.cross_entropy(model(pixel_values=x).logits, y)
+        elif arch.endswith("ForSequenceClassification"):
+            x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
+            y = torch.randint(0, cfg.num_labels, (a.batch,))
+            loss_fn = lambda: model(input_ids=x, labels=y).loss
         else:
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
             loss_fn = lambda: model(input_ids=x, labels=x).loss  # causal LM: labels are the ids

@@ -61,6 +61,14 @@ fn main() {
     });
     report("ResNet-152 batch 32 estimate", d, None);
 
+    // Issue 12's bar: DeepSeek-V3 (61 layers, 256 experts, 671 B parameters) at batch 1, seq 4096
+    let deepseek = vramcalc_core::import::hf::from_config_json(include_str!("../tests/data/hf/deepseek_v3.config.json")).unwrap();
+    let cfg = TrainConfig { batch: 1, seq_len: Some(4096), ..TrainConfig::default() };
+    let d = median_time(|| {
+        black_box(vramcalc_core::estimate(&deepseek, &cfg).unwrap());
+    });
+    report("DeepSeek-V3 batch 1 seq 4096 estimate", d, Some(Duration::from_millis(5)));
+
     let big = stack(10_000);
     let d = median_time(|| {
         black_box(vramcalc_core::estimate(&big, &TrainConfig::default()).unwrap());

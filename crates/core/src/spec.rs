@@ -12,11 +12,13 @@
 use crate::error::{Error, Result};
 use crate::graph::ValueId;
 use crate::layer::{
-    activation::{self, Dropout, Gelu, LeakyRelu, Relu, Silu, Softmax},
+    activation::{self, Dropout, Gelu, LeakyRelu, LogitSoftcap, Relu, Scale, Silu, Softmax},
     attention::{MultiheadAttention, TransformerLayer},
     conv::{Conv1d, Conv2d, ConvTranspose2d},
     embedding::{ClsToken, Embedding, PositionalEmbedding},
     linear::{GatedMlp, Linear},
+    mla::MultiHeadLatentAttention,
+    moe::SparseMoe,
     norm::{BatchNorm, GroupNorm, LayerNorm, RmsNorm},
     pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d},
     recurrent::Recurrent,
@@ -181,6 +183,10 @@ leaves {
     Sigmoid = "sigmoid", "{}", |b, x| Ok(activation::unary(b, "sigmoid", x, activation::Saves::Output));
     Softmax(l: Softmax) = "softmax", r#"{"dim":-1}"#, |b, x| l.lower(b, x);
     Dropout(l: Dropout) = "dropout", "{}", |b, x| l.lower(b, x);
+    /// `x * factor` by a constant (Gemma's embedding scale).
+    Scale(l: Scale) = "scale", r#"{"factor":2.0}"#, |b, x| l.lower(b, x);
+    /// `tanh(x / cap) * cap` (Gemma 2's final logits).
+    LogitSoftcap(l: LogitSoftcap) = "logit_softcap", r#"{"cap":30.0}"#, |b, x| l.lower(b, x);
     MaxPool2d(l: MaxPool2d) = "max_pool2d", r#"{"kernel_size":2}"#, |b, x| l.lower(b, x);
     AvgPool2d(l: AvgPool2d) = "avg_pool2d", r#"{"kernel_size":2}"#, |b, x| l.lower(b, x);
     AdaptiveAvgPool2d(l: AdaptiveAvgPool2d) = "adaptive_avg_pool2d", r#"{"output_size":1}"#, |b, x| l.lower(b, x);
@@ -200,6 +206,10 @@ leaves {
     MultiheadAttention(l: MultiheadAttention) = "multihead_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// SwiGLU feed-forward (LLaMA): `down(silu(gate(x)) * up(x))`.
     GatedMlp(l: GatedMlp) = "gated_mlp", r#"{"hidden_size":128,"intermediate_size":344}"#, |b, x| l.lower(b, x);
+    /// Sparse mixture-of-experts feed-forward: router, resident experts, optional shared expert.
+    SparseMoe(l: SparseMoe) = "sparse_moe", r#"{"hidden_size":128,"num_experts":8,"top_k":2,"intermediate_size":256}"#, |b, x| l.lower(b, x);
+    /// DeepSeek's multi-head latent attention (low-rank Q and KV projections, decoupled RoPE).
+    MultiHeadLatentAttention(l: MultiHeadLatentAttention) = "multi_head_latent_attention", r#"{"hidden_size":128,"num_heads":4,"kv_lora_rank":32,"qk_rope_head_dim":16,"qk_nope_head_dim":32,"v_head_dim":32}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

@@ -122,6 +122,8 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "tanh" | "sigmoid" => json!({}),
                 "softmax" => json!({"dim": dim}),
                 "dropout" => json!({"p": p, "inplace": f1}),
+                "scale" => json!({"factor": p * 40.0}),
+                "logit_softcap" => json!({"cap": p * 50.0}),
                 "max_pool2d" => json!({"kernel_size": k, "stride": s, "padding": s, "ceil_mode": f1}),
                 "avg_pool2d" => json!({"kernel_size": k, "padding": s, "count_include_pad": f1}),
                 "adaptive_avg_pool2d" => json!({"output_size": if f1 { 1 } else { a }}),
@@ -134,7 +136,25 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "lstm" | "gru" | "rnn" => json!({"input_size": a, "hidden_size": b, "num_layers": k, "bidirectional": f1, "dropout": p}),
                 "multihead_attention" => json!({"embed_dim": a, "num_heads": k, "causal": f1, "rotary": f2, "fused_qkv": f1 && f2}),
                 "gated_mlp" => json!({"hidden_size": a, "intermediate_size": b}),
-                _ => json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else { "layer_norm" }}),
+                "sparse_moe" => json!({"hidden_size": a, "num_experts": 2 * k, "top_k": k, "intermediate_size": b,
+                    "router": if f1 { "grouped_sigmoid" } else { "softmax" }, "n_group": if f1 { 2 } else { 1 },
+                    "topk_group": if f1 { 2 } else { 1 }, "shared_intermediate_size": if f2 { json!(c) } else { json!(null) },
+                    "shared_expert_gate": f2 && !f1}),
+                "multi_head_latent_attention" => json!({"hidden_size": a, "num_heads": k, "q_lora_rank": if f1 { json!(c) } else { json!(null) },
+                    "kv_lora_rank": b, "qk_rope_head_dim": 2 * k, "qk_nope_head_dim": s, "v_head_dim": k + s, "rope_interleave": f2}),
+                _ => {
+                    let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else { "layer_norm" }});
+                    // the Hugging Face switches (issue 12), some at a time
+                    match dim {
+                        -3 => t["head_dim"] = json!(c),
+                        -2 => { t["parallel"] = json!(if f2 { "shared" } else { "separate" }); t["rotary"] = json!(true); t["rotary_dim"] = json!(s * 2) }
+                        -1 => { t["post_norms"] = json!(true); t["qk_norm"] = json!(true); t["logit_softcap"] = json!(p * 50.0) }
+                        0 => { t["sliding_window"] = json!(c); t["out_bias"] = json!(f2); t["mlp_bias"] = json!(!f2); t["norm_bias"] = json!(f1) }
+                        1 => t["attn_out_dropout"] = json!(p),
+                        _ => {}
+                    }
+                    t
+                }
             };
             let mut v = v;
             v["kind"] = json!(kind);

@@ -27,11 +27,35 @@ use crate::layer::args::Pair;
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
+mod dense;
+mod encoders;
+
+/// `PretrainedConfig` fields (and generation, tokenizer and hub bookkeeping) that change neither
+/// parameters nor training memory; accepted by every family that refuses unknown fields.
+const GENERIC_FIELDS: &[&str] = &[
+    "_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset", "architectures",
+    "model_type", "transformers_version", "torch_dtype", "dtype", "use_bfloat16", "torchscript", "return_dict",
+    "output_hidden_states", "output_attentions", "output_scores", "return_dict_in_generate", "use_cache",
+    "initializer_range", "init_std", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "cls_token_id",
+    "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id", "id2label", "label2id", "num_labels",
+    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", "auto_map",
+    "custom_pipelines", "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
+    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+    "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+    "chunk_size_feed_forward", "pruned_heads", "tf_legacy_loss", "is_encoder_decoder", "is_decoder",
+    "add_cross_attention", "tie_encoder_decoder", "cross_attention_hidden_size", "gradient_checkpointing",
+    "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings", "use_return_dict",
+];
+
 /// Default sequence length of imported decoders: their context, at most this.
 pub const MAX_DEFAULT_SEQ_LEN: u64 = 4096;
 
 /// The `model_type`s this importer understands.
-pub const MODEL_TYPES: &[&str] = &["bert", "gpt2", "llama", "vit"];
+pub const MODEL_TYPES: &[&str] = &[
+    "bert", "distilbert", "falcon", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
+    "phi3", "qwen2", "qwen3", "roberta", "starcoder2", "vit",
+];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
 pub fn from_config_json(text: &str) -> Result<ModelSpec> {
@@ -42,7 +66,7 @@ pub fn from_config_json(text: &str) -> Result<ModelSpec> {
 
 /// [`from_config_json`] for an already parsed object.
 pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
-    let c = Fields(obj);
+    let c = Fields::new(obj);
     let arch = c.architecture()?;
     let model_type = match c.str("model_type")? {
         Some(t) => t.to_string(),
@@ -55,18 +79,41 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "gpt2" => gpt2(&c, arch),
         "llama" => llama(&c, arch),
         "vit" => vit(&c, arch),
+        moe if super::hf_moe::MODEL_TYPES.contains(&moe) => super::hf_moe::from_config(obj, moe, arch),
+        "mistral" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3_text" | "phi3" => dense::llama_like(&c, arch, &model_type),
+        "phi" => dense::phi(&c, arch),
+        "gpt_neox" => dense::gpt_neox(&c, arch),
+        "falcon" => dense::falcon(&c, arch),
+        "opt" => dense::opt(&c, arch),
+        "starcoder2" => dense::starcoder2(&c, arch),
+        "roberta" => encoders::roberta(&c, arch),
+        "distilbert" => encoders::distilbert(&c, arch),
         other => Err(Error::Import(format!(
-            "unsupported model_type `{other}` (supported: {})",
-            MODEL_TYPES.join(", ")
+            "unsupported model_type `{other}` (supported: {}, {})",
+            MODEL_TYPES.join(", "),
+            super::hf_moe::MODEL_TYPES.join(", ")
         ))),
     }
 }
 
 fn family_of(arch: &str) -> Option<&'static str> {
-    [("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit")]
+    [
+        ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),
+        ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
+        ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
+        ("Roberta", "roberta"), ("DistilBert", "distilbert"),
+    ]
         .into_iter()
-        .find(|(prefix, _)| arch.starts_with(prefix))
+        .find(|(stem, _)| class_stem(arch) == *stem)
         .map(|(_, t)| t)
+}
+
+/// `LlamaForCausalLM` → `Llama`, `GPT2LMHeadModel` → `GPT2`, `BertModel` → `Bert`.
+fn class_stem(arch: &str) -> &str {
+    match arch.find("For") {
+        Some(i) if i > 0 => &arch[..i],
+        _ => arch.strip_suffix("LMHeadModel").or_else(|| arch.strip_suffix("Model")).unwrap_or(arch),
+    }
 }
 
 /// Picks the class to build: `arch` when it is one of `supported`, else `base` with a note.
@@ -80,13 +127,40 @@ fn pick(arch: Option<&str>, supported: &[&'static str], base: &'static str) -> (
     }
 }
 
-/// Typed access to a config object with transformers' defaults.
-struct Fields<'a>(&'a Map<String, Value>);
+/// Typed access to a config object with transformers' defaults; remembers which fields were read
+/// so that [`Fields::refuse_unknown`] can name the ones nothing understood.
+struct Fields<'a>(&'a Map<String, Value>, std::cell::RefCell<std::collections::BTreeSet<String>>);
 
-impl Fields<'_> {
+impl<'a> Fields<'a> {
+    fn new(obj: &'a Map<String, Value>) -> Self {
+        Fields(obj, Default::default())
+    }
+
     /// The field, or `None` when absent or `null` (transformers then uses its default).
     fn get(&self, key: &str) -> Option<&Value> {
+        self.1.borrow_mut().insert(key.to_string());
         self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    /// An error for the first field that was neither read nor is in [`GENERIC_FIELDS`] or the
+    /// family's `ignored` list (known fields that change neither parameters nor memory); and for
+    /// a `quantization_config`, whose formats the importer does not model.
+    fn refuse_unknown(&self, model_type: &str, ignored: &[&str]) -> Result<()> {
+        if let Some(q) = self.0.get("quantization_config").filter(|v| !v.is_null()) {
+            let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("unnamed");
+            return Err(Error::Import(format!(
+                "field `quantization_config`: quantization `{method}` is not modelled by the importer (import the unquantised config and choose the weights' precision in the estimate)"
+            )));
+        }
+        let seen = self.1.borrow();
+        for key in self.0.keys() {
+            if !seen.contains(key) && !GENERIC_FIELDS.contains(&key.as_str()) && !ignored.contains(&key.as_str()) {
+                return Err(Error::Import(format!(
+                    "field `{key}` is not understood by the `{model_type}` importer (it would change the model in a way not modelled, or is unknown); remove it if it does not matter"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn wrong(key: &str, want: &str, got: &Value) -> Error {
@@ -214,9 +288,8 @@ fn dropout(p: f64) -> Result<Layer> {
     serde_json::from_value(json!({"kind": "dropout", "p": p})).map_err(|_| invalid("dropout"))
 }
 
-/// `BertConfig` (transformers): defaults are BERT-base's.
-fn bert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
-    let (class, name) = pick(arch, &["BertModel", "BertForSequenceClassification"], "BertModel");
+/// The fields BERT and RoBERTa share, with `d`'s values as defaults.
+fn bert_config(c: &Fields, d: BertConfig) -> Result<BertConfig> {
     match c.str("position_embedding_type")? {
         None | Some("absolute") => {}
         Some(other) => {
@@ -225,7 +298,6 @@ fn bert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             )))
         }
     }
-    let d = BertConfig::base();
     let max_pos = c.size("max_position_embeddings", d.max_position_embeddings)?;
     let cfg = BertConfig {
         vocab_size: c.size("vocab_size", d.vocab_size)?,
@@ -242,6 +314,13 @@ fn bert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         num_labels: c.num_labels()?,
         seq_len: d.seq_len.min(max_pos),
     };
+    Ok(cfg)
+}
+
+/// `BertConfig` (transformers): defaults are BERT-base's.
+fn bert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["BertModel", "BertForSequenceClassification"], "BertModel");
+    let cfg = bert_config(c, BertConfig::base())?;
     let classifier = class == "BertForSequenceClassification";
     if classifier && cfg.num_labels == 0 {
         return Err(Error::Import("BertForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));

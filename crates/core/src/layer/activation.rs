@@ -188,6 +188,42 @@ pub fn softmax(b: &mut Builder, x: ValueId, out_dtype: Option<DType>) -> ValueId
     b.op("softmax", &ins, &[(shape, dt)], &[], true, &[], GradRule::Alloc)[0]
 }
 
+/// Multiplication by a constant (Gemma's embedding normaliser `hidden * sqrt(hidden_size)`):
+/// a new output; nothing is saved (the constant needs no gradient).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scale {
+    pub factor: f64,
+}
+
+impl Scale {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        if !self.factor.is_finite() {
+            return Err(format!("factor must be a finite number, got {}", self.factor));
+        }
+        Ok(unary(b, "mul_scalar", x, Saves::Nothing))
+    }
+}
+
+/// Logit soft-capping `tanh(x / cap) · cap` (Gemma 2's `final_logit_softcapping`), op by op:
+/// three outputs the size of the input, of which `tanh` keeps its own for backward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogitSoftcap {
+    pub cap: f64,
+}
+
+impl LogitSoftcap {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        if !(self.cap.is_finite() && self.cap > 0.0) {
+            return Err(format!("cap must be a positive number, got {}", self.cap));
+        }
+        let y = unary(b, "div_scalar", x, Saves::Nothing);
+        let y = unary(b, "tanh", y, Saves::Output);
+        Ok(unary(b, "mul_scalar", y, Saves::Nothing))
+    }
+}
+
 /// `nn.Dropout(p=0.5)`: in training, an output and a 1-byte mask (CUDA's `native_dropout`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -4,6 +4,7 @@
 //! materialises and saves `H × S × S` scores, probabilities and a dropout mask; SDPA's
 //! memory-efficient/flash kernels save only Q, K, V, the output and an `H × S` log-sum-exp.
 
+pub use super::sdpa::{sdpa_backend, SdpaBackend};
 use super::activation::{add, dropout, mul, softmax, unary, GeluApprox, Saves};
 use super::linear::{GatedMlp, Linear};
 use super::norm::{LayerNorm, RmsNorm};
@@ -38,14 +39,59 @@ pub struct MultiheadAttention {
     /// One `[D, 3D]` projection split into Q, K, V (GPT-2's `c_attn`, `nn.MultiheadAttention`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub fused_qkv: bool,
+    /// Size of one head (default `embed_dim / num_heads`); Gemma's 256 makes the Q/K/V width
+    /// `num_heads × head_dim` differ from `embed_dim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// Bias of the output projection (default: `bias`; Qwen2 has Q/K/V biases and none here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_bias: Option<bool>,
+    /// Rotary embedding on the first `rotary_dim` features of each head only (GPT-NeoX, Phi:
+    /// `partial_rotary_factor × head_dim`); the rest is concatenated back unrotated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotary_dim: Option<u64>,
+    /// A norm over each head's Q and K before rotary (Qwen3, Gemma 3: RMSNorm; Phi: LayerNorm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qk_norm: Option<NormKind>,
+    /// Sliding-window attention: each position sees at most this many previous ones (Mistral,
+    /// Gemma 2/3, Starcoder2). In training it changes only the mask path: eager attention is
+    /// unchanged; under SDPA a sequence at least this long needs an explicit mask, with which
+    /// transformers repeats grouped K/V heads (`repeat_kv`) instead of SDPA's `enable_gqa`.
+    /// Recorded for generation too (a capped KV cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
+    /// Gemma 2's `attn_logit_softcapping`: eager scores become `tanh(scores / cap) · cap`
+    /// (SDPA ignores it, as transformers' `sdpa_attention_forward` does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_softcap: Option<f64>,
 }
 
 impl MultiheadAttention {
     fn check(&self) -> LayerResult<(u64, u64)> {
         positive(self.embed_dim, "embed_dim")?;
         positive(self.num_heads, "num_heads")?;
-        if !self.embed_dim.is_multiple_of(self.num_heads) {
-            return Err(format!("embed_dim ({}) must be divisible by num_heads ({})", self.embed_dim, self.num_heads));
+        let hd = match self.head_dim {
+            Some(hd) => {
+                positive(hd, "head_dim")?;
+                hd
+            }
+            None if !self.embed_dim.is_multiple_of(self.num_heads) => {
+                return Err(format!("embed_dim ({}) must be divisible by num_heads ({})", self.embed_dim, self.num_heads));
+            }
+            None => self.embed_dim / self.num_heads,
+        };
+        if let Some(r) = self.rotary_dim {
+            if r == 0 || r > hd || !r.is_multiple_of(2) {
+                return Err(format!("rotary_dim ({r}) must be even, at least 2 and at most head_dim ({hd})"));
+            }
+        }
+        if self.sliding_window == Some(0) {
+            return Err("`sliding_window` must be at least 1".into());
+        }
+        if let Some(c) = self.logit_softcap {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(format!("logit_softcap must be a positive number, got {c}"));
+            }
         }
         let kv = self.num_kv_heads.unwrap_or(self.num_heads);
         positive(kv, "num_kv_heads")?;
@@ -55,7 +101,7 @@ impl MultiheadAttention {
         if !(0.0..=1.0).contains(&self.dropout) {
             return Err(format!("dropout must be between 0 and 1, got {}", self.dropout));
         }
-        Ok((self.embed_dim / self.num_heads, kv))
+        Ok((hd, kv))
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
@@ -73,29 +119,46 @@ impl MultiheadAttention {
         super::expect_last(b.shape(x), self.embed_dim, "features")?;
         let (seq, d, h) = (s[0], self.embed_dim, self.num_heads);
         let kv_dim = kvh.saturating_mul(hd);
+        let q_dim = h.saturating_mul(hd);
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
         let (q, k, v) = if self.fused_qkv {
-            let qkv = proj(d, d.saturating_add(kv_dim.saturating_mul(2))).lower(b, x)?;
-            let q = b.view(qkv, Shape::new([seq, d]));
+            let qkv = proj(d, q_dim.saturating_add(kv_dim.saturating_mul(2))).lower(b, x)?;
+            let q = b.view(qkv, Shape::new([seq, q_dim]));
             let k = b.view(qkv, Shape::new([seq, kv_dim]));
             let v = b.view(qkv, Shape::new([seq, kv_dim]));
             (q, k, v)
         } else {
-            (proj(d, d).lower(b, x)?, proj(d, kv_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
+            (proj(d, q_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
         };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
         let mut k = b.view(k, Shape::new([kvh, seq, hd]));
         let mut v = b.view(v, Shape::new([kvh, seq, hd]));
+        if let Some(kind) = self.qk_norm {
+            // `q_norm(q.view(..., head_dim))`: per-head norms with `head_dim` weights
+            q = qk_norm(b, kind, q, hd)?;
+            k = qk_norm(b, kind, k, hd)?;
+        }
         if self.rotary {
-            q = rotary(b, q);
-            k = rotary(b, k);
+            let rd = self.rotary_dim.unwrap_or(hd);
+            q = rotary(b, q, rd);
+            k = rotary(b, k, rd);
         }
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
         let eager = b.opts.attention == AttentionImpl::Eager;
-        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, false, dropout_p) == SdpaBackend::Math;
+        // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
+        let explicit_mask = !eager && self.sliding_window.is_some_and(|w| seq >= w);
+        if !eager && self.causal && b.training() {
+            // Hugging Face decoders train with `use_cache=True`: `DynamicCache.update` returns
+            // `torch.cat` copies of K and V, which SDPA then saves; so a fused Q/K/V projection is
+            // not kept alive by a saved view of V.
+            let (ks, vs) = (b.shape(k).clone(), b.shape(v).clone());
+            k = copy(b, k, ks);
+            v = copy(b, v, vs);
+        }
+        let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, explicit_mask, dropout_p) == SdpaBackend::Math;
         let out = match eager || math {
             true => {
                 if kvh != h {
@@ -105,6 +168,12 @@ impl MultiheadAttention {
                 }
                 let scores = bmm(b, q, k, Shape::new([h, seq, seq]), true);
                 let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+                if self.logit_softcap.is_some() {
+                    // `attn_weights / softcap; tanh; * softcap`: tanh keeps its output
+                    scores = unary(b, "div_scalar", scores, Saves::Nothing);
+                    scores = unary(b, "tanh", scores, Saves::Output);
+                    scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+                }
                 if self.causal {
                     let mask = causal_mask(b, seq, b.dtype(scores), eager);
                     scores = add(b, scores, mask);
@@ -135,11 +204,18 @@ impl MultiheadAttention {
                 }
                 let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
-                copy(b, out, Shape::new([seq, d]))
+                copy(b, out, Shape::new([seq, q_dim]))
             }
             false => {
+                // A window shorter than the sequence needs an explicit mask, and transformers'
+                // `sdpa_attention_forward` then gives grouped K/V heads to SDPA as `repeat_kv`
+                // copies (saved for backward) instead of `enable_gqa`.
+                if kvh != h && explicit_mask {
+                    k = copy(b, k, Shape::new([h, seq, hd]));
+                    v = copy(b, v, Shape::new([h, seq, hd]));
+                }
                 let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                let fused = sdpa_backend(b.opts.device, dt, hd, false, dropout_p);
+                let fused = sdpa_backend(b.opts.device, dt, hd, explicit_mask, dropout_p);
                 // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
                 // kernel pads it to a multiple of 32 (`aten/src/ATen/native/transformers/cuda/
                 // attention.cu`, `_efficient_attention_forward`: `ceil_div(max_seqlen_q, 32) * 32`).
@@ -147,43 +223,11 @@ impl MultiheadAttention {
                 let lse = (Shape::new([h, lse_len]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
                 // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
-                b.view(out, Shape::new([seq, d]))
+                b.view(out, Shape::new([seq, q_dim]))
             }
         };
-        Ok((proj(d, d).lower(b, out)?, weights))
-    }
-}
-
-/// The kernel `F.scaled_dot_product_attention` dispatches to (`_fused_sdp_choice`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SdpaBackend {
-    /// Saves Q, K, V, the output and a `[H, S]` fp32 log-sum-exp.
-    Flash,
-    /// CUDA's memory-efficient kernel: as flash, the log-sum-exp padded to 32 rows.
-    MemEfficient,
-    /// The composite `_scaled_dot_product_attention_math`: matmul, softmax, dropout, matmul,
-    /// each saving what eager attention saves (the `S × S` weights and the dropout mask).
-    Math,
-}
-
-/// Which SDPA kernel PyTorch 2.15 picks for `dtype`, an explicit `attn_mask` and `dropout_p`
-/// (Hugging Face passes `dropout=0.0` outside training).
-///
-/// CPU (`aten/src/ATen/native/transformers/sdp_utils_cpp.cpp`, `select_sdp_backend_cpp`): the
-/// order is flash, then math; `use_flash_attention_cpp` accepts fp32, fp64, bf16 and fp16 and a
-/// broadcastable mask, but `check_for_dropout` refuses any `dropout_p > 0`, so attention dropout
-/// in training falls back to the math kernel (BERT-base's 0.1 does).
-///
-/// CUDA (`aten/src/ATen/native/transformers/cuda/sdp_utils.cpp`, `select_sdp_backend`): flash,
-/// then memory-efficient, then math; flash needs fp16/bf16 and no `attn_mask` and supports
-/// dropout and head sizes up to 256 (`check_head_dim_size_flash`), the memory-efficient kernel
-/// takes fp32, masks and larger heads. Alignments either kernel pads or refuses are not modelled.
-pub fn sdpa_backend(device: Device, dtype: DType, head_dim: u64, has_mask: bool, dropout: f64) -> SdpaBackend {
-    match device {
-        Device::Cpu if dropout > 0.0 => SdpaBackend::Math,
-        Device::Cpu => SdpaBackend::Flash,
-        Device::Cuda if matches!(dtype, DType::F16 | DType::Bf16) && !has_mask && head_dim <= 256 => SdpaBackend::Flash,
-        Device::Cuda => SdpaBackend::MemEfficient,
+        let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
+        Ok((o.lower(b, out)?, weights))
     }
 }
 
@@ -203,9 +247,26 @@ fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> 
     b.op("bmm", &[left, right], &[(out, dt)], &[left, right], false, &[], GradRule::Alloc)[0]
 }
 
-/// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`).
-fn rotary(b: &mut Builder, x: ValueId) -> ValueId {
-    let s = b.shape(x).0.clone();
+/// A head-wise norm of `[H, S, hd]` (its input is a view of the projection, its output new).
+fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<ValueId> {
+    match kind {
+        NormKind::RmsNorm => RmsNorm { normalized_shape: hd, eps: 1e-6 }.lower(b, x),
+        NormKind::LayerNorm => LayerNorm { normalized_shape: hd, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, x),
+    }
+}
+
+/// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`) on the first
+/// `dim` features of each head; with `dim < head_dim` (partial rotary) the rotated part is
+/// concatenated with the rest, a new `[H, S, hd]` tensor.
+fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
+    let full = b.shape(x).0.clone();
+    if dim < full[2] {
+        let part = b.view(x, Shape::new([full[0], full[1], dim]));
+        let r = rotary(b, part, dim);
+        let dt = b.dtype(x);
+        return b.op("cat", &[r, x], &[(Shape(full), dt)], &[], false, &[], GradRule::Alloc)[0];
+    }
+    let s = full;
     let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]));
     let a = mul(b, x, cos);
     let half = Shape::new([s[0], s[1], s[2] / 2]);
@@ -304,6 +365,53 @@ pub struct TransformerLayer {
     pub rotary: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub fused_qkv: bool,
+    /// Size of one attention head (default `d_model / nhead`; Gemma, Qwen3, Mistral set it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// Bias of the attention output projection (default `bias`; `bias` itself is Q/K/V's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_bias: Option<bool>,
+    /// Biases of the feed-forward projections (default `bias`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlp_bias: Option<bool>,
+    /// Bias of the LayerNorms (default `bias`; Falcon has bias-free linears and LayerNorm biases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm_bias: Option<bool>,
+    /// Partial rotary: only the first `rotary_dim` features of each head rotate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotary_dim: Option<u64>,
+    /// Per-head norm (of the layer's `norm` kind, `head_dim` weights) on Q and K (Qwen3, Gemma 3, Phi).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm: bool,
+    /// Sliding-window attention span (recorded; training memory is unchanged, see `multihead_attention`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
+    /// Attention-logit soft-capping (Gemma 2; eager attention only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_softcap: Option<f64>,
+    /// Attention and feed-forward read the same input and their outputs are added to it
+    /// (GPT-J style: GPT-NeoX, Falcon, Phi): `x + attn(n1(x)) + mlp(n2(x))`. Pre-norm only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelNorms>,
+    /// Norms also on the attention and feed-forward outputs, before each residual add
+    /// (Gemma 2/3's `post_attention_layernorm` and `post_feedforward_layernorm`). Pre-norm only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub post_norms: bool,
+    /// Dropout on the attention output before its residual add (default `dropout`; DistilBERT
+    /// has none there, only after the feed-forward).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attn_out_dropout: Option<f64>,
+}
+
+/// How a parallel attention + feed-forward block normalises its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParallelNorms {
+    /// One norm feeds both (Phi, Falcon-7B's `input_layernorm`).
+    Shared,
+    /// One norm each (GPT-NeoX's `input_layernorm` / `post_attention_layernorm`, Falcon-40B's
+    /// `ln_attn` / `ln_mlp`).
+    Separate,
 }
 
 fn ffn() -> u64 {
@@ -319,6 +427,9 @@ fn ln_eps() -> f64 {
 impl TransformerLayer {
     pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
         positive(self.dim_feedforward, "dim_feedforward")?;
+        if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
+            return Err("`parallel` and `post_norms` need `norm_first: true`".into());
+        }
         let attn = MultiheadAttention {
             embed_dim: self.d_model,
             num_heads: self.nhead,
@@ -328,14 +439,39 @@ impl TransformerLayer {
             causal,
             rotary: self.rotary,
             fused_qkv: self.fused_qkv,
+            head_dim: self.head_dim,
+            out_bias: self.out_bias,
+            rotary_dim: self.rotary_dim,
+            qk_norm: self.qk_norm.then_some(self.norm),
+            sliding_window: self.sliding_window,
+            logit_softcap: self.logit_softcap,
         };
-        let out = if self.norm_first {
+        let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
             let (a, weights) = attn.lower_with_weights(b, n)?;
-            let a = dropout(b, a, self.dropout);
+            let a = dropout(b, a, self.attn_out_dropout.unwrap_or(self.dropout));
+            let n2 = match p {
+                ParallelNorms::Shared => n,
+                ParallelNorms::Separate => self.norm(b, x)?,
+            };
+            let (m, _) = self.mlp(b, n2)?;
+            let am = add(b, m, a);
+            let out = add(b, am, x);
+            if let Some(w) = weights { b.hold(w) }
+            out
+        } else if self.norm_first {
+            let n = self.norm(b, x)?;
+            let (mut a, weights) = attn.lower_with_weights(b, n)?;
+            if self.post_norms {
+                a = self.norm(b, a)?;
+            }
+            let a = dropout(b, a, self.attn_out_dropout.unwrap_or(self.dropout));
             let h = add(b, x, a);
             let n2 = self.norm(b, h)?;
-            let (m, _) = self.mlp(b, n2)?;
+            let (mut m, _) = self.mlp(b, n2)?;
+            if self.post_norms {
+                m = self.norm(b, m)?;
+            }
             let out = add(b, h, m);
             if let Some(w) = weights { b.hold(w) }
             out
@@ -344,7 +480,7 @@ impl TransformerLayer {
             // (the dropout output) alive while the norm runs, and `intermediate_output` stays
             // referenced through `BertOutput`.
             let (a, weights) = attn.lower_with_weights(b, x)?;
-            let a = dropout(b, a, self.dropout);
+            let a = dropout(b, a, self.attn_out_dropout.unwrap_or(self.dropout));
             let h = add(b, a, x);
             let h = self.norm(b, h)?;
             b.hold(a);
@@ -361,21 +497,25 @@ impl TransformerLayer {
 
     fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         match self.norm {
-            NormKind::LayerNorm => {
-                LayerNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps, elementwise_affine: true, bias: self.bias }
-                    .lower(b, x)
+            NormKind::LayerNorm => LayerNorm {
+                normalized_shape: self.d_model,
+                eps: self.layer_norm_eps,
+                elementwise_affine: true,
+                bias: self.norm_bias.unwrap_or(self.bias),
             }
+            .lower(b, x),
             NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps }.lower(b, x),
         }
     }
 
     /// The feed-forward block and its activation output (the intermediate tensor).
     fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
+        let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
-            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias: self.bias }.lower(b, x)?;
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias }.lower(b, x)?;
             (m, m)
         } else {
-            let fc = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
+            let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };
             let h = fc(self.d_model, self.dim_feedforward).lower(b, x)?;
             let h = match self.activation {
                 FfnActivation::Relu => unary(b, "relu", h, Saves::Output),
@@ -492,5 +632,41 @@ mod tests {
         let l = one(json!({"kind": "transformer_decoder_layer", "d_model": 4096, "nhead": 32, "dim_feedforward": 11008,
             "norm_first": true, "bias": false, "norm": "rms_norm", "gated_mlp": true, "rotary": true}), &[16, 4096]);
         assert_eq!((l.shape, l.params), (vec![16, 4096], 202_383_360));
+    }
+
+    #[test]
+    fn hugging_face_switches_params() {
+        let layer = |extra: serde_json::Value| {
+            let mut l = json!({"kind": "transformer_decoder_layer", "d_model": 64, "nhead": 4, "dim_feedforward": 128,
+                "norm_first": true, "bias": false, "norm": "rms_norm", "gated_mlp": true, "rotary": true, "num_kv_heads": 2});
+            for (k, v) in extra.as_object().unwrap() {
+                l[k] = v.clone();
+            }
+            one(l, &[8, 64]).params
+        };
+        // LLaMA-style: q, o 64² each, k, v 64·32 each, MLP 3·64·128, two norms 2·64: 36,992
+        let base = layer(json!({}));
+        assert_eq!(base, 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64);
+        // head_dim 32 (Gemma-style): Q/K/V/O are 4·32 = 128 wide for q, 2·32 = 64 for k and v
+        assert_eq!(layer(json!({"head_dim": 32})), 2 * 64 * 128 + 2 * 64 * 64 + 3 * 64 * 128 + 2 * 64);
+        // Qwen2: Q/K/V biases (64 + 2·32), none on o_proj or the MLP
+        assert_eq!(layer(json!({"bias": true, "out_bias": false, "mlp_bias": false})), base + 64 + 2 * 32);
+        // Qwen3: per-head RMSNorm on Q and K, 16 weights each
+        assert_eq!(layer(json!({"qk_norm": true})), base + 2 * 16);
+        // Gemma 2: two more norms; windows and soft-capping add no parameters
+        assert_eq!(layer(json!({"post_norms": true, "sliding_window": 4, "logit_softcap": 50.0})), base + 2 * 64);
+        // parallel with one shared norm (Phi): one norm fewer; with two (GPT-NeoX): as many
+        assert_eq!(layer(json!({"parallel": "shared"})), base - 64);
+        assert_eq!(layer(json!({"parallel": "separate", "rotary_dim": 8})), base);
+    }
+
+    #[test]
+    fn hugging_face_switches_refuse_what_transformers_cannot_build() {
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 64, "num_heads": 4, "rotary": true, "rotary_dim": 3}), &[8, 64]);
+        assert!(e.contains("rotary_dim"), "{e}");
+        let e = error(json!({"kind": "transformer_decoder_layer", "d_model": 64, "nhead": 4, "parallel": "shared"}), &[8, 64]);
+        assert!(e.contains("norm_first"), "{e}");
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 64, "num_heads": 4, "sliding_window": 0}), &[8, 64]);
+        assert!(e.contains("sliding_window"), "{e}");
     }
 }

@@ -7,10 +7,13 @@ pub mod attention;
 pub mod conv;
 pub mod embedding;
 pub mod linear;
+pub mod mla;
+pub mod moe;
 pub mod norm;
 pub mod pool;
 pub mod recurrent;
 pub mod reshape;
+pub mod sdpa;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
 pub type LayerResult<T> = std::result::Result<T, String>;

@@ -108,6 +108,17 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         num_kv_heads: None,
         rotary: false,
         fused_qkv: false,
+        head_dim: None,
+        out_bias: None,
+        mlp_bias: None,
+        norm_bias: None,
+        rotary_dim: None,
+        qk_norm: false,
+        sliding_window: None,
+        logit_softcap: None,
+        parallel: None,
+        post_norms: false,
+        attn_out_dropout: None,
     }
 }
 

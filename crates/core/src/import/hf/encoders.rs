@@ -1,0 +1,90 @@
+//! Encoder families beside BERT: `roberta` (BERT's layers and embeddings, its own classifier
+//! head) and `distilbert` (no token types, no pooler, no dropout after attention).
+
+use super::{bert_config, dropout, invalid, pick, Fields};
+use crate::error::{Error, Result};
+use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::embedding::{Embedding, PositionalEmbedding};
+use crate::layer::linear::Linear;
+use crate::layer::norm::LayerNorm;
+use crate::presets::{self, BertConfig};
+use crate::spec::{Layer, ModelSpec};
+use serde_json::json;
+
+fn linear(i: u64, o: u64) -> Layer {
+    Layer::Linear(Linear { in_features: i, out_features: o, bias: true, tied_weight: false })
+}
+
+fn select_first() -> Result<Layer> {
+    serde_json::from_value(json!({"kind": "select_token", "index": 0})).map_err(|_| invalid("select_token"))
+}
+
+/// `RobertaConfig` (transformers): BERT's fields with roberta-base's vocabulary. `RobertaModel`
+/// keeps BERT's pooler; `RobertaForSequenceClassification` has none (`add_pooling_layer=False`)
+/// and classifies `[CLS]` with `dropout, dense, tanh, dropout, out_proj`.
+pub(super) fn roberta(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["RobertaModel", "RobertaForSequenceClassification"], "RobertaModel");
+    let cfg = bert_config(c, BertConfig { vocab_size: 50265, ..BertConfig::base() })?;
+    let classifier = class == "RobertaForSequenceClassification";
+    if classifier && cfg.num_labels == 0 {
+        return Err(Error::Import("RobertaForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+    }
+    let head_dropout = c.get("classifier_dropout").map(|_| c.prob("classifier_dropout", 0.0)).transpose()?;
+    c.refuse_unknown("roberta", &["tie_word_embeddings"])?;
+    let mut spec = presets::bert(&cfg, false).ok_or_else(|| invalid("RoBERTa"))?;
+    if classifier {
+        let (h, p) = (cfg.hidden_size, head_dropout.unwrap_or(cfg.hidden_dropout_prob));
+        // drop the pooler (dense + tanh); keep `[CLS]`
+        spec.layers.truncate(spec.layers.len() - 2);
+        spec.layers.extend([dropout(p)?, linear(h, h), Layer::Tanh, dropout(p)?, linear(h, cfg.num_labels)]);
+    }
+    spec.name = Some(name);
+    Ok(spec)
+}
+
+/// `DistilBertConfig` (transformers): defaults are distilbert-base's. Embeddings are words plus
+/// positions (`position_ids` buffer), LayerNorm and dropout; post-norm layers with dropout only
+/// after the feed-forward; `DistilBertForSequenceClassification` adds `pre_classifier`, ReLU,
+/// dropout and `classifier` on `[CLS]`.
+pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) =
+        pick(arch, &["DistilBertModel", "DistilBertForSequenceClassification"], "DistilBertModel");
+    if c.flag("sinusoidal_pos_embds", false)? {
+        return Err(Error::Import("field `sinusoidal_pos_embds`: frozen sinusoidal positions are not modelled (only false)".into()));
+    }
+    let dim = c.size("dim", 768)?;
+    let vocab = c.size("vocab_size", 30522)?;
+    let max_pos = c.size("max_position_embeddings", 512)?;
+    let p = c.prob("dropout", 0.1)?;
+    let layer = TransformerLayer {
+        dropout: p,
+        attention_dropout: Some(c.prob("attention_dropout", 0.1)?),
+        attn_out_dropout: Some(0.0),
+        activation: c.activation("activation", FfnActivation::Gelu)?,
+        layer_norm_eps: 1e-12,
+        ..presets::transformer_layer(dim, c.size("n_heads", 12)?, c.size("hidden_dim", 3072)?)
+    };
+    let mut layers = vec![
+        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: dim, padding_idx: None }),
+        Layer::PositionalEmbedding(PositionalEmbedding {
+            num_embeddings: max_pos,
+            embedding_dim: dim,
+            per_sample: false,
+            index_buffer: max_pos,
+            inplace: false,
+        }),
+        Layer::LayerNorm(LayerNorm { normalized_shape: dim, eps: 1e-12, elementwise_affine: true, bias: true }),
+        dropout(p)?,
+        Layer::Repeat { times: c.size("n_layers", 6)?, body: vec![Layer::TransformerEncoderLayer(layer)] },
+    ];
+    let head_dropout = c.prob("seq_classif_dropout", 0.2)?;
+    if class == "DistilBertForSequenceClassification" {
+        let labels = c.num_labels()?;
+        if labels == 0 {
+            return Err(Error::Import("DistilBertForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+        }
+        layers.extend([select_first()?, linear(dim, dim), Layer::Relu(Default::default()), dropout(head_dropout)?, linear(dim, labels)]);
+    }
+    c.refuse_unknown("distilbert", &["qa_dropout", "tie_word_embeddings"])?;
+    Ok(presets::token_model(&name, BertConfig::base().seq_len.min(max_pos), vocab, layers))
+}

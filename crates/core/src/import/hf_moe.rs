@@ -1,0 +1,431 @@
+//! Hugging Face `config.json` → spec for the mixture-of-experts decoders: `mixtral`, `qwen2_moe`,
+//! `qwen3_moe` and `deepseek_v3`, built as transformers 5.24 instantiates their `…ForCausalLM`
+//! (or `…Model`) class, so `params` is PyTorch's `sum(p.numel() for p in model.parameters())`.
+//!
+//! | `model_type` | layer | feed-forward |
+//! |---|---|---|
+//! | `mixtral` | RMSNorm, GQA + RoPE | [`SparseMoe`], `softmax_fp32` router, no shared expert |
+//! | `qwen2_moe` | RMSNorm, GQA + RoPE, q/k/v biases (`qkv_bias`), no `o_proj` bias | [`SparseMoe`] + shared expert and `shared_expert_gate`; dense `intermediate_size` MLP on `mlp_only_layers` and off `decoder_sparse_step` |
+//! | `qwen3_moe` | as `qwen2_moe` plus per-head RMSNorm on q and k (`q_norm`, `k_norm`), `attention_bias` | [`SparseMoe`], no shared expert |
+//! | `deepseek_v3` | [`MultiHeadLatentAttention`] | dense SwiGLU on the first `first_k_dense_replace` layers, then [`SparseMoe`] with the `grouped_sigmoid` router and `n_shared_experts` |
+//!
+//! DeepSeek-V3's multi-token-prediction layers (`num_nextn_predict_layers`) are not built by
+//! transformers (`DeepseekV3Model` has `num_hidden_layers` layers; the checkpoint's layer 61 is
+//! ignored on load), so they are not here either.
+//!
+//! Every field is checked: a field this importer does not know, with a non-null value, is an
+//! [`Error::Import`] naming it, and so is a `quantization_config` (an fp8 or 4-bit checkpoint is
+//! not modelled: the estimate would silently be for unquantized weights). Routing assumption: see
+//! [`crate::layer::moe`] — with transformers' dropless `grouped_mm` dispatch the routed
+//! activations are `tokens · top_k` rows whatever the balance, so uniform and skewed routing give
+//! the same figure.
+
+use super::hf::MAX_DEFAULT_SEQ_LEN;
+use crate::error::{Error, Result};
+use crate::layer::attention::{MultiheadAttention, NormKind};
+use crate::layer::embedding::Embedding;
+use crate::layer::linear::{GatedMlp, Linear};
+use crate::layer::mla::MultiHeadLatentAttention;
+use crate::layer::moe::{Router, SparseMoe};
+use crate::layer::norm::RmsNorm;
+use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+/// The `model_type`s this module imports.
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"];
+
+/// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
+/// each decoder layer is several).
+const MAX_LAYERS: u64 = 20_000;
+
+/// Fields with no effect on the parameters or the memory of a training step (token ids,
+/// initialisation, generation and logging switches, RoPE frequencies, auxiliary-loss weights).
+const INERT: &[&str] = &[
+    "architectures", "model_type", "transformers_version", "_name_or_path", "bos_token_id", "eos_token_id",
+    "pad_token_id", "initializer_range", "use_cache", "output_router_logits", "router_aux_loss_coef",
+    "torch_dtype", "dtype", "rope_parameters", "rope_theta", "rope_scaling", "return_dict", "output_attentions",
+    "output_hidden_states", "id2label", "label2id", "auto_map", "tokenizer_class", "max_position_embeddings",
+    "hidden_act", "rms_norm_eps", "attention_dropout", "tie_word_embeddings",
+];
+
+/// Builds the spec of a `model_type` in [`MODEL_TYPES`].
+pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str>) -> Result<ModelSpec> {
+    if let Some(q) = obj.get("quantization_config").filter(|v| !v.is_null()) {
+        let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("unknown");
+        return Err(Error::Import(format!(
+            "`quantization_config` ({method}) is not modelled: the estimate would be for unquantized weights \
+             (remove the field to estimate the model in the precision you choose)"
+        )));
+    }
+    let c = Cfg { map: obj, seen: RefCell::new(BTreeSet::new()) };
+    let prefix = match model_type {
+        "mixtral" => "Mixtral",
+        "qwen2_moe" => "Qwen2Moe",
+        "qwen3_moe" => "Qwen3Moe",
+        "deepseek_v3" => "DeepseekV3",
+        other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
+    };
+    let (head, name) = pick_class(prefix, arch);
+    let d = Defaults::of(model_type);
+    let h = c.size("hidden_size", d.hidden)?;
+    let vocab = c.size("vocab_size", d.vocab)?;
+    let n_layers = c.size("num_hidden_layers", d.layers)?;
+    if n_layers > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n_layers}) is more than a spec can hold ({MAX_LAYERS})")));
+    }
+    let eps = c.float("rms_norm_eps", d.eps)?;
+    let max_pos = c.size("max_position_embeddings", d.max_pos)?;
+    match c.str("hidden_act")?.unwrap_or("silu") {
+        "silu" | "swish" => {}
+        other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not supported (silu)"))),
+    }
+    let layers: Vec<(Layer, Layer)> = match model_type {
+        "deepseek_v3" => deepseek_v3(&c, h, n_layers, eps)?,
+        _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
+    };
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.finish(model_type)?;
+    let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None })];
+    spec_layers.extend(group(layers, h, eps));
+    spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps }));
+    if head {
+        spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
+    }
+    Ok(ModelSpec {
+        version: SPEC_VERSION,
+        name: Some(name),
+        input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
+        layers: spec_layers,
+        loss: Loss::CrossEntropy,
+    })
+}
+
+/// `…ForCausalLM` (with `lm_head`) or `…Model`; another class falls back to the base model.
+fn pick_class(prefix: &str, arch: Option<&str>) -> (bool, String) {
+    let (lm, base) = (format!("{prefix}ForCausalLM"), format!("{prefix}Model"));
+    match arch {
+        Some(a) if a == lm => (true, lm),
+        Some(a) if a == base => (false, base),
+        Some(a) => (false, format!("{base} (imported from a {a} config; its task head is not modelled)")),
+        None => (false, base),
+    }
+}
+
+/// The config class defaults transformers fills in for an absent field.
+struct Defaults {
+    hidden: u64,
+    vocab: u64,
+    layers: u64,
+    heads: u64,
+    kv_heads: u64,
+    intermediate: u64,
+    eps: f64,
+    max_pos: u64,
+}
+
+impl Defaults {
+    fn of(model_type: &str) -> Defaults {
+        match model_type {
+            // MixtralConfig()
+            "mixtral" => Defaults { hidden: 4096, vocab: 32000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 131072 },
+            // Qwen2MoeConfig()
+            "qwen2_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 16, kv_heads: 16, intermediate: 5632, eps: 1e-6, max_pos: 32768 },
+            // Qwen3MoeConfig()
+            "qwen3_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 32, kv_heads: 4, intermediate: 6144, eps: 1e-6, max_pos: 32768 },
+            // DeepseekV3Config()
+            _ => Defaults { hidden: 7168, vocab: 129280, layers: 61, heads: 128, kv_heads: 128, intermediate: 18432, eps: 1e-6, max_pos: 4096 },
+        }
+    }
+}
+
+/// One decoder layer as `(attention, feed-forward)`, each to be wrapped in `residual(norm, …)`.
+type Block = (Layer, Layer);
+
+/// Runs of equal layers become `repeat`s (one activation-checkpointing unit per repetition) of
+/// `residual([rms_norm, attention]), residual([rms_norm, feed-forward])`.
+fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
+    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps });
+    let res = |l: Layer| Layer::Residual { body: vec![norm(), l], shortcut: None, inplace: false };
+    let mut out: Vec<(u64, Block)> = Vec::new();
+    for block in layers {
+        match out.last_mut() {
+            Some((n, last)) if *last == block => *n += 1,
+            _ => out.push((1, block)),
+        }
+    }
+    out.into_iter().map(|(times, (a, f))| Layer::Repeat { times, body: vec![res(a), res(f)] }).collect()
+}
+
+/// Mixtral, Qwen2-MoE and Qwen3-MoE: grouped-query attention and a softmax-routed MoE.
+fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps: f64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    if let Some(hd) = c.opt_int("head_dim")? {
+        if hd.checked_mul(heads) != Some(h) {
+            return Err(Error::Import(format!(
+                "field `head_dim` ({hd}) × num_attention_heads ({heads}) must equal hidden_size ({h}): other head sizes are not supported yet"
+            )));
+        }
+    }
+    if c.flag("use_sliding_window", false)? {
+        return Err(Error::Import("field `use_sliding_window`: sliding-window attention is not modelled".into()));
+    }
+    c.ignore(&["max_window_layers"]);
+    if model_type == "mixtral" {
+        if c.opt_int("sliding_window")?.is_some() {
+            return Err(Error::Import("field `sliding_window`: sliding-window attention is not modelled (null for full attention)".into()));
+        }
+        if c.float("router_jitter_noise", 0.0)? != 0.0 {
+            return Err(Error::Import("field `router_jitter_noise`: router jitter in training is not modelled (0 turns it off)".into()));
+        }
+    } else {
+        c.ignore(&["sliding_window"]);
+        if let Some(Value::Array(types)) = c.get("layer_types") {
+            if let Some(t) = types.iter().find(|t| t.as_str() != Some("full_attention")) {
+                return Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention)")));
+            }
+        }
+    }
+    let (qkv_bias, out_bias, qk_norm) = match model_type {
+        "mixtral" => (false, false, false),
+        "qwen2_moe" => (c.flag("qkv_bias", true)?, false, false),
+        _ => {
+            let b = c.flag("attention_bias", false)?;
+            (b, b, true)
+        }
+    };
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: c.prob("attention_dropout", 0.0)?,
+        bias: qkv_bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        out_bias: (out_bias != qkv_bias).then_some(out_bias),
+        qk_norm: qk_norm.then_some(NormKind::RmsNorm),
+        head_dim: None,
+        rotary_dim: None,
+        sliding_window: None,
+        logit_softcap: None,
+    });
+    let (experts_key, experts_default) = match model_type {
+        "mixtral" => ("num_local_experts", 8),
+        "qwen2_moe" => ("num_experts", 60),
+        _ => ("num_experts", 128),
+    };
+    // Qwen3MoeConfig 5.24 writes `num_local_experts`; published Qwen3 configs `num_experts`.
+    let experts = match (c.opt_int(experts_key)?, c.opt_int("num_local_experts")?) {
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => experts_default,
+    };
+    let top_k = c.size("num_experts_per_tok", if model_type == "mixtral" { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
+    let dense_i = c.size("intermediate_size", d.intermediate)?;
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false });
+    if model_type == "mixtral" {
+        let moe = SparseMoe {
+            hidden_size: h,
+            num_experts: experts,
+            top_k,
+            intermediate_size: dense_i,
+            router: Router::SoftmaxFp32,
+            norm_topk_prob: true,
+            n_group: 1,
+            topk_group: 1,
+            shared_intermediate_size: None,
+            shared_expert_gate: false,
+        };
+        return Ok((0..n_layers).map(|_| (attn.clone(), Layer::SparseMoe(moe.clone()))).collect());
+    }
+    let shared = if model_type == "qwen2_moe" { Some(c.size("shared_expert_intermediate_size", 5632)?) } else { None };
+    let moe = SparseMoe {
+        hidden_size: h,
+        num_experts: experts,
+        top_k,
+        intermediate_size: c.size("moe_intermediate_size", if model_type == "qwen2_moe" { 1408 } else { 768 })?,
+        router: Router::Softmax,
+        norm_topk_prob: c.flag("norm_topk_prob", false)?,
+        n_group: 1,
+        topk_group: 1,
+        shared_intermediate_size: shared,
+        shared_expert_gate: shared.is_some(),
+    };
+    // Qwen2MoeDecoderLayer: a sparse block where `layer_idx not in mlp_only_layers and
+    // num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0`, else the dense MLP.
+    let step = c.int("decoder_sparse_step", 1)?;
+    let mlp_only = c.int_list("mlp_only_layers")?;
+    Ok((0..n_layers)
+        .map(|i| {
+            let sparse = !mlp_only.contains(&i) && experts > 0 && step > 0 && (i + 1) % step == 0;
+            (attn.clone(), if sparse { Layer::SparseMoe(moe.clone()) } else { dense.clone() })
+        })
+        .collect())
+}
+
+/// DeepSeek-V3: latent attention; dense SwiGLU first, grouped-sigmoid-routed MoE after.
+fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", 128)?;
+    // DeepseekV3Attention has num_attention_heads K/V heads after kv_b_proj; `num_key_value_heads`
+    // sizes nothing.
+    c.ignore(&["num_key_value_heads", "pretraining_tp", "num_nextn_predict_layers", "ep_size"]);
+    let rope = c.size("qk_rope_head_dim", 64)?;
+    let nope = c.int("qk_nope_head_dim", 128)?;
+    if let Some(qk) = c.opt_int("qk_head_dim")? {
+        if qk != nope.saturating_add(rope) {
+            return Err(Error::Import(format!("field `qk_head_dim` ({qk}) must be qk_nope_head_dim + qk_rope_head_dim ({})", nope.saturating_add(rope))));
+        }
+    }
+    // DeepseekV3Config sets `head_dim = qk_rope_head_dim` (for the rotary embedding)
+    if let Some(hd) = c.opt_int("head_dim")? {
+        if hd != rope {
+            return Err(Error::Import(format!("field `head_dim` ({hd}) must equal qk_rope_head_dim ({rope}) (the rotary dims)")));
+        }
+    }
+    // `q_lora_rank: null` (DeepSeek-V2-Lite) means a plain q_proj; absent means the default 1536.
+    let q_lora_rank = match c.map.get("q_lora_rank") {
+        Some(Value::Null) => {
+            c.ignore(&["q_lora_rank"]);
+            None
+        }
+        _ => Some(c.size("q_lora_rank", 1536)?),
+    };
+    for (key, want) in [("scoring_func", "sigmoid"), ("topk_method", "noaux_tc")] {
+        if let Some(v) = c.str(key)? {
+            if v != want {
+                return Err(Error::Import(format!("field `{key}`: `{v}` is not what DeepseekV3 implements ({want})")));
+            }
+        }
+    }
+    if c.int("moe_layer_freq", 1)? != 1 {
+        return Err(Error::Import("field `moe_layer_freq`: only 1 (every layer after the dense ones) is what DeepseekV3 builds".into()));
+    }
+    let attn = Layer::MultiHeadLatentAttention(MultiHeadLatentAttention {
+        hidden_size: h,
+        num_heads: heads,
+        q_lora_rank,
+        kv_lora_rank: c.size("kv_lora_rank", 512)?,
+        qk_rope_head_dim: rope,
+        qk_nope_head_dim: nope,
+        v_head_dim: c.size("v_head_dim", 128)?,
+        bias: c.flag("attention_bias", false)?,
+        rope_interleave: c.flag("rope_interleave", true)?,
+        dropout: c.prob("attention_dropout", 0.0)?,
+        eps,
+    });
+    let moe_i = c.size("moe_intermediate_size", 2048)?;
+    let n_shared = c.int("n_shared_experts", 1)?;
+    c.float("routed_scaling_factor", 2.5)?;
+    let moe = SparseMoe {
+        hidden_size: h,
+        num_experts: c.size("n_routed_experts", 256)?,
+        top_k: c.size("num_experts_per_tok", 8)?,
+        intermediate_size: moe_i,
+        router: Router::GroupedSigmoid,
+        norm_topk_prob: c.flag("norm_topk_prob", true)?,
+        n_group: c.size("n_group", 8)?,
+        topk_group: c.size("topk_group", 4)?,
+        shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
+        shared_expert_gate: false,
+    };
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 18432)?, bias: false });
+    let first_dense = c.int("first_k_dense_replace", 3)?;
+    Ok((0..n_layers)
+        .map(|i| (attn.clone(), if i < first_dense { dense.clone() } else { Layer::SparseMoe(moe.clone()) }))
+        .collect())
+}
+
+/// A config object read field by field, remembering which fields were read.
+struct Cfg<'a> {
+    map: &'a Map<String, Value>,
+    seen: RefCell<BTreeSet<&'a str>>,
+}
+
+impl<'a> Cfg<'a> {
+    /// The field (marked as read), or `None` when absent or `null` (the class default).
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        let (k, v) = self.map.get_key_value(key)?;
+        self.seen.borrow_mut().insert(k.as_str());
+        Some(v).filter(|v| !v.is_null())
+    }
+
+    /// Marks fields as understood without reading them.
+    fn ignore(&self, keys: &[&str]) {
+        for key in keys {
+            self.get(key);
+        }
+    }
+
+    fn wrong(key: &str, want: &str, got: &Value) -> Error {
+        let shown: String = got.to_string().chars().take(40).collect();
+        Error::Import(format!("field `{key}` must be {want}, got {shown}"))
+    }
+
+    fn opt_int(&self, key: &str) -> Result<Option<u64>> {
+        self.get(key).map(|v| as_int(v).ok_or_else(|| Self::wrong(key, "a non-negative integer", v))).transpose()
+    }
+
+    fn int(&self, key: &str, default: u64) -> Result<u64> {
+        Ok(self.opt_int(key)?.unwrap_or(default))
+    }
+
+    fn size(&self, key: &str, default: u64) -> Result<u64> {
+        match self.int(key, default)? {
+            0 => Err(Error::Import(format!("field `{key}` must be at least 1"))),
+            v => Ok(v),
+        }
+    }
+
+    fn float(&self, key: &str, default: f64) -> Result<f64> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_f64().filter(|f| f.is_finite() && *f >= 0.0).ok_or_else(|| Self::wrong(key, "a non-negative number", v)),
+        }
+    }
+
+    fn prob(&self, key: &str, default: f64) -> Result<f64> {
+        let p = self.float(key, default)?;
+        if p > 1.0 {
+            return Err(Error::Import(format!("field `{key}` must be a probability between 0 and 1, got {p}")));
+        }
+        Ok(p)
+    }
+
+    fn flag(&self, key: &str, default: bool) -> Result<bool> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| Self::wrong(key, "true or false", v)),
+        }
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        self.get(key).map(|v| v.as_str().ok_or_else(|| Self::wrong(key, "a string", v))).transpose()
+    }
+
+    fn int_list(&self, key: &str) -> Result<Vec<u64>> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a.iter().map(|v| as_int(v).ok_or_else(|| Self::wrong(key, "a list of layer indices", v))).collect(),
+            Some(v) => Err(Self::wrong(key, "a list of layer indices", v)),
+        }
+    }
+
+    /// Refuses the first field that was neither read nor known to be inert (`null`s are defaults).
+    fn finish(&self, model_type: &str) -> Result<()> {
+        self.ignore(INERT);
+        let seen = self.seen.borrow();
+        match self.map.iter().find(|(k, v)| !v.is_null() && !seen.contains(k.as_str())) {
+            Some((k, _)) => Err(Error::Import(format!(
+                "field `{k}` is not understood by the {model_type} importer (rather than guess what it changes, the config is refused)"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A JSON number that is a non-negative integer (`768` or `768.0`).
+fn as_int(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
+}

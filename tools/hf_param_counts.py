@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Exact parameter counts of Hugging Face classes for the dense importers' tests (issue 12).
+
+Builds each class on the meta device (nothing allocated, nothing downloaded) from `AutoConfig.for_model`
+with the library defaults (`<type>-default` for the causal-LM or classifier, `<type>-base` for the
+bare model) and from random valid configs (`<type>-<i>`: random sizes, heads, K/V heads, tie on/off,
+biases, parallel/sequential, sliding windows, soft-capping…), and writes
+`{name: {architecture, params, config}}` with `params = sum(p.numel() for p in model.parameters())`.
+
+    python3 -m venv .venv && .venv/bin/pip install torch transformers   # 2.15.0 / 5.24.0 here
+    .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 \\
+        --out crates/core/tests/data/hf/transformers_counts.json
+"""
+import argparse
+import json
+import random
+
+import torch
+import transformers
+from transformers import AutoConfig
+
+STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma2",
+         "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
+         "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert"}
+ENCODERS = ("roberta", "distilbert")
+
+
+def classes(mt):
+    stem = STEMS[mt]
+    if mt in ENCODERS:
+        return stem + "ForSequenceClassification", stem + "Model"
+    return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
+def gen(mt):
+    """Random valid keyword arguments for `mt`'s config class."""
+    heads, hd = pick(1, 2, 4, 8), pick(8, 16, 32)
+    kv = pick(*[k for k in (1, 2, 4, 8) if heads % k == 0])
+    L = RND.randint(1, 4)
+    base = dict(vocab_size=RND.randint(50, 3000), num_hidden_layers=L, tie_word_embeddings=pick(True, False))
+    if mt in ("mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3"):
+        base.update(hidden_size=heads*hd*pick(1, 2) if mt.startswith(("gemma", "qwen3", "mistral")) else heads*hd,
+                    intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv)
+        if mt.startswith(("gemma", "qwen3", "mistral")): base["head_dim"] = pick(8, 16, 32)
+        if mt in ("qwen3", "gemma", "gemma2", "gemma3_text"): base["attention_bias"] = pick(True, False)
+        if mt in ("qwen2", "qwen3"):
+            base["use_sliding_window"] = pick(True, False); base["max_window_layers"] = RND.randint(0, L)
+        if mt in ("mistral", "gemma2", "gemma3_text", "phi3"): base["sliding_window"] = pick(None, 64, 4096)
+        if mt == "gemma2": base.update(final_logit_softcapping=pick(None, 30.0), attn_logit_softcapping=pick(None, 50.0))
+        if mt == "phi3": base.update(resid_pdrop=pick(0.0, 0.1), embd_pdrop=pick(0.0, 0.1))
+    elif mt == "phi":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, qk_layernorm=pick(True, False), partial_rotary_factor=pick(0.5, 1.0, 0.25))
+    elif mt == "gpt_neox":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    attention_bias=pick(True, False), use_parallel_residual=pick(True, False), rotary_pct=pick(0.25, 0.5, 1.0))
+    elif mt == "falcon":
+        new = pick(True, False)
+        base.update(hidden_size=heads*hd, num_attention_heads=heads, num_kv_heads=kv, new_decoder_architecture=new,
+                    multi_query=pick(True, False), bias=pick(True, False), ffn_hidden_size=pick(None, RND.randint(8, 300)))
+        if new: base.update(parallel_attn=True, num_ln_in_parallel_attn=pick(None, 1, 2))
+        else: base.update(parallel_attn=pick(True, False))
+    elif mt == "opt":
+        h = heads*hd
+        base.update(hidden_size=h, num_attention_heads=heads, ffn_dim=RND.randint(8, 300), word_embed_proj_dim=pick(h, h//2 or 1, 2*h),
+                    do_layer_norm_before=pick(True, False), enable_bias=pick(True, False), max_position_embeddings=RND.randint(16, 600),
+                    dropout=pick(0.0, 0.1))
+    elif mt == "starcoder2":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, use_bias=pick(True, False), sliding_window=pick(None, 128))
+    elif mt == "roberta":
+        base.update(hidden_size=heads*hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    max_position_embeddings=RND.randint(16, 600), type_vocab_size=RND.randint(1, 3), num_labels=RND.randint(1, 5))
+        del base["tie_word_embeddings"]
+    elif mt == "distilbert":
+        base = dict(vocab_size=RND.randint(50, 3000), n_layers=L, dim=heads*hd, n_heads=heads, hidden_dim=RND.randint(8, 300),
+                    max_position_embeddings=RND.randint(16, 600), num_labels=RND.randint(1, 5))
+    base["pad_token_id"] = 1
+    return base
+
+
+def count(mt, arch, kwargs):
+    cfg = AutoConfig.for_model(mt, **kwargs)
+    cfg.architectures = [arch]
+    with torch.device("meta"):
+        model = getattr(transformers, arch)(cfg)
+    config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
+    return {"architecture": arch, "params": sum(p.numel() for p in model.parameters()), "config": config}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--per-type", type=int, default=4)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    RND.seed(args.seed)
+    out = {}
+    for mt in STEMS:
+        head, base = classes(mt)
+        out[f"{mt}-default"] = count(mt, head, {})
+        out[f"{mt}-base"] = count(mt, base, {})
+        for i in range(args.per_type):
+            arch = pick(head, base) if mt in ENCODERS else pick(head, head, base)
+            out[f"{mt}-{i}"] = count(mt, arch, gen(mt))
+    with open(args.out, "w") as f:
+        json.dump(out, f, sort_keys=True)
+    print(f"{len(out)} classes written to {args.out}")
+
+
+RND = random.Random()
+
+
+def pick(*xs):
+    return RND.choice(xs)
+
+
+if __name__ == "__main__":
+    main()
