@@ -15,6 +15,9 @@ export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # Warnings are errors here (RUSTFLAGS for the native build only: the wasm build keeps its own flags).
 echo "== native tests (release: the verifier trains real models) =="
 RUSTFLAGS="-D warnings" cargo test --release --workspace
+# The app's own tests once more with the core's features as the wasm build has them (no candle,
+# no moe): a workspace build unifies features, so it tests the app with the CLI's.
+RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-web
 
 echo "== the README's generated sections match what their commands print =="
 RUSTFLAGS="-D warnings" python3 tools/readme.py --check

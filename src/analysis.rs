@@ -146,6 +146,25 @@ mod tests {
     use vramcalc_core::presets;
     use vramcalc_core::Precision;
 
+    /// The web app's core is built without the `moe` feature (bundle budget): such a model is
+    /// read, and its estimate is a clear error that names the CLI, not a panic or a wrong figure.
+    #[test]
+    fn moe_layers_are_refused_in_the_web_build_with_a_pointer_to_the_cli() {
+        let spec = vramcalc_core::ModelSpec::from_json(
+            r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#,
+        )
+        .unwrap();
+        let estimate = vramcalc_core::estimate(&spec, &Default::default());
+        // `cargo test --workspace` unifies features (the CLI's default has `moe`); `scripts/test.sh`
+        // also runs this crate alone, as the wasm build compiles it.
+        if vramcalc_core::layer::MOE_LOWERING {
+            assert!(estimate.is_ok(), "{estimate:?}");
+        } else {
+            let err = estimate.unwrap_err().to_string();
+            assert!(err.contains("sparse_moe") && err.contains("vramcalc estimate --hf-config"), "{err}");
+        }
+    }
+
     #[test]
     fn vgg16_report() {
         let spec = presets::build("vgg16").unwrap();
