@@ -1,7 +1,8 @@
 //! The second wasm module (`crates/web-extras`), loaded on first use: the custom-model share-link
-//! codec (DEFLATE + base64 of the spec) and the Hugging Face `config.json` importer. The first
-//! chart needs neither, so they stay out of the main bundle; a preset's link is written by the
-//! main bundle itself (`vramcalc_core::share::encode_preset`).
+//! codec (DEFLATE + base64 of the spec), the Hugging Face `config.json` importer and the preset
+//! constructors other than the default preset's. The first chart needs none of them, so they stay
+//! out of the main bundle; a preset's link is written by the main bundle itself
+//! (`vramcalc_core::share::encode_preset`).
 //!
 //! Calls are async and exchange JSON text. In the browser the module is fetched once (a failed
 //! fetch is retried on the next call); in native builds (tests) the same functions are called
@@ -28,12 +29,19 @@ pub async fn import_hf(config_json: &str) -> Result<ModelSpec, String> {
     ModelSpec::from_json(&json).map_err(|e| e.to_string())
 }
 
+/// A preset's spec by id; the error is the module's (unknown id, module not loaded).
+pub async fn preset(id: &str) -> Result<ModelSpec, String> {
+    let json = call("build_preset", id).await?;
+    ModelSpec::from_json(&json).map_err(|e| e.to_string())
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 async fn call(name: &str, arg: &str) -> Result<String, String> {
     match name {
         "encode_link" => vramcalc_web_extras::encode_link(arg),
         "decode_link" => vramcalc_web_extras::decode_link(arg),
         "import_hf" => vramcalc_web_extras::import_hf(arg),
+        "build_preset" => vramcalc_web_extras::build_preset(arg),
         other => Err(format!("no extras function `{other}`")),
     }
 }

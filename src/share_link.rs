@@ -17,7 +17,8 @@ use vramcalc_core::{presets, TrainConfig};
 
 /// The share state of what the app shows.
 pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
-    let unedited = model.preset.as_deref().filter(|id| presets::build(id).is_ok_and(|spec| spec == model.spec));
+    // Tracked by the reducer (every spec edit clears it): the preset is not rebuilt to compare.
+    let unedited = model.preset.as_deref().filter(|_| model.unedited);
     let source = match unedited {
         Some(id) => ModelSource::Preset { id: id.to_string() },
         None => ModelSource::Spec(model.spec.clone()),
@@ -61,17 +62,21 @@ fn field(key: &str, message: String) -> String {
     ShareError::Field { key: key.into(), message }.to_string()
 }
 
-/// Maps a decoded link to the app's model; the error names the field that is wrong.
-pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
+/// Maps a decoded link to the app's model; the error names the field that is wrong. A preset
+/// other than the default one comes from the lazily loaded module ([`extras`]).
+pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
     let mut model = match s.model {
-        ModelSource::Preset { id } => Model::preset(&id).ok_or_else(|| field("p", format!("unknown preset `{id}`")))?,
+        ModelSource::Preset { id } => {
+            if presets::info(&id).is_none() {
+                return Err(field("p", format!("unknown preset `{id}`")));
+            }
+            Model::load_preset(&id).await?
+        }
         ModelSource::Spec(spec) => {
-            // An edited preset keeps its name: show which preset it started from.
-            let preset = spec.name.as_ref().and_then(|n| {
-                presets::list().iter().map(|p| p.id).find(|id| presets::build(id).is_ok_and(|b| b.name.as_ref() == Some(n)))
-            });
-            let preset = preset.map(str::to_string);
-            Model { spec, preset, config: TrainConfig::default(), gpu: GpuChoice::default() }
+            // An edited preset keeps its name: show which preset it started from (by the
+            // presets' table: nothing is built).
+            let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
+            Model { spec, preset, unedited: false, config: TrainConfig::default(), gpu: GpuChoice::default() }
         }
     };
     model.config = s.config;
@@ -89,7 +94,7 @@ pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
 
 /// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
 pub async fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
-    from_share(decode(fragment).await?, base)
+    from_share(decode(fragment).await?, base).await
 }
 
 /// Why the page shows something other than the saved work.
@@ -242,7 +247,7 @@ mod tests {
 
     #[test]
     fn unedited_preset_travels_by_id() {
-        let s = reduce(State::default(), Action::LoadPreset("gpt2".into()));
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("gpt2").unwrap()));
         let s = reduce(s, Action::SetBatch(8));
         let s = reduce(s, Action::SetSeqLen(Some(512)));
         let mut c = s.model.config;
@@ -261,13 +266,13 @@ mod tests {
 
     #[test]
     fn edited_preset_and_custom_capacity_travel_as_spec() {
-        let s = reduce(State::default(), Action::LoadPreset("gpt2".into()));
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("gpt2").unwrap()));
         let s = reduce(s, Action::SetBatch(3));
         let link = fragment_now(&s.model, &s.prefs).unwrap();
         assert!(link.starts_with("v1.p=gpt2,"), "{link}");
         let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
         assert_eq!(open_now(&fragment_now(&s.model, &s.prefs).unwrap(), Prefs::default()).unwrap().model.preset.as_deref(), Some("gpt2"));
-        let s = reduce(State::default(), Action::LoadPreset("vgg16".into()));
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("vgg16").unwrap()));
         let s = reduce(s, Action::DeleteLayer(crate::tree::NodePath::top(0)));
         let s = reduce(s, Action::SetGpu(GpuChoice::Custom(12 << 30)));
         let link = round_trip(&s.model, s.prefs);
@@ -298,7 +303,7 @@ mod tests {
 
     #[test]
     fn start_prefers_the_link_but_guards_saved_work() {
-        let mine = reduce(State::default(), Action::LoadPreset("vgg11".into()));
+        let mine = reduce(State::default(), Action::LoadPreset(Model::preset("vgg11").unwrap()));
         let mine = reduce(mine, Action::SetTheme(crate::state::Theme::Dark));
         let saved = Some(mine.saved());
         // no link: the saved work

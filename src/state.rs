@@ -3,8 +3,9 @@
 //! Free of web-sys so the reducer is tested with plain `cargo test -p vramcalc-web`. The estimate is
 //! never stored here: components derive it from [`Model`] with `use_memo`.
 //!
-//! Every action is total: a path that no longer exists, an index out of range or a preset that
-//! fails to build leaves the state unchanged instead of panicking.
+//! Every action is total: a path that no longer exists or an index out of range leaves the state
+//! unchanged instead of panicking. Presets are built before their action is dispatched
+//! ([`Model::load_preset`]).
 
 use crate::i18n::Lang;
 use crate::tree::{self, GroupKind, ListPath, NodePath};
@@ -56,16 +57,40 @@ pub struct Model {
     /// The preset the spec started from, if any (kept through edits, for the title).
     #[serde(default)]
     pub preset: Option<String>,
+    /// Whether `spec` is still exactly `preset`'s (no edit since it was loaded): such a model's
+    /// link names the preset (`p=`) instead of carrying the spec. Cleared by every spec edit, so
+    /// the preset need not be rebuilt to compare. States saved before this field read `false`
+    /// (their links carry the spec), except the default preset's ([`State::from_saved`]).
+    #[serde(default)]
+    pub unedited: bool,
     pub config: TrainConfig,
     #[serde(default)]
     pub gpu: GpuChoice,
 }
 
 impl Model {
-    /// A preset with the default training setup; `None` for an unknown id.
+    /// Preset `id`'s model (built elsewhere) with the default training setup.
+    pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
+        Model { spec, preset: Some(id.to_string()), unedited: true, config: TrainConfig::default(), gpu: GpuChoice::default() }
+    }
+
+    /// A preset with the default training setup. Only the default preset is built by the main
+    /// bundle; the others come from the lazily loaded module ([`crate::extras`]). The error
+    /// names an unknown id or says why the module could not be used.
+    pub async fn load_preset(id: &str) -> Result<Model, String> {
+        if id == DEFAULT_PRESET {
+            return Ok(Model::default());
+        }
+        if presets::info(id).is_none() {
+            return Err(format!("unknown preset `{id}`"));
+        }
+        Ok(Model::of_preset(id, crate::extras::preset(id).await?))
+    }
+
+    /// A preset built synchronously (tests only: the app loads presets with [`Model::load_preset`]).
+    #[cfg(test)]
     pub fn preset(id: &str) -> Option<Model> {
-        let spec = presets::build(id).ok()?;
-        Some(Model { spec, preset: Some(id.to_string()), config: TrainConfig::default(), gpu: GpuChoice::default() })
+        Some(Model::of_preset(id, presets::build(id).ok()?))
     }
 
     /// An image model with no layers yet.
@@ -79,15 +104,22 @@ impl Model {
                 loss: Default::default(),
             },
             preset: None,
+            unedited: false,
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
         }
     }
 }
 
+/// The default preset's spec: its constructor is called directly (not through
+/// `presets::build`, which would link every preset into the main bundle).
+fn default_spec() -> Option<ModelSpec> {
+    presets::resnet(DEFAULT_PRESET)
+}
+
 impl Default for Model {
     fn default() -> Self {
-        Model::preset(DEFAULT_PRESET).unwrap_or_else(Model::empty)
+        default_spec().map_or_else(Model::empty, |spec| Model::of_preset(DEFAULT_PRESET, spec))
     }
 }
 
@@ -206,7 +238,8 @@ impl Default for State {
 }
 
 pub enum Action {
-    LoadPreset(String),
+    /// A preset's model ([`Model::load_preset`]); the user's training setup and GPU are kept.
+    LoadPreset(Model),
     StartEmpty,
     /// A spec from the paste box (already parsed and checked by [`crate::paste`]).
     LoadSpec(ModelSpec),
@@ -245,7 +278,14 @@ impl State {
     /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
     pub fn from_saved(saved: Option<Saved>) -> State {
         match saved {
-            Some(s) if s.version == SAVED_VERSION => State::new(s.model, s.prefs),
+            Some(mut s) if s.version == SAVED_VERSION => {
+                // Saved before `unedited` existed: the default preset can still be recognised.
+                let m = &mut s.model;
+                if !m.unedited && m.preset.as_deref() == Some(DEFAULT_PRESET) && default_spec().as_ref() == Some(&m.spec) {
+                    m.unedited = true;
+                }
+                State::new(s.model, s.prefs)
+            }
             _ => State::default(),
         }
     }
@@ -300,6 +340,7 @@ impl State {
     fn edit_spec(&mut self, kind: Option<EditKind>, f: impl FnOnce(&mut ModelSpec) -> bool) {
         let mut model = self.model.clone();
         if f(&mut model.spec) {
+            model.unedited = false;
             self.selected.clear();
             self.commit(model, kind);
         }
@@ -312,13 +353,11 @@ impl Reducible for State {
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut s = (*self).clone();
         match action {
-            Action::LoadPreset(id) => {
-                if let Some(mut m) = Model::preset(&id) {
-                    // Keep the user's training setup and GPU; the sequence length belongs to the model.
-                    m.config = TrainConfig { seq_len: None, ..s.model.config };
-                    m.gpu = s.model.gpu.clone();
-                    s.replace_model(m);
-                }
+            Action::LoadPreset(mut m) => {
+                // Keep the user's training setup and GPU; the sequence length belongs to the model.
+                m.config = TrainConfig { seq_len: None, ..s.model.config };
+                m.gpu = s.model.gpu.clone();
+                s.replace_model(m);
             }
             Action::StartEmpty => {
                 let mut m = Model::empty();
@@ -330,6 +369,7 @@ impl Reducible for State {
                 let m = Model {
                     spec,
                     preset: None,
+                    unedited: false,
                     config: TrainConfig { seq_len: None, ..s.model.config },
                     gpu: s.model.gpu.clone(),
                 };
@@ -539,7 +579,7 @@ mod tests {
         let s = reduce(s, Action::Redo);
         assert_eq!(s.model.config.batch, 100);
         let s = reduce(s, Action::Undo);
-        let s = reduce(s, Action::LoadPreset("vgg16".into()));
+        let s = reduce(s, Action::LoadPreset(Model::preset("vgg16").unwrap()));
         assert!(!s.can_redo(), "a new edit clears redo");
         assert_eq!(s.model.preset.as_deref(), Some("vgg16"));
     }
@@ -547,10 +587,12 @@ mod tests {
     #[test]
     fn preset_keeps_settings_and_unknown_preset_is_ignored() {
         let s = reduce(State::default(), Action::SetBatch(7));
-        let s = reduce(s, Action::LoadPreset("vgg16".into()));
+        let s = reduce(s, Action::LoadPreset(Model::preset("vgg16").unwrap()));
         assert_eq!(s.model.config.batch, 7);
         let before = s.model.clone();
-        let s = reduce(s, Action::LoadPreset("no-such-model".into()));
+        assert!(Model::preset("no-such-model").is_none());
+        let err = crate::extras::block_on(Model::load_preset("no-such-model")).unwrap_err();
+        assert!(err.contains("unknown preset `no-such-model`"), "{err}");
         assert_eq!(s.model, before);
     }
 
@@ -603,6 +645,35 @@ mod tests {
             let after = reduce(s.clone(), a);
             assert_eq!(after.model, s.model);
         }
+    }
+
+    #[test]
+    fn unedited_is_cleared_by_spec_edits_only_and_comes_back_with_undo() {
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("vgg16").unwrap()));
+        assert!(s.model.unedited);
+        let s = reduce(s, Action::SetBatch(9));
+        assert!(s.model.unedited, "settings are not edits of the spec");
+        let s = reduce(s, Action::DeleteLayer(NodePath::top(0)));
+        assert!(!s.model.unedited);
+        assert_eq!(s.model.preset.as_deref(), Some("vgg16"), "kept for the title");
+        let s = reduce(s, Action::Undo);
+        assert!(s.model.unedited);
+        assert!(!reduce(s, Action::StartEmpty).model.unedited);
+    }
+
+    #[test]
+    fn states_saved_before_unedited_still_load() {
+        let old = |model: &Model| {
+            let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: model.clone(), prefs: Prefs::default() }).unwrap();
+            v["model"].as_object_mut().unwrap().remove("unedited");
+            serde_json::from_value::<Saved>(v).unwrap()
+        };
+        // the default preset is recognised; another preset's link then carries its spec
+        assert!(State::from_saved(Some(old(&Model::default()))).model.unedited);
+        let vgg = State::from_saved(Some(old(&Model::preset("vgg16").unwrap())));
+        assert_eq!((vgg.model.preset.as_deref(), vgg.model.unedited), (Some("vgg16"), false));
+        let edited = reduce(State::default(), Action::DeleteLayer(NodePath::top(0)));
+        assert!(!State::from_saved(Some(old(&edited.model))).model.unedited);
     }
 
     #[test]

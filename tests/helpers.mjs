@@ -45,9 +45,12 @@ export async function waitAttr(page, testid, attr, pred, timeout = 5000) {
   throw new Error(`${testid}[${attr}] stayed ${last}`);
 }
 
+/** Picks preset `id` and waits until its model is shown (a preset other than the default one is
+ * built by the lazily loaded module, so it arrives after the pick). */
 export async function pickPreset(page, id) {
   await page.getByTestId('preset-select').selectOption(id);
-  await page.waitForFunction((id) => document.querySelector('[data-testid=preset-select]').value === id, id);
+  await page.waitForFunction((id) => document.querySelector('[data-testid=preset-select]').value === id
+    && document.querySelector('[data-testid=model-panel]')?.dataset.preset === id, id);
 }
 
 export async function setBatch(page, n) {

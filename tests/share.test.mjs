@@ -110,6 +110,29 @@ test('a custom model: the copied link reopens the same page in a fresh browser c
   await context.close();
 });
 
+test('a preset whose module fails to load: a message, the previous model kept, no panic; the next pick retries', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.route('**/vramcalc-web-extras*', (r) => r.abort());
+  await page.goto(APP);
+  await page.getByTestId('chart-capacity').waitFor();
+  const params = await page.getByTestId('params').getAttribute('data-count');
+  await page.getByTestId('preset-select').selectOption('gpt2');
+  await page.getByTestId('preset-error').waitFor();
+  assert.match(await page.getByTestId('preset-error').textContent(), /vramcalc-web-extras/);
+  assert.equal(await page.getByTestId('model-panel').getAttribute('data-preset'), 'resnet50');
+  assert.equal(await page.getByTestId('preset-select').inputValue(), 'resnet50', 'the picker shows the model still shown');
+  assert.equal(await page.getByTestId('params').getAttribute('data-count'), params, 'the previous model stays');
+  await page.unroute('**/vramcalc-web-extras*');
+  await pickPreset(page, 'vgg16');
+  await waitAttr(page, 'params', 'data-count', (v) => v === '138357544');
+  assert.equal(await page.getByTestId('preset-error').count(), 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('the custom-model link codec loads on first use; a reload right after an edit keeps the edit', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const page = await context.newPage();
@@ -120,15 +143,20 @@ test('the custom-model link codec loads on first use; a reload right after an ed
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(APP);
   await page.getByTestId('chart-capacity').waitFor();
-  // presets and their settings: links written by the main bundle, no second module
+  // the first chart of the default model and its link: the main bundle alone
+  await setBatch(page, 5);
+  await addressBar(page, (f) => f.startsWith('v1.p=resnet50') && f.includes('b=5'));
+  assert.deepEqual(extras(), [], 'nothing fetched for the default model');
+  // another preset is built by the second module, fetched once; its link is the main bundle's
   await pickPreset(page, 'vgg11');
   await setBatch(page, 6);
   await addressBar(page, (f) => f.startsWith('v1.p=vgg11') && f.includes('b=6'));
-  assert.deepEqual(extras(), [], 'nothing fetched for a preset');
-  // an edit makes the model custom: its link needs the codec module
+  const wasm = () => extras().filter((p) => p.endsWith('.wasm'));
+  assert.equal(wasm().length, 1, `picking a preset loads the module once: ${extras().join()}`);
+  // an edit makes the model custom: its link needs the codec module, already loaded
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await addressBar(page, (f) => f.startsWith('v1.s='));
-  assert.ok(extras().some((p) => p.endsWith('.wasm')), extras().join());
+  assert.equal(wasm().length, 1, extras().join());
   // edit and reload at once: the saved work wins over the address bar's (lagging) copy. The app
   // stores an edit before any later task can run, so it is there as soon as the input is handled.
   await setBatch(page, 7);

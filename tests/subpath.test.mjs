@@ -58,6 +58,7 @@ test('under a sub-path: the app, its lazily loaded module, share links and the e
   await app.getByTestId('chart-capacity').waitFor();
   // an edit makes the model custom: its link is written by the extras module, fetched from the sub-path
   await app.getByTestId('preset-select').selectOption('vgg11');
+  await app.waitForFunction(() => document.querySelector('[data-testid=model-panel]')?.dataset.preset === 'vgg11');
   await app.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await app.waitForFunction(() => location.hash.startsWith('#v1.s='));
   const fragment = new globalThis.URL(app.url()).hash.slice(1);

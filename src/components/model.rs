@@ -39,17 +39,35 @@ pub fn model_panel(p: &ModelProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
     let d = ctx.dispatch.clone();
+    // A preset other than the default one is built by the lazily loaded module: the previous
+    // model stays until it arrives; a module that fails to load is reported, not a panic.
+    let preset_error = use_state(|| None::<String>);
+    let current = p.model.preset.clone().unwrap_or_default();
     let on_preset = {
-        let d = d.clone();
+        let (d, preset_error, shown) = (d.clone(), preset_error.clone(), current.clone());
         Callback::from(move |e: Event| {
-            let v = e.target_unchecked_into::<HtmlSelectElement>().value();
-            if !v.is_empty() {
-                d.dispatch(Action::LoadPreset(v));
+            let select = e.target_unchecked_into::<HtmlSelectElement>();
+            let v = select.value();
+            if v.is_empty() {
+                return;
             }
+            let (d, preset_error, shown) = (d.clone(), preset_error.clone(), shown.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                match Model::load_preset(&v).await {
+                    Ok(m) => {
+                        preset_error.set(None);
+                        d.dispatch(Action::LoadPreset(m));
+                    }
+                    Err(e) => {
+                        // The picker goes back to the model still shown.
+                        select.set_value(&shown);
+                        preset_error.set(Some(e));
+                    }
+                }
+            });
         })
     };
     let on_empty = { let d = d.clone(); Callback::from(move |_| d.dispatch(Action::StartEmpty)) };
-    let current = p.model.preset.clone().unwrap_or_default();
     let group = |family: Family, label: &'static str| {
         let items = presets::list().iter().filter(|i| i.family == family).collect::<Vec<_>>();
         if items.is_empty() {
@@ -97,7 +115,8 @@ pub fn model_panel(p: &ModelProps) -> Html {
     let title = p.model.spec.name.clone().unwrap_or_else(|| t.custom_model.to_string());
 
     html! {
-        <section class="panel model" aria-labelledby="model-h" data-testid="model-panel">
+        <section class="panel model" aria-labelledby="model-h" data-testid="model-panel"
+            data-preset={current.clone()}>
             <h2 id="model-h">{ t.model }{ ": " }<span class="model-name" data-testid="model-name">{ title }</span></h2>
             <div class="preset-row">
                 <div class="field">
@@ -111,6 +130,9 @@ pub fn model_panel(p: &ModelProps) -> Html {
                 </div>
                 <button onclick={on_empty} data-testid="start-empty">{ t.start_empty }</button>
             </div>
+            if let Some(e) = (*preset_error).clone() {
+                <div class="error" role="alert" data-testid="preset-error">{ e }</div>
+            }
             <div class="grid2">
                 <div class={classes!("field", input_error.is_some().then_some("invalid"))}>
                     <label for="input-shape">{ t.input_shape }</label>

@@ -112,6 +112,9 @@ fn every_preset_resolves_and_round_trips_through_json() {
         let compact: ModelSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
         assert_eq!(compact, spec);
         assert!(params(&spec) > 0, "{}", p.id);
+        assert_eq!(spec.name.as_deref(), Some(p.spec_name), "{}: PresetInfo::spec_name", p.id);
+        let first = presets::list().iter().find(|q| presets::build(q.id).unwrap().name == spec.name).unwrap();
+        assert_eq!(presets::named(p.spec_name).map(|q| q.id), Some(first.id));
     }
     assert!(presets::build("resnet9000").is_err());
 }

@@ -1,6 +1,7 @@
 //! The web app's second wasm module, loaded on first use (`src/extras.rs` in the app): the
-//! share-link codec (DEFLATE, base64, the v1 field format) and the Hugging Face `config.json`
-//! importer. Neither is needed to draw the first chart, so they stay out of the main bundle.
+//! share-link codec (DEFLATE, base64, the v1 field format), the Hugging Face `config.json`
+//! importer and the preset constructors (all but the default preset's). None is needed to draw
+//! the first chart, so they stay out of the main bundle.
 //!
 //! The interface is JSON text both ways (the app already carries serde for its saved state), and
 //! every function returns `Err(message)` — a thrown JS string — instead of panicking.
@@ -26,5 +27,12 @@ pub fn decode_link(fragment: &str) -> Result<String, String> {
 #[wasm_bindgen]
 pub fn import_hf(config_json: &str) -> Result<String, String> {
     let spec = vramcalc_core::import::hf::from_config_json(config_json).map_err(|e| e.to_string())?;
+    serde_json::to_string(&spec).map_err(|e| e.to_string())
+}
+
+/// A preset's spec (JSON) by id (`vgg16`).
+#[wasm_bindgen]
+pub fn build_preset(id: &str) -> Result<String, String> {
+    let spec = vramcalc_core::presets::build(id).map_err(|e| e.to_string())?;
     serde_json::to_string(&spec).map_err(|e| e.to_string())
 }

@@ -37,16 +37,20 @@ pub struct PresetInfo {
     pub family: Family,
     /// Sequence length used when none is given (token models).
     pub default_seq_len: Option<u64>,
+    /// The built spec's `name` (an edited preset keeps it): lets the app tell which preset a
+    /// spec started from without building the presets (tested against [`build`]).
+    #[serde(skip)]
+    pub spec_name: &'static str,
 }
 
 const fn cnn(id: &'static str, title: &'static str) -> PresetInfo {
-    PresetInfo { id, title, family: Family::Cnn, default_seq_len: None }
+    PresetInfo { id, title, family: Family::Cnn, default_seq_len: None, spec_name: id }
 }
-const fn rnn(id: &'static str, title: &'static str, seq: u64) -> PresetInfo {
-    PresetInfo { id, title, family: Family::Rnn, default_seq_len: Some(seq) }
+const fn rnn(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Rnn, default_seq_len: Some(seq), spec_name }
 }
-const fn tf(id: &'static str, title: &'static str, seq: u64) -> PresetInfo {
-    PresetInfo { id, title, family: Family::Transformer, default_seq_len: Some(seq) }
+const fn tf(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Transformer, default_seq_len: Some(seq), spec_name }
 }
 
 pub const PRESETS: &[PresetInfo] = &[
@@ -64,12 +68,12 @@ pub const PRESETS: &[PresetInfo] = &[
     cnn("vgg16_bn", "VGG-16 with BatchNorm"),
     cnn("vgg19_bn", "VGG-19 with BatchNorm"),
     cnn("inception_v3", "Inception v3 with aux classifier (torchvision)"),
-    tf("bert-base", "BERT-base (BertModel)", 128),
-    tf("bert-large", "BERT-large (BertModel)", 128),
-    tf("bert-base-seqcls", "BERT-base for sequence classification", 128),
-    tf("bert-large-seqcls", "BERT-large for sequence classification", 128),
-    tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024),
-    rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35),
+    tf("bert-base", "BERT-base (BertModel)", 128, "BertModel"),
+    tf("bert-large", "BERT-large (BertModel)", 128, "BertModel"),
+    tf("bert-base-seqcls", "BERT-base for sequence classification", 128, "BertForSequenceClassification"),
+    tf("bert-large-seqcls", "BERT-large for sequence classification", 128, "BertForSequenceClassification"),
+    tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024, "GPT2LMHeadModel"),
+    rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
 /// A layer from its JSON form. Preset literals are valid specs: every preset is built and
@@ -129,6 +133,11 @@ pub fn list() -> &'static [PresetInfo] {
 
 pub fn info(id: &str) -> Option<&'static PresetInfo> {
     PRESETS.iter().find(|p| p.id == id)
+}
+
+/// The first preset (in menu order) whose spec carries `name`, without building any.
+pub fn named(name: &str) -> Option<&'static PresetInfo> {
+    PRESETS.iter().find(|p| p.spec_name == name)
 }
 
 /// Builds the spec of preset `id`.
