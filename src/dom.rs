@@ -230,3 +230,41 @@ pub fn height_message(e: &web_sys::MessageEvent) -> Option<f64> {
     let kind = js_sys::Reflect::get(&data, &"type".into()).ok()?.as_string()?;
     (kind == "vramcalc:height").then(|| js_sys::Reflect::get(&data, &"height".into()).ok()?.as_f64())?
 }
+
+/// SessionStorage key of the Hugging Face access token: this tab only, never LocalStorage, a
+/// link or an export, and sent only to huggingface.co (`crates/web-extras/src/hub.rs`).
+const HUB_TOKEN_KEY: &str = "vramcalc.hf-token";
+
+fn session() -> Option<web_sys::Storage> {
+    window()?.session_storage().ok()?
+}
+
+/// The tab's Hugging Face access token, or empty.
+pub fn hub_token() -> String {
+    session().and_then(|s| s.get_item(HUB_TOKEN_KEY).ok()?).unwrap_or_default()
+}
+
+/// Keeps `token` for this tab (empty: forgets it).
+pub fn set_hub_token(token: &str) {
+    let Some(s) = session() else { return };
+    let token = token.trim();
+    let _ = if token.is_empty() { s.remove_item(HUB_TOKEN_KEY) } else { s.set_item(HUB_TOKEN_KEY, token) };
+}
+
+/// Reloads the page (the embed card's "Retry": it opens its link again).
+pub fn reload() {
+    if let Some(w) = window() {
+        let _ = w.location().reload();
+    }
+}
+
+/// Opens the paste box and focuses it (offered when a hub model's type cannot be imported).
+pub fn open_paste() {
+    let Some(d) = document() else { return };
+    if let Ok(Some(el)) = d.query_selector("details.paste") {
+        let _ = el.set_attribute("open", "");
+    }
+    if let Some(el) = d.get_element_by_id("paste-text").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+        let _ = el.focus();
+    }
+}

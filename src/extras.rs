@@ -1,39 +1,51 @@
 //! The second wasm module (`crates/web-extras`), loaded on first use: the custom-model share-link
-//! codec (DEFLATE + base64 of the spec) and the Hugging Face `config.json` importer. The first
-//! chart needs neither, so they stay out of the main bundle; a preset's link is written by the
+//! codec (DEFLATE + base64 of the spec), the Hugging Face `config.json` importer and loading a
+//! model from the hub by id (the fetch). The first chart needs none, so they stay out of the main
+//! bundle; a preset's link is written by the
 //! main bundle itself (`vramcalc_core::share::encode_preset`).
 //!
 //! Calls are async and exchange JSON text. In the browser the module is fetched once (a failed
 //! fetch is retried on the next call); in native builds (tests) the same functions are called
 //! directly, so the tests exercise the same JSON interface.
 
+use vramcalc_core::hub::{HubErrorKind, HubFailure, HubLoaded};
 use vramcalc_core::share::ShareState;
 use vramcalc_core::ModelSpec;
 
 /// The link fragment (without `#`) of any state, custom models included.
 pub async fn encode_link(state: &ShareState) -> Result<String, String> {
     let json = serde_json::to_string(state).map_err(|e| e.to_string())?;
-    call("encode_link", &json).await
+    call("encode_link", &[&json]).await
 }
 
 /// Any link fragment (`v1.…`) → its state; the error is the decoder's message.
 pub async fn decode_link(fragment: &str) -> Result<ShareState, String> {
-    let json = call("decode_link", fragment).await?;
+    let json = call("decode_link", &[fragment]).await?;
     serde_json::from_str(&json).map_err(|e| e.to_string())
 }
 
 /// A Hugging Face `config.json` → a vramcalc spec; the error names the missing or unsupported field.
 pub async fn import_hf(config_json: &str) -> Result<ModelSpec, String> {
-    let json = call("import_hf", config_json).await?;
+    let json = call("import_hf", &[config_json]).await?;
     ModelSpec::from_json(&json).map_err(|e| e.to_string())
 }
 
+/// A model from the Hugging Face hub: `input` is an id, `id@revision` or a hub URL; `token` an
+/// access token or empty. The module fetches `config.json` from huggingface.co and imports it.
+pub async fn load_hub(input: &str, token: &str) -> Result<HubLoaded, HubFailure> {
+    // A failure that is not the module's (the module itself did not load) reads as a network one.
+    let reply = call("load_hub", &[input, token]).await.map_err(|e| HubFailure::from_text(&e))?;
+    HubLoaded::from_text(&reply).ok_or_else(|| HubFailure { kind: HubErrorKind::Import, message: "unreadable answer from the module".into() })
+}
+
 #[cfg(not(target_arch = "wasm32"))]
-async fn call(name: &str, arg: &str) -> Result<String, String> {
+async fn call(name: &str, args: &[&str]) -> Result<String, String> {
+    let arg = args.first().copied().unwrap_or_default();
     match name {
         "encode_link" => vramcalc_web_extras::encode_link(arg),
         "decode_link" => vramcalc_web_extras::decode_link(arg),
         "import_hf" => vramcalc_web_extras::import_hf(arg),
+        "load_hub" => vramcalc_web_extras::hub::load_hub(arg, args.get(1).copied().unwrap_or_default()),
         other => Err(format!("no extras function `{other}`")),
     }
 }
@@ -59,8 +71,9 @@ extern "C" {
     fn load_extras(file: &str) -> js_sys::Promise;
 }
 
+/// Calls the module's function `name`; one that returns a promise (the hub fetch) is awaited.
 #[cfg(target_arch = "wasm32")]
-async fn call(name: &str, arg: &str) -> Result<String, String> {
+async fn call(name: &str, args: &[&str]) -> Result<String, String> {
     use wasm_bindgen::{JsCast, JsValue};
     let module = wasm_bindgen_futures::JsFuture::from(load_extras(MODULE_JS))
         .await
@@ -69,7 +82,9 @@ async fn call(name: &str, arg: &str) -> Result<String, String> {
         .ok()
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
         .ok_or_else(|| format!("{MODULE_JS} has no `{name}`"))?;
-    let out = function.call1(&JsValue::NULL, &JsValue::from_str(arg)).map_err(|e| message(&e))?;
+    let arg = |i: usize| JsValue::from_str(args.get(i).copied().unwrap_or_default());
+    let out = function.call2(&JsValue::NULL, &arg(0), &arg(1)).map_err(|e| message(&e))?;
+    let out = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&out)).await.map_err(|e| message(&e))?;
     out.as_string().ok_or_else(|| format!("{MODULE_JS}: `{name}` returned no text"))
 }
 

@@ -3,7 +3,8 @@
 //!
 //! The link itself is `vramcalc_core::share`'s versioned codec: this module only maps [`Model`] +
 //! [`Prefs`] to a [`ShareState`] and back. An unedited preset travels by id (`v1.p=vgg16,…`), an
-//! edited or custom model as its spec. The GPU is always written (`g=`), so a later change of the
+//! unedited Hugging Face model by its hub id (`v2.h=Qwen/Qwen2.5-7B-Instruct,…`: opening the link
+//! fetches its `config.json` again, [`fetch_hub`]), an edited or custom model as its spec. The GPU is always written (`g=`), so a later change of the
 //! app's default GPU does not change what old links mean.
 //!
 //! On load, a link in the fragment wins over LocalStorage for what is displayed, but the saved work
@@ -11,6 +12,7 @@
 
 use crate::extras;
 use crate::i18n::Lang;
+use vramcalc_core::hub::HubFailure;
 use crate::state::{GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
 use vramcalc_core::{presets, TrainConfig};
@@ -18,9 +20,10 @@ use vramcalc_core::{presets, TrainConfig};
 /// The share state of what the app shows.
 pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
     let unedited = model.preset.as_deref().filter(|id| presets::build(id).is_ok_and(|spec| spec == model.spec));
-    let source = match unedited {
-        Some(id) => ModelSource::Preset { id: id.to_string() },
-        None => ModelSource::Spec(model.spec.clone()),
+    let source = match (&model.hub, unedited) {
+        (Some(hub), _) => ModelSource::Hub(hub.clone()),
+        (None, Some(id)) => ModelSource::Preset { id: id.to_string() },
+        (None, None) => ModelSource::Spec(model.spec.clone()),
     };
     let (gpu, capacity_bytes) = match &model.gpu {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
@@ -35,7 +38,7 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
 pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
     let state = to_share(model, prefs);
     match state.model {
-        ModelSource::Preset { .. } => share::encode_preset(&state).ok(),
+        ModelSource::Preset { .. } | ModelSource::Hub(_) => share::encode_preset(&state).ok(),
         ModelSource::Spec(_) => extras::encode_link(&state).await.ok(),
     }
 }
@@ -71,8 +74,10 @@ pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
                 presets::list().iter().map(|p| p.id).find(|id| presets::build(id).is_ok_and(|b| b.name.as_ref() == Some(n)))
             });
             let preset = preset.map(str::to_string);
-            Model { spec, preset, config: TrainConfig::default(), gpu: GpuChoice::default() }
+            Model { spec, preset, config: TrainConfig::default(), gpu: GpuChoice::default(), hub: None }
         }
+        // The spec is fetched by [`fetch_hub`]; until then the default model stands in.
+        ModelSource::Hub(hub) => Model { hub: Some(hub), preset: None, ..Model::default() },
     };
     model.config = s.config;
     model.gpu = match (s.capacity_bytes, s.gpu) {
@@ -87,9 +92,20 @@ pub fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
     Ok(Linked { model, prefs })
 }
 
-/// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
+/// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens (a hub model still to fetch: see
+/// [`fetch_hub`]).
 pub async fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
     from_share(decode(fragment).await?, base)
+}
+
+/// Fetches the spec of a linked Hugging Face model (`token`: an access token, or empty); other
+/// models are returned as they are.
+pub async fn fetch_hub(mut linked: Linked, token: &str) -> Result<Linked, HubFailure> {
+    let Some(hub) = linked.model.hub.clone() else { return Ok(linked) };
+    let loaded = extras::load_hub(&hub.to_string(), token).await?;
+    linked.model.spec = loaded.spec;
+    linked.model.hub = Some(loaded.hub);
+    Ok(linked)
 }
 
 /// Why the page shows something other than the saved work.
@@ -99,6 +115,17 @@ pub enum Notice {
     Opened,
     /// The link could not be read (the decoder's message); the default model is shown.
     Broken(String),
+    /// The link names a Hugging Face model whose `config.json` could not be fetched; the default
+    /// model is shown, the address bar keeps the link, and the notice offers to retry.
+    Unfetched(Box<Unfetched>),
+}
+
+/// A linked hub model not fetched yet, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfetched {
+    /// What the link opens once fetched (its model's spec is a stand-in).
+    pub linked: Linked,
+    pub error: HubFailure,
 }
 
 /// The state a page load starts with.
@@ -110,16 +137,25 @@ pub struct Start {
     pub guard: Option<Saved>,
 }
 
-/// Chooses the initial state from the fragment (`location.hash`) and LocalStorage.
-pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
+/// Chooses the initial state from the fragment (`location.hash`) and LocalStorage; a link to a
+/// Hugging Face model is fetched first (`token`: the tab's access token, or empty).
+pub async fn start(hash: &str, saved: Option<Saved>, token: &str) -> Start {
     let hash = hash.trim().trim_start_matches('#');
     let restored = State::from_saved(saved);
     if hash.is_empty() {
         return Start { state: restored, notice: None, guard: None };
     }
-    let (state, notice) = match open(hash, restored.prefs).await {
+    let opened = match open(hash, restored.prefs).await {
+        Ok(l) => match fetch_hub(l.clone(), token).await {
+            Ok(fetched) => Ok(fetched),
+            Err(error) => Err(Notice::Unfetched(Box::new(Unfetched { linked: l, error }))),
+        },
+        Err(e) => Err(Notice::Broken(e)),
+    };
+    let (state, notice) = match opened {
         Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
-        Err(e) => (State::new(Model::default(), restored.prefs), Notice::Broken(e)),
+        Err(Notice::Unfetched(u)) => (State::new(Model::default(), u.linked.prefs), Notice::Unfetched(u)),
+        Err(notice) => (State::new(Model::default(), restored.prefs), notice),
     };
     let guard = Some(state.saved());
     Start { state, notice: Some(notice), guard }
@@ -223,7 +259,7 @@ mod tests {
         block_on(open(link, base))
     }
     fn start_now(hash: &str, saved: Option<Saved>) -> Start {
-        block_on(start(hash, saved))
+        block_on(start(hash, saved, ""))
     }
 
     fn reduce(s: State, a: Action) -> State {
@@ -316,6 +352,48 @@ mod tests {
         assert_eq!(s.state.model, Model::default());
         assert!(matches!(&s.notice, Some(Notice::Broken(m)) if m.contains("`s`")), "{:?}", s.notice);
         assert_eq!(s.guard, Some(s.state.saved()));
+    }
+
+    fn llama_loaded() -> vramcalc_core::hub::HubLoaded {
+        let text = include_str!("../tests/data/hub/TinyLlama-1.1B-Chat-v1.0.config.json");
+        let hub = vramcalc_core::hub::HubRef::parse("TinyLlama/TinyLlama-1.1B-Chat-v1.0@refs/pr/1").unwrap();
+        let spec = vramcalc_core::hub::read_answer(&hub, 200, text, false).unwrap();
+        vramcalc_core::hub::HubLoaded { hub, spec }
+    }
+
+    #[test]
+    fn a_hub_model_travels_by_id_until_edited() {
+        let s = reduce(State::default(), Action::SetBatch(3));
+        let s = reduce(s, Action::LoadHub(Box::new(llama_loaded())));
+        assert_eq!(s.model.config.batch, 3, "the user's setup stays");
+        let link = fragment_now(&s.model, &s.prefs).unwrap();
+        assert_eq!(link, "v2.h=TinyLlama/TinyLlama-1.1B-Chat-v1.0,r=refs/pr/1,b=3,g=rtx-4090");
+        // opening it names the model to fetch; natively there is no network
+        let linked = open_now(&link, Prefs::default()).unwrap();
+        assert_eq!(linked.model.hub, s.model.hub);
+        assert_eq!(linked.model.config.batch, 3);
+        let started = start_now(&format!("#{link}"), None);
+        assert_eq!(started.state.model, Model::default());
+        match &started.notice {
+            Some(Notice::Unfetched(u)) => {
+                assert_eq!(u.error.kind, vramcalc_core::hub::HubErrorKind::Network);
+                assert_eq!(u.linked.model.hub, s.model.hub);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(started.guard, Some(started.state.saved()));
+        // once fetched, the model is the same as the one shared
+        let fetched = Linked { model: Model { spec: llama_loaded().spec, ..linked.model }, prefs: linked.prefs };
+        assert_eq!(fetched.model, s.model);
+        // an edit makes it a custom model: the link carries the spec; undo brings the id back
+        let edited = reduce(s.clone(), Action::DeleteLayer(crate::tree::NodePath::top(0)));
+        assert_eq!(edited.model.hub, None);
+        assert!(fragment_now(&edited.model, &edited.prefs).unwrap().starts_with("v1.s="));
+        let undone = reduce(edited, Action::Undo);
+        assert_eq!(undone.model, s.model);
+        // settings changes keep it a hub model
+        let gpu = reduce(s, Action::SetGpu(GpuChoice::Listed("h100-80gb".into())));
+        assert!(fragment_now(&gpu.model, &gpu.prefs).unwrap().starts_with("v2.h=TinyLlama/"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
+use vramcalc_core::hub::{HubLoaded, HubRef};
 use vramcalc_core::{presets, ByteUnit, TrainConfig, GPUS};
 use yew::Reducible;
 
@@ -59,13 +60,17 @@ pub struct Model {
     pub config: TrainConfig,
     #[serde(default)]
     pub gpu: GpuChoice,
+    /// The Hugging Face model the spec was loaded from, while it is unedited: its share link then
+    /// carries the id, not the spec. Any edit of the spec clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<HubRef>,
 }
 
 impl Model {
     /// A preset with the default training setup; `None` for an unknown id.
     pub fn preset(id: &str) -> Option<Model> {
         let spec = presets::build(id).ok()?;
-        Some(Model { spec, preset: Some(id.to_string()), config: TrainConfig::default(), gpu: GpuChoice::default() })
+        Some(Model { spec, preset: Some(id.to_string()), config: TrainConfig::default(), gpu: GpuChoice::default(), hub: None })
     }
 
     /// An image model with no layers yet.
@@ -81,6 +86,7 @@ impl Model {
             preset: None,
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
+            hub: None,
         }
     }
 }
@@ -210,6 +216,8 @@ pub enum Action {
     StartEmpty,
     /// A spec from the paste box (already parsed and checked by [`crate::paste`]).
     LoadSpec(ModelSpec),
+    /// A model loaded from the Hugging Face hub by id.
+    LoadHub(Box<HubLoaded>),
     SetBatch(u64),
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
@@ -297,9 +305,17 @@ impl State {
         self.commit(model, None);
     }
 
+    /// A pasted or fetched spec, with the user's training setup and GPU.
+    fn load(&mut self, spec: ModelSpec, hub: Option<HubRef>) {
+        let config = TrainConfig { seq_len: None, ..self.model.config };
+        self.replace_model(Model { spec, preset: None, config, gpu: self.model.gpu.clone(), hub });
+    }
+
     fn edit_spec(&mut self, kind: Option<EditKind>, f: impl FnOnce(&mut ModelSpec) -> bool) {
         let mut model = self.model.clone();
         if f(&mut model.spec) {
+            // An edited hub model is a custom model: its link carries the spec.
+            model.hub = None;
             self.selected.clear();
             self.commit(model, kind);
         }
@@ -326,14 +342,10 @@ impl Reducible for State {
                 m.gpu = s.model.gpu.clone();
                 s.replace_model(m);
             }
-            Action::LoadSpec(spec) => {
-                let m = Model {
-                    spec,
-                    preset: None,
-                    config: TrainConfig { seq_len: None, ..s.model.config },
-                    gpu: s.model.gpu.clone(),
-                };
-                s.replace_model(m);
+            Action::LoadSpec(spec) => s.load(spec, None),
+            Action::LoadHub(loaded) => {
+                let HubLoaded { hub, spec } = *loaded;
+                s.load(spec, Some(hub))
             }
             Action::SetBatch(b) => {
                 let mut m = s.model.clone();

@@ -11,7 +11,8 @@ fn main() {
     let controls = share_link::embed_controls(&search).unwrap_or_default();
     wasm_bindgen_futures::spawn_local(async move {
         let hash = dom::location_hash();
-        let start = share_link::start(&hash, None).await;
+        // The card reads no storage: a gated hub model needs the full app (and its token field).
+        let start = share_link::start(&hash, None, "").await;
         if share_link::is_embed_builder(&search) {
             let (fragment, lang) = (hash.trim_start_matches('#').to_string().into(), start.state.prefs.lang);
             yew::Renderer::<EmbedBuilder>::with_props(EmbedBuilderProps { fragment, lang }).render();

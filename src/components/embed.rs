@@ -31,6 +31,7 @@ const SLIDER_MAX: u64 = 1024;
 fn title(model: &Model) -> String {
     let share = share_link::to_share(model, &Default::default());
     match share.model {
+        ModelSource::Hub(h) => h.id,
         ModelSource::Preset { id } => presets::list().iter().find(|p| p.id == id).map_or(id, |p| p.title.to_string()),
         ModelSource::Spec(spec) => spec.display_name(),
     }
@@ -65,6 +66,13 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let broken = match &start.notice {
         Some(Notice::Broken(e)) => Some(html! {
             <p class="stale small" role="alert" data-testid="link-notice" data-kind="broken">{ fill(t.link_broken, &[e]) }</p>
+        }),
+        // The card leaves the address alone, so a reload opens the link again.
+        Some(Notice::Unfetched(u)) => Some(html! {
+            <p class="stale small" role="alert" data-testid="link-notice" data-kind="unfetched">
+                { fill(t.hub_unfetched, &[&u.linked.model.hub.as_ref().map(|h| h.to_string()).unwrap_or_default(), &u.error.message]) }
+                { " " }<button onclick={Callback::from(|_| dom::reload())} data-testid="link-retry">{ t.hub_retry }</button>
+            </p>
         }),
         _ => None,
     };
@@ -163,6 +171,13 @@ pub fn embed_app(p: &EmbedProps) -> Html {
             }
         }
     });
+    // Until a linked hub model is fetched, "Open in vramcalc" opens the same link.
+    let fragment = match &start.notice {
+        Some(Notice::Unfetched(u)) if *model == start.state.model => {
+            vramcalc_core::share::encode_preset(&share_link::to_share(&u.linked.model, &u.linked.prefs)).ok()
+        }
+        _ => fragment,
+    };
     let href = fragment.as_ref().map(|f| dom::app_link(f));
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>

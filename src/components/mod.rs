@@ -8,6 +8,7 @@ pub mod charts;
 pub mod embed;
 pub mod exports;
 pub mod header;
+pub mod hub;
 pub mod inputs;
 pub mod layers;
 pub mod model;

@@ -1,7 +1,8 @@
-//! The model panel: presets (grouped by family) or an empty model, the input, the layer editor
-//! and the paste box.
+//! The model panel: presets (grouped by family), a Hugging Face model by id, or an empty model;
+//! the input, the layer editor and the paste box.
 
 use super::layers::{Layers, RowMap};
+use super::hub::HubField;
 use super::paste::PasteBox;
 use super::{use_ctx, Shared};
 use crate::state::{Action, Model};
@@ -111,6 +112,7 @@ pub fn model_panel(p: &ModelProps) -> Html {
                 </div>
                 <button onclick={on_empty} data-testid="start-empty">{ t.start_empty }</button>
             </div>
+            <HubField />
             <div class="grid2">
                 <div class={classes!("field", input_error.is_some().then_some("invalid"))}>
                     <label for="input-shape">{ t.input_shape }</label>

@@ -217,6 +217,16 @@ pub struct Tr {
     pub download_csv: &'static str,
     pub download_json: &'static str,
     pub download_svg: &'static str,
+    // loading a model from the Hugging Face hub
+    pub hub_model: &'static str,
+    pub hub_placeholder: &'static str,
+    pub hub_load: &'static str,
+    pub hub_loading: &'static str,
+    pub hub_loaded: &'static str,
+    pub hub_token: &'static str,
+    pub hub_retry: &'static str,
+    pub hub_paste: &'static str,
+    pub hub_unfetched: &'static str,
 }
 
 /// The strings of `lang`.

@@ -21,10 +21,12 @@
 //! `tests/module_graph.rs` checks it.
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
+//! | `hub` | Hugging Face hub ids and URLs → `config.json`'s address; its answer → a spec or a clear error |
 
 pub mod config;
 pub mod error;
 pub mod graph;
+pub mod hub;
 pub mod import;
 pub mod layer;
 pub mod lower;

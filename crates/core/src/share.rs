@@ -26,8 +26,21 @@
 //!
 //! Omitted config fields take the *v1* defaults frozen in [`V1_CONFIG_DEFAULTS`], not whatever
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
+//!
+//! ## Format v2: a Hugging Face model by id
+//! ```text
+//! v2.h=Qwen/Qwen2.5-7B-Instruct,b=4,sl=2048,g=h100-80gb
+//! v2.h=Qwen/Qwen2.5-0.5B,r=refs/pr/1
+//! ```
+//! v1's keys and defaults, except that the model is `h` (a hub model id, [`ModelSource::Hub`]) with
+//! an optional `r` (its revision; `main` when absent), and values may also contain `/`. The link
+//! carries the id, not the spec: the app fetches the model's `config.json` again when the link is
+//! opened. `p` and `s` are not v2 keys. Every link is written in the oldest version that expresses
+//! it, so preset and custom-model links stay v1 (and open in releases that predate v2); a release
+//! that predates v2 refuses a v2 link as an unknown format instead of misreading it.
 
 use crate::config::TrainConfig;
+use crate::hub::{self, HubRef};
 use crate::memory::MAX_BATCH;
 use crate::resolve::MAX_LAYERS;
 use crate::spec::{Layer, ModelSpec};
@@ -80,6 +93,8 @@ pub enum ModelSource {
     Preset { id: String },
     /// A custom or edited model.
     Spec(ModelSpec),
+    /// A Hugging Face model by id (format v2): opening the link fetches its `config.json`.
+    Hub(HubRef),
 }
 
 /// Why a link could not be read. The app shows it and opens the default model instead.
@@ -89,7 +104,7 @@ pub enum ShareError {
     Empty,
     #[error("the link is {len} characters long; at most {max} are accepted")]
     TooLong { len: usize, max: usize },
-    #[error("unknown link format `{0}` (this version of vramcalc reads v1 links)")]
+    #[error("unknown link format `{0}` (this version of vramcalc reads v1 and v2 links)")]
     UnknownVersion(String),
     #[error("malformed link: {0}")]
     Malformed(String),
@@ -173,8 +188,16 @@ pub fn encode_preset(state: &ShareState) -> Res<String> {
 fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) -> Res<String> {
     check_state(state)?;
     let mut fields: Vec<(String, String)> = Vec::new();
+    let mut version = "v1";
     match &state.model {
-        ModelSource::Preset { id } => fields.push(("p".into(), escape(id))),
+        ModelSource::Preset { id } => fields.push(("p".into(), escape(id, false))),
+        ModelSource::Hub(h) => {
+            version = "v2";
+            fields.push(("h".into(), escape(&h.id, true)));
+            if let Some(r) = &h.revision {
+                fields.push(("r".into(), escape(r, true)));
+            }
+        }
         ModelSource::Spec(spec) => {
             let payload = spec_payload(spec);
             if payload.is_empty() {
@@ -192,14 +215,14 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
             let short = V1_CONFIG_KEYS.iter().find(|k| k.1 == name).map_or(name.as_str(), |k| k.0);
             let text = match value {
                 Value::Bool(b) => (if *b { "1" } else { "0" }).to_string(),
-                Value::String(s) => escape(s),
-                other => escape(&other.to_string()),
+                Value::String(s) => escape(s, false),
+                other => escape(&other.to_string(), false),
             };
             fields.push((short.to_string(), text));
         }
     }
     if let Some(g) = &state.gpu {
-        fields.push(("g".into(), escape(g)));
+        fields.push(("g".into(), escape(g, false)));
     }
     if let Some(k) = state.capacity_bytes {
         fields.push(("k".into(), k.to_string()));
@@ -208,10 +231,10 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
         fields.push(("u".into(), "MiB".into()));
     }
     if state.lang != "en" {
-        fields.push(("l".into(), escape(&state.lang)));
+        fields.push(("l".into(), escape(&state.lang, false)));
     }
     let body: Vec<String> = fields.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
-    Ok(format!("v1.{}", body.join(",")))
+    Ok(format!("{version}.{}", body.join(",")))
 }
 
 /// Decodes a link: the fragment (`v1.…`), with or without `#`, or a whole URL containing `#`.
@@ -249,7 +272,8 @@ fn decode_with(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<
     }
     let (version, body) = link.split_once('.').unwrap_or((link, ""));
     match version {
-        "v1" => decode_v1(body, decode_spec),
+        "v1" => decode_v1(body, decode_spec, false),
+        "v2" => decode_v1(body, decode_spec, true),
         other => Err(ShareError::UnknownVersion(other.chars().take(12).collect())),
     }
 }
@@ -258,9 +282,11 @@ fn field_err(key: &str, message: impl Into<String>) -> ShareError {
     ShareError::Field { key: key.chars().take(24).collect(), message: message.into() }
 }
 
-fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
+/// v1, or v2 (`v2`: the model is `h`/`r`, and values may contain `/`).
+fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>, v2: bool) -> Res<ShareState> {
     let mut seen: Vec<&str> = Vec::new();
     let mut model = None;
+    let mut revision = None;
     let mut config = v1_defaults();
     let mut state = ShareState::default();
     for (n, field) in body.split(',').enumerate() {
@@ -277,6 +303,9 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
             return Err(field_err(key, "appears twice"));
         }
         seen.push(key);
+        if v2 && (key == "p" || key == "s") {
+            return Err(field_err(key, "not a v2 key: a v2 link names a Hugging Face model (`h`); presets and custom models are v1 links"));
+        }
         if key == "s" {
             if model.is_some() {
                 return Err(field_err(key, "a link names one model (`p` or `s`), not both"));
@@ -287,7 +316,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
         if raw.len() > MAX_TEXT * 3 {
             return Err(field_err(key, "value too long"));
         }
-        let text = unescape(raw).ok_or_else(|| field_err(key, "invalid %-escape or UTF-8"))?;
+        let text = unescape(raw, v2).ok_or_else(|| field_err(key, "invalid %-escape or UTF-8"))?;
         if text.len() > MAX_TEXT {
             return Err(field_err(key, "value too long"));
         }
@@ -300,6 +329,18 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                     return Err(field_err(key, "empty preset id"));
                 }
                 model = Some(ModelSource::Preset { id: text });
+            }
+            "h" if v2 => {
+                if !hub::is_valid_id(&text) {
+                    return Err(field_err(key, "not a Hugging Face model id"));
+                }
+                model = Some(ModelSource::Hub(HubRef { id: text, revision: None }));
+            }
+            "r" if v2 => {
+                if !hub::is_valid_revision(&text) {
+                    return Err(field_err(key, "not a valid revision"));
+                }
+                revision = Some(text);
             }
             "g" => state.gpu = Some(text),
             "k" => state.capacity_bytes = Some(text.parse().map_err(|_| field_err(key, "expected a number of bytes"))?),
@@ -321,7 +362,13 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
             }
         }
     }
-    state.model = model.ok_or_else(|| ShareError::Malformed("no model (`p` or `s`)".into()))?;
+    state.model = match (model, revision) {
+        (Some(ModelSource::Hub(h)), revision) => ModelSource::Hub(HubRef { revision: revision.filter(|r| r != "main"), ..h }),
+        (_, Some(_)) => return Err(field_err("r", "a revision needs a model id (`h`)")),
+        (Some(m), None) => m,
+        (None, None) if v2 => return Err(ShareError::Malformed("no model (`h`)".into())),
+        (None, None) => return Err(ShareError::Malformed("no model (`p` or `s`)".into())),
+    };
     state.config = serde_json::from_value(Value::Object(config))
         .map_err(|e| ShareError::Field { key: "config".into(), message: e.to_string() })?;
     check_state(&state)?;
@@ -369,6 +416,9 @@ fn check_state(s: &ShareState) -> Res<()> {
     match &s.model {
         ModelSource::Preset { id } if id.is_empty() || id.len() > MAX_TEXT => Err(field_err("p", "invalid preset id")),
         ModelSource::Preset { .. } => Ok(()),
+        ModelSource::Hub(h) if !hub::is_valid_id(&h.id) || h.id.len() > MAX_TEXT => Err(field_err("h", "not a Hugging Face model id")),
+        ModelSource::Hub(h) if h.revision.as_deref().is_some_and(|r| !hub::is_valid_revision(r)) => Err(field_err("r", "not a valid revision")),
+        ModelSource::Hub(_) => Ok(()),
         ModelSource::Spec(spec) => check_spec(spec),
     }
 }
@@ -452,11 +502,12 @@ fn is_plain(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~')
 }
 
-/// `%XX`-escapes every byte outside `A–Z a–z 0–9 - . _ ~`.
-fn escape(s: &str) -> String {
+/// `%XX`-escapes every byte outside `A–Z a–z 0–9 - . _ ~` (and `/` with `slash`: v2's hub ids and
+/// revisions stay readable).
+fn escape(s: &str, slash: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for &c in s.as_bytes() {
-        if is_plain(c) {
+        if is_plain(c) || (slash && c == b'/') {
             out.push(c as char);
         } else {
             out.push_str(&format!("%{c:02X}"));
@@ -465,7 +516,8 @@ fn escape(s: &str) -> String {
     out
 }
 
-fn unescape(s: &str) -> Option<String> {
+/// Inverse of [`escape`]; `slash`: a literal `/` is accepted too (v2).
+fn unescape(s: &str, slash: bool) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -476,7 +528,7 @@ fn unescape(s: &str) -> Option<String> {
                 out.push(u8::from_str_radix(hex, 16).ok()?);
                 i += 3;
             }
-            c if is_plain(c) => {
+            c if is_plain(c) || (slash && c == b'/') => {
                 out.push(c);
                 i += 1;
             }
@@ -547,12 +599,12 @@ mod tests {
     #[test]
     fn escapes_round_trip() {
         for s in ["plain-id_1.2~", "a,b=c", "ünï cødé %", ""] {
-            assert_eq!(unescape(&escape(s)).as_deref(), Some(s));
+            assert_eq!(unescape(&escape(s, false), false).as_deref(), Some(s));
         }
-        assert!(unescape("%zz").is_none());
-        assert!(unescape("%").is_none());
-        assert!(unescape("%ff").is_none()); // not UTF-8
-        assert!(unescape("a,b").is_none());
+        assert!(unescape("%zz", false).is_none());
+        assert!(unescape("%", false).is_none());
+        assert!(unescape("%ff", false).is_none()); // not UTF-8
+        assert!(unescape("a,b", false).is_none());
     }
 
     #[test]

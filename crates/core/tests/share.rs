@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod fuzz_share;
 
+use vramcalc_core::hub::HubRef;
 use vramcalc_core::presets;
 use vramcalc_core::share::{
     carries_spec, decode, decode_preset, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
@@ -125,11 +126,17 @@ fn saved(name: &str) -> ShareState {
                 ..Default::default()
             }
         }
+        "qwen-hub" => ShareState {
+            model: ModelSource::Hub(HubRef { id: "Qwen/Qwen2.5-0.5B".into(), revision: Some("refs/pr/1".into()) }),
+            config: TrainConfig { batch: 4, seq_len: Some(2048), ..Default::default() },
+            gpu: Some("h100-80gb".into()),
+            ..Default::default()
+        },
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited"];
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "qwen-hub"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]
@@ -141,7 +148,7 @@ fn saved_links_still_decode() {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split_once(' ').unwrap())
         .collect();
-    assert_eq!(links.len(), 4);
+    assert_eq!(links.len(), SAVED.len());
     for (name, link) in links {
         let want = saved(name);
         assert_eq!(decode(link).unwrap_or_else(|e| panic!("{name}: {e}")), want, "{name}");
@@ -170,7 +177,7 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (2, 2));
+    assert_eq!(checked, (3, 2));
     // a preset link's other errors are the full decoder's
     for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");
@@ -254,4 +261,50 @@ fn fuzz_smoke() {
     let stats = fuzz_share::fuzz(5_000, 7);
     assert_eq!(stats.runs, 5_000);
     assert!(stats.ok > 50 && stats.errors > 1000, "{stats:?}");
+}
+
+/// Format v2: a Hugging Face model by id (and revision); every other link stays v1.
+#[test]
+fn hub_links_are_v2_and_short() {
+    let hub = |id: &str, rev: Option<&str>| ShareState {
+        model: ModelSource::Hub(HubRef { id: id.into(), revision: rev.map(Into::into) }),
+        config: TrainConfig { batch: 4, ..Default::default() },
+        ..Default::default()
+    };
+    let link = round_trip(&hub("Qwen/Qwen2.5-7B-Instruct", None));
+    assert_eq!(link, "v2.h=Qwen/Qwen2.5-7B-Instruct,b=4");
+    let link = round_trip(&hub("Qwen/Qwen2.5-0.5B", Some("refs/pr/1")));
+    assert_eq!(link, "v2.h=Qwen/Qwen2.5-0.5B,r=refs/pr/1,b=4");
+    round_trip(&hub("gpt2", Some("v1.0")));
+    // the main bundle's codec reads and writes them (no spec inside)
+    assert!(!carries_spec(&link));
+    assert_eq!(encode_preset(&hub("gpt2", None)).unwrap(), "v2.h=gpt2,b=4");
+    assert_eq!(decode_preset(&link).unwrap(), hub("Qwen/Qwen2.5-0.5B", Some("refs/pr/1")));
+    // `/` may also arrive escaped
+    assert_eq!(decode("v2.h=Qwen%2FQwen2.5-0.5B,b=4").unwrap(), hub("Qwen/Qwen2.5-0.5B", None));
+    // presets and custom models are still written as v1
+    assert!(encode(&preset_with_settings()).unwrap().starts_with("v1.p=gpt2,"));
+    let err = |link: &str| decode(link).unwrap_err();
+    for (bad, key) in [
+        ("v2.h=Qwen/x,p=gpt2", "p"),
+        ("v2.p=gpt2", "p"),
+        ("v2.s=AAAA", "s"),
+        ("v2.h=Qwen/a/b", "h"),
+        ("v2.h=Qwen/-x", "h"),
+        ("v2.h=Qwen/x,r=../x", "r"),
+        ("v2.h=Qwen/x,h=Qwen/y", "h"),
+        ("v2.h=Qwen/x,b=0", "b"),
+        ("v2.b=4,r=main", "r"),
+    ] {
+        assert!(matches!(err(bad), ShareError::Field { key: k, .. } if k == key), "{bad}: {:?}", err(bad));
+    }
+    assert!(matches!(err("v2.b=4"), ShareError::Malformed(m) if m.contains("`h`")));
+    assert!(matches!(err("v2.h=a%zz"), ShareError::Field { .. }));
+    // in v1, `h` is not a model (a v1 reader never took it for one)
+    assert!(matches!(err("v1.h=gpt2"), ShareError::Malformed(_)));
+    // `r=main` is the default and is dropped
+    assert_eq!(decode("v2.h=gpt2,r=main,b=4").unwrap(), hub("gpt2", None));
+    // an id too long for a link cannot be encoded
+    let long = format!("{}/{}", "a".repeat(90), "b".repeat(90));
+    assert!(encode(&hub(&long, None)).is_err());
 }

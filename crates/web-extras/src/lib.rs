@@ -1,12 +1,15 @@
 //! The web app's second wasm module, loaded on first use (`src/extras.rs` in the app): the
-//! share-link codec (DEFLATE, base64, the v1 field format) and the Hugging Face `config.json`
-//! importer. Neither is needed to draw the first chart, so they stay out of the main bundle.
+//! share-link codec (DEFLATE, base64, the v1 field format), the Hugging Face `config.json`
+//! importer, and loading a model from the hub by id ([`hub`]). None is needed to draw the first
+//! chart, so they stay out of the main bundle.
 //!
 //! The interface is JSON text both ways (the app already carries serde for its saved state), and
 //! every function returns `Err(message)` — a thrown JS string — instead of panicking.
 
 use vramcalc_core::share::{self, ShareState};
 use wasm_bindgen::prelude::*;
+
+pub mod hub;
 
 /// A [`ShareState`] (JSON) → the link fragment, without `#`.
 #[wasm_bindgen]
