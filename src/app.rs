@@ -22,7 +22,7 @@ pub struct AppProps {
 /// The full app (the embed card is a separate page and bundle: `src/bin/embed.rs`).
 #[function_component(App)]
 pub fn app(p: &AppProps) -> Html {
-    let AppState { state, notice, dismiss, retry, saved, link } = use_app_state(&p.boot);
+    let AppState { state, notice, dismiss, saved, link } = use_app_state(&p.boot);
     use_undo_shortcuts(state.dispatcher());
     use_document_attributes(state.prefs.theme, state.prefs.lang);
     let model = &state.model;
@@ -67,7 +67,7 @@ pub fn app(p: &AppProps) -> Html {
         <ContextProvider<Ctx> context={ctx.clone()}>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
             <div class="sharebar">
-                { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss, retry)) }
+                { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
             <main class="layout">

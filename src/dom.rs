@@ -268,3 +268,12 @@ pub fn open_paste() {
         let _ = el.focus();
     }
 }
+
+/// The text of the `<input id=…>`, or empty.
+pub fn input_value(id: &str) -> String {
+    document()
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .map(|i| i.value())
+        .unwrap_or_default()
+}

@@ -34,8 +34,13 @@ pub async fn import_hf(config_json: &str) -> Result<ModelSpec, String> {
 /// access token or empty. The module fetches `config.json` from huggingface.co and imports it.
 pub async fn load_hub(input: &str, token: &str) -> Result<HubLoaded, HubFailure> {
     // A failure that is not the module's (the module itself did not load) reads as a network one.
-    let reply = call("load_hub", &[input, token]).await.map_err(|e| HubFailure::from_text(&e))?;
+    let reply = hub_call(input, token).await.map_err(|e| HubFailure::from_text(&e))?;
     HubLoaded::from_text(&reply).ok_or_else(|| HubFailure { kind: HubErrorKind::Import, message: "unreadable answer from the module".into() })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn hub_call(input: &str, token: &str) -> Result<String, String> {
+    call("load_hub", &[input, token]).await
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -71,9 +76,21 @@ extern "C" {
     fn load_extras(file: &str) -> js_sys::Promise;
 }
 
-/// Calls the module's function `name`; one that returns a promise (the hub fetch) is awaited.
+/// `load_hub` returns a promise of its text.
+#[cfg(target_arch = "wasm32")]
+async fn hub_call(input: &str, token: &str) -> Result<String, String> {
+    let promise = js_sys::Promise::from(call_js("load_hub", &[input, token]).await?);
+    text(wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| message(&e))?)
+}
+
 #[cfg(target_arch = "wasm32")]
 async fn call(name: &str, args: &[&str]) -> Result<String, String> {
+    text(call_js(name, args).await?)
+}
+
+/// Calls the module's function `name` (loading the module first).
+#[cfg(target_arch = "wasm32")]
+async fn call_js(name: &str, args: &[&str]) -> Result<wasm_bindgen::JsValue, String> {
     use wasm_bindgen::{JsCast, JsValue};
     let module = wasm_bindgen_futures::JsFuture::from(load_extras(MODULE_JS))
         .await
@@ -83,9 +100,12 @@ async fn call(name: &str, args: &[&str]) -> Result<String, String> {
         .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
         .ok_or_else(|| format!("{MODULE_JS} has no `{name}`"))?;
     let arg = |i: usize| JsValue::from_str(args.get(i).copied().unwrap_or_default());
-    let out = function.call2(&JsValue::NULL, &arg(0), &arg(1)).map_err(|e| message(&e))?;
-    let out = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&out)).await.map_err(|e| message(&e))?;
-    out.as_string().ok_or_else(|| format!("{MODULE_JS}: `{name}` returned no text"))
+    function.call2(&JsValue::NULL, &arg(0), &arg(1)).map_err(|e| message(&e))
+}
+
+#[cfg(target_arch = "wasm32")]
+fn text(v: wasm_bindgen::JsValue) -> Result<String, String> {
+    v.as_string().ok_or_else(|| format!("{MODULE_JS} returned no text"))
 }
 
 /// A thrown value's text: the module throws strings; a failed `import()` throws an `Error`.

@@ -43,9 +43,10 @@ pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
     }
 }
 
-/// Decodes a link; one with a custom spec (`s=`) goes to the lazily loaded module's codec.
+/// Decodes a link; one with a custom spec (`s=`) or a hub model (`v2.`) goes to the lazily loaded
+/// module's codec.
 pub async fn decode(fragment: &str) -> Result<ShareState, String> {
-    if share::carries_spec(fragment) {
+    if share::needs_full_codec(fragment) {
         extras::decode_link(fragment).await
     } else {
         share::decode_preset(fragment).map_err(|e| e.to_string())

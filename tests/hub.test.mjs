@@ -65,7 +65,7 @@ test('a model id or a pasted hub URL loads its config.json from huggingface.co; 
   await load(page, 'https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0/tree/main');
   await waitAttr(page, 'params', 'data-count', (v) => v === '1100048384');
   assert.equal(await page.getByTestId('params').textContent(), '1,100,048,384');
-  assert.match(await page.getByTestId('hub-ok').textContent(), /TinyLlama\/TinyLlama-1\.1B-Chat-v1\.0/);
+  assert.equal(await page.getByTestId('hub-load').getAttribute('data-status'), 'loaded');
   assert.equal(await page.getByTestId('model-name').textContent(), 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
   const [req] = gets(hub);
   assert.equal(req.url, 'https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/main/config.json');
@@ -74,7 +74,7 @@ test('a model id or a pasted hub URL loads its config.json from huggingface.co; 
   assert.equal(req.headers.cookie, undefined);
   // the share link: the id, not the spec
   await page.waitForFunction(() => location.hash.startsWith('#v2.h=TinyLlama/TinyLlama-1.1B-Chat-v1.0'));
-  assert.equal(new globalThis.URL(page.url()).hash, '#v2.h=TinyLlama/TinyLlama-1.1B-Chat-v1.0');
+  assert.equal(new globalThis.URL(page.url()).hash, '#v2.h=TinyLlama/TinyLlama-1.1B-Chat-v1.0,g=rtx-4090');
   // a revision in `@` form, a blob URL: the right config.json address (`/` of the revision escaped)
   await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0@refs/pr/1');
   await page.waitForFunction(() => location.hash.includes(',r=refs/pr/1'));
@@ -222,7 +222,7 @@ test('a share link with a model id reopens by fetching again; offline, the notic
     await embed.getByTestId('embed-card').waitFor();
     assert.equal(await embed.getByTestId('embed-setup').getAttribute('data-params'), '1100048384');
     assert.equal(await embed.getByTestId('embed-title').textContent(), 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
-    assert.match(await embed.getByTestId('open-full').getAttribute('href'), /#v2\.h=TinyLlama\/TinyLlama-1\.1B-Chat-v1\.0,b=4$/);
+    assert.match(await embed.getByTestId('open-full').getAttribute('href'), /#v2\.h=TinyLlama\/TinyLlama-1\.1B-Chat-v1\.0,b=4,g=rtx-4090$/);
     assert.deepEqual(realErrors(errors), []);
     await context.close();
   }

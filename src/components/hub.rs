@@ -4,19 +4,19 @@
 //! access-token field for a gated model, a retry for a network failure, the paste box for a
 //! `model_type` the importer does not know.
 
-use super::use_ctx;
+use super::Ctx;
 use crate::dom;
 use crate::extras;
-use crate::i18n::{fill, Tr};
+use crate::i18n::Tr;
 use crate::state::Action;
 use std::rc::Rc;
 use vramcalc_core::hub::{HubErrorKind, HubFailure};
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-enum Status {
+pub enum Status {
     Loading,
-    Loaded(String),
+    Loaded,
     Failed(HubFailure),
 }
 
@@ -44,28 +44,27 @@ pub fn next_steps(t: &Tr, f: &HubFailure, retry: Html, token_testid: &'static st
     }
 }
 
-#[function_component(HubField)]
-pub fn hub_field() -> Html {
-    let ctx = use_ctx();
+/// The field's state, held by the model panel (a plain function, not a component: each component
+/// type costs bundle size).
+#[hook]
+pub fn use_hub_field() -> UseStateHandle<Option<Rc<Status>>> {
+    use_state(|| None::<Rc<Status>>)
+}
+
+/// The field (uncontrolled: its text is read on submit).
+pub fn hub_field(ctx: &Ctx, status: UseStateHandle<Option<Rc<Status>>>) -> Html {
     let t = ctx.tr();
-    let text = use_state(String::new);
-    let status = use_state(|| None::<Rc<Status>>);
-    let oninput = {
-        let text = text.clone();
-        Callback::from(move |e: InputEvent| text.set(e.target_unchecked_into::<HtmlInputElement>().value()))
-    };
     let onsubmit = {
-        let (text, status, d) = (text.clone(), status.clone(), ctx.dispatch.clone());
+        let (status, d) = (status.clone(), ctx.dispatch.clone());
         Callback::from(move |e: SubmitEvent| {
             e.prevent_default();
-            let (input, status, d) = ((*text).clone(), status.clone(), d.clone());
+            let (input, status, d) = (dom::input_value("hub-id"), status.clone(), d.clone());
             status.set(Some(Rc::new(Status::Loading)));
             wasm_bindgen_futures::spawn_local(async move {
                 let next = match extras::load_hub(&input, &dom::hub_token()).await {
                     Ok(loaded) => {
-                        let id = loaded.hub.to_string();
                         d.dispatch(Action::LoadHub(Box::new(loaded)));
-                        Status::Loaded(id)
+                        Status::Loaded
                     }
                     Err(f) => Status::Failed(f),
                 };
@@ -79,20 +78,22 @@ pub fn hub_field() -> Html {
         <form class="hub" data-testid="hub" {onsubmit}>
             <label for="hub-id">{ t.hub_model }</label>
             <div class="hub-row">
-                <input id="hub-id" type="text" value={(*text).clone()} {oninput} placeholder={t.hub_placeholder}
+                <input id="hub-id" type="text" placeholder={t.hub_placeholder}
                     spellcheck="false" autocomplete="off" data-testid="hub-id" />
-                <button type="submit" disabled={loading} data-testid="hub-load">{ t.hub_load }</button>
+                <button type="submit" disabled={loading} data-testid="hub-load" data-status={status.as_ref().map(|s| match **s {
+                    Status::Loading => "loading",
+                    Status::Loaded => "loaded",
+                    Status::Failed(_) => "failed",
+                })}>{ t.hub_load }</button>
             </div>
             { match status.as_deref() {
-                Some(Status::Loading) => html! { <p class="muted small" role="status" data-testid="hub-loading">{ t.hub_loading }</p> },
-                Some(Status::Loaded(id)) => html! { <p class="ok" role="status" data-testid="hub-ok">{ fill(t.hub_loaded, &[id]) }</p> },
                 Some(Status::Failed(f)) => html! {
                     <div class="hub-failed">
                         <p class="error" role="alert" data-testid="hub-error" data-kind={f.kind.name()}>{ &f.message }</p>
                         { next_steps(t, f, retry, "hub-token") }
                     </div>
                 },
-                None => html! {},
+                _ => html! {},
             } }
         </form>
     }

@@ -2,7 +2,7 @@
 //! the input, the layer editor and the paste box.
 
 use super::layers::{Layers, RowMap};
-use super::hub::HubField;
+use super::hub::{hub_field, use_hub_field};
 use super::paste::PasteBox;
 use super::{use_ctx, Shared};
 use crate::state::{Action, Model};
@@ -95,6 +95,7 @@ pub fn model_panel(p: &ModelProps) -> Html {
         _ if shape_draft.is_some() => Some(t.input_shape_help.to_string()),
         _ => None,
     };
+    let hub = use_hub_field();
     let title = p.model.spec.name.clone().unwrap_or_else(|| t.custom_model.to_string());
 
     html! {
@@ -112,7 +113,7 @@ pub fn model_panel(p: &ModelProps) -> Html {
                 </div>
                 <button onclick={on_empty} data-testid="start-empty">{ t.start_empty }</button>
             </div>
-            <HubField />
+            { hub_field(&ctx, hub) }
             <div class="grid2">
                 <div class={classes!("field", input_error.is_some().then_some("invalid"))}>
                     <label for="input-shape">{ t.input_shape }</label>

@@ -3,7 +3,7 @@
 use crate::i18n::Lang;
 use crate::dom;
 use crate::share_link::{self, Notice};
-use crate::state::{Action, Model, Prefs, Saved, State, Theme, SAVED_VERSION};
+use crate::state::{Action, Model, Prefs, Saved, State, Theme};
 use gloo::storage::{LocalStorage, Storage};
 use yew::prelude::*;
 
@@ -19,8 +19,6 @@ pub struct AppState {
     /// Why the page shows something other than the saved work (until an edit or a dismissal).
     pub notice: Option<Notice>,
     pub dismiss: Callback<()>,
-    /// Fetches a linked Hugging Face model again ([`Notice::Unfetched`]).
-    pub retry: Callback<()>,
     /// The saved work as it was on load (for "back to my saved model").
     pub saved: Option<Saved>,
     /// The share link, encoded a moment after each change.
@@ -101,7 +99,8 @@ pub fn use_app_state(boot: &Boot) -> AppState {
     let link = use_link(&state.model, state.prefs, LINK_DELAY_MS);
     {
         let guard = guard.clone();
-        // A linked hub model not fetched yet: the address bar keeps its link (to retry, to copy).
+        // A linked hub model not fetched yet: the address bar keeps its link (to copy it, and so
+        // that "Retry", a reload, opens it again).
         let unfetched = matches!(*notice, Some(Notice::Unfetched(_)));
         use_effect_with(link.fragment.clone(), move |f| {
             if let (Some(f), false) = (f, unfetched) {
@@ -121,27 +120,8 @@ pub fn use_app_state(boot: &Boot) -> AppState {
         });
         move || drop(listener)
     });
-    let retry = {
-        let (notice, d) = (notice.clone(), state.dispatcher());
-        Callback::from(move |_| {
-            let Some(Notice::Unfetched(u)) = (*notice).clone() else { return };
-            let (notice, d, guard) = (notice.clone(), d.clone(), guard.clone());
-            wasm_bindgen_futures::spawn_local(async move {
-                match share_link::fetch_hub(u.linked.clone(), &dom::hub_token()).await {
-                    Ok(l) => {
-                        // Shown as an opened link: not saved until an edit.
-                        let saved = Saved { version: SAVED_VERSION, model: l.model, prefs: l.prefs };
-                        *guard.borrow_mut() = Some(saved.clone());
-                        d.dispatch(Action::Restore(saved));
-                        notice.set(Some(Notice::Opened));
-                    }
-                    Err(error) => notice.set(Some(Notice::Unfetched(Box::new(share_link::Unfetched { error, ..*u })))),
-                }
-            })
-        })
-    };
     let dismiss = { let notice = notice.clone(); Callback::from(move |_| notice.set(None)) };
-    AppState { state, notice: (*notice).clone(), dismiss, retry, saved: boot.saved.clone(), link }
+    AppState { state, notice: (*notice).clone(), dismiss, saved: boot.saved.clone(), link }
 }
 
 /// Writes the user's work to LocalStorage. Storage can be full or disabled (private mode): the app

@@ -160,8 +160,6 @@ pub const EN: Tr = Tr {
     hub_model: "Hugging Face model",
     hub_placeholder: "Qwen/Qwen2.5-7B-Instruct, or the model page's URL",
     hub_load: "Load from Hugging Face",
-    hub_loading: "Fetching config.json from huggingface.co…",
-    hub_loaded: "Loaded {} from Hugging Face.",
     hub_token: "Access token (kept in this tab only, sent only to huggingface.co)",
     hub_retry: "Retry",
     hub_paste: "Paste its config.json or a JSON spec instead",

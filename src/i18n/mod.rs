@@ -221,8 +221,6 @@ pub struct Tr {
     pub hub_model: &'static str,
     pub hub_placeholder: &'static str,
     pub hub_load: &'static str,
-    pub hub_loading: &'static str,
-    pub hub_loaded: &'static str,
     pub hub_token: &'static str,
     pub hub_retry: &'static str,
     pub hub_paste: &'static str,

@@ -160,8 +160,6 @@ pub const ZH: Tr = Tr {
     hub_model: "Hugging Face 模型",
     hub_placeholder: "Qwen/Qwen2.5-7B-Instruct，或模型页面的网址",
     hub_load: "从 Hugging Face 载入",
-    hub_loading: "正在从 huggingface.co 获取 config.json…",
-    hub_loaded: "已从 Hugging Face 载入 {}。",
     hub_token: "访问令牌（仅保存在此标签页，仅发送给 huggingface.co）",
     hub_retry: "重试",
     hub_paste: "改为粘贴其 config.json 或 JSON 规格",

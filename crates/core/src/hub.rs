@@ -195,8 +195,7 @@ fn id_part_ok(p: &str) -> bool {
         && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         && !matches!(b[0], b'-' | b'.')
         && !matches!(b[b.len() - 1], b'-' | b'.')
-        && !p.contains("--")
-        && !p.contains("..")
+        && !b.windows(2).any(|w| w == b"--" || w == b"..")
 }
 
 /// Whether `id` is a valid hub model id (`name` or `owner/name`).
@@ -209,7 +208,7 @@ pub fn is_valid_id(id: &str) -> bool {
 pub fn is_valid_revision(rev: &str) -> bool {
     (1..=MAX_REVISION).contains(&rev.len())
         && rev.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/'))
-        && !rev.contains("..")
+        && !rev.as_bytes().windows(2).any(|w| w == b"..")
         && !rev.starts_with('/')
         && !rev.ends_with('/')
 }

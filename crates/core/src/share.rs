@@ -239,13 +239,20 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
 
 /// Decodes a link: the fragment (`v1.…`), with or without `#`, or a whole URL containing `#`.
 pub fn decode(link: &str) -> Res<ShareState> {
-    decode_with(link, decode_spec)
+    decode_with::<true>(link, decode_spec)
 }
 
-/// [`decode`] for links without a custom spec (no `s=` field, see [`carries_spec`]), without
-/// the custom-spec codec; a link with one is an error here.
+/// [`decode`] for v1 links without a custom spec (no `s=` field, see [`needs_full_codec`]),
+/// without the custom-spec codec and the v2 decoder; another link is
+/// [`ShareError::NeedsSpecCodec`] here.
 pub fn decode_preset(link: &str) -> Res<ShareState> {
-    decode_with(link, |_| Err(ShareError::NeedsSpecCodec))
+    decode_with::<false>(link, |_| Err(ShareError::NeedsSpecCodec))
+}
+
+/// Whether only [`decode`] reads `link`: it carries a custom spec, or is a v2 link (a hub model,
+/// which the web app fetches with the same lazily loaded module).
+pub fn needs_full_codec(link: &str) -> bool {
+    carries_spec(link) || fragment_of(link.trim()).starts_with("v2.")
 }
 
 /// Whether `link` carries a custom spec (an `s=` field), which only [`decode`] reads.
@@ -262,7 +269,9 @@ fn fragment_of(link: &str) -> &str {
     }
 }
 
-fn decode_with(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
+/// `FULL`: v2 links too; without it, a v2 link is [`ShareError::NeedsSpecCodec`] and its decoder
+/// is not compiled into the caller (the web app's main bundle).
+fn decode_with<const FULL: bool>(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
     let link = fragment_of(link.trim());
     if link.is_empty() {
         return Err(ShareError::Empty);
@@ -272,8 +281,9 @@ fn decode_with(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<
     }
     let (version, body) = link.split_once('.').unwrap_or((link, ""));
     match version {
-        "v1" => decode_v1(body, decode_spec, false),
-        "v2" => decode_v1(body, decode_spec, true),
+        "v1" => decode_v1::<false>(body, decode_spec),
+        "v2" if FULL => decode_v1::<true>(body, decode_spec),
+        "v2" => Err(ShareError::NeedsSpecCodec),
         other => Err(ShareError::UnknownVersion(other.chars().take(12).collect())),
     }
 }
@@ -283,7 +293,8 @@ fn field_err(key: &str, message: impl Into<String>) -> ShareError {
 }
 
 /// v1, or v2 (`v2`: the model is `h`/`r`, and values may contain `/`).
-fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>, v2: bool) -> Res<ShareState> {
+fn decode_v1<const V2: bool>(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<ShareState> {
+    let v2 = V2;
     let mut seen: Vec<&str> = Vec::new();
     let mut model = None;
     let mut revision = None;
@@ -330,18 +341,9 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>, v2: bool)
                 }
                 model = Some(ModelSource::Preset { id: text });
             }
-            "h" if v2 => {
-                if !hub::is_valid_id(&text) {
-                    return Err(field_err(key, "not a Hugging Face model id"));
-                }
-                model = Some(ModelSource::Hub(HubRef { id: text, revision: None }));
-            }
-            "r" if v2 => {
-                if !hub::is_valid_revision(&text) {
-                    return Err(field_err(key, "not a valid revision"));
-                }
-                revision = Some(text);
-            }
+            // checked with the rest of the state below
+            "h" if v2 => model = Some(ModelSource::Hub(HubRef { id: text, revision: None })),
+            "r" if v2 => revision = Some(text),
             "g" => state.gpu = Some(text),
             "k" => state.capacity_bytes = Some(text.parse().map_err(|_| field_err(key, "expected a number of bytes"))?),
             "u" => {
@@ -362,13 +364,12 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>, v2: bool)
             }
         }
     }
-    state.model = match (model, revision) {
-        (Some(ModelSource::Hub(h)), revision) => ModelSource::Hub(HubRef { revision: revision.filter(|r| r != "main"), ..h }),
+    match (&mut model, revision) {
+        (Some(ModelSource::Hub(h)), r) => h.revision = r.filter(|r| r != "main"),
         (_, Some(_)) => return Err(field_err("r", "a revision needs a model id (`h`)")),
-        (Some(m), None) => m,
-        (None, None) if v2 => return Err(ShareError::Malformed("no model (`h`)".into())),
-        (None, None) => return Err(ShareError::Malformed("no model (`p` or `s`)".into())),
-    };
+        _ => {}
+    }
+    state.model = model.ok_or_else(|| ShareError::Malformed(format!("no model ({})", if v2 { "`h`" } else { "`p` or `s`" })))?;
     state.config = serde_json::from_value(Value::Object(config))
         .map_err(|e| ShareError::Field { key: "config".into(), message: e.to_string() })?;
     check_state(&state)?;

@@ -8,7 +8,7 @@ mod fuzz_share;
 use vramcalc_core::hub::HubRef;
 use vramcalc_core::presets;
 use vramcalc_core::share::{
-    carries_spec, decode, decode_preset, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
+    carries_spec, decode, decode_preset, needs_full_codec, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
 };
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{ByteUnit, OptimizerKind, Precision, TrainConfig};
@@ -161,13 +161,20 @@ fn saved_links_still_decode() {
 fn preset_codec_agrees_with_the_full_codec() {
     let path = format!("{}/tests/data/share_links.txt", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).unwrap();
-    let mut checked = (0, 0);
+    let mut checked = (0, 0, 0);
     for (name, link) in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).filter_map(|l| l.split_once(' ')) {
         let state = saved(name);
         let custom = matches!(state.model, ModelSource::Spec(_));
         assert_eq!(carries_spec(link), custom, "{name}");
         assert_eq!(carries_spec(&format!("https://x.org/#{link}")), custom, "{name} in a URL");
-        if custom {
+        let hub = matches!(state.model, ModelSource::Hub(_));
+        assert_eq!(needs_full_codec(link), custom || hub, "{name}");
+        if hub {
+            // v2 links are read by the full codec (the app loads it to fetch the model anyway)
+            assert_eq!(decode_preset(link), Err(ShareError::NeedsSpecCodec), "{name}");
+            assert_eq!(encode_preset(&state).unwrap(), encode(&state).unwrap(), "{name}");
+            checked.2 += 1;
+        } else if custom {
             assert_eq!(decode_preset(link), Err(ShareError::NeedsSpecCodec), "{name}");
             assert_eq!(encode_preset(&state), Err(ShareError::NeedsSpecCodec), "{name}");
             checked.1 += 1;
@@ -177,9 +184,10 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (3, 2));
+    assert_eq!(checked, (2, 2, 1));
     // a preset link's other errors are the full decoder's
-    for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
+    // (`v9`: an unknown version; `v2` became the hub-model format)
+    for bad in ["v1.p=vgg16,b=abc", "v9.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");
     }
     assert!(!carries_spec("v1.p=vgg16,sl=128"), "`sl=` is not `s=`");
@@ -276,10 +284,11 @@ fn hub_links_are_v2_and_short() {
     let link = round_trip(&hub("Qwen/Qwen2.5-0.5B", Some("refs/pr/1")));
     assert_eq!(link, "v2.h=Qwen/Qwen2.5-0.5B,r=refs/pr/1,b=4");
     round_trip(&hub("gpt2", Some("v1.0")));
-    // the main bundle's codec reads and writes them (no spec inside)
-    assert!(!carries_spec(&link));
+    // the main bundle's codec writes them (no spec inside); the full codec reads them
+    assert!(!carries_spec(&link) && needs_full_codec(&link) && needs_full_codec(&format!("https://x.org/#{link}")));
+    assert!(!needs_full_codec("v1.p=vgg16"));
     assert_eq!(encode_preset(&hub("gpt2", None)).unwrap(), "v2.h=gpt2,b=4");
-    assert_eq!(decode_preset(&link).unwrap(), hub("Qwen/Qwen2.5-0.5B", Some("refs/pr/1")));
+    assert_eq!(decode_preset(&link), Err(ShareError::NeedsSpecCodec));
     // `/` may also arrive escaped
     assert_eq!(decode("v2.h=Qwen%2FQwen2.5-0.5B,b=4").unwrap(), hub("Qwen/Qwen2.5-0.5B", None));
     // presets and custom models are still written as v1

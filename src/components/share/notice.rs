@@ -10,15 +10,16 @@ use yew::prelude::*;
 
 /// "You opened a shared link…" / "This link could not be opened: …", with "back to my saved model";
 /// for a linked Hugging Face model that could not be fetched, why, and "Retry" (with the token
-/// field if it is gated). A plain function, not a component: each component type costs bundle size.
-pub fn link_notice(ctx: &Ctx, notice: &Notice, saved: Option<Saved>, dismiss: Callback<()>, retry: Callback<()>) -> Html {
+/// field if it is gated; the retry reloads the page, whose address still holds the link). A plain
+/// function, not a component: each component type costs bundle size.
+pub fn link_notice(ctx: &Ctx, notice: &Notice, saved: Option<Saved>, dismiss: Callback<()>) -> Html {
     let t = ctx.tr();
     let (text, kind, steps) = match notice {
         Notice::Opened => (t.link_opened.to_string(), "opened", html! {}),
         Notice::Broken(e) => (fill(t.link_broken, &[e]), "broken", html! {}),
         Notice::Unfetched(u) => {
             let hub = u.linked.model.hub.as_ref().map(|h| h.to_string()).unwrap_or_default();
-            let onclick = Callback::from(move |_| retry.emit(()));
+            let onclick = Callback::from(|_| crate::dom::reload());
             let button = html! { <button {onclick} data-testid="link-retry">{ t.hub_retry }</button> };
             let steps = match u.error.kind {
                 HubErrorKind::Gated => html! { <>{ token_field(t, "link-token") }{ button }</> },
