@@ -369,7 +369,7 @@ fn decode_v1<const V2: bool>(body: &str, decode_spec: impl Fn(&str) -> Res<Model
         (_, Some(_)) => return Err(field_err("r", "a revision needs a model id (`h`)")),
         _ => {}
     }
-    state.model = model.ok_or_else(|| ShareError::Malformed(format!("no model ({})", if v2 { "`h`" } else { "`p` or `s`" })))?;
+    state.model = model.ok_or_else(|| ShareError::Malformed(if v2 { "no model (`h`)" } else { "no model (`p` or `s`)" }.into()))?;
     state.config = serde_json::from_value(Value::Object(config))
         .map_err(|e| ShareError::Field { key: "config".into(), message: e.to_string() })?;
     check_state(&state)?;
