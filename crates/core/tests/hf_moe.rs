@@ -7,37 +7,22 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use vramcalc_core::import::hf::from_config_json;
-use vramcalc_core::{Error, ModelSpec, Prepared, TrainConfig};
+use vramcalc_core::{ModelSpec, Prepared, TrainConfig};
+
+#[path = "common/hf.rs"]
+mod hf;
+use hf::{import_err, params};
+
+/// A config of `tests/data/hf/`.
+fn data(name: &str) -> String {
+    hf::data(&format!("hf/{name}"))
+}
 
 const TYPES: [&str; 4] = ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"];
 
-fn data(name: &str) -> String {
-    let path = format!("{}/tests/data/hf/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn params(spec: &ModelSpec) -> u64 {
-    let cfg = TrainConfig { batch: 1, seq_len: Some(8), ..TrainConfig::default() };
-    Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate().params
-}
-
-fn import_err(config: &Value) -> String {
-    match from_config_json(&config.to_string()) {
-        Err(Error::Import(m)) => m,
-        other => panic!("expected an import error for {config}, got {other:?}"),
-    }
-}
-
 #[test]
 fn reference_configs_have_pytorch_parameter_counts() {
-    let expected: Value = serde_json::from_str(&data("params.json")).unwrap();
-    for model in TYPES {
-        let want = &expected[model];
-        let spec = from_config_json(&data(&format!("{model}.config.json"))).unwrap_or_else(|e| panic!("{model}: {e}"));
-        assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{model}");
-        assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{model}");
-        assert_eq!(ModelSpec::from_json(&spec.to_json_pretty()).unwrap(), spec, "{model}");
-    }
+    hf::assert_reference_counts(&TYPES);
 }
 
 #[test]
@@ -160,22 +145,22 @@ proptest! {
 fn unknown_fields_and_quantization_are_refused_by_name() {
     let mut c: Value = serde_json::from_str(&data("mixtral.config.json")).unwrap();
     c["expert_capacity"] = json!(2);
-    assert!(import_err(&c).contains("field `expert_capacity` is not understood by the mixtral importer"), "{}", import_err(&c));
+    assert!(import_err(&c.to_string()).contains("field `expert_capacity` is not understood by the mixtral importer"), "{}", import_err(&c.to_string()));
     // a null is the class default, so an unknown null is harmless
     c["expert_capacity"] = Value::Null;
     assert!(from_config_json(&c.to_string()).is_ok());
     // DeepSeek-V3's published config ships fp8 weights
     let mut c: Value = serde_json::from_str(&data("deepseek_v3.config.json")).unwrap();
     c["quantization_config"] = json!({"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]});
-    let e = import_err(&c);
+    let e = import_err(&c.to_string());
     assert!(e.contains("`quantization_config` (fp8) is not modelled"), "{e}");
     // settings the spec cannot express are refused rather than approximated
     let mut c: Value = serde_json::from_str(&data("qwen3_moe.config.json")).unwrap();
     c["use_sliding_window"] = json!(true);
-    assert!(import_err(&c).contains("use_sliding_window"));
+    assert!(import_err(&c.to_string()).contains("use_sliding_window"));
     let mut c: Value = serde_json::from_str(&data("deepseek_v3.config.json")).unwrap();
     c["scoring_func"] = json!("softmax");
-    assert!(import_err(&c).contains("scoring_func"));
+    assert!(import_err(&c.to_string()).contains("scoring_func"));
 }
 
 #[test]

@@ -3,24 +3,10 @@
 //! `architectures` (`tests/data/params.json`), and bad configs give clear errors, never panics.
 
 use vramcalc_core::import::hf::from_config_json;
-use vramcalc_core::{Error, ModelSpec, Prepared, TrainConfig};
-
-fn data(name: &str) -> String {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn params(spec: &ModelSpec) -> u64 {
-    let cfg = TrainConfig { batch: 1, seq_len: Some(8), ..TrainConfig::default() };
-    Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate().params
-}
-
-fn import_err(text: &str) -> String {
-    match from_config_json(text) {
-        Err(Error::Import(m)) => m,
-        other => panic!("expected an import error for {text}, got {other:?}"),
-    }
-}
+#[path = "common/hf.rs"]
+mod hf;
+use hf::{data, import_err, params};
+use vramcalc_core::{ModelSpec, Prepared, TrainConfig};
 
 #[test]
 fn reference_configs_have_pytorch_parameter_counts() {

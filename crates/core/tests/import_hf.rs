@@ -3,47 +3,28 @@
 //! `params.json`) imports with exactly `sum(p.numel() for p in model.parameters())`.
 
 use vramcalc_core::import::hf::from_config_json;
-use vramcalc_core::{Error, ModelSpec, Prepared, TrainConfig};
+use vramcalc_core::{ModelSpec, Prepared, TrainConfig};
 
 /// The `params.json` entries this importer covers (the MoE/MLA, T5, Whisper and CLIP ones are
 /// other importers' work).
 const COVERED: &[&str] = &["distilbert", "falcon", "gemma2", "gpt_neox", "mistral", "opt", "phi3", "qwen2", "qwen3", "roberta"];
 
+#[path = "common/hf.rs"]
+mod hf;
+use hf::{import_err, params};
+
+/// A config of `tests/data/hf/`.
 fn data(name: &str) -> String {
-    let path = format!("{}/tests/data/hf/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn estimate(spec: &ModelSpec) -> vramcalc_core::Estimate {
-    let cfg = TrainConfig { batch: 1, seq_len: Some(8), ..TrainConfig::default() };
-    Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate()
-}
-
-fn params(spec: &ModelSpec) -> u64 {
-    estimate(spec).params
+    hf::data(&format!("hf/{name}"))
 }
 
 fn import(text: &str) -> ModelSpec {
     from_config_json(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-fn import_err(text: &str) -> String {
-    match from_config_json(text) {
-        Err(Error::Import(m)) => m,
-        other => panic!("expected an import error for {text}, got {other:?}"),
-    }
-}
-
 #[test]
 fn reference_configs_have_pytorch_parameter_counts() {
-    let expected: serde_json::Value = serde_json::from_str(&data("params.json")).unwrap();
-    for model in COVERED {
-        let want = &expected[model];
-        let spec = import(&data(&format!("{model}.config.json")));
-        assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{model}");
-        assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{model}");
-        assert_eq!(ModelSpec::from_json(&spec.to_json_pretty()).unwrap(), spec, "{model}: JSON round trip");
-    }
+    hf::assert_reference_counts(COVERED);
 }
 
 #[test]

@@ -1,0 +1,43 @@
+//! What the Hugging Face importer tests share: their data files, the parameter count of an
+//! imported spec, the importer's error text, and the check against PyTorch's exact counts.
+#![allow(dead_code)] // each test file uses a part
+
+use vramcalc_core::import::hf::from_config_json;
+use vramcalc_core::{Error, ModelSpec, Prepared, TrainConfig};
+
+/// A file of `crates/core/tests/data/` (`hf/…` for the per-architecture configs).
+pub fn data(name: &str) -> String {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The estimate of a short training step (the parameter count does not depend on it).
+pub fn estimate(spec: &ModelSpec) -> vramcalc_core::Estimate {
+    let cfg = TrainConfig { batch: 1, seq_len: Some(8), ..TrainConfig::default() };
+    Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate()
+}
+
+pub fn params(spec: &ModelSpec) -> u64 {
+    estimate(spec).params
+}
+
+/// The importer's message for a config it must refuse.
+pub fn import_err(text: &str) -> String {
+    match from_config_json(text) {
+        Err(Error::Import(m)) => m,
+        other => panic!("expected an import error for {text}, got {other:?}"),
+    }
+}
+
+/// Each of `models` (`hf/<model>.config.json`) imports as the class and with the exact parameter
+/// count that `hf/params.json` measured with transformers, and round-trips through JSON.
+pub fn assert_reference_counts(models: &[&str]) {
+    let expected: serde_json::Value = serde_json::from_str(&data("hf/params.json")).unwrap();
+    for model in models {
+        let want = &expected[model];
+        let spec = from_config_json(&data(&format!("hf/{model}.config.json"))).unwrap_or_else(|e| panic!("{model}: {e}"));
+        assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{model}");
+        assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{model}");
+        assert_eq!(ModelSpec::from_json(&spec.to_json_pretty()).unwrap(), spec, "{model}: JSON round trip");
+    }
+}
