@@ -10,6 +10,8 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     python3 -m venv .venv && .venv/bin/pip install torch transformers   # 2.15.0 / 5.24.0 here
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 \\
         --out crates/core/tests/data/hf/transformers_counts.json
+    .venv/bin/python tools/hf_param_counts.py --out crates/core/tests/data/hf/preset_counts.json \\
+        --config-files crates/core/src/presets/configs/*.json
 """
 import argparse
 import json
@@ -91,7 +93,20 @@ def main():
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--per-type", type=int, default=4)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--config-files", nargs="+", metavar="JSON",
+                    help="instead: count each config.json as its `architectures` class, {file stem: params}")
     args = ap.parse_args()
+    if args.config_files:
+        out = {}
+        for path in args.config_files:
+            d = json.load(open(path))
+            kwargs = {k: v for k, v in d.items() if k not in ("architectures", "model_type")}
+            stem = path.rsplit("/", 1)[-1].removesuffix(".json")
+            out[stem] = count(d["model_type"], d["architectures"][0], kwargs)["params"]
+            print(stem, out[stem], flush=True)
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+        return
     RND.seed(args.seed)
     out = {}
     for mt in STEMS:

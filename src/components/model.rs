@@ -124,7 +124,10 @@ pub fn model_panel(p: &ModelProps) -> Html {
                     <select id="preset" onchange={on_preset} data-testid="preset-select">
                         <option value="" selected={current.is_empty()} disabled=true>{ t.custom_model }</option>
                         { group(Family::Cnn, t.family_cnn) }
-                        { group(Family::Transformer, t.family_transformer) }
+                        { group(Family::Vision, t.family_vision) }
+                        { group(Family::Encoder, t.family_encoder) }
+                        { group(Family::Llm, t.family_llm) }
+                        { group(Family::Moe, t.family_moe) }
                         { group(Family::Rnn, t.family_rnn) }
                     </select>
                 </div>

@@ -89,7 +89,7 @@ pub struct ModelArgs {
 impl ModelArgs {
     pub fn load(&self) -> Result<ModelSpec> {
         if let Some(id) = &self.preset {
-            return Ok(vramcalc_core::presets::build(id)?);
+            return Ok(vramcalc_core::import::preset(id)?);
         }
         if let Some(path) = &self.spec {
             let text = std::fs::read_to_string(path)

@@ -11,7 +11,12 @@ fn params(spec: &ModelSpec) -> u64 {
 }
 
 fn preset_params(id: &str) -> u64 {
-    params(&presets::build(id).unwrap_or_else(|e| panic!("{id}: {e}")))
+    params(&build(id))
+}
+
+/// Any preset, as the CLI and the app's second module build it.
+fn build(id: &str) -> ModelSpec {
+    vramcalc_core::import::preset(id).unwrap_or_else(|e| panic!("{id}: {e}"))
 }
 
 #[test]
@@ -105,7 +110,7 @@ fn gpt2_is_causal_prenorm_and_tied() {
 #[test]
 fn every_preset_resolves_and_round_trips_through_json() {
     for p in presets::list() {
-        let spec = presets::build(p.id).unwrap_or_else(|e| panic!("{}: {e}", p.id));
+        let spec = build(p.id);
         let text = spec.to_json_pretty();
         let back = ModelSpec::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", p.id));
         assert_eq!(back, spec, "{} does not round-trip", p.id);
@@ -113,10 +118,44 @@ fn every_preset_resolves_and_round_trips_through_json() {
         assert_eq!(compact, spec);
         assert!(params(&spec) > 0, "{}", p.id);
         assert_eq!(spec.name.as_deref(), Some(p.spec_name), "{}: PresetInfo::spec_name", p.id);
-        let first = presets::list().iter().find(|q| presets::build(q.id).unwrap().name == spec.name).unwrap();
+        let first = presets::list().iter().find(|q| build(q.id).name == spec.name).unwrap();
         assert_eq!(presets::named(p.spec_name).map(|q| q.id), Some(first.id));
     }
     assert!(presets::build("resnet9000").is_err());
+    assert!(vramcalc_core::import::preset("resnet9000").is_err());
+}
+
+/// The presets of published Hugging Face configs (`presets/configs/*.json`): the counts
+/// transformers 5.24 gives on the meta device (`tools/hf_param_counts.py --config-files`, kept in
+/// `tests/data/hf/preset_counts.json`), which are also the published counts (Llama-3.1-8B
+/// 8,030,261,248; DeepSeek-V3 671,026,404,352 without its multi-token-prediction layer).
+#[test]
+fn published_config_counts() {
+    let measured: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/preset_counts.json")).unwrap())
+            .unwrap();
+    let mut n = 0;
+    for (id, want) in [
+        ("vit-b-16", 86_567_656u64),
+        ("roberta-base", 124_645_632),
+        ("llama-3.1-8b", 8_030_261_248),
+        ("llama-3.1-70b", 70_553_706_496),
+        ("mistral-7b-v0.3", 7_248_023_552),
+        ("qwen2.5-0.5b", 494_032_768),
+        ("qwen2.5-7b", 7_615_616_512),
+        ("qwen2.5-72b", 72_706_203_648),
+        ("gemma-2-9b", 9_241_705_984),
+        ("phi-3-mini", 3_821_079_552),
+        ("mixtral-8x7b", 46_702_792_704),
+        ("deepseek-v3", 671_026_404_352),
+    ] {
+        assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
+        assert_eq!(preset_params(id), want, "{id}");
+        assert!(presets::hf_config(id).is_some() && presets::build(id).is_err(), "{id} is built by the importer");
+        n += 1;
+    }
+    let hf = presets::list().iter().filter(|p| presets::hf_config(p.id).is_some()).count();
+    assert_eq!(hf, n, "every preset of a published config has its count here");
 }
 
 #[test]

@@ -132,7 +132,7 @@ struct RunArgs {
 impl RunArgs {
     fn from_raw(r: RawArgs) -> Result<RunArgs> {
         let (mut spec, name) = match (&r.preset, &r.spec) {
-            (Some(p), None) => (vramcalc_core::presets::build(p)?, p.clone()),
+            (Some(p), None) => (vramcalc_core::import::preset(p)?, p.clone()),
             (None, Some(f)) => {
                 let text = std::fs::read_to_string(f).with_context(|| format!("reading {f}"))?;
                 (ModelSpec::from_json(&text)?, f.clone())

@@ -33,6 +33,6 @@ pub fn import_hf(config_json: &str) -> Result<String, String> {
 /// A preset's spec (JSON) by id (`vgg16`).
 #[wasm_bindgen]
 pub fn build_preset(id: &str) -> Result<String, String> {
-    let spec = vramcalc_core::presets::build(id).map_err(|e| e.to_string())?;
+    let spec = vramcalc_core::import::preset(id).map_err(|e| e.to_string())?;
     serde_json::to_string(&spec).map_err(|e| e.to_string())
 }

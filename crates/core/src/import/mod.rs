@@ -7,3 +7,20 @@ pub mod hf;
 pub mod hf_moe;
 
 pub use hf::from_config_json;
+
+use crate::error::Result;
+use crate::presets;
+use crate::spec::ModelSpec;
+
+/// Builds any preset: those of published Hugging Face configs ([`presets::hf_config`]) through
+/// the importer, named by their title, and the others by [`presets::build`].
+pub fn preset(id: &str) -> Result<ModelSpec> {
+    match (presets::hf_config(id), presets::info(id)) {
+        (Some(text), Some(info)) => {
+            let mut spec = from_config_json(text)?;
+            spec.name = Some(info.title.to_string());
+            Ok(spec)
+        }
+        _ => presets::build(id),
+    }
+}

@@ -1,5 +1,7 @@
-//! Built-in models as plain constructors of [`ModelSpec`]s (candle's `models/*` style).
-//! Parameter counts equal PyTorch's exactly (tested in `tests/presets.rs`).
+//! Built-in models as plain constructors of [`ModelSpec`]s (candle's `models/*` style), and the
+//! published `config.json` of the Hugging Face models people plan most (`configs/*.json`, built
+//! by the importer: [`crate::import::preset`]). Parameter counts equal PyTorch's exactly (tested
+//! in `tests/presets.rs`).
 
 mod bert;
 mod gpt2;
@@ -25,7 +27,14 @@ pub use vgg::vgg;
 #[serde(rename_all = "lowercase")]
 pub enum Family {
     Cnn,
-    Transformer,
+    /// Vision transformers.
+    Vision,
+    /// Encoders and encoder–decoders (BERT, RoBERTa, T5, Whisper).
+    Encoder,
+    /// Decoder-only language models.
+    Llm,
+    /// Mixture-of-experts language models.
+    Moe,
     Rnn,
 }
 
@@ -49,8 +58,15 @@ const fn cnn(id: &'static str, title: &'static str) -> PresetInfo {
 const fn rnn(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
     PresetInfo { id, title, family: Family::Rnn, default_seq_len: Some(seq), spec_name }
 }
-const fn tf(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
-    PresetInfo { id, title, family: Family::Transformer, default_seq_len: Some(seq), spec_name }
+const fn enc(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Encoder, default_seq_len: Some(seq), spec_name }
+}
+const fn llm(id: &'static str, title: &'static str, seq: u64, spec_name: &'static str) -> PresetInfo {
+    PresetInfo { id, title, family: Family::Llm, default_seq_len: Some(seq), spec_name }
+}
+/// A preset built from `configs/<id>.json`; its spec is named `title`.
+const fn hf(id: &'static str, title: &'static str, family: Family, seq: Option<u64>) -> PresetInfo {
+    PresetInfo { id, title, family, default_seq_len: seq, spec_name: title }
 }
 
 pub const PRESETS: &[PresetInfo] = &[
@@ -68,13 +84,46 @@ pub const PRESETS: &[PresetInfo] = &[
     cnn("vgg16_bn", "VGG-16 with BatchNorm"),
     cnn("vgg19_bn", "VGG-19 with BatchNorm"),
     cnn("inception_v3", "Inception v3 with aux classifier (torchvision)"),
-    tf("bert-base", "BERT-base (BertModel)", 128, "BertModel"),
-    tf("bert-large", "BERT-large (BertModel)", 128, "BertModel"),
-    tf("bert-base-seqcls", "BERT-base for sequence classification", 128, "BertForSequenceClassification"),
-    tf("bert-large-seqcls", "BERT-large for sequence classification", 128, "BertForSequenceClassification"),
-    tf("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024, "GPT2LMHeadModel"),
+    hf("vit-b-16", "ViT-B/16 (ViTForImageClassification)", Family::Vision, None),
+    enc("bert-base", "BERT-base (BertModel)", 128, "BertModel"),
+    enc("bert-large", "BERT-large (BertModel)", 128, "BertModel"),
+    enc("bert-base-seqcls", "BERT-base for sequence classification", 128, "BertForSequenceClassification"),
+    enc("bert-large-seqcls", "BERT-large for sequence classification", 128, "BertForSequenceClassification"),
+    hf("roberta-base", "RoBERTa-base (RobertaModel)", Family::Encoder, Some(128)),
+    llm("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024, "GPT2LMHeadModel"),
+    hf("llama-3.1-8b", "Llama-3.1-8B", Family::Llm, Some(4096)),
+    hf("llama-3.1-70b", "Llama-3.1-70B", Family::Llm, Some(4096)),
+    hf("mistral-7b-v0.3", "Mistral-7B-v0.3", Family::Llm, Some(4096)),
+    hf("qwen2.5-0.5b", "Qwen2.5-0.5B", Family::Llm, Some(4096)),
+    hf("qwen2.5-7b", "Qwen2.5-7B", Family::Llm, Some(4096)),
+    hf("qwen2.5-72b", "Qwen2.5-72B", Family::Llm, Some(4096)),
+    hf("gemma-2-9b", "Gemma-2-9B", Family::Llm, Some(4096)),
+    hf("phi-3-mini", "Phi-3-mini-4k", Family::Llm, Some(4096)),
+    hf("mixtral-8x7b", "Mixtral-8x7B", Family::Moe, Some(4096)),
+    hf("deepseek-v3", "DeepSeek-V3 (671B)", Family::Moe, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
+
+/// The published `config.json` of preset `id` (Hugging Face hub, `config.json` at the model's
+/// main revision; DeepSeek-V3's without its FP8 `quantization_config`), for
+/// [`crate::import::preset`]. Only code that builds presets links these texts.
+pub fn hf_config(id: &str) -> Option<&'static str> {
+    Some(match id {
+        "vit-b-16" => include_str!("configs/vit-b-16.json"),
+        "roberta-base" => include_str!("configs/roberta-base.json"),
+        "llama-3.1-8b" => include_str!("configs/llama-3.1-8b.json"),
+        "llama-3.1-70b" => include_str!("configs/llama-3.1-70b.json"),
+        "mistral-7b-v0.3" => include_str!("configs/mistral-7b-v0.3.json"),
+        "qwen2.5-0.5b" => include_str!("configs/qwen2.5-0.5b.json"),
+        "qwen2.5-7b" => include_str!("configs/qwen2.5-7b.json"),
+        "qwen2.5-72b" => include_str!("configs/qwen2.5-72b.json"),
+        "gemma-2-9b" => include_str!("configs/gemma-2-9b.json"),
+        "phi-3-mini" => include_str!("configs/phi-3-mini.json"),
+        "mixtral-8x7b" => include_str!("configs/mixtral-8x7b.json"),
+        "deepseek-v3" => include_str!("configs/deepseek-v3.json"),
+        _ => return None,
+    })
+}
 
 /// A layer from its JSON form. Preset literals are valid specs: every preset is built and
 /// resolved by `tests/presets.rs`, so a failure here is a bug those tests catch.
@@ -140,7 +189,8 @@ pub fn named(name: &str) -> Option<&'static PresetInfo> {
     PRESETS.iter().find(|p| p.spec_name == name)
 }
 
-/// Builds the spec of preset `id`.
+/// Builds the spec of preset `id` from its constructor; the presets of published Hugging Face
+/// configs ([`hf_config`]) are built by [`crate::import::preset`], which also builds these.
 pub fn build(id: &str) -> Result<ModelSpec> {
     let spec = match id {
         "resnet18" | "resnet34" | "resnet50" | "resnet101" | "resnet152" => resnet(id),

@@ -228,7 +228,12 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
     // biases: qwen2 has Q/K/V biases only; qwen3 and gemma an `attention_bias` switch for all four
     let (qkv_bias, out_bias) = match model_type {
         "qwen2" => (true, false),
-        "mistral" | "phi3" => (false, false),
+        "mistral" => (false, false),
+        "phi3" => {
+            // published Phi-3 configs carry `attention_bias: false`; `Phi3Attention` reads no such field
+            c.get("attention_bias");
+            (false, false)
+        }
         _ => {
             let b = c.flag("attention_bias", false)?;
             (b, b)
