@@ -70,11 +70,18 @@ def main():
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager")
     ap.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
                     help="weights dtype, as model.to(dtype) (vramcalc's --precision bf16|fp16); no autocast")
+    ap.add_argument("--target-len", type=int, default=128,
+                    help="encoder-decoders: decoder tokens (T5; Whisper uses max_target_positions)")
     ap.add_argument("--write-config")
     a = ap.parse_args()
     cfgd = json.load(open(a.config))
     if a.layers:
-        cfgd["n_layer" if "n_layer" in cfgd else "num_hidden_layers"] = a.layers
+        if cfgd["model_type"] == "t5":
+            cfgd["num_layers"] = cfgd["num_decoder_layers"] = a.layers
+        elif cfgd["model_type"] == "whisper":
+            cfgd["encoder_layers"] = cfgd["decoder_layers"] = a.layers
+        else:
+            cfgd["n_layer" if "n_layer" in cfgd else "num_hidden_layers"] = a.layers
     if a.write_config:
         json.dump(cfgd, open(a.write_config, "w"), indent=1)
     arch = cfgd["architectures"][0]
@@ -87,7 +94,16 @@ def main():
         torch.set_default_dtype(dtype)
         model = getattr(transformers, arch)(cfg)
         torch.set_default_dtype(torch.float32)
-        if cfgd["model_type"] == "vit":
+        if cfgd["model_type"] == "t5":
+            x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
+            y = torch.randint(0, cfg.vocab_size, (a.batch, a.target_len))
+            loss_fn = lambda: model(input_ids=x, labels=y).loss
+        elif cfgd["model_type"] == "whisper":
+            # log-mel frames: 2 x max_source_positions (transformers insists); --seq-len is ignored
+            x = torch.randn(a.batch, cfg.num_mel_bins, 2 * cfg.max_source_positions)
+            y = torch.randint(0, cfg.vocab_size, (a.batch, cfg.max_target_positions))
+            loss_fn = lambda: model(input_features=x, labels=y).loss
+        elif cfgd["model_type"] == "vit":
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))

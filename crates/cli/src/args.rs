@@ -27,6 +27,10 @@ pub enum Command {
     Presets {
         #[arg(long)]
         json: bool,
+        /// A Markdown table with each preset's parameters, fp16 weights and training peak
+        /// (batch 1 at its default sequence length, AMP bf16, AdamW, SDPA).
+        #[arg(long, conflicts_with = "json")]
+        table: bool,
     },
     /// List the GPUs `--gpu` knows, with their memory.
     Gpus {

@@ -22,7 +22,8 @@ fn main() -> ExitCode {
 fn run() -> Result<ExitCode> {
     let cli = args::Cli::parse();
     let text = match cli.command {
-        args::Command::Presets { json } => table::presets(json),
+        args::Command::Presets { table: true, .. } => table::presets_table(),
+        args::Command::Presets { json, .. } => table::presets(json),
         args::Command::Gpus { json } => table::gpus(json),
         args::Command::Spec { model } => Ok(model.load()?.to_json_pretty() + "\n"),
         args::Command::Show { model, json } => {

@@ -27,6 +27,40 @@ pub fn presets(as_json: bool) -> Result<String> {
     Ok(o)
 }
 
+/// `vramcalc presets --table`: every preset's parameters, its weights in fp16 and the peak of
+/// one full training step at one stated setting, as a Markdown table (the README's).
+pub fn presets_table() -> Result<String> {
+    use vramcalc_core::{AttentionImpl, OptimizerKind, Precision};
+    let mut o = String::new();
+    writeln!(o, "Training peak: one step of full training, batch 1 at the preset's default sequence length, AMP bf16 (fp32 weights, gradients and AdamW state), SDPA attention, no checkpointing; `max_memory_allocated`, in GB (10^9 B).")?;
+    writeln!(o)?;
+    writeln!(o, "| preset | family | sequence | parameters | fp16 weights | training peak |")?;
+    writeln!(o, "|---|---|---:|---:|---:|---:|")?;
+    for p in vramcalc_core::presets::list() {
+        let spec = vramcalc_core::import::preset(p.id)?;
+        let cfg = TrainConfig {
+            batch: 1,
+            precision: Precision::AmpBf16,
+            optimizer: OptimizerKind::Adamw,
+            attention: AttentionImpl::Sdpa,
+            ..TrainConfig::default()
+        };
+        let est = Prepared::new(&spec, &cfg)?.estimate();
+        let seq = spec.seq_len(None).map_or("–".to_string(), |s| s.to_string());
+        let gb = |b: u64| format!("{:.2}", b as f64 / 1e9);
+        writeln!(
+            o,
+            "| {} | {} | {seq} | {} | {} GB | {} GB |",
+            p.title,
+            format!("{:?}", p.family).to_lowercase(),
+            thousands(est.params),
+            gb(est.params.saturating_mul(2)),
+            gb(est.peak_bytes),
+        )?;
+    }
+    Ok(o)
+}
+
 pub fn gpus(as_json: bool) -> Result<String> {
     let mut o = String::new();
     if as_json {

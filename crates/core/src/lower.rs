@@ -72,11 +72,16 @@ pub struct Builder {
     /// Tensors the model computes once per forward and passes to every layer, by op name and
     /// shape (see `per_forward`).
     per_forward: Vec<(&'static str, Shape, ValueId)>,
+    /// The first stream's output that a `token_input` layer set aside: what `cross_attention`
+    /// and `contrastive` layers read (the encoder's output, the other tower's embedding).
+    pub memory: Option<ValueId>,
+    /// The current stack's relative position bias (`relative_position_bias`, T5).
+    pub position_bias: Option<ValueId>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), memory: None, position_bias: None }
     }
 
     pub fn set_layer(&mut self, layer: u32) {

@@ -22,6 +22,7 @@ use crate::layer::{
     norm::{BatchNorm, GroupNorm, LayerNorm, RmsNorm},
     pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d},
     recurrent::Recurrent,
+    seq2seq::{CrossAttention, RelativePositionBias, TokenInput},
     reshape::{Flatten, SelectToken, Transpose},
     LayerResult,
 };
@@ -210,6 +211,13 @@ leaves {
     SparseMoe(l: SparseMoe) = "sparse_moe", r#"{"hidden_size":128,"num_experts":8,"top_k":2,"intermediate_size":256}"#, |b, x| l.lower(b, x);
     /// DeepSeek's multi-head latent attention (low-rank Q and KV projections, decoupled RoPE).
     MultiHeadLatentAttention(l: MultiHeadLatentAttention) = "multi_head_latent_attention", r#"{"hidden_size":128,"num_heads":4,"kv_lora_rank":32,"qk_rope_head_dim":16,"qk_nope_head_dim":32,"v_head_dim":32}"#, |b, x| l.lower(b, x);
+    /// Sets the output aside as the memory (the encoder's) and starts a stream of `seq_len` token
+    /// ids (the decoder's input).
+    TokenInput(l: TokenInput) = "token_input", r#"{"seq_len":8}"#, |b, x| l.lower(b, x);
+    /// Attention to the memory a `token_input` set aside (encoder–decoder cross-attention).
+    CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
+    /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).
+    RelativePositionBias(l: RelativePositionBias) = "relative_position_bias", r#"{"num_buckets":32,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

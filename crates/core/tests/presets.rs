@@ -138,6 +138,8 @@ fn published_config_counts() {
     for (id, want) in [
         ("vit-b-16", 86_567_656u64),
         ("roberta-base", 124_645_632),
+        ("t5-base", 222_903_552),
+        ("whisper-small", 241_734_912),
         ("llama-3.1-8b", 8_030_261_248),
         ("llama-3.1-70b", 70_553_706_496),
         ("mistral-7b-v0.3", 7_248_023_552),

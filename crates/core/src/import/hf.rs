@@ -29,6 +29,9 @@ use serde_json::{json, Map, Value};
 
 mod dense;
 mod encoders;
+mod seq2seq;
+
+pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// `PretrainedConfig` fields (and generation, tokenizer and hub bookkeeping) that change neither
 /// parameters nor training memory; accepted by every family that refuses unknown fields.
@@ -54,7 +57,7 @@ pub const MAX_DEFAULT_SEQ_LEN: u64 = 4096;
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
     "bert", "distilbert", "falcon", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
-    "phi3", "qwen2", "qwen3", "roberta", "starcoder2", "vit",
+    "phi3", "qwen2", "qwen3", "roberta", "starcoder2", "t5", "vit", "whisper",
 ];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
@@ -88,6 +91,8 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "starcoder2" => dense::starcoder2(&c, arch),
         "roberta" => encoders::roberta(&c, arch),
         "distilbert" => encoders::distilbert(&c, arch),
+        "t5" => seq2seq::t5(&c, arch),
+        "whisper" => seq2seq::whisper(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
@@ -101,7 +106,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
-        ("Roberta", "roberta"), ("DistilBert", "distilbert"),
+        ("Roberta", "roberta"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)
@@ -392,7 +397,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     // The gated MLP's memory does not depend on which activation gates it.
     c.activation("hidden_act", FfnActivation::Silu)?;
     let mut layers = vec![
-        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None }),
+        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false }),
         Layer::Repeat {
             times: c.size("num_hidden_layers", 32)?,
             body: vec![Layer::TransformerDecoderLayer(TransformerLayer {

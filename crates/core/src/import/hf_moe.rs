@@ -87,7 +87,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     };
     let tied = c.flag("tie_word_embeddings", false)?;
     c.finish(model_type)?;
-    let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None })];
+    let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
     spec_layers.extend(group(layers, h, eps));
     spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps }));
     if head {
@@ -211,6 +211,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         rotary_dim: None,
         sliding_window: None,
         logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" => ("num_local_experts", 8),
@@ -224,7 +226,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
     };
     let top_k = c.size("num_experts_per_tok", if model_type == "mixtral" { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
     let dense_i = c.size("intermediate_size", d.intermediate)?;
-    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false });
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false, gelu_new_dropout: None });
     if model_type == "mixtral" {
         let moe = SparseMoe {
             hidden_size: h,
@@ -330,7 +332,7 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
     };
-    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 18432)?, bias: false });
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 18432)?, bias: false, gelu_new_dropout: None });
     let first_dense = c.int("first_k_dense_replace", 3)?;
     Ok((0..n_layers)
         .map(|i| (attn.clone(), if i < first_dense { dense.clone() } else { Layer::SparseMoe(moe.clone()) }))

@@ -64,6 +64,13 @@ pub struct MultiheadAttention {
     /// (SDPA ignores it, as transformers' `sdpa_attention_forward` does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logit_softcap: Option<f64>,
+    /// Bias of the K projection (default: `bias`; Whisper's `k_proj` has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_bias: Option<bool>,
+    /// Adds the stack's relative position bias (a preceding `relative_position_bias` layer,
+    /// T5) to the scores; under SDPA it is the explicit float mask.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub position_bias: bool,
 }
 
 impl MultiheadAttention {
@@ -128,7 +135,8 @@ impl MultiheadAttention {
             let v = b.view(qkv, Shape::new([seq, kv_dim]));
             (q, k, v)
         } else {
-            (proj(d, q_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
+            let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
+            (proj(d, q_dim).lower(b, x)?, key.lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
         };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
@@ -149,7 +157,12 @@ impl MultiheadAttention {
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
         let eager = b.opts.attention == AttentionImpl::Eager;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
-        let explicit_mask = !eager && self.sliding_window.is_some_and(|w| seq >= w);
+        let explicit_mask = !eager && (self.position_bias || self.sliding_window.is_some_and(|w| seq >= w));
+        let position_bias = if self.position_bias {
+            Some(b.position_bias.ok_or("`position_bias` needs a `relative_position_bias` layer earlier in the model")?)
+        } else {
+            None
+        };
         if !eager && self.causal && b.training() {
             // Hugging Face decoders train with `use_cache=True`: `DynamicCache.update` returns
             // `torch.cat` copies of K and V, which SDPA then saves; so a fused Q/K/V projection is
@@ -173,6 +186,9 @@ impl MultiheadAttention {
                     scores = unary(b, "div_scalar", scores, Saves::Nothing);
                     scores = unary(b, "tanh", scores, Saves::Output);
                     scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+                }
+                if let Some(pb) = position_bias {
+                    scores = add(b, scores, pb);
                 }
                 if self.causal {
                     let mask = causal_mask(b, seq, b.dtype(scores), eager);
@@ -214,7 +230,13 @@ impl MultiheadAttention {
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));
                 }
-                let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
+                let (mut ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
+                // transformers' `create_position_bias_mask`: the bias (or, causal, a
+                // `torch.where` copy of it) is SDPA's float mask, saved for its gradient
+                if let Some(pb) = position_bias {
+                    let pb = if self.causal { copy(b, pb, Shape::new([h, seq, seq])) } else { pb };
+                    ins.push(pb);
+                }
                 let fused = sdpa_backend(b.opts.device, dt, hd, explicit_mask, dropout_p);
                 // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
                 // kernel pads it to a multiple of 32 (`aten/src/ATen/native/transformers/cuda/
@@ -232,14 +254,14 @@ impl MultiheadAttention {
 }
 
 /// A contiguous copy (what `reshape` of a transposed tensor or `.contiguous()` does).
-fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
+pub(super) fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
     let dt = b.dtype(x);
     b.op("clone", &[x], &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
 }
 
 /// `torch.matmul` of `[H, S, hd]`-shaped operands: both come in transposed, so `matmul`'s reshape
 /// copies them before the `bmm`, which saves the copies.
-fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {
+pub(super) fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, y]);
     let left = if copy_left { let s = b.shape(ins[0]).clone(); copy(b, ins[0], s) } else { ins[0] };
     let s = b.shape(ins[1]).clone();
@@ -445,6 +467,8 @@ impl TransformerLayer {
             qk_norm: self.qk_norm.then_some(self.norm),
             sliding_window: self.sliding_window,
             logit_softcap: self.logit_softcap,
+            key_bias: None,
+            position_bias: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
@@ -512,7 +536,8 @@ impl TransformerLayer {
     fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
-            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias }.lower(b, x)?;
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }
+                .lower(b, x)?;
             (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };

@@ -17,6 +17,10 @@ pub struct Embedding {
     pub embedding_dim: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub padding_idx: Option<i64>,
+    /// Shares the first embedding's weight instead of owning one (T5's decoder reads the
+    /// encoder's `shared` table).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tied_weight: bool,
 }
 
 impl Embedding {
@@ -26,7 +30,12 @@ impl Embedding {
         if b.dtype(x) != DType::I64 {
             return Err(format!("expects int64 token ids, got a {:?} input (set input.dtype to \"int64\")", b.dtype(x)));
         }
-        let w = b.param(Shape::new([self.num_embeddings, self.embedding_dim]));
+        let w = match (self.tied_weight, b.tied_embedding) {
+            (true, Some(w)) if b.shape(w).0 == [self.num_embeddings, self.embedding_dim] => w,
+            (true, Some(w)) => return Err(format!("`tied_weight`: the first embedding is {}, not [{}, {}]", b.shape(w), self.num_embeddings, self.embedding_dim)),
+            (true, None) => return Err("`tied_weight` needs an embedding layer earlier in the model".into()),
+            (false, _) => b.param(Shape::new([self.num_embeddings, self.embedding_dim])),
+        };
         if b.tied_embedding.is_none() {
             b.tied_embedding = Some(w);
         }

@@ -60,6 +60,11 @@ pub struct GatedMlp {
     pub intermediate_size: u64,
     #[serde(default)]
     pub bias: bool,
+    /// T5 v1.1's gated-GELU (`T5DenseGatedActDense`): the gate goes through the tanh GELU
+    /// written out in Python (`gelu_new`) instead of SiLU, and the product through dropout
+    /// before `wo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gelu_new_dropout: Option<f64>,
 }
 
 impl GatedMlp {
@@ -68,8 +73,12 @@ impl GatedMlp {
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
         let gate = proj(self.hidden_size, self.intermediate_size).lower(b, x)?;
         let up = proj(self.hidden_size, self.intermediate_size).lower(b, x)?;
-        let act = super::activation::unary(b, "silu", gate, super::activation::Saves::Input);
+        let (act, p) = match self.gelu_new_dropout {
+            Some(p) => (super::activation::Gelu { approximate: super::activation::GeluApprox::New }.lower(b, gate)?, p),
+            None => (super::activation::unary(b, "silu", gate, super::activation::Saves::Input), 0.0),
+        };
         let prod = super::activation::mul(b, act, up);
+        let prod = super::activation::dropout(b, prod, p);
         proj(self.intermediate_size, self.hidden_size).lower(b, prod)
     }
 }

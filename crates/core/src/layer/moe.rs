@@ -141,7 +141,7 @@ impl SparseMoe {
         }
         self.check()?;
         let seq = sequence_len(b, x, self.hidden_size)?;
-        let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: false };
+        let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: false, gelu_new_dropout: None };
         // Qwen2MoeSparseMoeBlock.forward runs the shared expert first; DeepseekV3MoE last.
         let early_shared = match self.shared_intermediate_size {
             Some(i) if self.shared_expert_gate => Some(shared(i).lower(b, x)?),

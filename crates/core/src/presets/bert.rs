@@ -62,7 +62,7 @@ impl Default for BertConfig {
 pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
     let d = c.hidden_size;
     let mut layers = vec![
-        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: d, padding_idx: Some(0) }),
+        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: d, padding_idx: Some(0), tied_weight: false }),
         Layer::PositionalEmbedding(PositionalEmbedding {
             num_embeddings: c.type_vocab_size,
             embedding_dim: d,

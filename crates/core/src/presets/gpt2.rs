@@ -53,7 +53,7 @@ impl Default for Gpt2Config {
 pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
     let d = c.n_embd;
     let mut layers = vec![
-        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: d, padding_idx: None }),
+        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: d, padding_idx: None, tied_weight: false }),
         Layer::PositionalEmbedding(PositionalEmbedding {
             num_embeddings: c.n_positions,
             embedding_dim: d,

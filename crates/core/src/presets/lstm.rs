@@ -33,7 +33,7 @@ impl Default for LstmLmConfig {
 pub fn lstm_lm(c: &LstmLmConfig) -> Option<ModelSpec> {
     let drop = || serde_json::from_value::<Layer>(json!({"kind": "dropout", "p": c.dropout})).ok();
     let layers = vec![
-        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: c.embedding_dim, padding_idx: None }),
+        Layer::Embedding(Embedding { num_embeddings: c.vocab_size, embedding_dim: c.embedding_dim, padding_idx: None, tied_weight: false }),
         drop()?,
         Layer::Lstm(Recurrent {
             input_size: c.embedding_dim,

@@ -90,6 +90,8 @@ pub const PRESETS: &[PresetInfo] = &[
     enc("bert-base-seqcls", "BERT-base for sequence classification", 128, "BertForSequenceClassification"),
     enc("bert-large-seqcls", "BERT-large for sequence classification", 128, "BertForSequenceClassification"),
     hf("roberta-base", "RoBERTa-base (RobertaModel)", Family::Encoder, Some(128)),
+    hf("t5-base", "T5-base (T5ForConditionalGeneration)", Family::Encoder, Some(512)),
+    hf("whisper-small", "Whisper-small (WhisperForConditionalGeneration)", Family::Encoder, Some(3000)),
     llm("gpt2", "GPT-2 small (GPT2LMHeadModel)", 1024, "GPT2LMHeadModel"),
     hf("llama-3.1-8b", "Llama-3.1-8B", Family::Llm, Some(4096)),
     hf("llama-3.1-70b", "Llama-3.1-70B", Family::Llm, Some(4096)),
@@ -111,6 +113,8 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
     Some(match id {
         "vit-b-16" => include_str!("configs/vit-b-16.json"),
         "roberta-base" => include_str!("configs/roberta-base.json"),
+        "t5-base" => include_str!("configs/t5-base.json"),
+        "whisper-small" => include_str!("configs/whisper-small.json"),
         "llama-3.1-8b" => include_str!("configs/llama-3.1-8b.json"),
         "llama-3.1-70b" => include_str!("configs/llama-3.1-70b.json"),
         "mistral-7b-v0.3" => include_str!("configs/mistral-7b-v0.3.json"),

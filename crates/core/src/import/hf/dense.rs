@@ -51,7 +51,7 @@ struct Decoder {
 impl Decoder {
     fn build(self) -> ModelSpec {
         let mut layers =
-            vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None })];
+            vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None, tied_weight: false })];
         layers.extend(self.after_embed);
         layers.extend(runs(self.layers));
         layers.extend(self.final_norm);

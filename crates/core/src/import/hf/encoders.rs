@@ -65,7 +65,7 @@ pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         ..presets::transformer_layer(dim, c.size("n_heads", 12)?, c.size("hidden_dim", 3072)?)
     };
     let mut layers = vec![
-        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: dim, padding_idx: None }),
+        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: dim, padding_idx: None, tied_weight: false }),
         Layer::PositionalEmbedding(PositionalEmbedding {
             num_embeddings: max_pos,
             embedding_dim: dim,

@@ -255,7 +255,8 @@ pub fn unsupported(layers: &[Layer], path: &str) -> Option<(&'static str, String
                     || m.padding.0[0] != m.padding.0[1]
             }
             Layer::AdaptiveAvgPool2d(a) => a.output_size.0[0] != a.output_size.0[1],
-            Layer::Embedding(_) | Layer::PositionalEmbedding(_) | Layer::SelectToken(_) => false,
+            Layer::Embedding(e) => e.tied_weight,
+            Layer::PositionalEmbedding(_) | Layer::SelectToken(_) => false,
             Layer::TransformerEncoderLayer(t) => {
                 t.gated_mlp || t.rotary || t.fused_qkv || t.num_kv_heads.is_some_and(|k| k != t.nhead) || t.norm != NormKind::LayerNorm
                     || t.activation == FfnActivation::GeluNew

@@ -1,0 +1,162 @@
+//! What encoder–decoders need beyond one stream of layers: a second input (`token_input`: the
+//! decoder's token ids; the encoder's output becomes the *memory*), attention from the second
+//! stream to the memory (`cross_attention`), and T5's relative position bias
+//! (`relative_position_bias`, added to the scores by `multihead_attention`'s `position_bias`).
+//!
+//! A spec lists the encoder's layers, then `token_input`, then the decoder's layers: the model
+//! `T5ForConditionalGeneration` / `WhisperForConditionalGeneration` runs, as
+//! transformers 5.24 `modeling_t5.py` (`T5Attention`, `T5Stack`) and `modeling_whisper.py`
+//! (`WhisperAttention`) write it. Per sample, activations are `[S, D]`; the memory `[S_enc, D]`.
+
+use super::activation::{add, dropout, softmax, unary, Saves};
+use super::attention::{bmm, copy, sdpa_backend, SdpaBackend};
+use super::linear::Linear;
+use super::{positive, LayerResult};
+use crate::config::AttentionImpl;
+use crate::graph::{GradRule, ValueId};
+use crate::lower::{Builder, CastPolicy};
+use crate::serde_util::{is_false, t};
+use crate::units::{DType, Shape};
+use serde::{Deserialize, Serialize};
+
+/// Sets the current output aside as the memory and starts a second stream of `seq_len` int64
+/// token ids per sample (the decoder's `decoder_input_ids`, from the labels by `_shift_right`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenInput {
+    pub seq_len: u64,
+}
+
+impl TokenInput {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.seq_len, "seq_len")?;
+        if b.memory.is_some() {
+            return Err("a model has at most one `token_input`".into());
+        }
+        b.memory = Some(x);
+        b.position_bias = None;
+        Ok(b.input(Shape::new([self.seq_len]), DType::I64))
+    }
+}
+
+/// T5's bucketed relative position bias of one stack: `nn.Embedding(num_buckets, num_heads)`
+/// looked up once per forward with a `[S, S]` int64 bucket matrix (built without gradient),
+/// permuted to `[1, H, S, S]` (in the parameters' dtype, one per batch) and kept for every layer
+/// of the stack (`T5Attention.compute_bias`). The layer passes its input through.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelativePositionBias {
+    pub num_buckets: u64,
+    pub num_heads: u64,
+    /// Buckets for both directions (the encoder) or only the past (the decoder).
+    #[serde(default = "t")]
+    pub bidirectional: bool,
+}
+
+impl RelativePositionBias {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.num_buckets, "num_buckets")?;
+        positive(self.num_heads, "num_heads")?;
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 {
+            return Err(format!("expected a [S, D] input, got {}", b.shape(x)));
+        }
+        let w = b.param(Shape::new([self.num_buckets, self.num_heads]));
+        let seq = s[0];
+        let dt = b.dtype(w);
+        let buckets = (Shape::new([seq, seq]), false, DType::I64);
+        let values = b.op("embedding", &[w], &[(Shape::new([seq, seq, self.num_heads]), dt)], &[], false, &[buckets], GradRule::Alloc)[0];
+        b.position_bias = Some(b.view(values, Shape::new([self.num_heads, seq, seq])));
+        Ok(x)
+    }
+}
+
+/// Attention from the current stream (queries) to the memory (keys and values), with its
+/// projections: T5's `EncDecAttention`, Whisper's `encoder_attn`. Not causal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossAttention {
+    pub embed_dim: u64,
+    pub num_heads: u64,
+    /// Size of one head (default `embed_dim / num_heads`; T5's `d_kv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// Dropout on the attention probabilities.
+    #[serde(default)]
+    pub dropout: f64,
+    #[serde(default = "t")]
+    pub bias: bool,
+    /// Bias of the K projection (default: `bias`; Whisper's `k_proj` has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_bias: Option<bool>,
+    /// T5: the scores get a zero `[1, H, S, S_enc]` position bias added (`T5Attention` without
+    /// `has_relative_attention_bias`), a new scores tensor.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub position_bias: bool,
+}
+
+impl CrossAttention {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.embed_dim, "embed_dim")?;
+        positive(self.num_heads, "num_heads")?;
+        let hd = match self.head_dim {
+            Some(hd) => hd,
+            None if self.embed_dim.is_multiple_of(self.num_heads) => self.embed_dim / self.num_heads,
+            None => return Err(format!("embed_dim ({}) must be divisible by num_heads ({})", self.embed_dim, self.num_heads)),
+        };
+        positive(hd, "head_dim")?;
+        if !(0.0..=1.0).contains(&self.dropout) {
+            return Err(format!("dropout must be between 0 and 1, got {}", self.dropout));
+        }
+        let mem = b.memory.ok_or("cross_attention needs a `token_input` earlier in the model (the encoder's output is its memory)")?;
+        let (xs, ms) = (b.shape(x).0.clone(), b.shape(mem).0.clone());
+        if xs.len() != 2 || ms.len() != 2 {
+            return Err(format!("expected [S, D] input and memory, got {} and {}", b.shape(x), b.shape(mem)));
+        }
+        super::expect_last(b.shape(x), self.embed_dim, "features")?;
+        let (sq, sk, d, h) = (xs[0], ms[0], self.embed_dim, self.num_heads);
+        let inner = h.saturating_mul(hd);
+        let proj = |i, o, bias| Linear { in_features: i, out_features: o, bias, tied_weight: false };
+        let q = proj(d, inner, self.bias).lower(b, x)?;
+        let k = proj(ms[1], inner, self.key_bias.unwrap_or(self.bias)).lower(b, mem)?;
+        let v = proj(ms[1], inner, self.bias).lower(b, mem)?;
+        let q = b.view(q, Shape::new([h, sq, hd]));
+        let (mut k, mut v) = (b.view(k, Shape::new([h, sk, hd])), b.view(v, Shape::new([h, sk, hd])));
+        let dropout_p = if b.training() { self.dropout } else { 0.0 };
+        let eager = b.opts.attention == AttentionImpl::Eager;
+        let bias = |b: &mut Builder| {
+            let dt = b.float_dtype();
+            b.op("zeros", &[], &[(Shape::new([h, sq, sk]), dt)], &[], false, &[], GradRule::Alloc)[0]
+        };
+        let out = if eager {
+            let scores = bmm(b, q, k, Shape::new([h, sq, sk]), true);
+            let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+            if self.position_bias {
+                let zero = bias(b);
+                scores = add(b, scores, zero);
+            }
+            let probs = softmax(b, scores, None);
+            let probs = dropout(b, probs, self.dropout);
+            let out = bmm(b, probs, v, Shape::new([h, sq, hd]), false);
+            b.hold(probs);
+            copy(b, out, Shape::new([sq, inner]))
+        } else {
+            if b.training() {
+                // the decoder trains with `use_cache=True`: `EncoderDecoderCache` keeps `torch.cat`
+                // copies of the memory's K and V, which SDPA then reads and saves
+                k = copy(b, k, Shape::new([h, sk, hd]));
+                v = copy(b, v, Shape::new([h, sk, hd]));
+            }
+            let (mut ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
+            if self.position_bias {
+                ins.push(bias(b));
+            }
+            let backend = sdpa_backend(b.opts.device, dt, hd, self.position_bias, dropout_p);
+            let lse_len = if backend == SdpaBackend::MemEfficient { sq.div_ceil(32).saturating_mul(32) } else { sq };
+            let lse = (Shape::new([h, lse_len]), true, DType::F32);
+            let out = b.op("sdpa", &ins, &[(Shape::new([h, sq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
+            b.view(out, Shape::new([sq, inner]))
+        };
+        proj(inner, d, self.bias).lower(b, out)
+    }
+}
