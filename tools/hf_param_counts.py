@@ -12,6 +12,8 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --out crates/core/tests/data/hf/preset_counts.json \\
         --config-files crates/core/src/presets/configs/*.json
+    .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper \\
+        --out crates/core/tests/data/hf/transformers_counts.json
 """
 import argparse
 import json
@@ -23,7 +25,9 @@ from transformers import AutoConfig
 
 STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma2",
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
-         "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert"}
+         "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
+         "t5": "T5", "whisper": "Whisper"}
+SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
 
@@ -31,6 +35,8 @@ def classes(mt):
     stem = STEMS[mt]
     if mt in ENCODERS:
         return stem + "ForSequenceClassification", stem + "Model"
+    if mt in SEQ2SEQ:
+        return stem + "ForConditionalGeneration", stem + "Model"
     return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
 def gen(mt):
     """Random valid keyword arguments for `mt`'s config class."""
@@ -72,6 +78,17 @@ def gen(mt):
         base.update(hidden_size=heads*hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
                     max_position_embeddings=RND.randint(16, 600), type_vocab_size=RND.randint(1, 3), num_labels=RND.randint(1, 5))
         del base["tie_word_embeddings"]
+    elif mt == "t5":
+        base = dict(vocab_size=RND.randint(50, 3000), d_model=RND.randint(8, 300), d_kv=pick(8, 16, 32, 64), num_heads=heads,
+                    d_ff=RND.randint(8, 300), num_layers=L, num_decoder_layers=pick(None, RND.randint(1, 4)),
+                    relative_attention_num_buckets=pick(8, 32, 64), feed_forward_proj=pick("relu", "gated-gelu", "gelu"),
+                    tie_word_embeddings=pick(True, False), dropout_rate=pick(0.0, 0.1))
+    elif mt == "whisper":
+        base = dict(vocab_size=RND.randint(50, 3000), d_model=heads*hd, encoder_layers=L, decoder_layers=RND.randint(1, 4),
+                    encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4, 8) if (heads*hd) % k == 0]),
+                    encoder_ffn_dim=RND.randint(8, 300), decoder_ffn_dim=RND.randint(8, 300), num_mel_bins=pick(80, 128),
+                    max_source_positions=RND.randint(16, 1500), max_target_positions=RND.randint(16, 448),
+                    decoder_start_token_id=1, bos_token_id=1, eos_token_id=2)
     elif mt == "distilbert":
         base = dict(vocab_size=RND.randint(50, 3000), n_layers=L, dim=heads*hd, n_heads=heads, hidden_dim=RND.randint(8, 300),
                     max_position_embeddings=RND.randint(16, 600), num_labels=RND.randint(1, 5))
@@ -93,6 +110,7 @@ def main():
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--per-type", type=int, default=4)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--types", nargs="+", metavar="MODEL_TYPE", help="only these; add them to an existing --out")
     ap.add_argument("--config-files", nargs="+", metavar="JSON",
                     help="instead: count each config.json as its `architectures` class, {file stem: params}")
     args = ap.parse_args()
@@ -108,8 +126,8 @@ def main():
             json.dump(out, f, indent=1, sort_keys=True)
         return
     RND.seed(args.seed)
-    out = {}
-    for mt in STEMS:
+    out = json.load(open(args.out)) if args.types else {}
+    for mt in args.types or STEMS:
         head, base = classes(mt)
         out[f"{mt}-default"] = count(mt, head, {})
         out[f"{mt}-base"] = count(mt, base, {})

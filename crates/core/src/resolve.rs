@@ -304,7 +304,16 @@ mod tests {
             let layer = Layer::example(kind).unwrap_or_else(|| panic!("{kind} has no example"));
             let lowers = inputs.iter().any(|(shape, dtype)| {
                 let input = InputSpec { shape: shape.clone(), dtype: *dtype, vocab_size: None };
-                let spec = ModelSpec { version: 1, name: None, input, layers: vec![layer.clone()], loss: Loss::Mse };
+                // cross-attention reads the memory a `token_input` sets aside: the test input is it
+                let layers = match *kind {
+                    "cross_attention" => vec![
+                        Layer::example("token_input").unwrap(),
+                        serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
+                        layer.clone(),
+                    ],
+                    _ => vec![layer.clone()],
+                };
+                let spec = ModelSpec { version: 1, name: None, input, layers, loss: Loss::Mse };
                 resolve(&spec, None, LowerOptions::default()).is_ok()
             });
             assert!(lowers, "{kind}: its example lowers on none of the test inputs");

@@ -57,7 +57,7 @@ fn counts_spelled_out() {
 fn transformers_counts_match_exactly() {
     let all: serde_json::Value = serde_json::from_str(&data("transformers_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    assert_eq!(all.len(), 14 * 6);
+    assert_eq!(all.len(), 16 * 6);
     for (name, want) in all {
         let spec = import(&want["config"].to_string());
         assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{name}");

@@ -201,8 +201,8 @@ pub(super) fn whisper(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         stack("decoder_attention_heads", "decoder_ffn_dim", "decoder_layers", true)?,
         norm()?,
     ];
+    let tied = c.flag("tie_word_embeddings", true)?;
     if class == "WhisperForConditionalGeneration" {
-        let tied = c.flag("tie_word_embeddings", true)?;
         spec.push(layer(json!({"kind": "linear", "in_features": d, "out_features": vocab, "bias": false, "tied_weight": tied}))?);
     }
     c.refuse_unknown("whisper", IGNORED_WHISPER)?;
