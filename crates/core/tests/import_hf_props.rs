@@ -255,6 +255,10 @@ const ODD_KEYS: &[&str] = &[
     "num_ln_in_parallel_attn", "ffn_hidden_size", "bias", "word_embed_proj_dim", "do_layer_norm_before", "ffn_dim",
     "max_position_embeddings", "final_logit_softcapping", "attn_logit_softcapping", "dim", "n_heads", "n_layers",
     "hidden_dim", "num_labels", "type_vocab_size", "dropout", "attention_dropout", "resid_pdrop", "use_bias",
+    "d_model", "d_kv", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "feed_forward_proj",
+    "relative_attention_num_buckets", "dropout_rate", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+    "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "max_source_positions", "max_target_positions",
+    "num_mel_bins", "activation_function", "scale_embedding",
 ];
 
 proptest! {
@@ -263,7 +267,7 @@ proptest! {
     /// Any mix of the families' fields with odd values: an error or a model, never a panic.
     #[test]
     fn odd_configs_never_panic(
-        family in prop::sample::select(FAMILIES.to_vec()),
+        family in prop::sample::select([FAMILIES, &["t5", "whisper"]].concat()),
         fields in prop::collection::vec((prop::sample::select(ODD_KEYS.to_vec()), odd_value()), 0..8),
         head in any::<bool>(),
     ) {
@@ -277,5 +281,115 @@ proptest! {
         if let Ok(spec) = from_config_json(&c.to_string()) {
             let _ = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() }).map(|p| p.estimate());
         }
+    }
+}
+
+/// A random encoder–decoder config: `t5` (ReLU, GELU or gated-GELU, tied or not, any `d_kv`,
+/// decoder depth and buckets; conditional generation, bare or encoder-only) or `whisper`
+/// (mel bins, source and target positions, heads per stack, FFN widths).
+#[derive(Debug, Clone)]
+struct Seq2seq {
+    whisper: bool,
+    vocab: u64,
+    d_unit: u64,
+    heads: (u64, u64),
+    dkv: u64,
+    ff: (u64, u64),
+    layers: (u64, u64),
+    buckets: u64,
+    positions: (u64, u64),
+    mels: u64,
+    act: &'static str,
+    tied: bool,
+    class: usize,
+}
+
+fn seq2seq() -> impl Strategy<Value = Seq2seq> {
+    (
+        (any::<bool>(), 8u64..3000, 1u64..40, prop::sample::select(vec![1u64, 2, 4, 8]), prop::sample::select(vec![1u64, 2, 4])),
+        (prop::sample::select(vec![4u64, 8, 16, 64]), 1u64..300, 1u64..300, 1u64..4, 1u64..4),
+        (prop::sample::select(vec![8u64, 32, 64]), 2u64..1500, 2u64..448, prop::sample::select(vec![80u64, 128])),
+        (prop::sample::select(vec!["relu", "gelu", "gated-gelu"]), any::<bool>(), 0usize..3),
+    )
+        .prop_map(|((whisper, vocab, d_unit, h1, h2), (dkv, f1, f2, l1, l2), (buckets, s, t, mels), (act, tied, class))| Seq2seq {
+            whisper,
+            vocab,
+            d_unit,
+            heads: (h1, (h1 / h2).max(1)),
+            dkv,
+            ff: (f1, f2),
+            layers: (l1, l2),
+            buckets,
+            positions: (s, t),
+            mels,
+            act,
+            tied,
+            class,
+        })
+}
+
+impl Seq2seq {
+    fn d(&self) -> u64 {
+        self.heads.0 * self.d_unit
+    }
+
+    fn arch(&self) -> &'static str {
+        match (self.whisper, self.class) {
+            (true, 0) => "WhisperForConditionalGeneration",
+            (true, _) => "WhisperModel",
+            (false, 0) => "T5ForConditionalGeneration",
+            (false, 1) => "T5Model",
+            (false, _) => "T5EncoderModel",
+        }
+    }
+
+    fn json(&self) -> Value {
+        let d = self.d();
+        if self.whisper {
+            json!({"model_type": "whisper", "architectures": [self.arch()], "vocab_size": self.vocab, "d_model": d,
+                "encoder_attention_heads": self.heads.0, "decoder_attention_heads": self.heads.1, "encoder_ffn_dim": self.ff.0,
+                "decoder_ffn_dim": self.ff.1, "encoder_layers": self.layers.0, "decoder_layers": self.layers.1,
+                "max_source_positions": self.positions.0, "max_target_positions": self.positions.1, "num_mel_bins": self.mels})
+        } else {
+            json!({"model_type": "t5", "architectures": [self.arch()], "vocab_size": self.vocab, "d_model": d, "num_heads": self.heads.0,
+                "d_kv": self.dkv, "d_ff": self.ff.0, "num_layers": self.layers.0, "num_decoder_layers": self.layers.1,
+                "relative_attention_num_buckets": self.buckets, "feed_forward_proj": self.act, "tie_word_embeddings": self.tied})
+        }
+    }
+
+    /// `sum(p.numel() for p in model.parameters())` from `modeling_t5.py` / `modeling_whisper.py`.
+    fn params(&self) -> u64 {
+        let (d, v) = (self.d(), self.vocab);
+        if self.whisper {
+            let (ln, attn) = (2 * d, 4 * d * d + 3 * d);
+            let ffn = |f: u64| 2 * d * f + f + d;
+            let front = self.mels * d * 3 + d + d * d * 3 + d + self.positions.0 * d;
+            let enc = front + self.layers.0 * (attn + 2 * ln + ffn(self.ff.0)) + ln;
+            // `proj_out` is tied to the decoder's token embedding
+            let dec = v * d + self.positions.1 * d + self.layers.1 * (2 * attn + 3 * ln + ffn(self.ff.1)) + ln;
+            enc + dec
+        } else {
+            let inner = self.heads.0 * self.dkv;
+            let ffn = if self.act == "gated-gelu" { 3 * d * self.ff.0 } else { 2 * d * self.ff.0 };
+            let bias = self.buckets * self.heads.0;
+            let enc = bias + self.layers.0 * (4 * d * inner + ffn + 2 * d) + d;
+            let dec = bias + self.layers.1 * (8 * d * inner + ffn + 3 * d) + d;
+            // the LM head is always `shared` in transformers 5.24
+            v * d + enc + if self.class < 2 { dec } else { 0 }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_encoder_decoders_have_closed_form_counts(c in seq2seq()) {
+        let text = c.json().to_string();
+        let spec = from_config_json(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(spec.name.as_deref(), Some(c.arch()));
+        let p = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() })
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(p.estimate().params, c.params(), "{}", text);
     }
 }
