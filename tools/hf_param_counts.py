@@ -12,7 +12,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --out crates/core/tests/data/hf/preset_counts.json \\
         --config-files crates/core/src/presets/configs/*.json
-    .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper \\
+    .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
 """
 import argparse
@@ -26,7 +26,7 @@ from transformers import AutoConfig
 STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma2",
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
-         "t5": "T5", "whisper": "Whisper"}
+         "t5": "T5", "whisper": "Whisper", "clip": "CLIP"}
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -35,6 +35,8 @@ def classes(mt):
     stem = STEMS[mt]
     if mt in ENCODERS:
         return stem + "ForSequenceClassification", stem + "Model"
+    if mt == "clip":
+        return "CLIPModel", "CLIPModel"
     if mt in SEQ2SEQ:
         return stem + "ForConditionalGeneration", stem + "Model"
     return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
@@ -89,10 +91,18 @@ def gen(mt):
                     encoder_ffn_dim=RND.randint(8, 300), decoder_ffn_dim=RND.randint(8, 300), num_mel_bins=pick(80, 128),
                     max_source_positions=RND.randint(16, 1500), max_target_positions=RND.randint(16, 448),
                     decoder_start_token_id=1, bos_token_id=1, eos_token_id=2)
+    elif mt == "clip":
+        patch = pick(4, 8, 16, 32)
+        tower = lambda: dict(hidden_size=heads*hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                             num_hidden_layers=RND.randint(1, 4), hidden_act=pick("quick_gelu", "gelu"))
+        text = dict(tower(), vocab_size=RND.randint(50, 3000), max_position_embeddings=RND.randint(4, 100))
+        vision = dict(tower(), image_size=patch * RND.randint(1, 8), patch_size=patch, num_channels=pick(1, 3))
+        base = dict(text_config=text, vision_config=vision, projection_dim=RND.randint(4, 300))
     elif mt == "distilbert":
         base = dict(vocab_size=RND.randint(50, 3000), n_layers=L, dim=heads*hd, n_heads=heads, hidden_dim=RND.randint(8, 300),
                     max_position_embeddings=RND.randint(16, 600), num_labels=RND.randint(1, 5))
-    base["pad_token_id"] = 1
+    if mt != "clip":
+        base["pad_token_id"] = 1
     return base
 
 

@@ -306,6 +306,7 @@ mod tests {
                 let input = InputSpec { shape: shape.clone(), dtype: *dtype, vocab_size: None };
                 // cross-attention reads the memory a `token_input` sets aside: the test input is it
                 let layers = match *kind {
+                    "contrastive" => vec![Layer::example("token_input").unwrap(), serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(), serde_json::from_str(r#"{"kind": "select_token"}"#).unwrap(), layer.clone()],
                     "cross_attention" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),

@@ -22,7 +22,7 @@ use crate::layer::{
     norm::{BatchNorm, GroupNorm, LayerNorm, RmsNorm},
     pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d},
     recurrent::Recurrent,
-    seq2seq::{CrossAttention, RelativePositionBias, TokenInput},
+    seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     reshape::{Flatten, SelectToken, Transpose},
     LayerResult,
 };
@@ -218,6 +218,8 @@ leaves {
     CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).
     RelativePositionBias(l: RelativePositionBias) = "relative_position_bias", r#"{"num_buckets":32,"num_heads":4}"#, |b, x| l.lower(b, x);
+    /// CLIP's head: the similarity of the memory's embedding and the input's, times `logit_scale.exp()`.
+    Contrastive(l: Contrastive) = "contrastive", r#"{"embed_dim":128}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

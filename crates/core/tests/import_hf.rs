@@ -8,7 +8,7 @@ use vramcalc_core::{ModelSpec, Prepared, TrainConfig};
 /// The `params.json` entries this importer covers (the MoE/MLA, T5, Whisper and CLIP ones are
 /// other importers' work).
 const COVERED: &[&str] =
-    &["distilbert", "falcon", "gemma2", "gpt_neox", "mistral", "opt", "phi3", "qwen2", "qwen3", "roberta", "t5", "whisper"];
+    &["clip", "distilbert", "falcon", "gemma2", "gpt_neox", "mistral", "opt", "phi3", "qwen2", "qwen3", "roberta", "t5", "whisper"];
 
 #[path = "common/hf.rs"]
 mod hf;
@@ -32,7 +32,8 @@ fn reference_configs_have_pytorch_parameter_counts() {
 fn counts_spelled_out() {
     // the same numbers as params.json, to read without the data file
     for (model, n) in [
-        ("distilbert", 66_955_010u64),
+        ("clip", 151_277_313u64),
+        ("distilbert", 66_955_010),
         ("falcon", 6_921_720_704),
         ("gemma2", 2_614_341_888),
         ("gpt_neox", 20_554_567_680),
@@ -57,7 +58,7 @@ fn counts_spelled_out() {
 fn transformers_counts_match_exactly() {
     let all: serde_json::Value = serde_json::from_str(&data("transformers_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    assert_eq!(all.len(), 16 * 6);
+    assert_eq!(all.len(), 17 * 6);
     for (name, want) in all {
         let spec = import(&want["config"].to_string());
         assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{name}");
@@ -158,7 +159,8 @@ fn the_spec_format_gemma2_example_has_its_documented_count() {
 /// ones is LLaMA's own at this tiny size). Gemma 2 has no SDPA record: transformers refuses SDPA
 /// for it. The encoder–decoders (6 records): T5 (ReLU, tied; gated-GELU, untied, `d_kv` 32) at
 /// 128 source and 128 target tokens, and Whisper at 256 log-mel frames (`max_source_positions`
-/// 128) and 128 target tokens, within 0.09 %.
+/// 128) and 128 target tokens, and CLIP's two towers (96-pixel images in 8-pixel patches,
+/// 64-token captions, `return_loss=True`), within 0.09 %.
 #[test]
 fn training_step_peaks_match_traced_pytorch() {
     use vramcalc_core::{AttentionImpl, OptimizerKind};
@@ -181,7 +183,7 @@ fn training_step_peaks_match_traced_pytorch() {
         assert!(err.abs() <= 3.0, "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
         n += 1;
     }
-    assert_eq!(n, 33);
+    assert_eq!(n, 35);
 }
 
 #[test]

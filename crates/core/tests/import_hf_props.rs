@@ -1,4 +1,5 @@
-//! Random valid `config.json`s of every dense Hugging Face `model_type` (issue 12): importing
+//! Random valid `config.json`s of every dense Hugging Face `model_type` (issue 12), the
+//! encoder–decoders (`t5`, `whisper`) and `clip`: importing
 //! never panics, and the parameter count equals a closed form written here per family from its
 //! `modeling_<type>.py` (transformers 5), independently of the importer.
 
@@ -244,6 +245,7 @@ fn odd_value() -> impl Strategy<Value = Value> {
         1 => prop::sample::select(vec!["silu", "gelu", "mish", "sliding_attention", ""]).prop_map(|s| json!(s)),
         1 => Just(json!(["sliding_attention", "full_attention"])),
         1 => Just(json!({"partial_rotary_factor": 0.5})),
+        1 => Just(json!({"hidden_size": 0, "image_size": 1, "patch_size": 4, "num_hidden_layers": 1})),
     ]
 }
 
@@ -258,7 +260,7 @@ const ODD_KEYS: &[&str] = &[
     "d_model", "d_kv", "d_ff", "num_heads", "num_layers", "num_decoder_layers", "feed_forward_proj",
     "relative_attention_num_buckets", "dropout_rate", "encoder_layers", "decoder_layers", "encoder_attention_heads",
     "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "max_source_positions", "max_target_positions",
-    "num_mel_bins", "activation_function", "scale_embedding",
+    "num_mel_bins", "activation_function", "scale_embedding", "projection_dim", "text_config", "vision_config",
 ];
 
 proptest! {
@@ -267,7 +269,7 @@ proptest! {
     /// Any mix of the families' fields with odd values: an error or a model, never a panic.
     #[test]
     fn odd_configs_never_panic(
-        family in prop::sample::select([FAMILIES, &["t5", "whisper"]].concat()),
+        family in prop::sample::select([FAMILIES, &["t5", "whisper", "clip"]].concat()),
         fields in prop::collection::vec((prop::sample::select(ODD_KEYS.to_vec()), odd_value()), 0..8),
         head in any::<bool>(),
     ) {
@@ -391,5 +393,39 @@ proptest! {
         let p = Prepared::new(&spec, &TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() })
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert_eq!(p.estimate().params, c.params(), "{}", text);
+    }
+}
+
+/// One transformer layer of CLIP (`CLIPEncoderLayer`): biased Q/K/V/out, two LayerNorms, MLP.
+fn clip_layer(h: u64, i: u64) -> u64 {
+    4 * h * h + 4 * h + 4 * h + 2 * h * i + i + h
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// CLIP's two towers (`modeling_clip.py`): vision `c·h·p²` patch conv, class token,
+    /// `(g² + 1)` positions, pre/post LayerNorms and layers; text token and position embeddings,
+    /// layers and final LayerNorm; two projections without bias and `logit_scale`.
+    #[test]
+    fn random_clip_configs_have_closed_form_counts(
+        (hv, ht) in (prop::sample::select(vec![1u64, 2, 4]), prop::sample::select(vec![1u64, 2, 4])),
+        unit in 1u64..40, (iv, it) in (1u64..300, 1u64..300), (lv, lt) in (1u64..4, 1u64..4),
+        patch in prop::sample::select(vec![2u64, 4, 8, 16]), grid in 1u64..8, channels in prop::sample::select(vec![1u64, 3]),
+        vocab in 8u64..3000, positions in 1u64..100, proj in 1u64..300, act in prop::sample::select(vec!["quick_gelu", "gelu"]),
+    ) {
+        let (dv, dt) = (hv * unit, ht * unit * 2);
+        let c = json!({"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": proj,
+            "vision_config": {"hidden_size": dv, "num_attention_heads": hv, "intermediate_size": iv, "num_hidden_layers": lv,
+                "image_size": patch * grid, "patch_size": patch, "num_channels": channels, "hidden_act": act},
+            "text_config": {"hidden_size": dt, "num_attention_heads": ht, "intermediate_size": it, "num_hidden_layers": lt,
+                "vocab_size": vocab, "max_position_embeddings": positions, "hidden_act": act}});
+        let text = c.to_string();
+        let spec = from_config_json(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let p = Prepared::new(&spec, &TrainConfig { batch: 1, ..TrainConfig::default() })
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let vision = channels * dv * patch * patch + dv + (grid * grid + 1) * dv + 2 * dv + lv * clip_layer(dv, iv) + 2 * dv;
+        let text_tower = vocab * dt + positions * dt + lt * clip_layer(dt, it) + 2 * dt;
+        prop_assert_eq!(p.estimate().params, vision + text_tower + (dv + dt) * proj + 1, "{}", text);
     }
 }

@@ -134,6 +134,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "positional_embedding" => json!({"num_embeddings": a, "embedding_dim": b, "per_sample": f1, "inplace": f2}),
                 "cls_token" => json!({"embedding_dim": a}),
                 "token_input" => json!({"seq_len": a}),
+                "contrastive" => json!({"embed_dim": a}),
                 "cross_attention" => json!({"embed_dim": a, "num_heads": k, "dropout": p, "key_bias": f1, "position_bias": f2}),
                 "relative_position_bias" => json!({"num_buckets": a, "num_heads": k, "bidirectional": f1}),
                 "lstm" | "gru" | "rnn" => json!({"input_size": a, "hidden_size": b, "num_layers": k, "bidirectional": f1, "dropout": p}),

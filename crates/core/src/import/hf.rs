@@ -14,6 +14,9 @@
 //! | `llama` | RMSNorm, SwiGLU `gated_mlp`, rotary, grouped-query `num_kv_heads`, untied `lm_head` unless `tie_word_embeddings` |
 //! | `vit` | patch conv (k = s = `patch_size`), flatten + transpose, `cls_token`, positions, pre-norm layers, final LayerNorm, `[CLS]` head |
 //!
+//! Other families have their own files: `hf/dense.rs` (decoders), `hf/encoders.rs` (RoBERTa,
+//! DistilBERT), `hf/seq2seq.rs` (T5, Whisper), `hf/clip.rs` (CLIP), and `hf_moe.rs`.
+//!
 //! Sequence length of token models: BERT 128 (as the preset), decoders their context length
 //! capped at [`MAX_DEFAULT_SEQ_LEN`]; the estimate's `seq_len` overrides it.
 
@@ -28,6 +31,7 @@ use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
 mod dense;
+mod clip;
 mod encoders;
 mod seq2seq;
 
@@ -56,7 +60,7 @@ pub const MAX_DEFAULT_SEQ_LEN: u64 = 4096;
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "distilbert", "falcon", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
+    "bert", "clip", "distilbert", "falcon", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
     "phi3", "qwen2", "qwen3", "roberta", "starcoder2", "t5", "vit", "whisper",
 ];
 
@@ -92,6 +96,7 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "roberta" => encoders::roberta(&c, arch),
         "distilbert" => encoders::distilbert(&c, arch),
         "t5" => seq2seq::t5(&c, arch),
+        "clip" => clip::clip(&c, arch),
         "whisper" => seq2seq::whisper(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
@@ -106,7 +111,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
-        ("Roberta", "roberta"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"),
+        ("Roberta", "roberta"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)
@@ -271,9 +276,10 @@ impl<'a> Fields<'a> {
             "gelu_new" | "gelu_fast" => FfnActivation::GeluNew,
             "gelu_pytorch_tanh" => FfnActivation::GeluTanh,
             "silu" | "swish" => FfnActivation::Silu,
+            "quick_gelu" => FfnActivation::QuickGelu,
             other => {
                 return Err(Error::Import(format!(
-                    "field `{key}`: activation `{other}` is not supported (relu, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, silu)"
+                    "field `{key}`: activation `{other}` is not supported (relu, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, silu, quick_gelu)"
                 )))
             }
         })

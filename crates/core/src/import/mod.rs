@@ -1,6 +1,6 @@
 //! Importers: other tools' model descriptions → [`crate::spec::ModelSpec`]. No memory logic here.
 //!
-//! - [`hf`]: a Hugging Face `config.json` (BERT, GPT-2, LLaMA, ViT families).
+//! - [`hf`]: a Hugging Face `config.json` (`hf::MODEL_TYPES`: decoders, encoders, T5, Whisper, CLIP).
 //! - [`hf_moe`]: its mixture-of-experts decoders (Mixtral, Qwen2/3-MoE, DeepSeek-V3), called from [`hf`].
 
 pub mod hf;

@@ -39,6 +39,14 @@ pub fn mul(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     b.op("mul", &ins, &[(shape, dt)], &saved, false, &[], GradRule::Alloc)[0]
 }
 
+/// transformers' `QuickGELUActivation` (`activations.py`): `input * torch.sigmoid(1.702 * input)`;
+/// the scaled copy is transient, sigmoid saves its output, the product both operands.
+pub fn quick_gelu(b: &mut Builder, x: ValueId) -> ValueId {
+    let scaled = unary(b, "mul_scalar", x, Saves::Nothing);
+    let sig = unary(b, "sigmoid", scaled, Saves::Output);
+    mul(b, x, sig)
+}
+
 /// `a + b`, out of place: saves nothing, passes the gradient through.
 pub fn add(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Promote, &[x, y]);

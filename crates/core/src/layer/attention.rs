@@ -342,6 +342,8 @@ pub enum FfnActivation {
     /// Hugging Face's `gelu_new`, written in Python ops (GPT-2).
     GeluNew,
     Silu,
+    /// `x * sigmoid(1.702 x)` (CLIP's `quick_gelu`): saves `x` and the sigmoid's output.
+    QuickGelu,
 }
 
 /// The norm a transformer layer uses.
@@ -536,8 +538,7 @@ impl TransformerLayer {
     fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
-            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }
-                .lower(b, x)?;
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower(b, x)?;
             (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };
@@ -547,6 +548,7 @@ impl TransformerLayer {
                 FfnActivation::Gelu | FfnActivation::GeluTanh => unary(b, "gelu", h, Saves::Input),
                 FfnActivation::GeluNew => super::activation::Gelu { approximate: GeluApprox::New }.lower(b, h)?,
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
+                FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
             };
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
         };

@@ -2,6 +2,8 @@
 //! decoder's token ids; the encoder's output becomes the *memory*), attention from the second
 //! stream to the memory (`cross_attention`), and T5's relative position bias
 //! (`relative_position_bias`, added to the scores by `multihead_attention`'s `position_bias`).
+//! Two towers (CLIP) use the same second input: the first tower's embedding is the memory that
+//! `contrastive` compares with the second's.
 //!
 //! A spec lists the encoder's layers, then `token_input`, then the decoder's layers: the model
 //! `T5ForConditionalGeneration` / `WhisperForConditionalGeneration` runs, as
@@ -158,5 +160,42 @@ impl CrossAttention {
             b.view(out, Shape::new([sq, inner]))
         };
         proj(inner, d, self.bias).lower(b, out)
+    }
+}
+
+/// CLIP's contrastive head (`CLIPModel.forward`, transformers 5.24 `modeling_clip.py`): both
+/// embeddings (the memory, the image's; the input, the text's) divided by their L2 norms
+/// (`_get_vector_norm`: `pow(2)`, `sum`, `pow(0.5)`), their similarity matrix times
+/// `logit_scale.exp()` (one parameter), and the loss on it. The `B × B` similarities are
+/// counted as one value per sample (the output `[1]`): the matrix is quadratic in the batch,
+/// which the estimate's per-sample accounting cannot express, and below 4 MB up to B = 1024.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contrastive {
+    pub embed_dim: u64,
+}
+
+impl Contrastive {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let mem = b.memory.ok_or("contrastive needs a `token_input` earlier in the model (the first tower's output is its memory)")?;
+        for v in [x, mem] {
+            if b.shape(v).0 != [self.embed_dim] {
+                return Err(format!("expected [{}] embeddings from both towers, got {} and {}", self.embed_dim, b.shape(x), b.shape(mem)));
+            }
+        }
+        let scale = b.param(Shape::new([]));
+        let mut normed = Vec::new();
+        for v in [mem, x] {
+            let sq = unary(b, "pow", v, Saves::Input);
+            let dt = b.dtype(sq);
+            let sum = b.op("sum", &[sq], &[(Shape::new([1]), dt)], &[], false, &[], GradRule::Alloc)[0];
+            let norm = b.op("pow", &[sum], &[(Shape::new([1]), dt)], &[sum], true, &[], GradRule::Alloc)[0];
+            let (ins, dt) = b.autocast(CastPolicy::Promote, &[v, norm]);
+            normed.push(b.op("div", &ins, &[(Shape::new([self.embed_dim]), dt)], &ins, true, &[], GradRule::Alloc)[0]);
+        }
+        let (ins, dt) = b.autocast(CastPolicy::Lower, &normed);
+        let sim = b.op("mm", &ins, &[(Shape::new([1]), dt)], &ins, false, &[], GradRule::Alloc)[0];
+        let exp = unary(b, "exp", scale, Saves::Output);
+        Ok(super::activation::mul(b, sim, exp))
     }
 }

@@ -259,7 +259,7 @@ pub fn unsupported(layers: &[Layer], path: &str) -> Option<(&'static str, String
             Layer::PositionalEmbedding(_) | Layer::SelectToken(_) => false,
             Layer::TransformerEncoderLayer(t) => {
                 t.gated_mlp || t.rotary || t.fused_qkv || t.num_kv_heads.is_some_and(|k| k != t.nhead) || t.norm != NormKind::LayerNorm
-                    || t.activation == FfnActivation::GeluNew
+                    || matches!(t.activation, FfnActivation::GeluNew | FfnActivation::QuickGelu)
                     || !t.bias
             }
             Layer::Sequential { layers, .. } => {
