@@ -199,3 +199,72 @@ impl Contrastive {
         Ok(super::activation::mul(b, sim, exp))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Parameter counts as `sum(p.numel() for p in m.parameters())` gives them in PyTorch.
+
+    use crate::layer::test_util::{error, one};
+    use crate::lower::LowerOptions;
+    use crate::resolve::resolve;
+    use crate::spec::ModelSpec;
+    use serde_json::json;
+
+    /// `layers` after a float input `[S, D]` (the memory) and a `token_input` of `seq` tokens.
+    fn after_token_input(layers: serde_json::Value, shape: &[u64], seq: u64) -> crate::resolve::Resolved {
+        let mut all = vec![json!({"kind": "token_input", "seq_len": seq})];
+        all.extend(layers.as_array().unwrap().iter().cloned());
+        let spec = ModelSpec::from_json(&json!({"input": {"shape": shape}, "layers": all}).to_string()).unwrap();
+        resolve(&spec, None, LowerOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn cross_attention_projects_queries_from_the_input_and_keys_from_the_memory() {
+        // T5-small's EncDecAttention: q, k, v, o without bias, 8 heads × d_kv 64 on d_model 512:
+        // 4 · 512 · 512 = 1,048,576; the output has the decoder's length, not the encoder's
+        let r = after_token_input(
+            json!([{"kind": "embedding", "num_embeddings": 100, "embedding_dim": 512},
+                   {"kind": "cross_attention", "embed_dim": 512, "num_heads": 8, "head_dim": 64, "bias": false}]),
+            &[37, 512],
+            11,
+        );
+        assert_eq!(r.layers[2].params, 1_048_576);
+        assert_eq!(r.layers[2].output_shape.0, [11, 512]);
+        // Whisper's encoder_attn: biases on q, v and out_proj only: 4 · 384² + 3 · 384
+        let r = after_token_input(
+            json!([{"kind": "embedding", "num_embeddings": 100, "embedding_dim": 384},
+                   {"kind": "cross_attention", "embed_dim": 384, "num_heads": 6, "key_bias": false}]),
+            &[1500, 384],
+            448,
+        );
+        assert_eq!(r.layers[2].params, 4 * 384 * 384 + 3 * 384);
+    }
+
+    #[test]
+    fn cross_attention_and_contrastive_need_a_token_input() {
+        let e = error(json!({"kind": "cross_attention", "embed_dim": 8, "num_heads": 2}), &[4, 8]);
+        assert!(e.contains("needs a `token_input`"), "{e}");
+        let e = error(json!({"kind": "contrastive", "embed_dim": 8}), &[8]);
+        assert!(e.contains("needs a `token_input`"), "{e}");
+        let e = error(json!({"kind": "multihead_attention", "embed_dim": 8, "num_heads": 2, "position_bias": true}), &[4, 8]);
+        assert!(e.contains("relative_position_bias"), "{e}");
+    }
+
+    #[test]
+    fn relative_position_bias_is_one_small_table() {
+        // T5Attention.relative_attention_bias = nn.Embedding(32, 8): 256 parameters
+        let l = one(json!({"kind": "relative_position_bias", "num_buckets": 32, "num_heads": 8}), &[16, 512]);
+        assert_eq!((l.params, l.shape), (256, vec![16, 512]));
+    }
+
+    #[test]
+    fn contrastive_has_the_logit_scale() {
+        let r = after_token_input(
+            json!([{"kind": "embedding", "num_embeddings": 100, "embedding_dim": 64}, {"kind": "select_token"},
+                   {"kind": "contrastive", "embed_dim": 64}]),
+            &[64],
+            5,
+        );
+        assert_eq!((r.layers[3].params, r.layers[3].output_shape.0.clone()), (1, vec![1]));
+    }
+}
