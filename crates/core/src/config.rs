@@ -121,6 +121,9 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// Fine-tuning: frozen parts, LoRA adapters, a quantised base (`finetune/`).
+    #[serde(skip_serializing_if = "crate::finetune::FineTune::is_default")]
+    pub finetune: crate::finetune::FineTune,
 }
 
 impl Serialize for TrainConfig {
@@ -153,6 +156,7 @@ impl Default for TrainConfig {
             attention: AttentionImpl::Sdpa,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            finetune: crate::finetune::FineTune::default(),
         }
     }
 }
