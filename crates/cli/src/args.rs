@@ -165,6 +165,8 @@ pub struct Settings {
     /// MB (10^6) or MiB (2^20)
     #[arg(long, default_value = "MB")]
     pub units: String,
+    #[command(flatten)]
+    pub finetune: crate::finetune_args::FineTuneArgs,
 }
 
 fn pick<T>(
@@ -235,6 +237,7 @@ impl Settings {
                 Framework::ALL,
                 |v| v.name(),
             )?,
+            finetune: self.finetune.setup()?,
         })
     }
 

@@ -2,6 +2,7 @@
 //! computes memory itself. `main` returns `ExitCode`, `run` returns `anyhow::Result` (ripgrep's style).
 
 mod args;
+mod finetune_args;
 mod table;
 
 use anyhow::Result;

@@ -127,6 +127,17 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
             .map(|s| format!(", seq len {s}"))
             .unwrap_or_default()
     )?;
+    if est.trainable_params != est.params && c.mode == vramcalc_core::Mode::Train {
+        let pct = est.trainable_params as f64 / est.params.max(1) as f64 * 100.0;
+        writeln!(
+            o,
+            "{}: trainable params: {} || all params: {} || trainable%: {pct:.4}{}",
+            c.finetune.method.name(),
+            thousands(est.trainable_params),
+            thousands(est.params),
+            est.quantised_base.map(|f| format!(" (base in {}: modelled from bitsandbytes, not measured)", f.name())).unwrap_or_default()
+        )?;
+    }
     writeln!(o)?;
     writeln!(
         o,
@@ -138,6 +149,13 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
     for (k, b) in est.breakdown.entries() {
         if b > 0 {
             writeln!(o, "  {:<15}{:>12}", k.key().replace('_', " "), f(b))?;
+        }
+        if k == vramcalc_core::Category::Parameters {
+            for (label, part) in [("of which frozen", est.breakdown.frozen_parameters), ("of which adapters", est.breakdown.adapter_parameters)] {
+                if part > 0 {
+                    writeln!(o, "    {label:<18}{:>9}", f(part))?;
+                }
+            }
         }
     }
     writeln!(o, 
