@@ -59,3 +59,23 @@ fn frozen_backbones() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
+
+/// Configurations of the same families that are not in the shared files, measured for this
+/// repository with the same harness (torch 2.15.0, transformers 5.24.0, peft 0.21.2,
+/// torchvision 0.29.2): `python shared/reference/llm/measure_llm.py --configs-json
+/// tests/data/finetune_lora_extra.configs.json --out tests/data/finetune_lora_extra.jsonl`.
+/// The other Llama shape (hidden 2048, 2 layers) with r 16 on q/k/v/o and dropout 0.1, r 32 on
+/// all-linear in fp32 eager; r 4 on the MLP only; other batches and sequence lengths; BERT with
+/// the embeddings and the first 6 layers frozen (`--freeze-first 6`) and classifier-only at
+/// batch 16; ResNet-50 fc-only at batch 16 and 32.
+#[test]
+fn held_out_fine_tuning_configurations() {
+    let text = include_str!("data/finetune_lora_extra.jsonl");
+    let cases = cases_from(text);
+    assert_eq!(cases.len(), 14);
+    trainable_counts_match(text, &cases);
+    table_row("held out (LoRA h2048/h1024, BERT emb+6, ResNet-50)", &cases);
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
