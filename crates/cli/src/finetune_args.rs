@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use vramcalc_core::finetune::{BaseFormat, FineTune, Method, NameList};
+use vramcalc_core::finetune::{BaseFormat, FineTune, LossKernel, Method, NameList};
 
 #[derive(Args)]
 pub struct FineTuneArgs {
@@ -39,6 +39,10 @@ pub struct FineTuneArgs {
     /// bitsandbytes double quantisation of the 4-bit absmax constants.
     #[arg(long)]
     pub double_quant: bool,
+    /// Loss over the vocabulary: standard (HF, fp32 logits) | bf16-logits | chunked (fused
+    /// linear-cross-entropy, as Liger-Kernel).
+    #[arg(long, default_value = "standard")]
+    pub loss: String,
 }
 
 impl FineTuneArgs {
@@ -70,6 +74,10 @@ impl FineTuneArgs {
             freeze_paths: names("freeze", &self.freeze)?,
             base_format,
             double_quant: self.double_quant,
+            loss: LossKernel::parse(&self.loss).ok_or_else(|| {
+                let all: Vec<&str> = LossKernel::ALL.iter().map(|k| k.name()).collect();
+                anyhow!("--loss {:?} is not one of {}", self.loss, all.join(", "))
+            })?,
         };
         setup.validate().map_err(|e| anyhow!(e))?;
         Ok(setup)

@@ -77,9 +77,19 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     let head = spec.layers.iter().rposition(|l| matches!(l, Layer::Linear(_)));
     let first_block = spec.layers.iter().position(Layer::is_block).unwrap_or(spec.layers.len());
     let first_repeat = spec.layers.iter().position(|l| matches!(l, Layer::Repeat { .. }));
-    let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat } };
+    // `--loss chunked`: the head and the loss become one fused op (`layer/fused_ce.rs`)
+    let fuse_head = (opts.training
+        && opts.finetune.loss == finetune::LossKernel::Chunked
+        && matches!(spec.loss, Loss::CausalLm | Loss::CrossEntropy)
+        && head == Some(spec.layers.len() - 1))
+        .then_some(spec.layers.len() - 1);
+    let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None };
     let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
-    let loss = if opts.training { r.loss(spec.loss, out, x)? } else { out };
+    let loss = match (opts.training, r.fused_loss) {
+        (true, Some(loss)) => loss,
+        (true, None) => r.loss(spec.loss, out, x)?,
+        (false, _) => out,
+    };
     let mut graph = r.b.g;
     graph.output = loss;
     Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
@@ -90,6 +100,10 @@ struct Resolver {
     layers: Vec<LayerInfo>,
     count: u64,
     freeze: Freezing,
+    /// Top-level index of a head lowered with the loss as one fused op.
+    fuse_head: Option<usize>,
+    /// That fused op's loss.
+    fused_loss: Option<ValueId>,
 }
 
 /// Where the top-level landmarks of the spec are, for the fine-tuning setup's freezing rules.
@@ -285,6 +299,15 @@ impl Resolver {
                 self.b.set_layer(row as u32);
                 self.join(&outs, *join).map_err(err)?
             }
+            Layer::Linear(l) if top.is_some() && top == self.fuse_head => {
+                self.b.role = None;
+                self.b.param_role = Some(LinearRole::Head);
+                let loss = crate::layer::fused_ce::fused_linear_cross_entropy(&mut self.b, l, x);
+                self.b.param_role = None;
+                let loss = loss.map_err(err)?;
+                self.fused_loss = Some(loss);
+                loss
+            }
             leaf => leaf.lower_leaf(&mut self.b, x).map_err(err)?,
         };
         Ok(out)
@@ -364,8 +387,10 @@ fn causal_lm_loss(b: &mut Builder, logits: ValueId, input: ValueId) -> ValueId {
     } else {
         b.input(rows, DType::I64)
     };
-    let upcast = b.cast(logits, DType::F32);
-    let logp = b.op("log_softmax", &[upcast], &[(shape, DType::F32)], &[], true, &[], GradRule::Alloc)[0];
+    // `--loss bf16-logits`: no `logits.float()`, the loss runs in the logits' dtype
+    let upcast = if b.opts.finetune.loss == finetune::LossKernel::Bf16Logits { logits } else { b.cast(logits, DType::F32) };
+    let dt = b.dtype(upcast);
+    let logp = b.op("log_softmax", &[upcast], &[(shape, dt)], &[], true, &[], GradRule::Alloc)[0];
     let l = b.op("nll_loss", &[logp, target], &[(Shape::new([]), DType::F32)], &[logp, target], false, &[], GradRule::Alloc)[0];
     b.hold(logits);
     unbatch(b, l)

@@ -77,6 +77,34 @@ impl Method {
     }
 }
 
+/// How the loss over the vocabulary is computed (the what-ifs against its memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossKernel {
+    /// Hugging Face's loss: logits upcast to fp32, `log_softmax` saved, its gradient.
+    #[default]
+    Standard,
+    /// The same loss on logits kept in their half dtype (no `logits.float()`).
+    Bf16Logits,
+    /// A chunked, fused linear + cross-entropy (Liger-Kernel's `LigerFusedLinearCrossEntropyLoss`,
+    /// Unsloth's): no `batch × seq × vocab` logits; gradients computed in the forward, chunk by chunk.
+    Chunked,
+}
+
+impl LossKernel {
+    pub const ALL: &'static [LossKernel] = &[LossKernel::Standard, LossKernel::Bf16Logits, LossKernel::Chunked];
+    pub fn name(self) -> &'static str {
+        match self {
+            LossKernel::Standard => "standard",
+            LossKernel::Bf16Logits => "bf16-logits",
+            LossKernel::Chunked => "chunked",
+        }
+    }
+    pub fn parse(s: &str) -> Option<LossKernel> {
+        LossKernel::ALL.iter().copied().find(|k| k.name() == s)
+    }
+}
+
 /// The fine-tuning setup. The default is full training (nothing changes).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -104,6 +132,8 @@ pub struct FineTune {
     pub base_format: Option<BaseFormat>,
     /// bitsandbytes `bnb_4bit_use_double_quant`: the 4-bit absmax constants quantised again.
     pub double_quant: bool,
+    /// The loss kernel over the vocabulary.
+    pub loss: LossKernel,
 }
 
 impl Default for FineTune {
@@ -119,6 +149,7 @@ impl Default for FineTune {
             freeze_paths: NameList::EMPTY,
             base_format: None,
             double_quant: false,
+            loss: LossKernel::Standard,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod attention;
 pub mod bnb;
 pub mod conv;
 pub mod embedding;
+pub mod fused_ce;
 pub mod linear;
 pub mod lora;
 pub mod mla;
