@@ -109,31 +109,56 @@ impl LossKernel {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FineTune {
+    #[serde(skip_serializing_if = "is_full")]
     pub method: Method,
     /// LoRA rank (`LoraConfig.r`, peft's default 8).
+    #[serde(skip_serializing_if = "is_default_r")]
     pub lora_r: u32,
     /// `lora_alpha` (peft's default 8); only the scaling `alpha / r` depends on it, no memory.
+    #[serde(skip_serializing_if = "is_default_alpha")]
     pub lora_alpha: f64,
     /// `lora_dropout` on the adapter input (peft's default 0: `nn.Identity`).
+    #[serde(skip_serializing_if = "is_zero")]
     pub lora_dropout: f64,
     /// `target_modules`: module names, or `all-linear`; empty means peft's default for the
     /// architecture (`q_proj`, `v_proj` for Llama; `query`, `value` for BERT; `c_attn` for GPT-2).
+    #[serde(skip_serializing_if = "NameList::is_empty")]
     pub lora_targets: NameList,
     /// Module names that stay trainable; everything else freezes (`classifier`, `fc`, `lm_head`).
+    #[serde(skip_serializing_if = "NameList::is_empty")]
     pub train_only: NameList,
     /// The input embeddings and the first K blocks freeze; the rest trains.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freeze_first: Option<u64>,
     /// Layers whose spec path starts with one of these (`layers[0]`, `layers[5].body[0]`) or whose
     /// module name matches freeze.
+    #[serde(skip_serializing_if = "NameList::is_empty")]
     pub freeze_paths: NameList,
     /// Storage of the frozen base's linear weights; `None`: the `--precision` dtype (QLoRA: nf4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_format: Option<BaseFormat>,
     /// bitsandbytes `bnb_4bit_use_double_quant`: the 4-bit absmax constants quantised again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub double_quant: bool,
     /// The loss kernel over the vocabulary.
+    #[serde(skip_serializing_if = "is_standard")]
     pub loss: LossKernel,
+}
+
+fn is_full(m: &Method) -> bool {
+    *m == Method::Full
+}
+fn is_default_r(r: &u32) -> bool {
+    *r == 8
+}
+fn is_default_alpha(a: &f64) -> bool {
+    *a == 8.0
+}
+fn is_zero(p: &f64) -> bool {
+    *p == 0.0
+}
+fn is_standard(k: &LossKernel) -> bool {
+    *k == LossKernel::Standard
 }
 
 impl Default for FineTune {
