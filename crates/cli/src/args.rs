@@ -129,7 +129,7 @@ pub struct Settings {
     /// Sequence length of token models (default: the preset's).
     #[arg(long)]
     pub seq_len: Option<u64>,
-    /// sgd | sgd-momentum | adam | adamw | adamw-amsgrad | adagrad | rmsprop | rmsprop-centered | adafactor | adam8bit
+    /// sgd | sgd-momentum | adam | adamw | adamw-amsgrad | adagrad | rmsprop | rmsprop-centered | adafactor | adam8bit | paged-adamw8bit
     #[arg(long, default_value = "adamw")]
     pub optimizer: String,
     /// forloop | foreach | fused (foreach is PyTorch's default on CUDA)

@@ -54,6 +54,8 @@ pub enum OptimizerKind {
     Adafactor,
     /// bitsandbytes 8-bit Adam (blockwise-quantised state).
     Adam8bit,
+    /// bitsandbytes `PagedAdamW8bit` (QLoRA's optimizer): 8-bit state in CUDA unified memory.
+    PagedAdamw8bit,
 }
 
 /// How the optimizer step is implemented (changes its temporaries).
@@ -187,7 +189,7 @@ names!(Device { Cuda = "cuda", Cpu = "cpu" });
 names!(OptimizerKind {
     Sgd = "sgd", SgdMomentum = "sgd-momentum", Adam = "adam", Adamw = "adamw", AdamwAmsgrad = "adamw-amsgrad",
     Adagrad = "adagrad", Rmsprop = "rmsprop", RmspropCentered = "rmsprop-centered", Adafactor = "adafactor",
-    Adam8bit = "adam8bit",
+    Adam8bit = "adam8bit", PagedAdamw8bit = "paged-adamw8bit",
 });
 names!(OptimizerImpl { Forloop = "forloop", Foreach = "foreach", Fused = "fused" });
 names!(Mode { Train = "train", Infer = "infer" });

@@ -43,6 +43,7 @@ pub struct Prepared {
 impl Prepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig) -> Result<Prepared> {
         validate(config)?;
+        let config = &crate::finetune::with_base_precision(*config);
         let training = config.mode == Mode::Train;
         let opts = LowerOptions {
             training,
