@@ -223,16 +223,3 @@ impl FineTune {
     }
 }
 
-/// `--base-format bf16|fp16` on an fp32 setup loads the model in that dtype
-/// (`from_pretrained(torch_dtype=…)`, the same as `model.to(dtype)`): the precision becomes it.
-pub fn with_base_precision(mut c: crate::config::TrainConfig) -> crate::config::TrainConfig {
-    use crate::config::Precision;
-    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
-        match c.finetune.base_format {
-            Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
-            Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
-            _ => {}
-        }
-    }
-    c
-}

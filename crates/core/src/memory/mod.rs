@@ -43,7 +43,7 @@ pub struct Prepared {
 impl Prepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig) -> Result<Prepared> {
         validate(config)?;
-        let config = &crate::finetune::with_base_precision(*config);
+        let config = &with_base_precision(*config);
         let training = config.mode == Mode::Train;
         let opts = LowerOptions {
             training,
@@ -218,6 +218,21 @@ impl Prepared {
     pub fn sweep(&self, batches: &[u64]) -> Vec<(u64, u64, u64)> {
         batches.iter().map(|&b| { let (p, d) = self.peak_at(b); (b, p, d) }).collect()
     }
+}
+
+/// `--base-format bf16|fp16` on an fp32 setup loads the model in that dtype
+/// (`from_pretrained(torch_dtype=…)`, the same as `model.to(dtype)`): the precision becomes it.
+fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
+    use crate::config::Precision;
+    use crate::finetune::{BaseFormat, Method};
+    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
+        match c.finetune.base_format {
+            Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
+            Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
+            _ => {}
+        }
+    }
+    c
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
