@@ -133,7 +133,7 @@ pub struct Settings {
     /// Sequence length of token models (default: the preset's).
     #[arg(long)]
     pub seq_len: Option<u64>,
-    /// sgd | sgd-momentum | adam | adamw | adamw-amsgrad | adagrad | rmsprop | rmsprop-centered | adafactor | adam8bit
+    /// sgd | sgd-momentum | adam | adamw | adamw-amsgrad | adagrad | rmsprop | rmsprop-centered | adafactor | adam8bit | paged-adamw8bit
     #[arg(long, default_value = "adamw")]
     pub optimizer: String,
     /// forloop | foreach | fused (foreach is PyTorch's default on CUDA)
@@ -169,6 +169,8 @@ pub struct Settings {
     /// MB (10^6) or MiB (2^20)
     #[arg(long, default_value = "MB")]
     pub units: String,
+    #[command(flatten)]
+    pub finetune: crate::finetune_args::FineTuneArgs,
 }
 
 fn pick<T>(
@@ -239,6 +241,7 @@ impl Settings {
                 Framework::ALL,
                 |v| v.name(),
             )?,
+            finetune: self.finetune.setup()?,
         })
     }
 

@@ -2,6 +2,7 @@
 //! computes memory itself. `main` returns `ExitCode`, `run` returns `anyhow::Result` (ripgrep's style).
 
 mod args;
+mod finetune_args;
 mod table;
 
 use anyhow::Result;
@@ -40,7 +41,8 @@ fn run() -> Result<ExitCode> {
             let spec = model.load()?;
             let est = model.estimate(&spec, &settings)?;
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
-            table::estimate(&spec, &est, what_ifs.as_deref(), settings.unit(), json)
+            let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
+            table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, settings.unit(), json)
         }
         args::Command::MaxBatch {
             model,

@@ -5,6 +5,7 @@ use serde_json::json;
 use std::fmt::Write as _;
 use vramcalc_core::memory::Prepared;
 use vramcalc_core::units::{format_bytes, thousands, ByteUnit};
+use vramcalc_core::whatif::finetune::FineTuneWhatIf;
 use vramcalc_core::whatif::WhatIf;
 use vramcalc_core::{Estimate, ModelSpec, TrainConfig, GPUS};
 
@@ -122,14 +123,20 @@ pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
     Ok(o)
 }
 
-pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, unit: ByteUnit, as_json: bool) -> Result<String> {
+pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, tuning: &[FineTuneWhatIf], unit: ByteUnit, as_json: bool) -> Result<String> {
     let mut o = String::new();
     if as_json {
         let mut v = serde_json::to_value(est)?;
         if let Some(o) = v.as_object_mut() {
             o.insert("model".into(), json!(spec.display_name()));
             if let Some(w) = what_ifs {
-                o.insert("what_ifs".into(), serde_json::to_value(w)?);
+                let mut list = serde_json::to_value(w)?;
+                if let Some(list) = list.as_array_mut() {
+                    for t in tuning {
+                        list.push(serde_json::to_value(t)?);
+                    }
+                }
+                o.insert("what_ifs".into(), list);
             }
         }
         writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
@@ -161,6 +168,17 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
             .map(|s| format!(", seq len {s}"))
             .unwrap_or_default()
     )?;
+    if est.trainable_params != est.params && c.mode == vramcalc_core::Mode::Train {
+        let pct = est.trainable_params as f64 / est.params.max(1) as f64 * 100.0;
+        writeln!(
+            o,
+            "{}: trainable params: {} || all params: {} || trainable%: {pct:.4}{}",
+            c.finetune.method.name(),
+            thousands(est.trainable_params),
+            thousands(est.params),
+            est.quantised_base.map(|f| format!(" (base in {}: modelled from bitsandbytes, not measured)", f.name())).unwrap_or_default()
+        )?;
+    }
     writeln!(o)?;
     writeln!(
         o,
@@ -172,6 +190,13 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
     for (k, b) in est.breakdown.entries() {
         if b > 0 {
             writeln!(o, "  {:<15}{:>12}", k.key().replace('_', " "), f(b))?;
+        }
+        if k == vramcalc_core::Category::Parameters {
+            for (label, part) in [("of which frozen", est.breakdown.frozen_parameters), ("of which adapters", est.breakdown.adapter_parameters)] {
+                if part > 0 {
+                    writeln!(o, "    {label:<18}{:>9}", f(part))?;
+                }
+            }
         }
     }
     writeln!(o, 
@@ -187,29 +212,30 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
         f(est.rule_of_thumb_bytes)
     )?;
     if let Some(items) = what_ifs {
-        what_if_table(&mut o, items, est.peak_bytes, unit)?;
+        let rows: Vec<(&str, u64)> = items.iter().map(|w| (w.trick.describe(), w.peak)).chain(tuning.iter().map(|w| (w.trick.describe(), w.peak))).collect();
+        what_if_table(&mut o, &rows, est.peak_bytes, unit)?;
     }
     Ok(o)
 }
 
 /// Each trick's peak against `base`, the current peak.
-fn what_if_table(o: &mut String, items: &[WhatIf], base: u64, unit: ByteUnit) -> Result<()> {
+fn what_if_table(o: &mut String, items: &[(&str, u64)], base: u64, unit: ByteUnit) -> Result<()> {
     let f = |b: u64| format_bytes(b, unit);
     writeln!(o)?;
     writeln!(o, "what if (each trick alone)")?;
     if items.is_empty() {
         writeln!(o, "  no trick applies to this setup")?;
     }
-    for w in items {
-        let effect = match w.peak.cmp(&base) {
+    for &(label, peak) in items {
+        let effect = match peak.cmp(&base) {
             std::cmp::Ordering::Less => {
-                let saved = base - w.peak;
+                let saved = base - peak;
                 format!("saves {} ({:.0}%)", f(saved), saved as f64 * 100.0 / base.max(1) as f64)
             }
-            std::cmp::Ordering::Greater => format!("adds {}", f(w.peak - base)),
+            std::cmp::Ordering::Greater => format!("adds {}", f(peak - base)),
             std::cmp::Ordering::Equal => "no change".to_string(),
         };
-        writeln!(o, "  {:<30}{:>12}   {effect}", w.trick.describe(), f(w.peak))?;
+        writeln!(o, "  {label:<38}{:>12}   {effect}", f(peak))?;
     }
     Ok(())
 }

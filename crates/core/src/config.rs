@@ -54,6 +54,8 @@ pub enum OptimizerKind {
     Adafactor,
     /// bitsandbytes 8-bit Adam (blockwise-quantised state).
     Adam8bit,
+    /// bitsandbytes `PagedAdamW8bit` (QLoRA's optimizer): 8-bit state in CUDA unified memory.
+    PagedAdamw8bit,
 }
 
 /// How the optimizer step is implemented (changes its temporaries).
@@ -121,6 +123,9 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// Fine-tuning: frozen parts, LoRA adapters, a quantised base (`finetune/`).
+    #[serde(skip_serializing_if = "crate::finetune::FineTune::is_default")]
+    pub finetune: crate::finetune::FineTune,
 }
 
 impl Serialize for TrainConfig {
@@ -153,6 +158,7 @@ impl Default for TrainConfig {
             attention: AttentionImpl::Sdpa,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            finetune: crate::finetune::FineTune::default(),
         }
     }
 }
@@ -183,7 +189,7 @@ names!(Device { Cuda = "cuda", Cpu = "cpu" });
 names!(OptimizerKind {
     Sgd = "sgd", SgdMomentum = "sgd-momentum", Adam = "adam", Adamw = "adamw", AdamwAmsgrad = "adamw-amsgrad",
     Adagrad = "adagrad", Rmsprop = "rmsprop", RmspropCentered = "rmsprop-centered", Adafactor = "adafactor",
-    Adam8bit = "adam8bit",
+    Adam8bit = "adam8bit", PagedAdamw8bit = "paged-adamw8bit",
 });
 names!(OptimizerImpl { Forloop = "forloop", Foreach = "foreach", Fused = "fused" });
 names!(Mode { Train = "train", Infer = "infer" });

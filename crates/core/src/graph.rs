@@ -115,6 +115,8 @@ pub struct Graph {
     /// `(storage, op)`: the storage stays alive at least until forward op `op` (a Python variable
     /// or a module's caller still refers to it).
     pub holds: Vec<(StorageId, u32)>,
+    /// LoRA adapter weights (also in `params`).
+    pub adapters: Vec<ValueId>,
 }
 
 impl Graph {
@@ -127,9 +129,25 @@ impl Graph {
     pub fn param_numel(&self) -> u64 {
         self.params.iter().map(|&p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
     }
-    /// Bytes of all parameters in their stored dtype.
+    /// Bytes of all parameters as stored (a quantised weight: its packed layout).
     pub fn param_bytes(&self) -> u64 {
-        self.params.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
+        self.params.iter().map(|&p| self.storages[self.storage_of(p) as usize].bytes.fixed).fold(0, u64::saturating_add)
+    }
+    /// Parameters that train (`requires_grad=True`).
+    pub fn trainable_params(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.params.iter().copied().filter(|&p| self.value(p).requires_grad)
+    }
+    /// Elements of the trainable parameters.
+    pub fn trainable_numel(&self) -> u64 {
+        self.trainable_params().map(|p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
+    }
+    /// Stored bytes of the frozen parameters.
+    pub fn frozen_param_bytes(&self) -> u64 {
+        self.params.iter().filter(|&&p| !self.value(p).requires_grad).map(|&p| self.storages[self.storage_of(p) as usize].bytes.fixed).fold(0, u64::saturating_add)
+    }
+    /// Bytes of the LoRA adapters.
+    pub fn adapter_bytes(&self) -> u64 {
+        self.adapters.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
     }
     pub fn buffer_bytes(&self) -> u64 {
         self.storages

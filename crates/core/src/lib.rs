@@ -24,6 +24,7 @@
 
 pub mod config;
 pub mod error;
+pub mod finetune;
 pub mod graph;
 pub mod import;
 pub mod layer;

@@ -7,6 +7,7 @@
 
 use crate::graph::{GradRule, Graph, Lin, Op, StorageClass, Storage, Value, ValueId};
 use crate::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
+use crate::finetune::{FineTune, LinearRole, NameStyle};
 use crate::units::{DType, Shape};
 use std::collections::HashMap;
 
@@ -22,6 +23,8 @@ pub struct LowerOptions {
     /// Force every ReLU in place (`Some(true)`) or out of place (`Some(false)`).
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// Which parameters train, LoRA adapters, the base's storage format.
+    pub finetune: FineTune,
 }
 
 impl Default for LowerOptions {
@@ -35,6 +38,7 @@ impl Default for LowerOptions {
             checkpointing: false,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            finetune: FineTune::default(),
         }
     }
 }
@@ -77,11 +81,21 @@ pub struct Builder {
     pub memory: Option<ValueId>,
     /// The current stack's relative position bias (`relative_position_bias`, T5).
     pub position_bias: Option<ValueId>,
+    /// Parameters created now are frozen (`requires_grad=False`), unless `train_only` names them.
+    pub frozen: bool,
+    /// Role of the linear about to be lowered, set by its caller (`Linear::lower` takes it).
+    pub role: Option<LinearRole>,
+    /// Role of the linear whose parameters are being created.
+    pub param_role: Option<LinearRole>,
+    /// Naming style of the current transformer layer.
+    pub style: NameStyle,
+    /// Weights stored in a bitsandbytes format: `(value, format)`.
+    pub quantised: Vec<(ValueId, crate::finetune::BaseFormat)>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), memory: None, position_bias: None }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -201,13 +215,44 @@ impl Builder {
         self.new_value(shape, true, dtype, false, StorageClass::Input)
     }
 
-    /// A trainable parameter of `shape`.
+    /// A parameter of `shape`: trainable unless the current context freezes it.
     pub fn param(&mut self, shape: Shape) -> ValueId {
         let dt = self.param_dtype();
+        let trainable = !self.param_frozen();
         self.param_numel = self.param_numel.saturating_add(shape.numel());
-        let v = self.new_value(shape, false, dt, true, StorageClass::Param);
+        let v = self.new_value(shape, false, dt, trainable, StorageClass::Param);
         self.g.params.push(v);
         v
+    }
+
+    /// Whether a parameter created now is frozen: the context is, and `train_only` does not name
+    /// the linear being built.
+    pub fn param_frozen(&self) -> bool {
+        let ft = &self.opts.finetune;
+        self.frozen
+            && !(ft.method == crate::finetune::Method::Freeze
+                && !ft.train_only.is_empty()
+                && self.param_role.is_some_and(|r| crate::finetune::names::is_target(r, self.style, &ft.train_only)))
+    }
+
+    /// A LoRA adapter weight: trainable, in the adapter dtype (peft's `autocast_adapter_dtype`).
+    pub fn adapter_param(&mut self, shape: Shape, dtype: DType) -> ValueId {
+        self.param_numel = self.param_numel.saturating_add(shape.numel());
+        let v = self.new_value(shape, false, dtype, true, StorageClass::Param);
+        self.g.params.push(v);
+        self.g.adapters.push(v);
+        v
+    }
+
+    /// Replaces a parameter's storage size (a quantised layout) and records its format.
+    pub fn set_quantised(&mut self, v: ValueId, bytes: u64, format: crate::finetune::BaseFormat) {
+        let s = self.g.storage_of(v) as usize;
+        self.g.storages[s].bytes = Lin { fixed: bytes, per_sample: 0 };
+        self.quantised.push((v, format));
+    }
+
+    pub fn quant_format_of(&self, v: ValueId) -> Option<crate::finetune::BaseFormat> {
+        self.quantised.iter().find(|(q, _)| *q == v).map(|&(_, f)| f)
     }
 
     /// A non-trainable buffer (running statistics).

@@ -2,6 +2,7 @@
 //! Errors name the layer's path (`layers[3].body[1]`), its kind and what did not fit.
 
 use crate::error::{Error, Result};
+use crate::finetune::{self, FineTune, LinearRole, NameStyle};
 use crate::graph::{GradRule, Graph, ValueId};
 use crate::lower::{Builder, LowerOptions};
 use crate::path::{LayerPath, Slot};
@@ -73,9 +74,22 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     if spec.layers.is_empty() {
         return Err(Error::Input("the model has no layers yet: add one".into()));
     }
-    let mut r = Resolver { b, layers: Vec::new(), count: 0 };
+    let head = spec.layers.iter().rposition(|l| matches!(l, Layer::Linear(_)));
+    let first_block = spec.layers.iter().position(Layer::is_block).unwrap_or(spec.layers.len());
+    let first_repeat = spec.layers.iter().position(|l| matches!(l, Layer::Repeat { .. }));
+    // `--loss chunked`: the head and the loss become one fused op (`layer/fused_ce.rs`)
+    let fuse_head = (opts.training
+        && opts.finetune.loss == finetune::LossKernel::Chunked
+        && matches!(spec.loss, Loss::CausalLm | Loss::CrossEntropy)
+        && head == Some(spec.layers.len() - 1))
+        .then_some(spec.layers.len() - 1);
+    let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None };
     let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
-    let loss = if opts.training { r.loss(spec.loss, out, x)? } else { out };
+    let loss = match (opts.training, r.fused_loss) {
+        (true, Some(loss)) => loss,
+        (true, None) => r.loss(spec.loss, out, x)?,
+        (false, _) => out,
+    };
     let mut graph = r.b.g;
     graph.output = loss;
     Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
@@ -85,6 +99,62 @@ struct Resolver {
     b: Builder,
     layers: Vec<LayerInfo>,
     count: u64,
+    freeze: Freezing,
+    /// Top-level index of a head lowered with the loss as one fused op.
+    fuse_head: Option<usize>,
+    /// That fused op's loss.
+    fused_loss: Option<ValueId>,
+}
+
+/// Where the top-level landmarks of the spec are, for the fine-tuning setup's freezing rules.
+struct Freezing {
+    /// The last top-level linear: the output head (`lm_head`, `classifier`, `fc`).
+    head: Option<usize>,
+    /// The first top-level block: the layers before it are the input embeddings.
+    first_block: usize,
+    /// The first top-level `repeat` (the transformer's blocks).
+    first_repeat: Option<usize>,
+}
+
+impl Freezing {
+    /// The module names a top-level layer answers to in `--train-only` and freeze paths.
+    fn top_names(&self, i: usize, layer: &Layer) -> &'static [&'static str] {
+        match layer {
+            Layer::Linear(_) if Some(i) == self.head => finetune::names::module_names(LinearRole::Head, NameStyle::Llama),
+            Layer::Linear(_) => &["pooler", "dense"],
+            Layer::Embedding(_) | Layer::PositionalEmbedding(_) => &["embeddings", "embed_tokens", "wte", "wpe", "word_embeddings"],
+            Layer::Repeat { .. } => &["layers", "layer", "encoder", "h", "blocks"],
+            Layer::RmsNorm(_) | Layer::LayerNorm(_) if i > self.first_block => &["norm", "ln_f", "final_layer_norm"],
+            _ if i < self.first_block => &["embeddings"],
+            _ => &[],
+        }
+    }
+
+    /// Whether top-level layer `i` (at `path`) freezes under the `--finetune freeze` rules.
+    /// `--freeze-first K` freezes the input embeddings here; the first K repetitions (or blocks)
+    /// are decided where they are lowered.
+    fn top_frozen(&self, ft: &FineTune, i: usize, layer: &Layer, path: &str) -> bool {
+        let names = self.top_names(i, layer);
+        let named = |list: &finetune::NameList| list.iter().any(|n| names.contains(&n) || path_under(path, n));
+        let mut frozen = !ft.train_only.is_empty() && !named(&ft.train_only);
+        if let Some(k) = ft.freeze_first {
+            frozen |= i < self.first_block;
+            if self.first_repeat.is_none() && layer.is_block() {
+                frozen |= self.block_rank(i) < k;
+            }
+        }
+        frozen || named(&ft.freeze_paths)
+    }
+
+    /// How many top-level blocks come before block `i` (for `--freeze-first` without a repeat).
+    fn block_rank(&self, i: usize) -> u64 {
+        i.saturating_sub(self.first_block) as u64
+    }
+}
+
+/// `path` is `prefix` or inside it (`layers[3]` holds `layers[3].body[0]`).
+fn path_under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
 }
 
 impl Resolver {
@@ -116,6 +186,48 @@ impl Resolver {
         });
         let params_before = self.b.param_numel;
         self.b.set_layer(row as u32);
+        let parent_frozen = self.b.frozen;
+        let ft = self.b.opts.finetune;
+        let top = if depth == 0 { at.index() } else { None };
+        self.b.frozen = parent_frozen
+            || ft.has_adapters()
+            || matches!(layer, Layer::Frozen { .. })
+            || match (ft.method, top) {
+                (finetune::Method::Freeze, Some(i)) => self.freeze.top_frozen(&ft, i, layer, path),
+                (finetune::Method::Freeze, None) => ft.freeze_paths.iter().any(|p| path_under(path, p)),
+                _ => false,
+            };
+        if let (Layer::Linear(_), Some(i)) = (layer, top) {
+            self.b.role = Some(if Some(i) == self.freeze.head { LinearRole::Head } else { LinearRole::Other });
+        }
+        let out = self.lower_layer(layer, x, at, depth, row, path, top);
+        self.b.frozen = parent_frozen;
+        self.b.role = None;
+        let out = out?;
+        // peft with checkpointing: `model.enable_input_require_grads()` makes the input
+        // embeddings' output require a gradient (a forward hook, `modeling_utils.py`)
+        if matches!(layer, Layer::Embedding(_)) && top.is_some() && ft.has_adapters() && self.b.opts.checkpointing && self.b.opts.training {
+            self.b.g.values[out as usize].requires_grad = true;
+        }
+        // the caller holds the module's input until the module returns
+        self.b.hold(x);
+        let shape = self.b.shape(out).clone();
+        if shape.numel() > MAX_ELEMENTS || self.b.param_numel > MAX_ELEMENTS {
+            return Err(Error::TooLarge(format!(
+                "{path} ({}): more than 2^60 values in its output or parameters; bytes would not fit in 64 bits",
+                layer.kind()
+            )));
+        }
+        let params = self.b.param_numel - params_before;
+        let info = &mut self.layers[row];
+        info.activation_values = shape.numel();
+        info.output_shape = shape;
+        info.params = params;
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_layer(&mut self, layer: &Layer, x: ValueId, at: &LayerPath, depth: u32, row: usize, path: &str, top: Option<usize>) -> Result<ValueId> {
         let err = |message: String| Error::Layer { path: path.to_string(), kind: layer.kind().to_string(), message };
         let out = match layer {
             Layer::Sequential { layers, checkpoint } => {
@@ -145,6 +257,10 @@ impl Resolver {
                     crate::layer::activation::add(&mut self.b, y, s)
                 }
             }
+            Layer::Frozen { layers } => {
+                self.layers[row].block = true;
+                self.sequence(layers, x, at, Slot::Layers, None, depth + 1)?
+            }
             Layer::Repeat { times, body } => {
                 self.layers[row].block = true;
                 if *times == 0 {
@@ -154,7 +270,14 @@ impl Resolver {
                     return Err(Error::TooLarge(format!("{path} repeats {} layers {times} times", body.len())));
                 }
                 let mut y = x;
+                let ft = self.b.opts.finetune;
+                let frozen = self.b.frozen;
+                let freeze_first = match ft.freeze_first {
+                    Some(k) if ft.method == finetune::Method::Freeze && top.is_some() && top == self.freeze.first_repeat => k,
+                    _ => 0,
+                };
                 for i in 0..*times {
+                    self.b.frozen = frozen || i < freeze_first;
                     let opened = self.b.begin_unit();
                     let r = self.sequence(body, y, at, Slot::Body, Some(i), depth + 1);
                     if opened {
@@ -176,22 +299,17 @@ impl Resolver {
                 self.b.set_layer(row as u32);
                 self.join(&outs, *join).map_err(err)?
             }
+            Layer::Linear(l) if top.is_some() && top == self.fuse_head => {
+                self.b.role = None;
+                self.b.param_role = Some(LinearRole::Head);
+                let loss = crate::layer::fused_ce::fused_linear_cross_entropy(&mut self.b, l, x);
+                self.b.param_role = None;
+                let loss = loss.map_err(err)?;
+                self.fused_loss = Some(loss);
+                loss
+            }
             leaf => leaf.lower_leaf(&mut self.b, x).map_err(err)?,
         };
-        // the caller holds the module's input until the module returns
-        self.b.hold(x);
-        let shape = self.b.shape(out).clone();
-        if shape.numel() > MAX_ELEMENTS || self.b.param_numel > MAX_ELEMENTS {
-            return Err(Error::TooLarge(format!(
-                "{path} ({}): more than 2^60 values in its output or parameters; bytes would not fit in 64 bits",
-                layer.kind()
-            )));
-        }
-        let params = self.b.param_numel - params_before;
-        let info = &mut self.layers[row];
-        info.activation_values = shape.numel();
-        info.output_shape = shape;
-        info.params = params;
         Ok(out)
     }
 
@@ -269,8 +387,10 @@ fn causal_lm_loss(b: &mut Builder, logits: ValueId, input: ValueId) -> ValueId {
     } else {
         b.input(rows, DType::I64)
     };
-    let upcast = b.cast(logits, DType::F32);
-    let logp = b.op("log_softmax", &[upcast], &[(shape, DType::F32)], &[], true, &[], GradRule::Alloc)[0];
+    // `--loss bf16-logits`: no `logits.float()`, the loss runs in the logits' dtype
+    let upcast = if b.opts.finetune.loss == finetune::LossKernel::Bf16Logits { logits } else { b.cast(logits, DType::F32) };
+    let dt = b.dtype(upcast);
+    let logp = b.op("log_softmax", &[upcast], &[(shape, dt)], &[], true, &[], GradRule::Alloc)[0];
     let l = b.op("nll_loss", &[logp, target], &[(Shape::new([]), DType::F32)], &[logp, target], false, &[], GradRule::Alloc)[0];
     b.hold(logits);
     unbatch(b, l)

@@ -252,6 +252,10 @@ blocks {
         #[serde(default)]
         join: Join,
     } = "parallel", r#"{"branches":[[],[]]}"#;
+    /// Layers applied in order with their parameters frozen (`requires_grad=False`: no
+    /// gradient, no optimizer state). Any layer written with `"trainable": false` reads as this
+    /// block around it.
+    Frozen { layers: Vec<Layer> } = "frozen", r#"{"layers":[]}"#;
 }
 }
 
@@ -283,7 +287,12 @@ fn layer_from_value(value: serde_json::Value) -> serde_json::Result<Layer> {
         Value::String(kind) => kind,
         other => return Err(invalid_type(other, "variant identifier")),
     };
-    layer_from_fields(&kind, rest)
+    let mut rest = rest;
+    match rest.remove("trainable") {
+        None | Some(Value::Bool(true)) => layer_from_fields(&kind, rest),
+        Some(Value::Bool(false)) => Ok(Layer::Frozen { layers: vec![layer_from_fields(&kind, rest)?] }),
+        Some(other) => Err(invalid_type(other, "`trainable`: true or false")),
+    }
 }
 
 /// How parallel branches are joined.
@@ -301,13 +310,13 @@ pub enum Join {
 impl Layer {
     /// Whether this layer contains other layers.
     pub fn is_block(&self) -> bool {
-        matches!(self, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. })
+        matches!(self, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. } | Layer::Frozen { .. })
     }
 
     /// A block's child lists in order, each with the slot its paths name; empty for a leaf.
     pub fn children(&self) -> Vec<(Slot, &Vec<Layer>)> {
         match self {
-            Layer::Sequential { layers, .. } => vec![(Slot::Layers, layers)],
+            Layer::Sequential { layers, .. } | Layer::Frozen { layers } => vec![(Slot::Layers, layers)],
             Layer::Residual { body, shortcut, .. } => {
                 let mut lists = vec![(Slot::Body, body)];
                 lists.extend(shortcut.iter().map(|s| (Slot::Shortcut, s)));

@@ -1,6 +1,9 @@
 //! What-ifs: the usual memory tricks, each applied to a setup, with the peak it gives. The web
 //! app's panel and `vramcalc estimate --what-if` show the same list.
 
+#[path = "whatif_finetune.rs"]
+pub mod finetune;
+
 use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::error::Result;
 use crate::memory::Prepared;

@@ -15,6 +15,8 @@
 #   PYTORCH_REFERENCE=1  also run the reference harness (measure.py) with --device cuda where torch imports
 #   REFERENCE         the reference folder (default ../shared/reference beside the repository)
 #   QUICK=1           one small run per model (checks the script itself)
+#   QLORA=0           skip the QLoRA / quantised-base runs (scripts/qlora_check.py; they need torch,
+#                     transformers, peft and bitsandbytes with CUDA, and run where those import)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 ROOT=$PWD
@@ -106,6 +108,16 @@ if [[ "${PYTORCH_REFERENCE:-0}" == 1 && -f "$REFERENCE/measure.py" ]] && python3
     python3 "$REFERENCE/measure.py" --device cuda --model "$model" --batch "$batch" --optimizer "$OPTIMIZER" \
       ${seq:+--seq-len "$seq"} --out "$ROOT/target/gpu-check-pytorch.jsonl" >&2 || echo "measure.py failed for $model $batch" >&2
   done
+fi
+
+if [[ "${QLORA:-1}" == 1 ]] && python3 -c 'import torch, transformers, peft, bitsandbytes; assert torch.cuda.is_available()' 2>/dev/null; then
+  # vramcalc's bitsandbytes figures are modelled from its source; these runs measure them
+  echo "== QLoRA / quantised bases (scripts/qlora_check.py)" >&2
+  cargo build --release -p vramcalc-cli >&2 && VRAMCALC=$ROOT/target/release/vramcalc \
+    python3 "$ROOT/crates/verify/scripts/qlora_check.py" --out "$ROOT/target/qlora-check.jsonl" \
+    || echo "qlora_check.py failed" >&2
+else
+  echo "== QLoRA runs skipped: torch with CUDA, transformers, peft and bitsandbytes do not all import" >&2
 fi
 
 echo

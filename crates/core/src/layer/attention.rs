@@ -9,6 +9,7 @@ use super::activation::{add, dropout, mul, softmax, unary, GeluApprox, Saves};
 use super::linear::{GatedMlp, Linear};
 use super::norm::{LayerNorm, RmsNorm};
 use super::{positive, LayerResult};
+use crate::finetune::{LinearRole, NameStyle};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::config::{AttentionImpl, Device};
@@ -129,14 +130,20 @@ impl MultiheadAttention {
         let q_dim = h.saturating_mul(hd);
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
         let (q, k, v) = if self.fused_qkv {
+            b.role = Some(LinearRole::Qkv);
             let qkv = proj(d, q_dim.saturating_add(kv_dim.saturating_mul(2))).lower(b, x)?;
             let q = b.view(qkv, Shape::new([seq, q_dim]));
             let k = b.view(qkv, Shape::new([seq, kv_dim]));
             let v = b.view(qkv, Shape::new([seq, kv_dim]));
             (q, k, v)
         } else {
+            b.role = Some(LinearRole::Q);
+            let q = proj(d, q_dim).lower(b, x)?;
+            b.role = Some(LinearRole::K);
             let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
-            (proj(d, q_dim).lower(b, x)?, key.lower(b, x)?, proj(d, kv_dim).lower(b, x)?)
+            let k = key.lower(b, x)?;
+            b.role = Some(LinearRole::V);
+            (q, k, proj(d, kv_dim).lower(b, x)?)
         };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
@@ -249,6 +256,7 @@ impl MultiheadAttention {
             }
         };
         let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
+        b.role = Some(LinearRole::O);
         Ok((o.lower(b, out)?, weights))
     }
 }
@@ -451,6 +459,14 @@ fn ln_eps() -> f64 {
 impl TransformerLayer {
     pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
         positive(self.dim_feedforward, "dim_feedforward")?;
+        // Hugging Face module names of this layer's linears (fine-tuning targets)
+        b.style = if self.gated_mlp || self.rotary {
+            NameStyle::Llama
+        } else if self.fused_qkv {
+            NameStyle::Gpt2
+        } else {
+            NameStyle::Bert
+        };
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }
@@ -542,6 +558,7 @@ impl TransformerLayer {
             (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };
+            b.role = Some(LinearRole::FfnIn);
             let h = fc(self.d_model, self.dim_feedforward).lower(b, x)?;
             let h = match self.activation {
                 FfnActivation::Relu => unary(b, "relu", h, Saves::Output),
@@ -550,6 +567,7 @@ impl TransformerLayer {
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
                 FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
             };
+            b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
         };
         Ok((dropout(b, m, self.dropout), act))

@@ -1,6 +1,7 @@
 //! `nn.Linear` and the SwiGLU feed-forward of LLaMA.
 
 use super::{expect_last, positive, LayerResult};
+use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::serde_util::{is_false, t};
@@ -21,10 +22,14 @@ pub struct Linear {
 }
 
 impl Linear {
+    /// The caller may set `b.role` (which projection this is) for fine-tuning: frozen,
+    /// quantised or adapted linears are chosen by their Hugging Face module name.
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let role = b.role.take();
         positive(self.in_features, "in_features")?;
         positive(self.out_features, "out_features")?;
         expect_last(b.shape(x), self.in_features, "input features")?;
+        b.param_role = role;
         let w = if self.tied_weight {
             let w = b.tied_embedding.ok_or("`tied_weight` needs an embedding layer earlier in the model")?;
             let ws = &b.shape(w).0;
@@ -39,17 +44,63 @@ impl Linear {
             b.param(Shape::new([self.out_features, self.in_features]))
         };
         let bias = self.bias.then(|| b.param(Shape::new([self.out_features])));
-        Ok(linear(b, x, w, bias))
+        b.param_role = None;
+        quantise_frozen(b, w, role);
+        let out = linear(b, x, w, bias);
+        Ok(if super::lora::is_targeted(b, role) { super::lora::adapt(b, x, out, self.in_features, self.out_features) } else { out })
     }
 }
 
-/// `F.linear`: saves the (autocast) input and weight; output in the compute dtype.
+/// A frozen linear weight of a quantised base takes its bitsandbytes layout; transformers keeps
+/// the output head (and embeddings and norms, which are not linears) in the compute dtype
+/// (`integrations/bitsandbytes.py`, `get_keys_to_not_convert`).
+fn quantise_frozen(b: &mut Builder, w: ValueId, role: Option<crate::finetune::LinearRole>) {
+    let ft = b.opts.finetune;
+    let Some(format) = ft.quant_format() else { return };
+    if b.value(w).requires_grad || role == Some(crate::finetune::LinearRole::Head) || b.quant_format_of(w).is_some() {
+        return;
+    }
+    let shape = &b.shape(w).0;
+    let (rows, numel) = (shape[0], b.shape(w).numel());
+    if let Some(bytes) = super::bnb::stored_bytes(format, numel, rows, ft.double_quant) {
+        b.set_quantised(w, bytes, format);
+    }
+}
+
+/// `F.linear`: output in the compute dtype. Autograd saves the (autocast) input only when the
+/// weight needs a gradient, and the weight only when the input does (`derivatives.yaml`, `mm`:
+/// `self: mm_mat1_backward(grad, mat2, …)`, `mat2: mm_mat2_backward(grad, self, …)`; the
+/// generated code saves each tensor only for the gradients that are required). A quantised
+/// weight is dequantised into a compute-dtype temporary for the matmul (`layer/bnb.rs`).
 pub fn linear(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueId>) -> ValueId {
+    let quant = b.quant_format_of(w);
     let mut ins = vec![x, w];
     ins.extend(bias);
-    let (ins, dt) = b.autocast(CastPolicy::Lower, &ins);
+    let (ins, dt) = if quant.is_some() {
+        // bitsandbytes computes in the input's dtype; the packed weight is never cast
+        let dt = b.dtype(x);
+        (ins, dt)
+    } else {
+        b.autocast(CastPolicy::Lower, &ins)
+    };
     let out_shape = b.shape(x).with_last(b.shape(w).0[0]);
-    b.op("linear", &ins, &[(out_shape, dt)], &ins[..2], false, &[], GradRule::Alloc)[0]
+    let mut saved = Vec::new();
+    if b.value(ins[1]).requires_grad {
+        saved.push(ins[0]);
+    }
+    if b.value(ins[0]).requires_grad {
+        saved.push(ins[1]);
+    }
+    let (x_numel, out_numel) = (b.shape(x).numel(), out_shape.numel());
+    let rows = x_numel / b.shape(x).last().max(1);
+    let out = b.op("linear", &ins, &[(out_shape, dt)], &saved, false, &[], GradRule::Alloc)[0];
+    if let Some(format) = quant {
+        let weight = b.shape(w).numel().saturating_mul(dt.size());
+        let (fwd, bwd) = super::bnb::matmul_scratch(format, weight, rows, x_numel, out_numel);
+        b.last_fwd_scratch(fwd);
+        b.last_bwd_scratch(bwd);
+    }
+    out
 }
 
 /// LLaMA's MLP: `down_proj(silu(gate_proj(x)) * up_proj(x))`, no biases by default.
@@ -71,7 +122,9 @@ impl GatedMlp {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         positive(self.intermediate_size, "intermediate_size")?;
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
+        b.role = Some(LinearRole::Gate);
         let gate = proj(self.hidden_size, self.intermediate_size).lower(b, x)?;
+        b.role = Some(LinearRole::Up);
         let up = proj(self.hidden_size, self.intermediate_size).lower(b, x)?;
         let (act, p) = match self.gelu_new_dropout {
             Some(p) => (super::activation::Gelu { approximate: super::activation::GeluApprox::New }.lower(b, gate)?, p),
@@ -79,6 +132,7 @@ impl GatedMlp {
         };
         let prod = super::activation::mul(b, act, up);
         let prod = super::activation::dropout(b, prod, p);
+        b.role = Some(LinearRole::Down);
         proj(self.intermediate_size, self.hidden_size).lower(b, prod)
     }
 }

@@ -4,9 +4,12 @@
 pub mod activation;
 pub mod args;
 pub mod attention;
+pub mod bnb;
 pub mod conv;
 pub mod embedding;
+pub mod fused_ce;
 pub mod linear;
+pub mod lora;
 pub mod mla;
 pub mod moe;
 pub mod norm;

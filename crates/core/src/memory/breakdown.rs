@@ -12,6 +12,16 @@ pub struct Breakdown {
     pub activations: u64,
     pub temporaries: u64,
     pub input: u64,
+    /// Of `parameters`: the frozen ones (`requires_grad=False`, a quantised base as stored).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub frozen_parameters: u64,
+    /// Of `parameters`: the LoRA adapters.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub adapter_parameters: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Breakdown {
@@ -98,7 +108,7 @@ mod tests {
 
     #[test]
     fn categories_serialise_as_the_breakdown_keys() {
-        let b = Breakdown { parameters: 1, buffers: 2, gradients: 3, optimizer_state: 4, activations: 5, temporaries: 6, input: 7 };
+        let b = Breakdown { parameters: 1, buffers: 2, gradients: 3, optimizer_state: 4, activations: 5, temporaries: 6, input: 7, ..Breakdown::default() };
         let json = serde_json::to_value(b).unwrap();
         let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
         let mut expected: Vec<&str> = Category::ALL.iter().map(|c| c.key()).collect();

@@ -20,8 +20,16 @@ pub struct LayerReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub config: TrainConfig,
-    /// Trainable parameters.
+    /// All parameters (`sum(p.numel() for p in model.parameters())`, adapters included).
     pub params: u64,
+    /// Parameters that train (`requires_grad=True`), as peft's `print_trainable_parameters`
+    /// counts them; all of them without fine-tuning.
+    #[serde(default)]
+    pub trainable_params: u64,
+    /// The bitsandbytes format of a quantised base: its figures are modelled from the
+    /// bitsandbytes source, not measured (`layer/bnb.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantised_base: Option<crate::finetune::BaseFormat>,
     pub param_bytes: u64,
     pub buffer_bytes: u64,
     pub optimizer_state_bytes: u64,

@@ -43,6 +43,7 @@ pub struct Prepared {
 impl Prepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig) -> Result<Prepared> {
         validate(config)?;
+        let config = &with_base_precision(*config);
         let training = config.mode == Mode::Train;
         let opts = LowerOptions {
             training,
@@ -53,11 +54,13 @@ impl Prepared {
             checkpointing: config.checkpointing,
             inplace_relu: config.inplace_relu,
             framework: config.framework,
+            finetune: config.finetune,
         };
         let resolved = resolve(spec, config.seq_len, opts)?;
         let g = &resolved.graph;
-        let shapes: Vec<&[u64]> = g.params.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
-        let state_dtype = g.params.first().map(|&p| g.value(p).dtype).unwrap_or_default();
+        // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
+        let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
+        let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
         let opt = if training {
             optimizer::cost(config.optimizer, config.optimizer_impl, &shapes, state_dtype)
         } else {
@@ -161,16 +164,21 @@ impl Prepared {
             None => format!("optimizer step ({})", cfg.optimizer),
         };
         let (_, device) = self.device_at(cfg.batch);
+        let mut breakdown = r.breakdown;
+        breakdown.frozen_parameters = g.frozen_param_bytes();
+        breakdown.adapter_parameters = g.adapter_bytes();
         Estimate {
             config: cfg,
             params: g.param_numel(),
+            trainable_params: if cfg.mode == Mode::Train { g.trainable_numel() } else { 0 },
+            quantised_base: cfg.finetune.quant_format().filter(|f| f.is_quantised()),
             param_bytes: g.param_bytes(),
             buffer_bytes: g.buffer_bytes(),
             optimizer_state_bytes: self.opt.state,
             peak_bytes: r.peak,
             peak_phase: r.peak_phase,
             peak_at,
-            breakdown: r.breakdown,
+            breakdown,
             phase_peaks: r.phase_peaks,
             device_total_bytes: device.total,
             device,
@@ -212,7 +220,23 @@ impl Prepared {
     }
 }
 
+/// `--base-format bf16|fp16` on an fp32 setup loads the model in that dtype
+/// (`from_pretrained(torch_dtype=…)`, the same as `model.to(dtype)`): the precision becomes it.
+fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
+    use crate::config::Precision;
+    use crate::finetune::{BaseFormat, Method};
+    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
+        match c.finetune.base_format {
+            Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
+            Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
+            _ => {}
+        }
+    }
+    c
+}
+
 fn validate(c: &TrainConfig) -> Result<()> {
+    c.finetune.validate().map_err(Error::Config)?;
     if c.batch == 0 {
         return Err(Error::Config("batch size must be at least 1".into()));
     }

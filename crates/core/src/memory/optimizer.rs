@@ -49,7 +49,10 @@ pub fn cost(kind: OptimizerKind, imp: OptimizerImpl, shapes: &[&[u64]], dtype: D
                     bytes.saturating_add(STEP_TENSOR_BYTES)
                 }
             }
-            OptimizerKind::Adam8bit => {
+            // Paged state is allocated with `cudaMallocManaged` (bitsandbytes `functional.py`,
+            // `get_paged`), outside PyTorch's allocator; modelled as resident on the GPU, which it
+            // is unless memory runs short and the driver pages it out.
+            OptimizerKind::Adam8bit | OptimizerKind::PagedAdamw8bit => {
                 if n >= BNB_MIN_8BIT_SIZE {
                     n.saturating_mul(2).saturating_add(n.div_ceil(BNB_BLOCK).saturating_mul(8))
                 } else {
@@ -61,7 +64,7 @@ pub fn cost(kind: OptimizerKind, imp: OptimizerImpl, shapes: &[&[u64]], dtype: D
     }
     // temporaries alive at once, in units of one parameter's bytes
     let per_param_temps: u64 = match kind {
-        OptimizerKind::Sgd | OptimizerKind::SgdMomentum | OptimizerKind::Adam8bit => 0,
+        OptimizerKind::Sgd | OptimizerKind::SgdMomentum | OptimizerKind::Adam8bit | OptimizerKind::PagedAdamw8bit => 0,
         OptimizerKind::Adam | OptimizerKind::Adamw | OptimizerKind::AdamwAmsgrad => 2,
         OptimizerKind::Adagrad | OptimizerKind::Rmsprop | OptimizerKind::RmspropCentered | OptimizerKind::Adafactor => 1,
     };

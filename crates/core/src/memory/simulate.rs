@@ -239,7 +239,7 @@ impl Plan {
         sim.add_raw(Category::OptimizerState, if self.training { opt.state } else { 0 });
         if self.accumulating {
             // `.grad`s left by the earlier micro-batches
-            for &p in &g.params {
+            for p in g.trainable_params() {
                 let id = sim.new_grad(g.value(p).bytes(), true);
                 sim.promote_grad(id);
             }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use vramcalc_core::finetune::{FineTune, Method, NameList};
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{
     AttentionImpl, AutocastDevice, Breakdown, Device, Estimate, Mode, OptimizerImpl, OptimizerKind, Precision,
@@ -75,6 +76,7 @@ fn case(r: &Value) -> Case {
         checkpointing: r["checkpointing"].as_bool().unwrap_or(false),
         grad_accum: 1,
         attention: if r["attn_impl"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
+        finetune: finetune_of(r),
         ..TrainConfig::default()
     };
     let b = &r["breakdown"];
@@ -107,6 +109,17 @@ fn case(r: &Value) -> Case {
     if config.checkpointing {
         setting += " ckpt";
     }
+    let ft = &r["finetune"];
+    match ft["method"].as_str() {
+        Some("lora") => {
+            setting += &format!(" lora r{} {} dp{}", ft["r"], ft["targets"].as_str().map_or_else(|| ft["targets"].to_string(), str::to_string), ft["dropout"]);
+            if r["cuda_emulation"] == true {
+                setting += " cuda-mask";
+            }
+        }
+        Some("frozen") => setting += &format!(" {}", ft["frozen_id"].as_str().unwrap_or("frozen")),
+        _ => {}
+    }
     if model.starts_with("bert") || model.starts_with("llama") {
         setting += &format!(" {}", config.attention.name());
     }
@@ -122,6 +135,36 @@ fn case(r: &Value) -> Case {
         measured_phase: r["peak_phase"].as_str().unwrap().to_string(),
         measured_phase_peaks: r["phase_peak_bytes"].to_string(),
         measured_breakdown,
+    }
+}
+
+/// The record's `finetune` (`shared/reference/llm/measure_llm.py`): LoRA with its rank, alpha,
+/// targets and dropout; the frozen variants as the setup's rules name them (`bert_all`: only
+/// `classifier` trains; `bert_emb_plus_6`: embeddings and the first 6 layers frozen;
+/// `resnet_all_but_fc`: only `fc` trains).
+pub fn finetune_of(r: &Value) -> FineTune {
+    let ft = &r["finetune"];
+    let names = |v: &Value| match v {
+        Value::String(s) => NameList::parse(s).unwrap(),
+        Value::Array(a) => NameList::from_names(&a.iter().map(|s| s.as_str().unwrap()).collect::<Vec<_>>()).unwrap(),
+        _ => NameList::EMPTY,
+    };
+    match ft["method"].as_str() {
+        Some("lora") => FineTune {
+            method: Method::Lora,
+            lora_r: ft["r"].as_u64().unwrap() as u32,
+            lora_alpha: ft["alpha"].as_f64().unwrap(),
+            lora_dropout: ft["dropout"].as_f64().unwrap_or(0.0),
+            lora_targets: names(&ft["targets"]),
+            ..FineTune::default()
+        },
+        Some("frozen") => match ft["frozen_id"].as_str().unwrap() {
+            "bert_all" => FineTune { method: Method::Freeze, train_only: NameList::parse("classifier").unwrap(), ..FineTune::default() },
+            "resnet_all_but_fc" => FineTune { method: Method::Freeze, train_only: NameList::parse("fc").unwrap(), ..FineTune::default() },
+            "bert_emb_plus_6" => FineTune { method: Method::Freeze, freeze_first: Some(6), ..FineTune::default() },
+            other => panic!("unknown frozen variant {other}"),
+        },
+        _ => FineTune::default(),
     }
 }
 
