@@ -1,5 +1,6 @@
 //! The training setup an estimate is made for.
 
+use crate::generation::GenerateConfig;
 use serde::{Deserialize, Serialize};
 
 /// Numeric precision of the training step.
@@ -76,6 +77,9 @@ pub enum Mode {
     Train,
     /// `model.eval()` + `torch.no_grad()` forward.
     Infer,
+    /// Greedy `model.generate()`: the prefill forward, then one decode forward per new token
+    /// against a KV cache (settings in [`TrainConfig::generate`]).
+    Generate,
 }
 
 /// Attention kernel: eager materialises B×H×S×S scores; SDPA (flash / memory-efficient) does not.
@@ -121,6 +125,9 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// Prompt, new tokens and KV cache of `Mode::Generate` (ignored by the other modes).
+    #[serde(skip_serializing_if = "GenerateConfig::is_default")]
+    pub generate: GenerateConfig,
 }
 
 impl Serialize for TrainConfig {
@@ -153,6 +160,7 @@ impl Default for TrainConfig {
             attention: AttentionImpl::Sdpa,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            generate: GenerateConfig::default(),
         }
     }
 }
@@ -186,6 +194,6 @@ names!(OptimizerKind {
     Adam8bit = "adam8bit",
 });
 names!(OptimizerImpl { Forloop = "forloop", Foreach = "foreach", Fused = "fused" });
-names!(Mode { Train = "train", Infer = "infer" });
+names!(Mode { Train = "train", Infer = "infer", Generate = "generate" });
 names!(AttentionImpl { Eager = "eager", Sdpa = "sdpa" });
 names!(Framework { PytorchEager = "pytorch-eager", Candle = "candle" });

@@ -24,6 +24,7 @@
 
 pub mod config;
 pub mod error;
+pub mod generation;
 pub mod graph;
 pub mod import;
 pub mod layer;
@@ -39,6 +40,7 @@ pub mod units;
 pub mod whatif;
 
 pub use error::{Error, Result};
+pub use generation::{GenerateConfig, KvCacheKind, KvDType};
 pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };

@@ -22,6 +22,8 @@ pub struct LowerOptions {
     /// Force every ReLU in place (`Some(true)`) or out of place (`Some(false)`).
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// One forward of `generate()` against a KV cache (`layer/kv_cache.rs`); `None` otherwise.
+    pub generation: Option<crate::generation::GenStep>,
 }
 
 impl Default for LowerOptions {
@@ -35,6 +37,7 @@ impl Default for LowerOptions {
             checkpointing: false,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            generation: None,
         }
     }
 }

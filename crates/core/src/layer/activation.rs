@@ -46,10 +46,11 @@ pub fn add(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     b.op("add", &ins, &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
 }
 
-/// The larger of two broadcastable shapes (the batched one wins).
+/// The larger of two broadcastable shapes; of two as large, the one of higher rank (a `[D]`
+/// weight times a one-token `[1, D]` input is `[1, D]`).
 fn broadcast(b: &Builder, x: ValueId, y: ValueId) -> crate::units::Shape {
     let (sx, sy) = (b.shape(x), b.shape(y));
-    if sx.numel() >= sy.numel() {
+    if (sx.numel(), sx.rank()) >= (sy.numel(), sy.rank()) {
         sx.clone()
     } else {
         sy.clone()

@@ -144,6 +144,20 @@ impl MultiheadAttention {
             q = rotary(b, q, rd);
             k = rotary(b, k, rd);
         }
+        if let Some(step) = b.opts.generation {
+            let geo = super::kv_cache::Geometry {
+                heads: h,
+                kv_heads: kvh,
+                head_dim: hd,
+                v_head_dim: hd,
+                sliding_window: self.sliding_window,
+                fp32_softmax: self.rotary,
+                softcap: self.logit_softcap.is_some(),
+            };
+            let (out, weights) = super::kv_cache::attend(b, step, geo, q, k, v);
+            let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
+            return Ok((o.lower(b, out)?, weights));
+        }
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
@@ -286,7 +300,17 @@ fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
 /// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
 fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
     let dt = b.float_dtype();
-    let table_op = |b: &mut Builder, name| b.per_forward(name, &table, |b| b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0]);
+    // `generate()` passes `position_ids` of shape `[b, S]`: one table per sample
+    let per_sample = b.opts.generation.is_some();
+    let table_op = |b: &mut Builder, name| {
+        b.per_forward(name, &table, |b| {
+            let t = b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+            if per_sample {
+                b.set_batched(t);
+            }
+            t
+        })
+    };
     (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
 }
 

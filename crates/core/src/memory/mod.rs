@@ -7,6 +7,7 @@ pub mod candle;
 pub mod device;
 pub mod envelope;
 mod estimate;
+pub mod generate;
 pub mod optimizer;
 mod rule_of_thumb;
 pub mod simulate;
@@ -38,6 +39,8 @@ pub struct Prepared {
     candle: Option<candle::CandlePlan>,
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
+    /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
+    generation: Option<Box<generate::GenPlan>>,
 }
 
 impl Prepared {
@@ -53,8 +56,16 @@ impl Prepared {
             checkpointing: config.checkpointing,
             inplace_relu: config.inplace_relu,
             framework: config.framework,
+            generation: None,
         };
-        let resolved = resolve(spec, config.seq_len, opts)?;
+        let (resolved, plan, generation) = match config.mode {
+            Mode::Generate => {
+                let gen = generate::GenPlan::new(spec, config, opts)?;
+                let prefill = generate::stage(spec, config, opts, &gen.lengths, 0)?;
+                (prefill.resolved, Some(prefill.plan), Some(Box::new(gen)))
+            }
+            _ => (resolve(spec, config.seq_len, opts)?, None, None),
+        };
         let g = &resolved.graph;
         let shapes: Vec<&[u64]> = g.params.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
         let state_dtype = g.params.first().map(|&p| g.value(p).dtype).unwrap_or_default();
@@ -63,7 +74,7 @@ impl Prepared {
         } else {
             OptimizerCost::default()
         };
-        let plan = Plan::new(g, training).with_accumulation(config.grad_accum > 1);
+        let plan = plan.unwrap_or_else(|| Plan::new(g, training).with_accumulation(config.grad_accum > 1));
         #[cfg(feature = "candle")]
         let (candle, opt) = {
             let candle = match config.framework {
@@ -87,6 +98,7 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
+            generation,
         };
         prepared.check_batch(config.batch)?;
         Ok(prepared)
@@ -107,7 +119,14 @@ impl Prepared {
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
         let env = self.envelope.get_or_init(|| envelope::Envelope::build(&self.plan, &self.resolved.graph, self.opt));
-        env.at(micro)
+        let prefill = env.at(micro);
+        match &self.generation {
+            Some(gen) => {
+                let decode = gen.decode_at(micro);
+                if decode.0 > prefill.0 { decode } else { prefill }
+            }
+            None => prefill,
+        }
     }
 
     fn micro(&self, batch: u64) -> u64 {
@@ -149,14 +168,24 @@ impl Prepared {
     }
 
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
-        let r = self.step(cfg.batch, true);
+        let mut r = self.step(cfg.batch, true);
+        let mut prefix = "";
+        let generation = self.generation.as_ref().map(|gen| {
+            let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
+            prefix = "prefill: ";
+            if let Some(d) = decode.filter(|d| d.peak > r.peak) {
+                r = d;
+                prefix = "last decode step: ";
+            }
+            report
+        });
         let g = &self.resolved.graph;
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         let peak_at = match r.peak_op {
             Some(i) => {
                 let op = &g.ops[i as usize];
                 let l = &self.resolved.layers[op.layer as usize];
-                format!("{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
+                format!("{prefix}{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
             }
             None => format!("optimizer step ({})", cfg.optimizer),
         };
@@ -177,6 +206,7 @@ impl Prepared {
             rule_of_thumb_bytes: rule_of_thumb::bytes(&self.resolved, &cfg),
             layers,
             timeline: timeline::downsample(r.timeline, TIMELINE_POINTS),
+            generation,
         }
     }
 

@@ -1,0 +1,274 @@
+//! One attention layer's KV cache update and its attention in a forward of `model.generate()`
+//! (transformers 5.24), per sample:
+//!
+//! * `q`: `[H, Q, d]` (Q = the prompt in the prefill, 1 in a decode step), `k`, `v`: `[Hkv, Q, d]`.
+//! * **dynamic** (`cache_utils.py`, `DynamicLayer.update`): `self.keys = torch.cat([self.keys,
+//!   key_states], dim=-2)`, then the same for values: a new `[Hkv, L, d]` tensor while the old
+//!   `[Hkv, L−1, d]` one still exists; the old one dies with the assignment. A sliding-window
+//!   layer (`DynamicSlidingWindowLayer.update`) keeps a view of the last `W − 1` tokens of the
+//!   `cat`, so it holds at most `W` tokens.
+//! * **static** (`StaticLayer.lazy_initialization` + `update`): `torch.zeros(b, Hkv,
+//!   max_cache_len, d)` for K and V at the layer's first update, `index_copy_` in place after;
+//!   attention reads all `max_cache_len` slots (SDPA's prefill slices them to Q, `sdpa_attention_forward`).
+//!   A sliding-window layer (`StaticSlidingWindowLayer`) holds `min(W, max_cache_len)` slots and
+//!   returns a `cat` of its slots and the new token once full.
+//! * **paged** (vLLM): whole blocks of [`PAGE_TOKENS`] tokens per sequence, the new token's K/V
+//!   written into its slot, attention reading the blocks in place: no transient copy.
+//! * An 8-bit cache (`Fp8QuantizedLayer.update`): the new states are quantized through an fp32
+//!   copy, and the layer returns `_dequantize(...)` of everything it holds: `[Hkv, L, d]` K and V
+//!   in the compute dtype, made through fp32 (`quant.float() * scale`). A paged cache's kernels
+//!   read fp8 directly.
+//!
+//! Attention then follows `sdpa_attention_forward` (`integrations/sdpa_attention.py`: grouped
+//! heads by `enable_gqa` without a mask, `pack_gqa` views for one query with a mask, `repeat_kv`
+//! copies otherwise) or `eager_attention_forward` (`repeat_kv` copies, `[H, Q, L]` scores,
+//! the mask, softmax — fp32 in the LLaMA family — and `attn_weights @ V`). Under `no_grad`
+//! nothing is saved.
+
+use super::activation::{add, softmax, unary, Saves};
+use super::sdpa::{sdpa_backend, SdpaBackend};
+use crate::config::{AttentionImpl, Device};
+use crate::generation::{GenStep, KvCacheKind, PAGE_TOKENS};
+use crate::graph::{GradRule, StorageClass, ValueId};
+use crate::lower::Builder;
+use crate::units::{DType, Shape};
+
+/// What the layer's attention looks like.
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry {
+    pub heads: u64,
+    pub kv_heads: u64,
+    /// Q/K head size.
+    pub head_dim: u64,
+    /// V head size.
+    pub v_head_dim: u64,
+    pub sliding_window: Option<u64>,
+    /// Eager softmax in fp32, cast back (transformers' LLaMA family; GPT-2 keeps the dtype).
+    pub fp32_softmax: bool,
+    pub softcap: bool,
+}
+
+/// Cache slots one layer holds for a sequence of `tokens` tokens.
+pub fn slots(step: &GenStep, geo: &Geometry, tokens: u64) -> u64 {
+    let w = geo.sliding_window.unwrap_or(u64::MAX);
+    match step.cache {
+        KvCacheKind::Dynamic => tokens.min(w),
+        KvCacheKind::Static => step.max_cache_len.min(w),
+        KvCacheKind::Paged => tokens.min(w).div_ceil(PAGE_TOKENS).saturating_mul(PAGE_TOKENS),
+    }
+}
+
+/// A cache tensor `[Hkv, n, d]` of class `class`, allocated by an op named `name` (or existing
+/// before the forward when `class` is not `KvNew`).
+fn cache_tensor(b: &mut Builder, name: &'static str, inputs: &[ValueId], shape: Shape, dt: DType, class: StorageClass) -> ValueId {
+    let out = b.op(name, inputs, &[(shape, dt)], &[], false, &[], GradRule::Alloc)[0];
+    b.set_batched(out);
+    let s = b.g.storage_of(out) as usize;
+    b.g.storages[s].class = class;
+    if class != StorageClass::KvNew {
+        // it exists before this forward: no op allocates it
+        if let Some(op) = b.g.ops.last_mut() {
+            op.allocs.clear();
+        }
+    }
+    out
+}
+
+/// Updates the layer's cache with `k`, `v` and runs attention; returns the `[Q, H·dv]` output and,
+/// for eager attention, the probabilities the layer keeps until it returns.
+pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId) -> (ValueId, Option<ValueId>) {
+    let ql = b.shape(q).0[1];
+    let total = step.past.saturating_add(ql);
+    let (kd, vd) = (geo.head_dim, geo.v_head_dim);
+    let compute = b.dtype(k);
+    let store = step.kv_dtype.unwrap_or(compute);
+    let kvh = geo.kv_heads;
+    let shape = |n: u64, d: u64| Shape::new([kvh, n, d]);
+    let mut dequantize = step.kv_quantized && step.cache != KvCacheKind::Paged;
+    let (keys, values, attended) = match step.cache {
+        KvCacheKind::Dynamic => {
+            let n = slots(&step, &geo, total);
+            let (kk, vv) = if step.is_prefill() {
+                // `cat([empty, k])`: a copy (quantized: through fp32, and the originals returned)
+                let kk = cache_tensor(b, "cat", &[k], shape(ql, kd), store, StorageClass::KvNew);
+                let vv = cache_tensor(b, "cat", &[v], shape(ql, vd), store, StorageClass::KvNew);
+                if step.kv_quantized {
+                    quantize_scratch(b, &[kk, vv]);
+                    dequantize = false;
+                    b.hold(k);
+                    b.hold(v);
+                    (k, v)
+                } else {
+                    (kk, vv)
+                }
+            } else {
+                // a window keeps a view of `W − 1` tokens of the previous `cat`'s `W`
+                let kept = slots(&step, &geo, step.past);
+                let old_k = cache_tensor(b, "cache_k", &[], shape(kept, kd), store, StorageClass::KvPast);
+                let old_v = cache_tensor(b, "cache_v", &[], shape(kept, vd), store, StorageClass::KvPast);
+                let kk = cache_tensor(b, "cat", &[old_k, k], shape(n, kd), store, StorageClass::KvNew);
+                let vv = cache_tensor(b, "cat", &[old_v, v], shape(n, vd), store, StorageClass::KvNew);
+                if step.kv_quantized {
+                    quantize_scratch(b, &[kk, vv]);
+                }
+                (kk, vv)
+            };
+            (kk, vv, if step.is_prefill() { ql } else { n })
+        }
+        KvCacheKind::Static => {
+            let n = slots(&step, &geo, total);
+            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
+            let kk = cache_tensor(b, "zeros", &[], shape(n, kd), store, class);
+            let vv = cache_tensor(b, "zeros", &[], shape(n, vd), store, class);
+            // `index_copy_` in place; a full sliding window returns `cat(slots, new)` instead
+            let window_full = geo.sliding_window.is_some_and(|w| total > w.min(step.max_cache_len));
+            if window_full {
+                let (fl, fv) = (n.max(ql), n.max(ql));
+                let full_k = b.op("cat", &[kk, k], &[(shape(fl, kd), compute)], &[], false, &[], GradRule::Alloc)[0];
+                let full_v = b.op("cat", &[vv, v], &[(shape(fv, vd), compute)], &[], false, &[], GradRule::Alloc)[0];
+                dequantize = false;
+                (full_k, full_v, fl)
+            } else {
+                b.op("index_copy_", &[kk, k, vv, v], &[], &[], false, &[], GradRule::Alloc);
+                let sliced = step.is_prefill() && b.opts.attention == AttentionImpl::Sdpa;
+                (kk, vv, if sliced { ql } else { n })
+            }
+        }
+        KvCacheKind::Paged => {
+            let n = slots(&step, &geo, total);
+            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
+            let kk = cache_tensor(b, "kv_blocks", &[], shape(n, kd), store, class);
+            let vv = cache_tensor(b, "kv_blocks", &[], shape(n, vd), store, class);
+            b.op("reshape_and_cache", &[kk, k, vv, v], &[], &[], false, &[], GradRule::Alloc);
+            // the prefill attends over its own K and V, a decode step over the blocks
+            if step.is_prefill() {
+                (k, v, ql)
+            } else {
+                (kk, vv, total.min(geo.sliding_window.unwrap_or(u64::MAX)))
+            }
+        }
+    };
+    let (keys, values) = if dequantize {
+        let kq = b.op("dequantize", &[keys], &[(shape(attended, kd), compute)], &[], false, &[], GradRule::Alloc)[0];
+        b.last_fwd_scratch(shape(attended, kd).numel().saturating_mul(8).into_lin());
+        let vq = b.op("dequantize", &[values], &[(shape(attended, vd), compute)], &[], false, &[], GradRule::Alloc)[0];
+        b.last_fwd_scratch(shape(attended, vd).numel().saturating_mul(8).into_lin());
+        (kq, vq)
+    } else {
+        (b.view(keys, shape(attended, kd)), b.view(values, shape(attended, vd)))
+    };
+    match b.opts.attention {
+        AttentionImpl::Sdpa => (sdpa(b, step, geo, q, keys, values, attended), None),
+        AttentionImpl::Eager => eager(b, step, geo, q, keys, values, attended),
+    }
+}
+
+trait IntoLin {
+    fn into_lin(self) -> crate::graph::Lin;
+}
+
+impl IntoLin for u64 {
+    /// Per-sample bytes.
+    fn into_lin(self) -> crate::graph::Lin {
+        crate::graph::Lin { fixed: 0, per_sample: self }
+    }
+}
+
+/// `Fp8QuantizedLayer._quantize`: `tensor.float() / scale` before the cast to 8 bits, an fp32
+/// transient of the new states.
+fn quantize_scratch(b: &mut Builder, cached: &[ValueId]) {
+    let elems: u64 = cached.iter().map(|&c| b.shape(c).numel()).max().unwrap_or(0);
+    b.last_fwd_scratch(elems.saturating_mul(8).into_lin());
+}
+
+/// Does attention get an explicit mask? Prefill: only a sliding window the sequence reaches
+/// (`_ignore_causal_mask_sdpa`); decode: a static (compileable) cache always gets one
+/// (`create_causal_mask`: no skip "if we are compiling and decoding"), a window once reached.
+fn explicit_mask(step: &GenStep, geo: &Geometry, attended: u64) -> bool {
+    let window = geo.sliding_window.is_some_and(|w| attended >= w);
+    match step.cache {
+        KvCacheKind::Paged => false,
+        KvCacheKind::Static if !step.is_prefill() => true,
+        _ => window,
+    }
+}
+
+/// Copies grouped K/V heads to every query head (`repeat_kv`).
+fn repeat(b: &mut Builder, geo: &Geometry, x: ValueId) -> ValueId {
+    if geo.kv_heads == geo.heads {
+        return x;
+    }
+    let s = b.shape(x).0.clone();
+    let dt = b.dtype(x);
+    b.op("repeat_kv", &[x], &[(Shape::new([geo.heads, s[1], s[2]]), dt)], &[], false, &[], GradRule::Alloc)[0]
+}
+
+fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> ValueId {
+    let ql = b.shape(q).0[1];
+    let dt = b.dtype(q);
+    let masked = explicit_mask(&step, &geo, attended);
+    if masked {
+        mask(b, ql, attended, DType::Bool);
+    }
+    let backend = sdpa_backend(b.opts.device, dt, geo.head_dim, masked, 0.0);
+    let grouped = geo.kv_heads != geo.heads;
+    // `enable_gqa` without a mask, `pack_gqa` views for one query, `repeat_kv` copies otherwise;
+    // the math kernel repeats the heads itself (`repeat_interleave`)
+    let copy_heads = grouped && ((masked && ql > 1) || backend == SdpaBackend::Math);
+    let (k, v) = if copy_heads { (repeat(b, &geo, k), repeat(b, &geo, v)) } else { (k, v) };
+    let out_shape = Shape::new([geo.heads, ql, geo.v_head_dim]);
+    let out = if backend == SdpaBackend::Math {
+        let scores = b.op("bmm", &[q, k], &[(Shape::new([geo.heads, ql, attended]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let probs = softmax(b, scores, None);
+        b.op("bmm", &[probs, v], &[(out_shape, dt)], &[], false, &[], GradRule::Alloc)[0]
+    } else {
+        b.op("sdpa", &[q, k, v], &[(out_shape, dt)], &[], false, &[], GradRule::Alloc)[0]
+    };
+    // the fused kernels write `[Q, H, dv]` memory: `transpose(1, 2).contiguous()` is free
+    b.view(out, Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]))
+}
+
+fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> (ValueId, Option<ValueId>) {
+    let ql = b.shape(q).0[1];
+    let dt = b.dtype(q);
+    let k = repeat(b, &geo, k);
+    let v = repeat(b, &geo, v);
+    // a transposed multi-token query is copied by matmul's reshape; one token is a view
+    let q = if ql > 1 { b.op("clone", &[q], &[(b.shape(q).clone(), dt)], &[], false, &[], GradRule::Alias)[0] } else { q };
+    let scores = b.op("bmm", &[q, k], &[(Shape::new([geo.heads, ql, attended]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+    if geo.softcap {
+        scores = unary(b, "div_scalar", scores, Saves::Nothing);
+        scores = unary(b, "tanh", scores, Saves::Nothing);
+        scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+    }
+    // `eager_mask`: `torch.where(mask, 0, min)` in the model's dtype, `[b, 1, Q, L]`
+    let m = mask(b, ql, attended, b.float_dtype());
+    let scores = add(b, scores, m);
+    let probs = if geo.fp32_softmax {
+        let fused = b.opts.device == Device::Cuda && dt == DType::F16;
+        let input = if fused { scores } else { b.cast(scores, DType::F32) };
+        let p = softmax(b, input, Some(DType::F32));
+        b.cast(p, dt)
+    } else {
+        softmax(b, scores, None)
+    };
+    let out = b.op("bmm", &[probs, v], &[(Shape::new([geo.heads, ql, geo.v_head_dim]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let out = b.op("clone", &[out], &[(Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]), dt)], &[], false, &[], GradRule::Alias)[0];
+    let _ = step;
+    (out, Some(probs))
+}
+
+/// The attention mask of this forward, built once and passed to every layer: eager's float
+/// mask is one per sample (`[b, 1, Q, L]`), SDPA's boolean one is expanded over the batch (a view).
+fn mask(b: &mut Builder, ql: u64, kv: u64, dt: DType) -> ValueId {
+    let shape = Shape::new([ql, kv]);
+    let name = if dt == DType::Bool { "sdpa_mask" } else { "eager_mask" };
+    b.per_forward(name, &shape, |b| {
+        let m = b.op(name, &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        if dt != DType::Bool {
+            b.set_batched(m);
+        }
+        m
+    })
+}
