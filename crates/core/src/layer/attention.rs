@@ -154,9 +154,13 @@ impl MultiheadAttention {
                 fp32_softmax: self.rotary,
                 softcap: self.logit_softcap.is_some(),
             };
-            let (out, weights) = super::kv_cache::attend(b, step, geo, q, k, v);
+            let a = super::kv_cache::attend(b, step, geo, q, k, v);
             let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
-            return Ok((o.lower(b, out)?, weights));
+            let out = o.lower(b, a.out)?;
+            for l in a.locals {
+                b.hold(l);
+            }
+            return Ok((out, a.weights));
         }
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
@@ -549,6 +553,8 @@ impl TransformerLayer {
             };
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
         };
+        // `hidden_states = self.mlp(hidden_states)`: the caller's local keeps the MLP's input
+        b.hold(x);
         Ok((dropout(b, m, self.dropout), act))
     }
 }

@@ -74,9 +74,17 @@ fn cache_tensor(b: &mut Builder, name: &'static str, inputs: &[ValueId], shape: 
     out
 }
 
-/// Updates the layer's cache with `k`, `v` and runs attention; returns the `[Q, H·dv]` output and,
-/// for eager attention, the probabilities the layer keeps until it returns.
-pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId) -> (ValueId, Option<ValueId>) {
+/// What attention returns: the `[Q, H·dv]` output, the eager probabilities the decoder layer keeps
+/// until it returns, and the attention module's locals (`query_states`, the keys and values it
+/// attended over) that live until its output projection is done.
+pub struct Attended {
+    pub out: ValueId,
+    pub weights: Option<ValueId>,
+    pub locals: Vec<ValueId>,
+}
+
+/// Updates the layer's cache with `k`, `v` and runs attention.
+pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId) -> Attended {
     let ql = b.shape(q).0[1];
     let total = step.past.saturating_add(ql);
     let (kd, vd) = (geo.head_dim, geo.v_head_dim);
@@ -158,7 +166,7 @@ pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: Valu
         (b.view(keys, shape(attended, kd)), b.view(values, shape(attended, vd)))
     };
     match b.opts.attention {
-        AttentionImpl::Sdpa => (sdpa(b, step, geo, q, keys, values, attended), None),
+        AttentionImpl::Sdpa => sdpa(b, step, geo, q, keys, values, attended),
         AttentionImpl::Eager => eager(b, step, geo, q, keys, values, attended),
     }
 }
@@ -203,7 +211,7 @@ fn repeat(b: &mut Builder, geo: &Geometry, x: ValueId) -> ValueId {
     b.op("repeat_kv", &[x], &[(Shape::new([geo.heads, s[1], s[2]]), dt)], &[], false, &[], GradRule::Alloc)[0]
 }
 
-fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> ValueId {
+fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> Attended {
     let ql = b.shape(q).0[1];
     let dt = b.dtype(q);
     let masked = explicit_mask(&step, &geo, attended);
@@ -225,14 +233,16 @@ fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v
         b.op("sdpa", &[q, k, v], &[(out_shape, dt)], &[], false, &[], GradRule::Alloc)[0]
     };
     // the fused kernels write `[Q, H, dv]` memory: `transpose(1, 2).contiguous()` is free
-    b.view(out, Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]))
+    let out = b.view(out, Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]));
+    Attended { out, weights: None, locals: vec![q, k, v] }
 }
 
-fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> (ValueId, Option<ValueId>) {
+fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> Attended {
     let ql = b.shape(q).0[1];
     let dt = b.dtype(q);
     let k = repeat(b, &geo, k);
     let v = repeat(b, &geo, v);
+    let locals = vec![q, k, v];
     // a transposed multi-token query is copied by matmul's reshape; one token is a view
     let q = if ql > 1 { b.op("clone", &[q], &[(b.shape(q).clone(), dt)], &[], false, &[], GradRule::Alias)[0] } else { q };
     let scores = b.op("bmm", &[q, k], &[(Shape::new([geo.heads, ql, attended]), dt)], &[], false, &[], GradRule::Alloc)[0];
@@ -246,9 +256,14 @@ fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, 
     let m = mask(b, ql, attended, b.float_dtype());
     let scores = add(b, scores, m);
     let probs = if geo.fp32_softmax {
+        // `softmax(attn_weights, dtype=float32)`: ATen converts its input inside the call (a
+        // transient fp32 copy while `attn_weights` still holds the scores) except CUDA fp16
         let fused = b.opts.device == Device::Cuda && dt == DType::F16;
-        let input = if fused { scores } else { b.cast(scores, DType::F32) };
-        let p = softmax(b, input, Some(DType::F32));
+        let elems = b.shape(scores).numel();
+        let p = softmax(b, scores, Some(DType::F32));
+        if !fused && dt != DType::F32 {
+            b.last_fwd_scratch(elems.saturating_mul(4).into_lin());
+        }
         b.cast(p, dt)
     } else {
         softmax(b, scores, None)
@@ -256,7 +271,7 @@ fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, 
     let out = b.op("bmm", &[probs, v], &[(Shape::new([geo.heads, ql, geo.v_head_dim]), dt)], &[], false, &[], GradRule::Alloc)[0];
     let out = b.op("clone", &[out], &[(Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]), dt)], &[], false, &[], GradRule::Alias)[0];
     let _ = step;
-    (out, Some(probs))
+    Attended { out, weights: Some(probs), locals }
 }
 
 /// The attention mask of this forward, built once and passed to every layer: eager's float
