@@ -112,3 +112,15 @@ fn llama_generation_matches_transformers() {
     let median = check(&recs, 0.03);
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
+
+/// `GPT2LMHeadModel(GPT2Config(n_layer=4, n_positions=2048))` (tied `lm_head`, `gelu_new` written
+/// in Python ops, learned positions) measured for this repository with the same harness:
+/// `python shared/reference/llm/measure_llm.py --configs-json tests/data/gpt2_generate.configs.json
+/// --out tests/data/gpt2_generate.jsonl` (torch 2.15.0, transformers 5.24.0, CPU, 1 thread).
+#[test]
+fn gpt2_generation_matches_transformers() {
+    let recs = records(include_str!("data/gpt2_generate.jsonl"));
+    assert_eq!(recs.len(), 7);
+    let median = check(&recs, 0.03);
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}

@@ -32,7 +32,7 @@ use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-const PER_FORWARD: &[&str] = &["rope_cos", "rope_sin", "eager_mask", "sdpa_mask"];
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "sdpa_mask"];
 
 /// Points the decode series keeps (enough for a chart).
 const SERIES_POINTS: usize = 600;
@@ -119,10 +119,14 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     let tokens = if step == 0 { len.prompt } else { 1 };
     let mut resolved = resolve(spec, Some(tokens), step_options(base, c, len, past))?;
     let g = &mut resolved.graph;
-    // `LlamaModel.forward` keeps `position_embeddings` and the mask in locals for the whole forward
-    if let Some(end) = g.ops.len().checked_sub(1) {
-        let per_forward: Vec<u32> = g.ops.iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
-        g.holds.extend(per_forward.into_iter().map(|s| (s, end as u32)));
+    // The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`) keeps
+    // `inputs_embeds`, `position_embeds`, `position_embeddings` and the mask in locals until it
+    // returns: up to the LM head, which its caller runs.
+    let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
+    let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
+    if let Some(end) = head_first.checked_sub(1) {
+        let kept: Vec<u32> = g.ops[..=end].iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
+        g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
     }
     let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
     let total = past + tokens;
