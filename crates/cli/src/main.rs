@@ -39,7 +39,8 @@ fn run() -> Result<ExitCode> {
             let spec = model.load()?;
             let est = model.estimate(&spec, &settings)?;
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
-            table::estimate(&spec, &est, what_ifs.as_deref(), settings.unit(), json)
+            let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
+            table::estimate(&spec, &est, what_ifs.as_deref(), &gen_what_ifs, settings.unit(), json)
         }
         args::Command::MaxBatch {
             model,

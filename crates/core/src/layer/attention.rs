@@ -145,21 +145,9 @@ impl MultiheadAttention {
             k = rotary(b, k, rd);
         }
         if let Some(step) = b.opts.generation {
-            let geo = super::kv_cache::Geometry {
-                heads: h,
-                kv_heads: kvh,
-                head_dim: hd,
-                v_head_dim: hd,
-                sliding_window: self.sliding_window,
-                fp32_softmax: self.rotary,
-                softcap: self.logit_softcap.is_some(),
-            };
-            let a = super::kv_cache::attend(b, step, geo, q, k, v);
-            let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
-            let out = o.lower(b, a.out)?;
-            for l in a.locals {
-                b.hold(l);
-            }
+            let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
+            let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
+            a.locals.iter().for_each(|&l| b.hold(l));
             return Ok((out, a.weights));
         }
         let mut weights = None;

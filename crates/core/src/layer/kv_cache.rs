@@ -48,9 +48,24 @@ pub struct Geometry {
     pub softcap: bool,
 }
 
-/// Cache slots one layer holds for a sequence of `tokens` tokens.
-pub fn slots(step: &GenStep, geo: &Geometry, tokens: u64) -> u64 {
-    let w = geo.sliding_window.unwrap_or(u64::MAX);
+impl Geometry {
+    /// A (grouped-query) multi-head attention layer's: `kv_heads` K/V heads of `head_dim`.
+    pub fn of(a: &super::attention::MultiheadAttention, kv_heads: u64, head_dim: u64) -> Geometry {
+        Geometry {
+            heads: a.num_heads,
+            kv_heads,
+            head_dim,
+            v_head_dim: head_dim,
+            sliding_window: a.sliding_window,
+            fp32_softmax: a.rotary,
+            softcap: a.logit_softcap.is_some(),
+        }
+    }
+}
+
+/// Cache slots one layer (sliding `window` or none) holds for a sequence of `tokens` tokens.
+pub fn slots(step: &GenStep, window: Option<u64>, tokens: u64) -> u64 {
+    let w = window.unwrap_or(u64::MAX);
     match step.cache {
         KvCacheKind::Dynamic => tokens.min(w),
         KvCacheKind::Static => step.max_cache_len.min(w),
@@ -85,90 +100,105 @@ pub struct Attended {
 
 /// Updates the layer's cache with `k`, `v` and runs attention.
 pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId) -> Attended {
-    let ql = b.shape(q).0[1];
-    let total = step.past.saturating_add(ql);
-    let (kd, vd) = (geo.head_dim, geo.v_head_dim);
-    let compute = b.dtype(k);
-    let store = step.kv_dtype.unwrap_or(compute);
-    let kvh = geo.kv_heads;
-    let shape = |n: u64, d: u64| Shape::new([kvh, n, d]);
-    let mut dequantize = step.kv_quantized && step.cache != KvCacheKind::Paged;
-    let (keys, values, attended) = match step.cache {
-        KvCacheKind::Dynamic => {
-            let n = slots(&step, &geo, total);
-            let (kk, vv) = if step.is_prefill() {
-                // `cat([empty, k])`: a copy (quantized: through fp32, and the originals returned)
-                let kk = cache_tensor(b, "cat", &[k], shape(ql, kd), store, StorageClass::KvNew);
-                let vv = cache_tensor(b, "cat", &[v], shape(ql, vd), store, StorageClass::KvNew);
-                if step.kv_quantized {
-                    quantize_scratch(b, &[kk, vv]);
-                    dequantize = false;
-                    b.hold(k);
-                    b.hold(v);
-                    (k, v)
-                } else {
-                    (kk, vv)
-                }
-            } else {
-                // a window keeps a view of `W − 1` tokens of the previous `cat`'s `W`
-                let kept = slots(&step, &geo, step.past);
-                let old_k = cache_tensor(b, "cache_k", &[], shape(kept, kd), store, StorageClass::KvPast);
-                let old_v = cache_tensor(b, "cache_v", &[], shape(kept, vd), store, StorageClass::KvPast);
-                let kk = cache_tensor(b, "cat", &[old_k, k], shape(n, kd), store, StorageClass::KvNew);
-                let vv = cache_tensor(b, "cat", &[old_v, v], shape(n, vd), store, StorageClass::KvNew);
-                if step.kv_quantized {
-                    quantize_scratch(b, &[kk, vv]);
-                }
-                (kk, vv)
-            };
-            (kk, vv, if step.is_prefill() { ql } else { n })
-        }
-        KvCacheKind::Static => {
-            let n = slots(&step, &geo, total);
-            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
-            let kk = cache_tensor(b, "zeros", &[], shape(n, kd), store, class);
-            let vv = cache_tensor(b, "zeros", &[], shape(n, vd), store, class);
-            // `index_copy_` in place; a full sliding window returns `cat(slots, new)` instead
-            let window_full = geo.sliding_window.is_some_and(|w| total > w.min(step.max_cache_len));
-            if window_full {
-                let (fl, fv) = (n.max(ql), n.max(ql));
-                let full_k = b.op("cat", &[kk, k], &[(shape(fl, kd), compute)], &[], false, &[], GradRule::Alloc)[0];
-                let full_v = b.op("cat", &[vv, v], &[(shape(fv, vd), compute)], &[], false, &[], GradRule::Alloc)[0];
-                dequantize = false;
-                (full_k, full_v, fl)
-            } else {
-                b.op("index_copy_", &[kk, k, vv, v], &[], &[], false, &[], GradRule::Alloc);
-                let sliced = step.is_prefill() && b.opts.attention == AttentionImpl::Sdpa;
-                (kk, vv, if sliced { ql } else { n })
-            }
-        }
-        KvCacheKind::Paged => {
-            let n = slots(&step, &geo, total);
-            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
-            let kk = cache_tensor(b, "kv_blocks", &[], shape(n, kd), store, class);
-            let vv = cache_tensor(b, "kv_blocks", &[], shape(n, vd), store, class);
-            b.op("reshape_and_cache", &[kk, k, vv, v], &[], &[], false, &[], GradRule::Alloc);
-            // the prefill attends over its own K and V, a decode step over the blocks
-            if step.is_prefill() {
-                (k, v, ql)
-            } else {
-                (kk, vv, total.min(geo.sliding_window.unwrap_or(u64::MAX)))
-            }
-        }
-    };
-    let (keys, values) = if dequantize {
-        let kq = b.op("dequantize", &[keys], &[(shape(attended, kd), compute)], &[], false, &[], GradRule::Alloc)[0];
-        b.last_fwd_scratch(shape(attended, kd).numel().saturating_mul(8).into_lin());
-        let vq = b.op("dequantize", &[values], &[(shape(attended, vd), compute)], &[], false, &[], GradRule::Alloc)[0];
-        b.last_fwd_scratch(shape(attended, vd).numel().saturating_mul(8).into_lin());
-        (kq, vq)
-    } else {
-        (b.view(keys, shape(attended, kd)), b.view(values, shape(attended, vd)))
-    };
+    let (kv, attended) = update(b, step, geo.sliding_window, &[k, v]);
+    let (keys, values) = (kv[0], kv[1]);
     match b.opts.attention {
         AttentionImpl::Sdpa => sdpa(b, step, geo, q, keys, values, attended),
         AttentionImpl::Eager => eager(b, step, geo, q, keys, values, attended),
     }
+}
+
+/// Writes `states` (each `[heads, Q, d]`: K and V, or MLA's latent) into the layer's cache and
+/// returns what attention reads (each `[heads, L, d]` in the compute dtype) and `L`.
+pub fn update(b: &mut Builder, step: GenStep, window: Option<u64>, states: &[ValueId]) -> (Vec<ValueId>, u64) {
+    let ql = b.shape(states[0]).0[1];
+    let total = step.past.saturating_add(ql);
+    let compute = b.dtype(states[0]);
+    let store = step.kv_dtype.unwrap_or(compute);
+    let shape = |b: &Builder, x: ValueId, n: u64| {
+        let s = &b.shape(x).0;
+        Shape::new([s[0], n, s[2]])
+    };
+    let n = slots(&step, window, total);
+    let mut dequantize = step.kv_quantized && step.cache != KvCacheKind::Paged;
+    let mut read = Vec::with_capacity(states.len());
+    let attended = match step.cache {
+        KvCacheKind::Dynamic if step.is_prefill() => {
+            for &x in states {
+                // `cat([empty, x])`: a copy (quantized: through fp32, the original returned)
+                let c = cache_tensor(b, "cat", &[x], shape(b, x, ql), store, StorageClass::KvNew);
+                if step.kv_quantized {
+                    quantize_scratch(b, c);
+                    b.hold(x);
+                }
+                read.push(if step.kv_quantized { x } else { c });
+            }
+            dequantize = false;
+            ql
+        }
+        KvCacheKind::Dynamic => {
+            // a window keeps a view of `W − 1` tokens of the previous `cat`'s `W`
+            let kept = slots(&step, window, step.past);
+            for &x in states {
+                let old = cache_tensor(b, "cache", &[], shape(b, x, kept), store, StorageClass::KvPast);
+                let c = cache_tensor(b, "cat", &[old, x], shape(b, x, n), store, StorageClass::KvNew);
+                if step.kv_quantized {
+                    quantize_scratch(b, c);
+                }
+                read.push(c);
+            }
+            n
+        }
+        KvCacheKind::Static => {
+            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
+            // `index_copy_` in place; a full sliding window returns `cat(slots, new)` instead
+            let window_full = window.is_some_and(|w| total > w.min(step.max_cache_len));
+            let full = n.max(ql);
+            for &x in states {
+                let c = cache_tensor(b, "zeros", &[], shape(b, x, n), store, class);
+                let r = if window_full {
+                    b.op("cat", &[c, x], &[(shape(b, x, full), compute)], &[], false, &[], GradRule::Alloc)[0]
+                } else {
+                    b.op("index_copy_", &[c, x], &[], &[], false, &[], GradRule::Alloc);
+                    c
+                };
+                read.push(r);
+            }
+            let sliced = step.is_prefill() && b.opts.attention == AttentionImpl::Sdpa;
+            if window_full {
+                dequantize = false;
+                full
+            } else if sliced {
+                ql
+            } else {
+                n
+            }
+        }
+        KvCacheKind::Paged => {
+            let class = if step.is_prefill() { StorageClass::KvNew } else { StorageClass::KvResident };
+            for &x in states {
+                let c = cache_tensor(b, "kv_blocks", &[], shape(b, x, n), store, class);
+                b.op("reshape_and_cache", &[c, x], &[], &[], false, &[], GradRule::Alloc);
+                // the prefill attends over its own states, a decode step over the blocks
+                read.push(if step.is_prefill() { x } else { c });
+            }
+            if step.is_prefill() { ql } else { total.min(window.unwrap_or(u64::MAX)) }
+        }
+    };
+    let mut out = Vec::with_capacity(read.len());
+    for x in read {
+        let s = shape(b, x, attended);
+        out.push(if dequantize {
+            let elems = s.numel();
+            let d = b.op("dequantize", &[x], &[(s, compute)], &[], false, &[], GradRule::Alloc)[0];
+            // `quant.float() * scale`: two fp32 copies on the way
+            b.last_fwd_scratch(elems.saturating_mul(8).into_lin());
+            d
+        } else {
+            b.view(x, s)
+        });
+    }
+    (out, attended)
 }
 
 trait IntoLin {
@@ -184,8 +214,8 @@ impl IntoLin for u64 {
 
 /// `Fp8QuantizedLayer._quantize`: `tensor.float() / scale` before the cast to 8 bits, an fp32
 /// transient of the new states.
-fn quantize_scratch(b: &mut Builder, cached: &[ValueId]) {
-    let elems: u64 = cached.iter().map(|&c| b.shape(c).numel()).max().unwrap_or(0);
+fn quantize_scratch(b: &mut Builder, cached: ValueId) {
+    let elems = b.shape(cached).numel();
     b.last_fwd_scratch(elems.saturating_mul(8).into_lin());
 }
 

@@ -169,22 +169,23 @@ impl Prepared {
 
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
         let mut r = self.step(cfg.batch, true);
-        let mut prefix = "";
+        let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
+        // generation: the peak may be in the last decode step, a graph of its own
+        let (mut prefix, mut at) = ("", &self.resolved);
         let generation = self.generation.as_ref().map(|gen| {
             let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
             prefix = "prefill: ";
-            if let Some(d) = decode.filter(|d| d.peak > r.peak) {
+            if let (Some(d), Some(last)) = (decode.filter(|d| d.peak > r.peak), &gen.last) {
                 r = d;
-                prefix = "last decode step: ";
+                (prefix, at) = ("last decode step: ", &last.resolved);
             }
             report
         });
         let g = &self.resolved.graph;
-        let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         let peak_at = match r.peak_op {
             Some(i) => {
-                let op = &g.ops[i as usize];
-                let l = &self.resolved.layers[op.layer as usize];
+                let op = &at.graph.ops[i as usize];
+                let l = &at.layers[op.layer as usize];
                 format!("{prefix}{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
             }
             None => format!("optimizer step ({})", cfg.optimizer),
