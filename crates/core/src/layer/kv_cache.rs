@@ -317,3 +317,40 @@ fn mask(b: &mut Builder, ql: u64, kv: u64, dt: DType) -> ValueId {
         m
     })
 }
+
+/// Multi-head latent attention's cache (DeepSeek-V2/V3 as DeepSeek's inference code and vLLM
+/// run it, see `layer/mla.rs`): per token and layer one `[kv_lora_rank + rope]` vector, the
+/// normalised `c_KV` and the rotated shared `k_pe`, made from `kv_a_proj_with_mqa`'s output
+/// `ckv`. Returns what a decode step reads (`[1, L, kv_lora_rank + rope]`) and `L`.
+pub fn latent(b: &mut Builder, step: GenStep, ckv: ValueId, kv_lora_rank: u64, rope: u64) -> (ValueId, u64) {
+    let ql = b.shape(ckv).0[0];
+    let dt = b.dtype(ckv);
+    let width = kv_lora_rank.saturating_add(rope);
+    let l = b.op("latent", &[ckv], &[(Shape::new([1, ql, width]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let (read, attended) = update(b, step, None, &[l]);
+    (read[0], attended)
+}
+
+/// A decode step of latent attention with the projections absorbed: the query is taken into
+/// the latent space (`q_nope · W_UK`, `[H, Q, kv_lora_rank + rope]`), attends over the cached
+/// latents (`[H, Q, L]` scores under eager attention; a fused kernel otherwise), and the
+/// `[H, Q, kv_lora_rank]` result goes through `W_UV` to `[Q, H·v]`.
+pub fn latent_decode(b: &mut Builder, heads: u64, kv_lora_rank: u64, v: u64, q: ValueId, latent: ValueId, attended: u64) -> ValueId {
+    let ql = b.shape(q).0[0];
+    let dt = b.dtype(q);
+    let width = b.shape(latent).0[2];
+    let q_abs = b.op("absorb_q", &[q], &[(Shape::new([heads, ql, width]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let out_latent = Shape::new([heads, ql, kv_lora_rank]);
+    let o = match b.opts.attention {
+        AttentionImpl::Sdpa => b.op("mla_attention", &[q_abs, latent], &[(out_latent, dt)], &[], false, &[], GradRule::Alloc)[0],
+        AttentionImpl::Eager => {
+            let scores = b.op("bmm", &[q_abs, latent], &[(Shape::new([heads, ql, attended]), dt)], &[], false, &[], GradRule::Alloc)[0];
+            let scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+            let p = softmax(b, scores, Some(DType::F32));
+            let p = b.cast(p, dt);
+            b.op("bmm", &[p, latent], &[(out_latent, dt)], &[], false, &[], GradRule::Alloc)[0]
+        }
+    };
+    b.hold(q_abs);
+    b.op("absorb_v", &[o], &[(Shape::new([ql, heads.saturating_mul(v)]), dt)], &[], false, &[], GradRule::Alloc)[0]
+}
