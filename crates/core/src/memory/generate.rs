@@ -19,7 +19,7 @@
 //! (`memory/envelope.rs` does the same over the batch) — a 4,096-token decode of an 80-layer
 //! model costs a few simulated steps, not 4,096.
 
-use super::envelope::Envelope;
+use super::device::DeviceTotal;
 use super::simulate::{OptimizerCost, Plan, StepResult};
 use crate::error::{Error, Result};
 use crate::generation::{GenStep, KvCacheKind, PAGE_TOKENS};
@@ -186,7 +186,8 @@ pub struct GenPlan {
     pub lengths: Lengths,
     /// The last decode step (`None` with one new token).
     pub last: Option<Stage>,
-    last_envelope: std::sync::OnceLock<Envelope>,
+    /// The last `device_at`: `(batch, peak, device total)`.
+    device: std::sync::Mutex<Option<(u64, u64, DeviceTotal)>>,
 }
 
 impl GenPlan {
@@ -196,15 +197,35 @@ impl GenPlan {
             1 => None,
             g => Some(stage(spec, c, base, &lengths, g - 1)?),
         };
-        Ok(GenPlan { spec: spec.clone(), config: *c, base, lengths, last, last_envelope: std::sync::OnceLock::new() })
+        Ok(GenPlan { spec: spec.clone(), config: *c, base, lengths, last, device: std::sync::Mutex::new(None) })
     }
 
-    /// Peak allocated bytes and device total of the decode steps at `batch` (zero without any).
-    pub fn decode_at(&self, batch: u64) -> (u64, super::device::DeviceTotal) {
-        match &self.last {
-            Some(s) => self.last_envelope.get_or_init(|| Envelope::build(&s.plan, &s.resolved.graph, OptimizerCost::default())).at(batch),
-            None => (0, super::device::DeviceTotal::new(0, 0)),
+    /// Peak allocated bytes of the whole generation at `batch` and the device total at that
+    /// peak, from the prefill (`prefill`, `plan`) and the last decode step: two simulations each
+    /// (the second lists the tensors live at the peak), remembered for the last batch asked.
+    pub fn device_at(&self, prefill: &Graph, plan: &Plan, batch: u64) -> (u64, DeviceTotal) {
+        let cached = self.device.lock().ok().and_then(|d| *d);
+        if let Some((b, peak, device)) = cached.filter(|c| c.0 == batch) {
+            let _ = b;
+            return (peak, device);
         }
+        let one = |g: &Graph, plan: &Plan| {
+            let r = plan.simulate(g, batch, OptimizerCost::default(), true, None);
+            let at = r.timeline.iter().position(|p| p.bytes == r.peak);
+            let live = plan.simulate(g, batch, OptimizerCost::default(), false, at).snapshot;
+            (r.peak, super::envelope::device_total(r.peak, &live, batch))
+        };
+        let mut best = one(prefill, plan);
+        if let Some(s) = &self.last {
+            let d = one(&s.resolved.graph, &s.plan);
+            if d.0 > best.0 {
+                best = d;
+            }
+        }
+        if let Ok(mut d) = self.device.lock() {
+            *d = Some((batch, best.0, best.1));
+        }
+        best
     }
 
     /// The report at `batch`, given the prefill's simulation.
@@ -268,31 +289,46 @@ impl GenPlan {
     }
 }
 
-/// Steps `t0..=t1` of one piece: per-sample lines in `x(t)` through the two timelines, the
-/// maximum of those on the upper envelope at each step (the peaks interpolated if the two
-/// steps ran different ops).
+/// Steps `t0..=t1` of one piece: per-sample lines in `x(t)` through the two timelines, their
+/// upper envelope walked once over the steps (the peaks interpolated if the two steps ran
+/// different ops).
 fn piece(t0: u64, a: &[u64], t1: u64, b: &[u64], x: impl Fn(u64) -> u64) -> Vec<(u64, u64)> {
-    let (x0, x1) = (x(t0) as i128, x(t1) as i128);
-    let at = |t: u64, lines: &[(i128, i128)]| -> u64 {
-        let xt = x(t) as i128 - x0;
-        let span = (x1 - x0).max(1);
-        lines.iter().map(|&(ya, yb)| ya + (yb - ya) * xt / span).max().unwrap_or(0).max(0) as u64
-    };
-    let lines: Vec<(i128, i128)> = if a.len() == b.len() {
-        let mut l: Vec<(i128, i128)> = a.iter().zip(b).map(|(&p, &q)| (p as i128, q as i128)).collect();
-        // keep the lines no other line dominates at both ends
-        l.sort_unstable_by(|p, q| q.0.cmp(&p.0).then(q.1.cmp(&p.1)));
-        let mut best_end = i128::MIN;
-        l.retain(|&(_, e)| {
-            let keep = e > best_end;
-            best_end = best_end.max(e);
-            keep
-        });
-        l
+    let x0 = x(t0) as i128;
+    let span = (x(t1) as i128 - x0).max(1);
+    // (value at t0, rise over the piece): the value at x is `a + d·(x − x0)/span`
+    let mut lines: Vec<(i128, i128)> = if a.len() == b.len() {
+        a.iter().zip(b).map(|(&p, &q)| (p as i128, q as i128 - p as i128)).collect()
     } else {
-        vec![(a.iter().copied().max().unwrap_or(0) as i128, b.iter().copied().max().unwrap_or(0) as i128)]
+        let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as i128;
+        vec![(max(a), max(b) - max(a))]
     };
-    (t0..=t1).map(|t| (t, at(t, &lines))).collect()
+    // slopes ascending, the highest of equal slopes only
+    lines.sort_unstable_by(|p, q| p.1.cmp(&q.1).then(q.0.cmp(&p.0)));
+    lines.dedup_by_key(|l| l.1);
+    let mut hull: Vec<(i128, i128)> = Vec::with_capacity(lines.len());
+    for l in lines {
+        while hull.len() >= 2 {
+            let (l1, l2) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+            // l2 is never above both neighbours if l1 and l meet no later than l1 and l2
+            if (l1.0 - l.0).saturating_mul(l2.1 - l1.1) <= (l1.0 - l2.0).saturating_mul(l.1 - l1.1) {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(l);
+    }
+    let value = |l: (i128, i128), dx: i128| l.0 + l.1 * dx / span;
+    let mut at = 0;
+    (t0..=t1)
+        .map(|t| {
+            let dx = x(t) as i128 - x0;
+            while at + 1 < hull.len() && value(hull[at + 1], dx) >= value(hull[at], dx) {
+                at += 1;
+            }
+            (t, hull.get(at).map_or(0, |&l| value(l, dx)).max(0) as u64)
+        })
+        .collect()
 }
 
 /// Keeps at most `max` points, the largest of each bucket.

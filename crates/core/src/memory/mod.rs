@@ -118,15 +118,11 @@ impl Prepared {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
-        let env = self.envelope.get_or_init(|| envelope::Envelope::build(&self.plan, &self.resolved.graph, self.opt));
-        let prefill = env.at(micro);
-        match &self.generation {
-            Some(gen) => {
-                let decode = gen.decode_at(micro);
-                if decode.0 > prefill.0 { decode } else { prefill }
-            }
-            None => prefill,
+        if let Some(gen) = &self.generation {
+            return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
+        let env = self.envelope.get_or_init(|| envelope::Envelope::build(&self.plan, &self.resolved.graph, self.opt));
+        env.at(micro)
     }
 
     fn micro(&self, batch: u64) -> u64 {
