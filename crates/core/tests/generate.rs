@@ -6,76 +6,9 @@
 //! `data/kvcache.jsonl` is the shared file's `memtracker_fake` records:
 //! `jq -c 'select(.method == "memtracker_fake")' kvcache.jsonl > tests/data/kvcache.jsonl`.
 
-use serde_json::Value;
-use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::{AttentionImpl, AutocastDevice, Device, Estimate, GenerateConfig, KvCacheKind, Mode, Precision, TrainConfig};
-
-struct Record {
-    label: String,
-    spec: ModelSpec,
-    config: TrainConfig,
-    peak: u64,
-    prefill: u64,
-    decode: u64,
-    kv_end: u64,
-}
-
-fn spec_of(r: &Value) -> ModelSpec {
-    let mut config = r["model_extra"]["hf_config"].as_object().expect("model_extra.hf_config").clone();
-    let arch = if config["model_type"] == "gpt2" { "GPT2LMHeadModel" } else { "LlamaForCausalLM" };
-    config.insert("architectures".into(), serde_json::json!([arch]));
-    vramcalc_core::import::hf::from_config(&config).unwrap()
-}
-
-fn records(text: &str) -> Vec<Record> {
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| {
-        let r: Value = serde_json::from_str(l).unwrap();
-        let g = &r["generation"];
-        let precision = match r["precision"].as_str().unwrap() {
-            "fp32" => Precision::Fp32,
-            "fp16" => Precision::Fp16,
-            "bf16" => Precision::Bf16,
-            p => panic!("precision {p}"),
-        };
-        let cache = KvCacheKind::parse(g["cache"].as_str().unwrap()).unwrap();
-        let generate = GenerateConfig {
-            prompt_len: g["prompt_len"].as_u64(),
-            new_tokens: g["new_tokens"].as_u64().unwrap(),
-            cache,
-            logits_to_keep: g["logits_to_keep"].as_u64().unwrap(),
-            kv_dtype: None,
-        };
-        let config = TrainConfig {
-            batch: r["batch"].as_u64().unwrap(),
-            precision,
-            autocast_device: AutocastDevice::Cpu,
-            device: Device::Cpu,
-            mode: Mode::Generate,
-            attention: if r["attn_impl"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
-            generate,
-            ..TrainConfig::default()
-        };
-        let label = format!(
-            "{} {} b{} {} P{} G{} {} ltk{}",
-            r["model"].as_str().unwrap(), r["precision"].as_str().unwrap(), config.batch, config.attention,
-            generate.prompt_len.unwrap(), generate.new_tokens, cache, generate.logits_to_keep
-        );
-        let phase = &r["phase_peak_bytes"];
-        Record {
-            label,
-            spec: spec_of(&r),
-            config,
-            peak: r["peak_bytes"].as_u64().unwrap(),
-            prefill: phase["prefill"].as_u64().unwrap(),
-            decode: phase["decode"].as_u64().unwrap(),
-            kv_end: r["kv_cache_bytes_end"].as_u64().unwrap(),
-        }
-    }).collect()
-}
-
-fn rel(est: u64, meas: u64) -> f64 {
-    (est as f64 - meas as f64) / meas as f64
-}
+mod common;
+use common::generate::{records, rel, Record};
+use vramcalc_core::Estimate;
 
 /// Checks every record; returns the median absolute error of the peak and prints a table.
 fn check(recs: &[Record], max_err: f64) -> f64 {

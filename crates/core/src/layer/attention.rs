@@ -147,7 +147,8 @@ impl MultiheadAttention {
         if let Some(step) = b.opts.generation {
             let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
-            a.locals.iter().for_each(|&l| b.hold(l));
+            // and the caller's `hidden_states`, the attention's input
+            a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
             return Ok((out, a.weights));
         }
         let mut weights = None;
