@@ -105,6 +105,11 @@ fn generate_refuses_what_it_cannot_run() {
     assert!(bad(GenerateConfig { new_tokens: 0, ..GenerateConfig::default() }).contains("--new-tokens"));
     assert!(bad(GenerateConfig { prompt_len: Some(0), ..GenerateConfig::default() }).contains("--prompt-len"));
     assert!(bad(GenerateConfig { logits_to_keep: 3, ..GenerateConfig::default() }).contains("--logits-to-keep"));
+    // GPT-2's 1,024 learned positions
+    let gpt2 = vramcalc_core::presets::build("gpt2").unwrap();
+    let long = GenerateConfig { prompt_len: Some(1000), new_tokens: 100, ..GenerateConfig::default() };
+    let c = TrainConfig { batch: 1, mode: Mode::Generate, generate: long, ..TrainConfig::default() };
+    assert!(estimate(&gpt2, &c).unwrap_err().to_string().contains("1024 learned positions"));
     let cnn = vramcalc_core::presets::build("resnet18").unwrap();
     let c = TrainConfig { batch: 1, mode: Mode::Generate, ..TrainConfig::default() };
     assert!(estimate(&cnn, &c).unwrap_err().to_string().contains("token model"));

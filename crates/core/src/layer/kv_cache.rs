@@ -104,7 +104,7 @@ pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: Valu
     let (keys, values) = (kv[0], kv[1]);
     match b.opts.attention {
         AttentionImpl::Sdpa => sdpa(b, step, geo, q, keys, values, attended),
-        AttentionImpl::Eager => eager(b, step, geo, q, keys, values, attended),
+        AttentionImpl::Eager => eager(b, geo, q, keys, values, attended),
     }
 }
 
@@ -267,7 +267,7 @@ fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v
     Attended { out, weights: None, locals: vec![q, k, v] }
 }
 
-fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> Attended {
+fn eager(b: &mut Builder, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> Attended {
     let ql = b.shape(q).0[1];
     let dt = b.dtype(q);
     let k = repeat(b, &geo, k);
@@ -300,7 +300,6 @@ fn eager(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, 
     };
     let out = b.op("bmm", &[probs, v], &[(Shape::new([geo.heads, ql, geo.v_head_dim]), dt)], &[], false, &[], GradRule::Alloc)[0];
     let out = b.op("clone", &[out], &[(Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]), dt)], &[], false, &[], GradRule::Alias)[0];
-    let _ = step;
     Attended { out, weights: Some(probs), locals }
 }
 

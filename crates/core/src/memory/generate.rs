@@ -79,8 +79,18 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if g.logits_to_keep > 1 {
         return Err(Error::Config(format!("--logits-to-keep is 1 or 0, got {}", g.logits_to_keep)));
     }
+    if c.framework != crate::config::Framework::PytorchEager {
+        return Err(Error::Config("generate mode simulates transformers' generate() in PyTorch: use --framework pytorch-eager".into()));
+    }
     let max_cache_len = prompt.checked_add(g.new_tokens - 1).filter(|&n| n < 1 << 40);
     let max_cache_len = max_cache_len.ok_or_else(|| Error::TooLarge(format!("{prompt} prompt + {} new tokens", g.new_tokens)))?;
+    // learned positions (GPT-2's `wpe`) end the sequence: transformers' index would be out of range
+    if let Some(n) = positions(spec).filter(|&n| n < max_cache_len) {
+        return Err(Error::Config(format!(
+            "the model has {n} learned positions; a {prompt}-token prompt and {} new tokens need {max_cache_len}",
+            g.new_tokens
+        )));
+    }
     Ok(Lengths { prompt, new_tokens: g.new_tokens, max_cache_len })
 }
 
@@ -338,6 +348,23 @@ fn downsample(points: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
     }
     let chunk = points.len().div_ceil(max);
     points.chunks(chunk).filter_map(|c| c.iter().copied().max_by_key(|p| p.1)).collect()
+}
+
+/// The fewest learned positions of the model's position embeddings (`None`: rotary or none).
+fn positions(spec: &ModelSpec) -> Option<u64> {
+    let found = std::cell::Cell::new(None::<u64>);
+    let pick = |l: &Layer| {
+        if let Layer::PositionalEmbedding(p) = l {
+            if !p.per_sample {
+                found.set(Some(found.get().map_or(p.num_embeddings, |n| n.min(p.num_embeddings))));
+            }
+        }
+        false
+    };
+    for l in &spec.layers {
+        l.any(&pick);
+    }
+    found.get()
 }
 
 /// The distinct sliding windows of the model's attention layers.
