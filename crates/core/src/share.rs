@@ -162,15 +162,16 @@ const GENERATE_KEYS: &[(&str, &str, Kind)] = &[
 ];
 
 fn generate_defaults() -> Map<String, Value> {
-    match serde_json::from_str::<Value>(GENERATE_DEFAULTS) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
+    frozen(GENERATE_DEFAULTS)
 }
 
 fn v1_defaults() -> Map<String, Value> {
-    // A constant literal above; the v1 tests pin that it parses.
-    match serde_json::from_str::<Value>(V1_CONFIG_DEFAULTS) {
+    frozen(V1_CONFIG_DEFAULTS)
+}
+
+/// One of the constant literals above (the link tests pin that they parse).
+fn frozen(json: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     }
