@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use vramcalc_core::memory::device::gpu;
 use vramcalc_core::units::parse_bytes;
 use vramcalc_core::{
-    AttentionImpl, AutocastDevice, ByteUnit, Device, Estimate, Framework, Mode, ModelSpec,
+    AttentionImpl, AutocastDevice, ByteUnit, Device, Estimate, Framework, GenerateConfig, KvCacheKind, KvDType, Mode, ModelSpec,
     OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };
 
@@ -148,9 +148,11 @@ pub struct Settings {
     /// Whose kernels are simulated (dropout masks, SDPA): cuda | cpu
     #[arg(long, default_value = "cuda")]
     pub device: String,
-    /// train | infer
+    /// train | infer | generate
     #[arg(long, default_value = "train")]
     pub mode: String,
+    #[command(flatten)]
+    pub generate: GenerateArgs,
     /// Activation checkpointing per block (transformer layers, ResNet stages).
     #[arg(long)]
     pub checkpointing: bool,
@@ -171,6 +173,45 @@ pub struct Settings {
     pub units: String,
     #[command(flatten)]
     pub finetune: crate::finetune_args::FineTuneArgs,
+}
+
+/// `--mode generate`: greedy `model.generate()` with a KV cache.
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// Prompt tokens per sequence (default: --seq-len or the model's sequence length).
+    #[arg(long)]
+    pub prompt_len: Option<u64>,
+    /// Tokens generated per sequence (the prefill gives the first).
+    #[arg(long, default_value_t = 256)]
+    pub new_tokens: u64,
+    /// dynamic | static | paged
+    #[arg(long, default_value = "dynamic")]
+    pub kv_cache: String,
+    /// 1 (generate()'s default: the prefill's logits for the last position only) | 0 (all positions)
+    #[arg(long, default_value_t = 1)]
+    pub logits_to_keep: u64,
+    /// The KV cache's element type: fp16 | bf16 | fp8 | int8 (default: the weights' dtype)
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
+}
+
+impl GenerateArgs {
+    fn config(&self) -> Result<GenerateConfig> {
+        let kv_dtype = match &self.kv_dtype {
+            Some(k) => Some(pick(k, "kv-dtype", KvDType::parse, KvDType::ALL, |v| v.name())?),
+            None => None,
+        };
+        if self.logits_to_keep > 1 {
+            bail!("--logits-to-keep {} is not one of 1, 0", self.logits_to_keep);
+        }
+        Ok(GenerateConfig {
+            prompt_len: self.prompt_len,
+            new_tokens: self.new_tokens,
+            cache: pick(&self.kv_cache, "kv-cache", KvCacheKind::parse, KvCacheKind::ALL, |v| v.name())?,
+            logits_to_keep: self.logits_to_keep,
+            kv_dtype,
+        })
+    }
 }
 
 fn pick<T>(
@@ -242,6 +283,7 @@ impl Settings {
                 |v| v.name(),
             )?,
             finetune: self.finetune.setup()?,
+            generate: self.generate.config()?,
         })
     }
 

@@ -42,7 +42,8 @@ fn run() -> Result<ExitCode> {
             let est = model.estimate(&spec, &settings)?;
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
             let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
-            table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, settings.unit(), json)
+            let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
+            table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
         }
         args::Command::MaxBatch {
             model,

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use vramcalc_core::memory::Prepared;
 use vramcalc_core::units::{format_bytes, thousands, ByteUnit};
 use vramcalc_core::whatif::finetune::FineTuneWhatIf;
+use vramcalc_core::memory::generate::GenerationReport;
 use vramcalc_core::whatif::WhatIf;
+use vramcalc_core::whatif_gen::GenWhatIf;
 use vramcalc_core::{Estimate, ModelSpec, TrainConfig, GPUS};
 
 pub fn presets(as_json: bool) -> Result<String> {
@@ -123,7 +125,7 @@ pub fn show(spec: &ModelSpec, est: &Estimate, as_json: bool) -> Result<String> {
     Ok(o)
 }
 
-pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, tuning: &[FineTuneWhatIf], unit: ByteUnit, as_json: bool) -> Result<String> {
+pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, tuning: &[FineTuneWhatIf], gen_what_ifs: &[GenWhatIf], unit: ByteUnit, as_json: bool) -> Result<String> {
     let mut o = String::new();
     if as_json {
         let mut v = serde_json::to_value(est)?;
@@ -135,6 +137,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
                     for t in tuning {
                         list.push(serde_json::to_value(t)?);
                     }
+                    list.extend(gen_what_ifs.iter().filter_map(|g| serde_json::to_value(g).ok()));
                 }
                 o.insert("what_ifs".into(), list);
             }
@@ -199,6 +202,12 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
             }
         }
     }
+    if est.breakdown.kv_cache > 0 {
+        writeln!(o, "  {:<15}{:>12}", "kv cache", f(est.breakdown.kv_cache))?;
+    }
+    if let Some(g) = &est.generation {
+        generation(&mut o, est, g, unit)?;
+    }
     writeln!(o, 
         "device total  ≈ {:>12}   (reserved {} + CUDA context {} + cuBLAS workspace {}; approximate)",
         f(est.device_total_bytes),
@@ -212,21 +221,49 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
         f(est.rule_of_thumb_bytes)
     )?;
     if let Some(items) = what_ifs {
-        let rows: Vec<(&str, u64)> = items.iter().map(|w| (w.trick.describe(), w.peak)).chain(tuning.iter().map(|w| (w.trick.describe(), w.peak))).collect();
+        let rows = items.iter().map(|w| (w.trick.describe(), w.peak)).chain(tuning.iter().map(|w| (w.trick.describe(), w.peak)));
+        let rows: Vec<(&str, u64)> = rows.chain(gen_what_ifs.iter().map(|w| (w.trick.describe(), w.peak))).collect();
         what_if_table(&mut o, &rows, est.peak_bytes, unit)?;
     }
     Ok(o)
 }
 
-/// Each trick's peak against `base`, the current peak.
-fn what_if_table(o: &mut String, items: &[(&str, u64)], base: u64, unit: ByteUnit) -> Result<()> {
+/// The prefill and decode peaks, the KV cache and a few points of memory over the decode steps.
+fn generation(o: &mut String, est: &Estimate, g: &GenerationReport, unit: ByteUnit) -> Result<()> {
+    let f = |b: u64| format_bytes(b, unit);
+    let c = &est.config.generate;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "generate: prompt {} + {} new tokens, {} KV cache{}, logits_to_keep {}",
+        g.prompt_len,
+        g.new_tokens,
+        c.cache,
+        c.kv_dtype.map(|d| format!(" ({d})")).unwrap_or_default(),
+        c.logits_to_keep
+    )?;
+    writeln!(o, "  prefill peak   {:>12}", f(g.prefill_peak_bytes))?;
+    if g.new_tokens > 1 {
+        writeln!(o, "  decode peak    {:>12}   (the last step)", f(g.decode_peak_bytes))?;
+    }
+    writeln!(o, "  KV cache       {:>12}   at the end ({} after the prefill)", f(g.kv_cache_bytes), f(g.kv_cache_bytes_after_prefill))?;
+    if g.decode_series.len() > 1 {
+        let picks = [0, g.decode_series.len() / 4, g.decode_series.len() / 2, 3 * g.decode_series.len() / 4, g.decode_series.len() - 1];
+        let points: Vec<String> = picks.iter().map(|&i| g.decode_series[i]).map(|(t, b)| format!("step {t}: {}", f(b))).collect();
+        writeln!(o, "  decode steps   {}", points.join(", "))?;
+    }
+    Ok(())
+}
+
+/// Each trick's peak (`(what the trick does, its peak)`) against `base`, the current peak.
+fn what_if_table(o: &mut String, rows: &[(&str, u64)], base: u64, unit: ByteUnit) -> Result<()> {
     let f = |b: u64| format_bytes(b, unit);
     writeln!(o)?;
     writeln!(o, "what if (each trick alone)")?;
-    if items.is_empty() {
+    if rows.is_empty() {
         writeln!(o, "  no trick applies to this setup")?;
     }
-    for &(label, peak) in items {
+    for &(describe, peak) in rows {
         let effect = match peak.cmp(&base) {
             std::cmp::Ordering::Less => {
                 let saved = base - peak;
@@ -235,7 +272,7 @@ fn what_if_table(o: &mut String, items: &[(&str, u64)], base: u64, unit: ByteUni
             std::cmp::Ordering::Greater => format!("adds {}", f(peak - base)),
             std::cmp::Ordering::Equal => "no change".to_string(),
         };
-        writeln!(o, "  {label:<38}{:>12}   {effect}", f(peak))?;
+        writeln!(o, "  {describe:<38}{:>12}   {effect}", f(peak))?;
     }
     Ok(())
 }

@@ -38,6 +38,12 @@ fn stack(n: usize) -> ModelSpec {
     serde_json::from_value(serde_json::json!({"input": {"shape": [256]}, "layers": layers})).unwrap()
 }
 
+/// `meta-llama/Meta-Llama-3-70B`'s `config.json` (the fields the importer reads).
+const LLAMA3_70B: &str = r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+    "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "vocab_size": 128256, "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+    "tie_word_embeddings": false, "hidden_act": "silu"}"#;
+
 fn main() {
     let bert = presets::build("bert-large").unwrap();
     let cfg = TrainConfig { batch: 8, seq_len: Some(512), ..TrainConfig::default() };
@@ -68,6 +74,16 @@ fn main() {
         black_box(vramcalc_core::estimate(&deepseek, &cfg).unwrap());
     });
     report("DeepSeek-V3 batch 1 seq 4096 estimate", d, Some(Duration::from_millis(5)));
+
+    // Issue 14's bar: Llama-3-70B (80 layers, GQA 64/8) generating 4,096 tokens after a
+    // 1,024-token prompt, bf16, dynamic cache: prefill, decode peak and the 4,095-step series
+    let llama70b = vramcalc_core::import::hf::from_config_json(LLAMA3_70B).unwrap();
+    let generate = vramcalc_core::GenerateConfig { prompt_len: Some(1024), new_tokens: 4096, ..Default::default() };
+    let cfg = TrainConfig { batch: 1, precision: vramcalc_core::Precision::Bf16, mode: vramcalc_core::Mode::Generate, generate, ..TrainConfig::default() };
+    let d = median_time(|| {
+        black_box(vramcalc_core::estimate(&llama70b, &cfg).unwrap());
+    });
+    report("Llama-3-70B generate 1,024 + 4,096 tokens", d, Some(Duration::from_millis(5)));
 
     let big = stack(10_000);
     let d = median_time(|| {

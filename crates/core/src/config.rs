@@ -1,5 +1,6 @@
 //! The training setup an estimate is made for.
 
+use crate::generation::GenerateConfig;
 use serde::{Deserialize, Serialize};
 
 /// Numeric precision of the training step.
@@ -78,6 +79,9 @@ pub enum Mode {
     Train,
     /// `model.eval()` + `torch.no_grad()` forward.
     Infer,
+    /// Greedy `model.generate()`: the prefill forward, then one decode forward per new token
+    /// against a KV cache (settings in [`TrainConfig::generate`]).
+    Generate,
 }
 
 /// Attention kernel: eager materialises B×H×S×S scores; SDPA (flash / memory-efficient) does not.
@@ -126,6 +130,9 @@ pub struct TrainConfig {
     /// Fine-tuning: frozen parts, LoRA adapters, a quantised base (`finetune/`).
     #[serde(skip_serializing_if = "crate::finetune::FineTune::is_default")]
     pub finetune: crate::finetune::FineTune,
+    /// Prompt, new tokens and KV cache of `Mode::Generate` (ignored by the other modes).
+    #[serde(skip_serializing_if = "GenerateConfig::is_default")]
+    pub generate: GenerateConfig,
 }
 
 impl Serialize for TrainConfig {
@@ -159,6 +166,7 @@ impl Default for TrainConfig {
             inplace_relu: None,
             framework: Framework::PytorchEager,
             finetune: crate::finetune::FineTune::default(),
+            generate: GenerateConfig::default(),
         }
     }
 }
@@ -192,6 +200,6 @@ names!(OptimizerKind {
     Adam8bit = "adam8bit", PagedAdamw8bit = "paged-adamw8bit",
 });
 names!(OptimizerImpl { Forloop = "forloop", Foreach = "foreach", Fused = "fused" });
-names!(Mode { Train = "train", Infer = "infer" });
+names!(Mode { Train = "train", Infer = "infer", Generate = "generate" });
 names!(AttentionImpl { Eager = "eager", Sdpa = "sdpa" });
 names!(Framework { PytorchEager = "pytorch-eager", Candle = "candle" });

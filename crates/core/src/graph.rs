@@ -41,6 +41,20 @@ pub enum StorageClass {
     Activation,
     /// A half-precision copy of a parameter made by autocast; cached until the forward ends.
     ParamCast,
+    /// KV cache memory allocated by this forward that outlives it (`layer/kv_cache.rs`).
+    KvNew,
+    /// KV cache memory that exists before this forward and outlives it (a static cache).
+    KvResident,
+    /// A cache tensor of an earlier forward that this one replaces (a dynamic cache's old K or
+    /// V): it exists at the start and dies after its last reader (the `cat`).
+    KvPast,
+}
+
+impl StorageClass {
+    /// Held by the KV cache (the breakdown's `kv_cache`).
+    pub fn is_kv(self) -> bool {
+        matches!(self, StorageClass::KvNew | StorageClass::KvResident | StorageClass::KvPast)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -15,6 +15,7 @@
 //! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
+//! | `generation`, `whatif_gen` | `--mode generate`: its settings and its what-ifs (the simulation: `memory/generate`, `layer/kv_cache`) |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
 //!
@@ -25,6 +26,7 @@
 pub mod config;
 pub mod error;
 pub mod finetune;
+pub mod generation;
 pub mod graph;
 pub mod import;
 pub mod layer;
@@ -38,8 +40,10 @@ pub mod share;
 pub mod spec;
 pub mod units;
 pub mod whatif;
+pub mod whatif_gen;
 
 pub use error::{Error, Result};
+pub use generation::{GenerateConfig, KvCacheKind, KvDType};
 pub use config::{
     AttentionImpl, AutocastDevice, Device, Framework, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig,
 };

@@ -25,6 +25,8 @@ pub struct LowerOptions {
     pub framework: Framework,
     /// Which parameters train, LoRA adapters, the base's storage format.
     pub finetune: FineTune,
+    /// One forward of `generate()` against a KV cache (`layer/kv_cache.rs`); `None` otherwise.
+    pub generation: Option<crate::generation::GenStep>,
 }
 
 impl Default for LowerOptions {
@@ -39,6 +41,7 @@ impl Default for LowerOptions {
             inplace_relu: None,
             framework: Framework::PytorchEager,
             finetune: FineTune::default(),
+            generation: None,
         }
     }
 }

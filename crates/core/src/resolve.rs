@@ -84,7 +84,21 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         && head == Some(spec.layers.len() - 1))
         .then_some(spec.layers.len() - 1);
     let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None };
-    let out = r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?;
+    let out = match lm_head_keeps(spec, opts) {
+        // `generate()`'s `logits_to_keep`: the LM head reads `hidden_states[:, -k:, :]`, a view
+        // (`modeling_utils.slice_logits_to_keep`)
+        Some(keep) => {
+            let (head, body) = spec.layers.split_last().expect("layers checked non-empty above");
+            let h = r.sequence(body, x, &LayerPath::default(), Slot::Layers, None, 0)?;
+            let s = r.b.shape(h).clone();
+            let h = match s.0.first() {
+                Some(&n) if s.rank() == 2 && n > keep => r.b.view(h, Shape::new([keep, s.last()])),
+                _ => h,
+            };
+            r.layer(head, h, &LayerPath::default().child_in_repetition(Slot::Layers, None, body.len()), 0)?
+        }
+        None => r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?,
+    };
     let loss = match (opts.training, r.fused_loss) {
         (true, Some(loss)) => loss,
         (true, None) => r.loss(spec.loss, out, x)?,
@@ -93,6 +107,12 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     let mut graph = r.b.g;
     graph.output = loss;
     Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
+}
+
+/// Positions the final `linear` (the LM head) computes in a generation forward, when limited.
+fn lm_head_keeps(spec: &ModelSpec, opts: LowerOptions) -> Option<u64> {
+    let keep = opts.generation?.logits_to_keep;
+    (keep > 0 && matches!(spec.layers.last(), Some(Layer::Linear(_)))).then_some(keep)
 }
 
 struct Resolver {

@@ -18,6 +18,7 @@
 //! | `p` | preset id ([`ModelSource::Preset`]) | — (one of `p`/`s` is required) |
 //! | `s` | custom spec ([`ModelSource::Spec`]): base64url (no padding) of one codec byte + the spec's compact JSON, codec `0` = as is, `1` = raw DEFLATE (RFC 1951) | — |
 //! | `b` `sl` `o` `oi` `pr` `ad` `dv` `m` `ck` `ga` `at` `ir` `fw` | [`TrainConfig`] `batch`, `seq_len`, `optimizer`, `optimizer_impl`, `precision`, `autocast_device`, `device`, `mode`, `checkpointing` (`1`/`0`), `grad_accum`, `attention`, `inplace_relu` (`1`/`0`), `framework`; values are the serde names (`adamw`, `amp-fp16`, …) | [`V1_CONFIG_DEFAULTS`] |
+//! | `gp` `gn` `gc` `gl` `gk` | `TrainConfig::generate` (`--mode generate`): `prompt_len`, `new_tokens`, `cache`, `logits_to_keep`, `kv_dtype` | [`GENERATE_DEFAULTS`] |
 //! | any other key | a `TrainConfig` field by its serde name (fields added after v1; ignored when unknown) | — |
 //! | `g` | GPU id (`a100-80gb`) | none |
 //! | `k` | custom capacity in bytes | none |
@@ -148,9 +149,29 @@ const V1_CONFIG_KEYS: &[(&str, &str, Kind)] = &[
     ("fw", "framework", Kind::Text),
 ];
 
+/// `GenerateConfig::default()` when its keys were added, frozen: omitted `g*` fields mean these.
+pub const GENERATE_DEFAULTS: &str = r#"{"new_tokens":256,"cache":"dynamic","logits_to_keep":1}"#;
+
+/// Short keys of `TrainConfig::generate`'s fields, frozen.
+const GENERATE_KEYS: &[(&str, &str, Kind)] = &[
+    ("gp", "prompt_len", Kind::Int),
+    ("gn", "new_tokens", Kind::Int),
+    ("gc", "cache", Kind::Text),
+    ("gl", "logits_to_keep", Kind::Int),
+    ("gk", "kv_dtype", Kind::Text),
+];
+
+fn generate_defaults() -> Map<String, Value> {
+    frozen(GENERATE_DEFAULTS)
+}
+
 fn v1_defaults() -> Map<String, Value> {
-    // A constant literal above; the v1 tests pin that it parses.
-    match serde_json::from_str::<Value>(V1_CONFIG_DEFAULTS) {
+    frozen(V1_CONFIG_DEFAULTS)
+}
+
+/// One of the constant literals above (the link tests pin that they parse).
+fn frozen(json: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
     }
@@ -187,6 +208,18 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
     if let Ok(Value::Object(cfg)) = serde_json::to_value(state.config) {
         for (name, value) in &cfg {
             if value.is_null() || defaults.get(name) == Some(value) {
+                continue;
+            }
+            if let (Value::Object(g), "generate") = (value, name.as_str()) {
+                let frozen = generate_defaults();
+                for &(short, sub, _) in GENERATE_KEYS {
+                    match g.get(sub) {
+                        Some(v) if !v.is_null() && frozen.get(sub) != Some(v) => {
+                            fields.push((short.to_string(), v.as_str().map_or_else(|| v.to_string(), escape)))
+                        }
+                        _ => {}
+                    }
+                }
                 continue;
             }
             let short = V1_CONFIG_KEYS.iter().find(|k| k.1 == name).map_or(name.as_str(), |k| k.0);
@@ -311,6 +344,14 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                 }
             }
             "l" => state.lang = text,
+            _ if GENERATE_KEYS.iter().any(|k| k.0 == key) => {
+                let &(_, sub, kind) = GENERATE_KEYS.iter().find(|k| k.0 == key).unwrap_or(&GENERATE_KEYS[0]);
+                let value = typed(key, &text, kind)?;
+                let g = config.entry("generate").or_insert_with(|| Value::Object(generate_defaults()));
+                if let Value::Object(g) = g {
+                    g.insert(sub.to_string(), value);
+                }
+            }
             _ => {
                 let (name, value) = match V1_CONFIG_KEYS.iter().find(|k| k.0 == key) {
                     Some(&(_, name, kind)) => (name, typed(key, &text, kind)?),

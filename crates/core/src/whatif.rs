@@ -78,7 +78,8 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
             n.grad_accum = c.grad_accum.min(n.batch).max(1);
         }
         Trick::Amp => {
-            if c.precision != Precision::Fp32 {
+            // generation runs on the weights' dtype (`whatif_gen` has its own tricks)
+            if c.precision != Precision::Fp32 || c.mode == Mode::Generate {
                 return None;
             }
             n.precision = Precision::AmpFp16;
@@ -109,6 +110,9 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
             n.optimizer = OptimizerKind::SgdMomentum;
         }
         Trick::ShorterSeq => {
+            if c.mode == Mode::Generate {
+                return None;
+            }
             let s = spec.seq_len(c.seq_len)?;
             if s < 2 {
                 return None;

@@ -125,11 +125,29 @@ fn saved(name: &str) -> ShareState {
                 ..Default::default()
             }
         }
+        "gpt2-generate" => ShareState {
+            model: ModelSource::Preset { id: "gpt2".into() },
+            config: TrainConfig {
+                batch: 4,
+                precision: Precision::Fp16,
+                mode: vramcalc_core::Mode::Generate,
+                generate: vramcalc_core::GenerateConfig {
+                    prompt_len: Some(512),
+                    new_tokens: 128,
+                    cache: vramcalc_core::KvCacheKind::Paged,
+                    logits_to_keep: 0,
+                    kv_dtype: Some(vramcalc_core::KvDType::Fp8),
+                },
+                ..Default::default()
+            },
+            gpu: Some("h100-80gb".into()),
+            ..Default::default()
+        },
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited"];
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]
@@ -141,7 +159,7 @@ fn saved_links_still_decode() {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split_once(' ').unwrap())
         .collect();
-    assert_eq!(links.len(), 4);
+    assert_eq!(links.len(), SAVED.len());
     for (name, link) in links {
         let want = saved(name);
         assert_eq!(decode(link).unwrap_or_else(|e| panic!("{name}: {e}")), want, "{name}");
@@ -170,7 +188,7 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (2, 2));
+    assert_eq!(checked, (3, 2));
     // a preset link's other errors are the full decoder's
     for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");

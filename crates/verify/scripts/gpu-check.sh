@@ -17,6 +17,10 @@
 #   QUICK=1           one small run per model (checks the script itself)
 #   QLORA=0           skip the QLoRA / quantised-base runs (scripts/qlora_check.py; they need torch,
 #                     transformers, peft and bitsandbytes with CUDA, and run where those import)
+#   GENERATE=1        also check `vramcalc estimate --mode generate` against greedy generate()
+#                     measured on the GPU (`measure_llm.py --device cuda`, torch + transformers
+#                     5.24 needed): the cases below are what CPU records cannot confirm
+#   GENERATE_ONLY=1   only that check (no candle build, no nvcc needed)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 ROOT=$PWD
@@ -52,6 +56,66 @@ if [[ -n "${CUDA_HOME:-}" ]]; then
   export PATH=$CUDA_HOME/bin:$PATH
   export LD_LIBRARY_PATH=$CUDA_HOME/lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}
 fi
+# --mode generate on the GPU. What the CPU records (MemTracker under FakeTensorMode) cannot show
+# and a GPU run must confirm: CUDA's SDPA kernels with a KV cache (flash in prefill, the masked
+# decode of a static cache), the fused fp16 softmax of eager attention, the DynamicCache `cat`
+# transient under the caching allocator, all-position logits, and the cuBLAS workspace that
+# `max_memory_allocated` includes (the estimate shows it in the device total, not the peak).
+generate_check() {
+  local ref=$REFERENCE/llm
+  [[ -f "$ref/measure_llm.py" ]] || { echo "gpu-check: $ref/measure_llm.py not found (REFERENCE)" >&2; return 2; }
+  python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null \
+    || { echo "gpu-check: generate needs torch with CUDA and transformers" >&2; return 2; }
+  cargo build --release -p vramcalc-cli >&2 || return 2
+  local configs=$ROOT/target/gpu-generate.configs.json out=$ROOT/target/gpu-generate.jsonl
+  python3 - "$configs" <<'PY'
+import json, sys
+llama, gpt2 = "llama-h1024-l4", "gpt2-l4"
+def c(model, dtype, batch, attn, P, G, cache, ltk=1):
+    return {"family": "kvcache", "model": model, "weights_dtype": dtype, "batch": batch, "attn_impl": attn,
+            "generation": {"prompt_len": P, "new_tokens": G, "cache": cache, "logits_to_keep": ltk}}
+json.dump([
+    c(llama, "bf16", 8, "sdpa", 1024, 64, "dynamic"),   # flash prefill, cat transient per decode step
+    c(llama, "bf16", 8, "sdpa", 1024, 64, "static"),    # masked decode over max_cache_len (mem-efficient)
+    c(llama, "bf16", 8, "eager", 1024, 16, "dynamic"),  # fp32 softmax copy of bf16 scores
+    c(llama, "fp16", 1, "eager", 1024, 16, "dynamic"),  # CUDA fp16: softmax reads half directly
+    c(llama, "bf16", 8, "sdpa", 1024, 16, "dynamic", 0),  # all-position logits
+    c(gpt2, "fp32", 8, "sdpa", 1024, 16, "dynamic"),    # fp32: memory-efficient kernel, gelu_new chain
+    c(gpt2, "fp16", 8, "sdpa", 128, 64, "static"),
+], open(sys.argv[1], "w"))
+PY
+  : > "$out"
+  (cd "$ref" && python3 measure_llm.py --configs-json "$configs" --device cuda --out "$out") >&2 || return 2
+  echo
+  echo "--mode generate on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); bytes as max_memory_allocated (peak) and per phase; MiB."
+  echo
+  echo "| record | measured peak | estimated | diff | prefill meas / est | decode meas / est | KV end meas / est |"
+  echo "|---|---|---|---|---|---|---|"
+  python3 - "$out" "$ROOT/target/release/vramcalc" <<'PY'
+import json, subprocess, sys, tempfile
+mib = lambda b: f"{b / 2**20:,.1f}"
+for line in open(sys.argv[1]):
+    r = json.loads(line); g = r["generation"]; hf = dict(r["model_extra"]["hf_config"])
+    hf["architectures"] = ["GPT2LMHeadModel" if hf["model_type"] == "gpt2" else "LlamaForCausalLM"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(hf, f)
+    e = json.loads(subprocess.check_output([sys.argv[2], "estimate", "--hf-config", f.name, "--mode", "generate",
+        "--batch", str(r["batch"]), "--precision", r["precision"], "--attention", r["attn_impl"], "--device", "cuda",
+        "--prompt-len", str(g["prompt_len"]), "--new-tokens", str(g["new_tokens"]), "--kv-cache", g["cache"],
+        "--logits-to-keep", str(g["logits_to_keep"]), "--json"]))
+    ph = r.get("phase_peak_bytes", {})
+    diff = (e["peak_bytes"] - r["peak_bytes"]) / r["peak_bytes"] * 100
+    print(f"| {r['model']} {r['precision']} b{r['batch']} {r['attn_impl']} P{g['prompt_len']} G{g['new_tokens']} {g['cache']} ltk{g['logits_to_keep']} "
+          f"| {mib(r['peak_bytes'])} | {mib(e['peak_bytes'])} | {diff:+.2f} % "
+          f"| {mib(ph.get('prefill', 0))} / {mib(e['prefill_peak_bytes'])} | {mib(ph.get('decode', 0))} / {mib(e['decode_peak_bytes'])} "
+          f"| {mib(r.get('kv_cache_bytes_end', 0))} / {mib(e['kv_cache_bytes'])} |")
+PY
+}
+if [[ "${GENERATE_ONLY:-0}" == 1 ]]; then
+  generate_check
+  exit $?
+fi
+
 command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found: set CUDA_HOME or NVCC_FROM_PIP=1" >&2; exit 2; }
 echo "nvcc: $(nvcc --version | tail -2 | head -1); kernels for sm_$CUDA_COMPUTE_CAP" >&2
 
@@ -128,3 +192,6 @@ echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "every run: $RESULTS" >&2
+if [[ "${GENERATE:-0}" == 1 ]]; then
+  generate_check
+fi

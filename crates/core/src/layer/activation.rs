@@ -54,10 +54,11 @@ pub fn add(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     b.op("add", &ins, &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
 }
 
-/// The larger of two broadcastable shapes (the batched one wins).
+/// The larger of two broadcastable shapes; of two as large, the one of higher rank (a `[D]`
+/// weight times a one-token `[1, D]` input is `[1, D]`).
 fn broadcast(b: &Builder, x: ValueId, y: ValueId) -> crate::units::Shape {
     let (sx, sy) = (b.shape(x), b.shape(y));
-    if sx.numel() >= sy.numel() {
+    if (sx.numel(), sx.rank()) >= (sy.numel(), sy.rank()) {
         sx.clone()
     } else {
         sy.clone()
@@ -139,15 +140,16 @@ impl Gelu {
     }
 }
 
-/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, op by op.
+/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, op by op, in Python's order
+/// (`0.5 * input` first, alive while the rest is computed: transformers `NewGELUActivation`).
 fn gelu_new(b: &mut Builder, x: ValueId) -> ValueId {
+    let half_x = unary(b, "mul_scalar", x, Saves::Nothing);
     let cube = unary(b, "pow", x, Saves::Input);
     let scaled = unary(b, "mul_scalar", cube, Saves::Nothing);
     let inner = add(b, x, scaled);
     let inner = unary(b, "mul_scalar", inner, Saves::Nothing);
     let th = unary(b, "tanh", inner, Saves::Output);
     let one_plus = unary(b, "add_scalar", th, Saves::Nothing);
-    let half_x = unary(b, "mul_scalar", x, Saves::Nothing);
     mul(b, half_x, one_plus)
 }
 

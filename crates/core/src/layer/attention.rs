@@ -159,6 +159,13 @@ impl MultiheadAttention {
             q = rotary(b, q, rd);
             k = rotary(b, k, rd);
         }
+        if let Some(step) = b.opts.generation {
+            let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
+            let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
+            // and the caller's `hidden_states`, the attention's input
+            a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
+            return Ok((out, a.weights));
+        }
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
@@ -316,7 +323,17 @@ fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
 /// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
 fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
     let dt = b.float_dtype();
-    let table_op = |b: &mut Builder, name| b.per_forward(name, &table, |b| b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0]);
+    // `generate()` passes `position_ids` of shape `[b, S]`: one table per sample
+    let per_sample = b.opts.generation.is_some();
+    let table_op = |b: &mut Builder, name| {
+        b.per_forward(name, &table, |b| {
+            let t = b.op(name, &[], &[(table.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+            if per_sample {
+                b.set_batched(t);
+            }
+            t
+        })
+    };
     (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
 }
 
@@ -570,6 +587,8 @@ impl TransformerLayer {
             b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
         };
+        // `hidden_states = self.mlp(hidden_states)`: the caller's local keeps the MLP's input
+        b.hold(x);
         Ok((dropout(b, m, self.dropout), act))
     }
 }

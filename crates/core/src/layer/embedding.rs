@@ -88,7 +88,12 @@ impl PositionalEmbedding {
             b.op("embedding", &[w, x], &[(Shape::new([s[0], s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0]
         } else {
             let ids = b.op("arange", &[], &[(Shape::new([s[0]]), DType::I64)], &[], false, &[], GradRule::Alloc)[0];
-            b.op("embedding", &[w, ids], &[(Shape::new([s[0], s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0]
+            let e = b.op("embedding", &[w, ids], &[(Shape::new([s[0], s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0];
+            // `generate()` passes `position_ids` of shape `[b, S]`: one lookup per sample
+            if b.opts.generation.is_some() {
+                b.set_batched(e);
+            }
+            e
         };
         Ok(if self.inplace && b.value(x).requires_grad == b.value(emb).requires_grad {
             b.inplace("add_", x, Some(emb), false, GradRule::Alias)

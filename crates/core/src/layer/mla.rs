@@ -21,7 +21,8 @@
 //! against `2·H·(n+r)`-ish for plain multi-head attention), which is what DeepSeek's own inference
 //! code and serving engines keep. transformers 5.24's eager `DeepseekV3Attention`, however, calls
 //! `past_key_values.update(key_states, value_states)` with the decompressed keys (`H·(n+r)`) and
-//! values (`H·v`): a generation estimate must say which of the two it models.
+//! values (`H·v`). `--mode generate` models the latent (`layer/kv_cache.rs`, `latent`): the
+//! prefill attends as below, a decode step in the latent space (`latent_decode`).
 
 use super::activation::{add, dropout, softmax, unary, Saves};
 use super::linear::Linear;
@@ -109,6 +110,15 @@ impl MultiHeadLatentAttention {
         let k_latent = b.view(ckv, Shape::new([seq, self.kv_lora_rank]));
         let kv = norm(self.kv_lora_rank).lower(b, k_latent)?;
         let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(b, kv)?;
+        if let Some(step) = b.opts.generation {
+            // generation caches the latent (`layer/kv_cache.rs`, `latent`); a decode step attends
+            // in the latent space, the prefill as below
+            let (latent, attended) = super::kv_cache::latent(b, step, ckv, self.kv_lora_rank, rope);
+            if !step.is_prefill() {
+                let out = super::kv_cache::latent_decode(b, h, self.kv_lora_rank, v, q, latent, attended);
+                return lin(h.saturating_mul(v), d, self.bias).lower(b, out);
+            }
+        }
         let q_rot = self.rotary(b, q, Shape::new([h, seq, rope]));
         // k_rot: one head, `expand`ed to all heads by the `cat` (a view)
         let k_rot = self.rotary(b, ckv, Shape::new([1, seq, rope]));

@@ -44,12 +44,18 @@ impl Envelope {
             return (0, DeviceTotal::new(0, 0));
         };
         let peak = best.line.at(batch);
-        let tensors: u64 = best.live.iter().map(|l| l.at(batch)).fold(0, u64::saturating_add);
-        let other = peak.saturating_sub(tensors);
-        let rounded: u64 = best.live.iter().map(|l| round512(l.at(batch))).fold(other, u64::saturating_add);
-        let reserved: u64 = best.live.iter().map(|l| round_reserved(l.at(batch))).fold(other, u64::saturating_add);
-        (peak, DeviceTotal::new(rounded, reserved))
+        (peak, device_total(peak, &best.live, batch))
     }
+}
+
+/// The device total of a `peak` at which the tensors `live` exist: each rounded as the caching
+/// allocator rounds it; the rest of the peak (optimizer state, workspaces) as it is.
+pub(crate) fn device_total(peak: u64, live: &[Lin], batch: u64) -> DeviceTotal {
+    let tensors: u64 = live.iter().map(|l| l.at(batch)).fold(0, u64::saturating_add);
+    let other = peak.saturating_sub(tensors);
+    let rounded: u64 = live.iter().map(|l| round512(l.at(batch))).fold(other, u64::saturating_add);
+    let reserved: u64 = live.iter().map(|l| round_reserved(l.at(batch))).fold(other, u64::saturating_add);
+    DeviceTotal::new(rounded, reserved)
 }
 
 /// Indices of the lines that are the maximum somewhere on `batch ≥ 1`, in increasing slope.

@@ -49,6 +49,9 @@ pub struct Estimate {
     pub layers: Vec<LayerReport>,
     /// Memory after each op, forward then backward then the optimizer step (≤ 600 points).
     pub timeline: Vec<TimelinePoint>,
+    /// `--mode generate`: prefill and decode peaks, the KV cache, memory over the decode steps.
+    #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+    pub generation: Option<super::generate::GenerationReport>,
 }
 
 /// The per-layer table: each layer's saved bytes (`saved_by_op`, indexed by op); a block reports

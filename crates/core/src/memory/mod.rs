@@ -7,6 +7,7 @@ pub mod candle;
 pub mod device;
 pub mod envelope;
 mod estimate;
+pub mod generate;
 pub mod optimizer;
 mod rule_of_thumb;
 pub mod simulate;
@@ -38,6 +39,8 @@ pub struct Prepared {
     candle: Option<candle::CandlePlan>,
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
+    /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
+    generation: Option<Box<generate::GenPlan>>,
 }
 
 impl Prepared {
@@ -55,8 +58,16 @@ impl Prepared {
             inplace_relu: config.inplace_relu,
             framework: config.framework,
             finetune: config.finetune,
+            generation: None,
         };
-        let resolved = resolve(spec, config.seq_len, opts)?;
+        let (resolved, plan, generation) = match config.mode {
+            Mode::Generate => {
+                let gen = generate::GenPlan::new(spec, config, opts)?;
+                let prefill = generate::stage(spec, config, opts, &gen.lengths, 0)?;
+                (prefill.resolved, Some(prefill.plan), Some(Box::new(gen)))
+            }
+            _ => (resolve(spec, config.seq_len, opts)?, None, None),
+        };
         let g = &resolved.graph;
         // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
         let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
@@ -66,7 +77,7 @@ impl Prepared {
         } else {
             OptimizerCost::default()
         };
-        let plan = Plan::new(g, training).with_accumulation(config.grad_accum > 1);
+        let plan = plan.unwrap_or_else(|| Plan::new(g, training).with_accumulation(config.grad_accum > 1));
         #[cfg(feature = "candle")]
         let (candle, opt) = {
             let candle = match config.framework {
@@ -90,6 +101,7 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
+            generation,
         };
         prepared.check_batch(config.batch)?;
         Ok(prepared)
@@ -108,6 +120,9 @@ impl Prepared {
         if let Some(c) = &self.candle {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
+        }
+        if let Some(gen) = &self.generation {
+            return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
         let env = self.envelope.get_or_init(|| envelope::Envelope::build(&self.plan, &self.resolved.graph, self.opt));
         env.at(micro)
@@ -152,14 +167,25 @@ impl Prepared {
     }
 
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
-        let r = self.step(cfg.batch, true);
-        let g = &self.resolved.graph;
+        let mut r = self.step(cfg.batch, true);
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
+        // generation: the peak may be in the last decode step, a graph of its own
+        let (mut prefix, mut at) = ("", &self.resolved);
+        let generation = self.generation.as_ref().map(|gen| {
+            let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
+            prefix = "prefill: ";
+            if let (Some(d), Some(last)) = (decode.filter(|d| d.peak > r.peak), &gen.last) {
+                r = d;
+                (prefix, at) = ("last decode step: ", &last.resolved);
+            }
+            report
+        });
+        let g = &self.resolved.graph;
         let peak_at = match r.peak_op {
             Some(i) => {
-                let op = &g.ops[i as usize];
-                let l = &self.resolved.layers[op.layer as usize];
-                format!("{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
+                let op = &at.graph.ops[i as usize];
+                let l = &at.layers[op.layer as usize];
+                format!("{prefix}{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
             }
             None => format!("optimizer step ({})", cfg.optimizer),
         };
@@ -185,6 +211,7 @@ impl Prepared {
             rule_of_thumb_bytes: rule_of_thumb::bytes(&self.resolved, &cfg),
             layers,
             timeline: timeline::downsample(r.timeline, TIMELINE_POINTS),
+            generation,
         }
     }
 

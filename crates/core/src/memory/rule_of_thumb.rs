@@ -9,7 +9,7 @@ use crate::resolve::Resolved;
 pub(crate) fn bytes(resolved: &Resolved, cfg: &TrainConfig) -> u64 {
     let param_bytes = resolved.graph.param_bytes();
     let copies = match cfg.mode {
-        Mode::Infer => 1,
+        Mode::Infer | Mode::Generate => 1,
         Mode::Train => match cfg.optimizer {
             OptimizerKind::Sgd => 2,
             OptimizerKind::SgdMomentum | OptimizerKind::Adagrad | OptimizerKind::Rmsprop => 3,

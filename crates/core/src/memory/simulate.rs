@@ -159,7 +159,7 @@ impl Plan {
         let mut end_of_forward_frees = Vec::new();
         for s in 0..n_st {
             let class = g.storages[s].class;
-            if !matches!(class, StorageClass::Activation | StorageClass::ParamCast) || s as StorageId == g.storage_of(g.output) {
+            if !matches!(class, StorageClass::Activation | StorageClass::ParamCast | StorageClass::KvPast) || s as StorageId == g.storage_of(g.output) {
                 continue;
             }
             if first_saver[s] != NONE {
@@ -232,6 +232,8 @@ impl Plan {
                 StorageClass::Param => Category::Parameters,
                 StorageClass::Buffer => Category::Buffers,
                 StorageClass::Input => Category::Input,
+                // the cache of earlier forwards (its category is `kv_cache`, see `alloc`)
+                StorageClass::KvResident | StorageClass::KvPast => Category::Activations,
                 _ => continue,
             };
             sim.alloc(s as StorageId, cat);
@@ -508,6 +510,14 @@ impl<'g> Sim<'g> {
         self.g.storages[s as usize].bytes.at(self.batch)
     }
 
+    /// Adds a storage's bytes to its category (the cache's to `kv_cache`).
+    fn add_storage(&mut self, s: StorageId, c: Category, b: u64) {
+        match self.g.storages[s as usize].class.is_kv() {
+            true => self.cur.kv_cache = self.cur.kv_cache.saturating_add(b),
+            false => self.add_raw(c, b),
+        }
+    }
+
     fn add_raw(&mut self, c: Category, b: u64) {
         let slot = self.cur.slot(c);
         *slot = slot.saturating_add(b);
@@ -524,7 +534,7 @@ impl<'g> Sim<'g> {
         }
         self.cat_of[s as usize] = c;
         let b = self.storage_bytes(s);
-        self.add_raw(c, b);
+        self.add_storage(s, c, b);
     }
 
     fn free(&mut self, s: StorageId) {
@@ -532,8 +542,10 @@ impl<'g> Sim<'g> {
             return;
         }
         let b = self.storage_bytes(s);
-        let c = self.cat_of[s as usize];
-        self.sub_raw(c, b);
+        match self.g.storages[s as usize].class.is_kv() {
+            true => self.cur.kv_cache = self.cur.kv_cache.saturating_sub(b),
+            false => self.sub_raw(self.cat_of[s as usize], b),
+        }
     }
 
     fn new_grad(&mut self, bytes: Lin, param: bool) -> usize {

@@ -1,0 +1,389 @@
+//! `--mode generate`: the memory of greedy `model.generate()` (transformers 5.24,
+//! `generation/utils.py`, `GenerationMixin.generate` → `_sample`), simulated forward by forward.
+//!
+//! * **Prefill**: `_prefill` runs the model on the whole prompt with an empty cache; each
+//!   attention layer fills its cache as it runs (`layer/kv_cache.rs`), and the LM head computes
+//!   `logits_to_keep` positions (1, as `generate()` asks, or 0: all). Then `_sample` copies the
+//!   last position's logits to fp32 (`outputs.logits[:, -1].to(copy=True, dtype=torch.float32)`).
+//! * **Decode**: `new_tokens − 1` forwards of one token per sequence against the cache.
+//! * Around the forwards `generate()` keeps the prompt's `input_ids` and `attention_mask` (the
+//!   caller's), `position_ids = attention_mask.cumsum(-1) − 1` (`[b, L]`, grown by one per step
+//!   in `_update_model_kwargs_for_generation`), the growing `input_ids` (`torch.cat` per step), the
+//!   clones `prepare_inputs_for_generation` makes of the forward's `input_ids` and
+//!   `position_ids`, and the previous step's fp32 `next_token_logits` until it is replaced.
+//!
+//! Every decode step runs the same ops; their sizes grow with the cache length `L` and never
+//! shrink, so the decode peak is the last step's, and between events (a sliding window filling,
+//! a page boundary) every sample of a step is linear in `L`. The memory over the decode steps is
+//! therefore the upper envelope of those lines, from two simulated steps per piece
+//! (`memory/envelope.rs` does the same over the batch) — a 4,096-token decode of an 80-layer
+//! model costs a few simulated steps, not 4,096.
+
+use super::device::DeviceTotal;
+use super::simulate::{OptimizerCost, Plan, StepResult};
+use crate::error::{Error, Result};
+use crate::generation::{GenStep, KvCacheKind, PAGE_TOKENS};
+use crate::graph::{GradRule, Graph, Lin, Op, Storage, StorageClass, Value};
+use crate::config::TrainConfig;
+use crate::lower::LowerOptions;
+use crate::resolve::{resolve, Resolved};
+use crate::spec::{Layer, ModelSpec};
+use crate::units::{DType, Shape};
+use serde::{Deserialize, Serialize};
+
+/// Tensors the model's forward makes once and keeps until it returns.
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "sdpa_mask"];
+
+/// Points the decode series keeps (enough for a chart).
+const SERIES_POINTS: usize = 600;
+
+/// Prompt length, new tokens and the cache size `generate()` would use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lengths {
+    pub prompt: u64,
+    pub new_tokens: u64,
+    /// `max_length − 1`: the static cache's `max_cache_len`, and the tokens the cache holds at the end.
+    pub max_cache_len: u64,
+}
+
+/// What a generation estimate adds to [`super::Estimate`] (flattened into its JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationReport {
+    pub prompt_len: u64,
+    pub new_tokens: u64,
+    /// Peak allocated bytes of the prefill forward (and the first token's selection).
+    pub prefill_peak_bytes: u64,
+    /// Peak allocated bytes over the decode forwards (0 with one new token).
+    pub decode_peak_bytes: u64,
+    /// Bytes the KV cache holds when generation ends.
+    pub kv_cache_bytes: u64,
+    /// Bytes the KV cache holds after the prefill.
+    pub kv_cache_bytes_after_prefill: u64,
+    /// `(decode step, peak allocated bytes of that step)`, steps `1..new_tokens` (≤ 600 points).
+    pub decode_series: Vec<(u64, u64)>,
+}
+
+/// The lengths of a generation setup, checked.
+pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
+    let g = &c.generate;
+    if !spec.is_token_input() {
+        return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids)".into()));
+    }
+    let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1);
+    if prompt == 0 {
+        return Err(Error::Config("--prompt-len must be at least 1".into()));
+    }
+    if g.new_tokens == 0 {
+        return Err(Error::Config("--new-tokens must be at least 1".into()));
+    }
+    if g.logits_to_keep > 1 {
+        return Err(Error::Config(format!("--logits-to-keep is 1 or 0, got {}", g.logits_to_keep)));
+    }
+    if c.framework != crate::config::Framework::PytorchEager {
+        return Err(Error::Config("generate mode simulates transformers' generate() in PyTorch: use --framework pytorch-eager".into()));
+    }
+    let max_cache_len = prompt.checked_add(g.new_tokens - 1).filter(|&n| n < 1 << 40);
+    let max_cache_len = max_cache_len.ok_or_else(|| Error::TooLarge(format!("{prompt} prompt + {} new tokens", g.new_tokens)))?;
+    // learned positions (GPT-2's `wpe`) end the sequence: transformers' index would be out of range
+    if let Some(n) = positions(spec).filter(|&n| n < max_cache_len) {
+        return Err(Error::Config(format!(
+            "the model has {n} learned positions; a {prompt}-token prompt and {} new tokens need {max_cache_len}",
+            g.new_tokens
+        )));
+    }
+    Ok(Lengths { prompt, new_tokens: g.new_tokens, max_cache_len })
+}
+
+/// One simulated forward: its graph and liveness plan.
+pub struct Stage {
+    pub resolved: Resolved,
+    pub plan: Plan,
+}
+
+impl Stage {
+    fn simulate(&self, batch: u64, timeline: bool) -> StepResult {
+        self.plan.simulate(&self.resolved.graph, batch, OptimizerCost::default(), timeline, None)
+    }
+}
+
+/// The lowering options of one forward: `past` cached tokens, `tokens` new ones.
+fn step_options(base: LowerOptions, c: &TrainConfig, len: &Lengths, past: u64) -> LowerOptions {
+    let kv = c.generate.kv_dtype;
+    LowerOptions {
+        training: false,
+        generation: Some(GenStep {
+            past,
+            cache: c.generate.cache,
+            max_cache_len: len.max_cache_len,
+            kv_dtype: kv.map(|k| k.dtype()),
+            kv_quantized: kv.is_some_and(|k| k.quantized()),
+            logits_to_keep: c.generate.logits_to_keep,
+        }),
+        ..base
+    }
+}
+
+/// Builds the prefill forward (`past == 0`, the prompt) or decode step `step` (1-based).
+pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Lengths, step: u64) -> Result<Stage> {
+    let past = if step == 0 { 0 } else { len.prompt + step - 1 };
+    let tokens = if step == 0 { len.prompt } else { 1 };
+    let mut resolved = resolve(spec, Some(tokens), step_options(base, c, len, past))?;
+    let g = &mut resolved.graph;
+    // The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`) keeps
+    // `inputs_embeds`, `position_embeds`, `position_embeddings` and the mask in locals until it
+    // returns: up to the LM head, which its caller runs.
+    let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
+    let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
+    if let Some(end) = head_first.checked_sub(1) {
+        let kept: Vec<u32> = g.ops[..=end].iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
+        g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
+    }
+    let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
+    let total = past + tokens;
+    // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
+    let mut held = vec![i64s(len.prompt), i64s(len.prompt)];
+    // position_ids (`[b, L]`), and in decode the grown `input_ids` and the forward's clones
+    held.push(i64s(total));
+    if step > 0 {
+        held.extend([i64s(total), i64s(1)]);
+    }
+    let vocab = g.value(resolved.model_output).shape.last();
+    let logits32 = Lin { fixed: 0, per_sample: vocab.saturating_mul(4) };
+    if step > 0 {
+        // the previous step's `next_token_logits`, replaced after this forward
+        held.push(logits32);
+    }
+    for bytes in held {
+        g.storages.push(Storage { bytes, class: StorageClass::Input });
+    }
+    // `outputs.logits[:, -1].to(copy=True, dtype=torch.float32)`
+    let s = g.storages.len() as u32;
+    g.storages.push(Storage { bytes: logits32, class: StorageClass::Activation });
+    g.values.push(Value { storage: s, shape: Shape::new([vocab]), batched: true, dtype: DType::F32, requires_grad: false });
+    let v = (g.values.len() - 1) as u32;
+    let layer = g.ops.last().map_or(0, |o| o.layer);
+    g.ops.push(Op {
+        name: "next_token_logits",
+        layer,
+        inputs: vec![g.output],
+        outputs: vec![v],
+        allocs: vec![s],
+        saved: vec![],
+        grad: GradRule::Alloc,
+        recorded: false,
+        fwd_scratch: Lin::ZERO,
+        bwd_scratch: Lin::ZERO,
+        unit: None,
+    });
+    let plan = Plan::new(g, false);
+    Ok(Stage { resolved, plan })
+}
+
+/// Bytes the cache holds after a forward: its storages that outlive it.
+fn cache_bytes(g: &Graph, batch: u64) -> u64 {
+    g.storages
+        .iter()
+        .filter(|s| matches!(s.class, StorageClass::KvNew | StorageClass::KvResident))
+        .map(|s| s.bytes.at(batch))
+        .fold(0, u64::saturating_add)
+}
+
+/// The decode side of a generation setup: the last step (the decode peak) and what the series needs.
+pub struct GenPlan {
+    spec: ModelSpec,
+    config: TrainConfig,
+    base: LowerOptions,
+    pub lengths: Lengths,
+    /// The last decode step (`None` with one new token).
+    pub last: Option<Stage>,
+    /// The last `device_at`: `(batch, peak, device total)`.
+    device: std::sync::Mutex<Option<(u64, u64, DeviceTotal)>>,
+}
+
+impl GenPlan {
+    pub fn new(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions) -> Result<GenPlan> {
+        let lengths = lengths(spec, c)?;
+        let last = match lengths.new_tokens {
+            1 => None,
+            g => Some(stage(spec, c, base, &lengths, g - 1)?),
+        };
+        Ok(GenPlan { spec: spec.clone(), config: *c, base, lengths, last, device: std::sync::Mutex::new(None) })
+    }
+
+    /// Peak allocated bytes of the whole generation at `batch` and the device total at that
+    /// peak, from the prefill (`prefill`, `plan`) and the last decode step: two simulations each
+    /// (the second lists the tensors live at the peak), remembered for the last batch asked.
+    pub fn device_at(&self, prefill: &Graph, plan: &Plan, batch: u64) -> (u64, DeviceTotal) {
+        let cached = self.device.lock().ok().and_then(|d| *d);
+        if let Some((b, peak, device)) = cached.filter(|c| c.0 == batch) {
+            let _ = b;
+            return (peak, device);
+        }
+        let one = |g: &Graph, plan: &Plan| {
+            let r = plan.simulate(g, batch, OptimizerCost::default(), true, None);
+            let at = r.timeline.iter().position(|p| p.bytes == r.peak);
+            let live = plan.simulate(g, batch, OptimizerCost::default(), false, at).snapshot;
+            (r.peak, super::envelope::device_total(r.peak, &live, batch))
+        };
+        let mut best = one(prefill, plan);
+        if let Some(s) = &self.last {
+            let d = one(&s.resolved.graph, &s.plan);
+            if d.0 > best.0 {
+                best = d;
+            }
+        }
+        if let Ok(mut d) = self.device.lock() {
+            *d = Some((batch, best.0, best.1));
+        }
+        best
+    }
+
+    /// The report at `batch`, given the prefill's simulation.
+    pub fn report(&self, prefill: &Graph, prefill_result: &StepResult, batch: u64) -> (GenerationReport, Option<StepResult>) {
+        let len = self.lengths;
+        let after_prefill = cache_bytes(prefill, batch);
+        let last = self.last.as_ref().map(|s| (s.simulate(batch, true), cache_bytes(&s.resolved.graph, batch)));
+        let series = match &last {
+            Some((r, _)) => self.series(batch, r),
+            None => Vec::new(),
+        };
+        let report = GenerationReport {
+            prompt_len: len.prompt,
+            new_tokens: len.new_tokens,
+            prefill_peak_bytes: prefill_result.peak,
+            decode_peak_bytes: last.as_ref().map_or(0, |(r, _)| r.peak),
+            kv_cache_bytes: last.as_ref().map_or(after_prefill, |(_, kv)| *kv),
+            kv_cache_bytes_after_prefill: after_prefill,
+            decode_series: series,
+        };
+        (report, last.map(|(r, _)| r))
+    }
+
+    /// Peak of every decode step: lines through two simulated steps per piece, their upper
+    /// envelope evaluated per step. Pieces end where a sliding window fills; a paged cache's
+    /// lines run over its allocated slots (a staircase of 16-token blocks).
+    fn series(&self, batch: u64, last: &StepResult) -> Vec<(u64, u64)> {
+        let steps = self.lengths.new_tokens - 1;
+        let mut knots = vec![1, steps];
+        for w in windows(&self.spec) {
+            // the first step whose cache reaches the window
+            let t = w.saturating_sub(self.lengths.prompt);
+            if t > 1 && t < steps {
+                knots.push(t);
+            }
+        }
+        knots.sort_unstable();
+        knots.dedup();
+        let paged = self.config.generate.cache == KvCacheKind::Paged;
+        let x = |t: u64| {
+            let l = self.lengths.prompt + t;
+            if paged { l.div_ceil(PAGE_TOKENS) * PAGE_TOKENS } else { l }
+        };
+        let timeline = |t: u64| -> Option<Vec<u64>> {
+            let r = if t == steps { None } else { Some(stage(&self.spec, &self.config, self.base, &self.lengths, t).ok()?.simulate(batch, true)) };
+            Some(r.as_ref().unwrap_or(last).timeline.iter().map(|p| p.bytes).collect())
+        };
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(steps as usize);
+        let mut prev: Option<(u64, Vec<u64>)> = None;
+        for &k in &knots {
+            let Some(tl) = timeline(k) else { continue };
+            if let Some((k0, tl0)) = prev.take() {
+                let after = out.last().map_or(0, |&(lt, _)| lt);
+                out.extend(piece(k0, &tl0, k, &tl, x).into_iter().filter(|&(t, _)| t > after));
+            } else {
+                out.push((k, tl.iter().copied().max().unwrap_or(0)));
+            }
+            prev = Some((k, tl));
+        }
+        downsample(out, SERIES_POINTS)
+    }
+}
+
+/// Steps `t0..=t1` of one piece: per-sample lines in `x(t)` through the two timelines, their
+/// upper envelope walked once over the steps (the peaks interpolated if the two steps ran
+/// different ops).
+fn piece(t0: u64, a: &[u64], t1: u64, b: &[u64], x: impl Fn(u64) -> u64) -> Vec<(u64, u64)> {
+    let x0 = x(t0) as i128;
+    let span = (x(t1) as i128 - x0).max(1);
+    // (value at t0, rise over the piece): the value at x is `a + d·(x − x0)/span`
+    let mut lines: Vec<(i128, i128)> = if a.len() == b.len() {
+        a.iter().zip(b).map(|(&p, &q)| (p as i128, q as i128 - p as i128)).collect()
+    } else {
+        let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as i128;
+        vec![(max(a), max(b) - max(a))]
+    };
+    // slopes ascending, the highest of equal slopes only
+    lines.sort_unstable_by(|p, q| p.1.cmp(&q.1).then(q.0.cmp(&p.0)));
+    lines.dedup_by_key(|l| l.1);
+    let mut hull: Vec<(i128, i128)> = Vec::with_capacity(lines.len());
+    for l in lines {
+        while hull.len() >= 2 {
+            let (l1, l2) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+            // l2 is never above both neighbours if l1 and l meet no later than l1 and l2
+            if (l1.0 - l.0).saturating_mul(l2.1 - l1.1) <= (l1.0 - l2.0).saturating_mul(l.1 - l1.1) {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(l);
+    }
+    let value = |l: (i128, i128), dx: i128| l.0 + l.1 * dx / span;
+    let mut at = 0;
+    (t0..=t1)
+        .map(|t| {
+            let dx = x(t) as i128 - x0;
+            while at + 1 < hull.len() && value(hull[at + 1], dx) >= value(hull[at], dx) {
+                at += 1;
+            }
+            (t, hull.get(at).map_or(0, |&l| value(l, dx)).max(0) as u64)
+        })
+        .collect()
+}
+
+/// Keeps at most `max` points, the largest of each bucket.
+fn downsample(points: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
+    if points.len() <= max {
+        return points;
+    }
+    let chunk = points.len().div_ceil(max);
+    points.chunks(chunk).filter_map(|c| c.iter().copied().max_by_key(|p| p.1)).collect()
+}
+
+/// The fewest learned positions of the model's position embeddings (`None`: rotary or none).
+fn positions(spec: &ModelSpec) -> Option<u64> {
+    let found = std::cell::Cell::new(None::<u64>);
+    let pick = |l: &Layer| {
+        if let Layer::PositionalEmbedding(p) = l {
+            if !p.per_sample {
+                found.set(Some(found.get().map_or(p.num_embeddings, |n| n.min(p.num_embeddings))));
+            }
+        }
+        false
+    };
+    for l in &spec.layers {
+        l.any(&pick);
+    }
+    found.get()
+}
+
+/// The distinct sliding windows of the model's attention layers.
+fn windows(spec: &ModelSpec) -> Vec<u64> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let pick = |l: &Layer| {
+        let w = match l {
+            Layer::TransformerDecoderLayer(t) | Layer::TransformerEncoderLayer(t) => t.sliding_window,
+            Layer::MultiheadAttention(a) => a.sliding_window,
+            _ => None,
+        };
+        found.borrow_mut().extend(w);
+        false
+    };
+    for l in &spec.layers {
+        l.any(&pick);
+    }
+    let mut w = found.into_inner();
+    w.sort_unstable();
+    w.dedup();
+    w
+}
