@@ -121,6 +121,9 @@ pub struct TrainConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
+    /// How the weights are stored for inference (`--weights`); `None`: the precision's dtype.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<crate::formats::WeightFormat>,
 }
 
 impl Serialize for TrainConfig {
@@ -153,6 +156,7 @@ impl Default for TrainConfig {
             attention: AttentionImpl::Sdpa,
             inplace_relu: None,
             framework: Framework::PytorchEager,
+            weights: None,
         }
     }
 }

@@ -127,9 +127,9 @@ impl Graph {
     pub fn param_numel(&self) -> u64 {
         self.params.iter().map(|&p| self.value(p).shape.numel()).fold(0, u64::saturating_add)
     }
-    /// Bytes of all parameters in their stored dtype.
+    /// Bytes of all parameters as stored (their storages: a quantised format's bytes).
     pub fn param_bytes(&self) -> u64 {
-        self.params.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
+        self.params.iter().map(|&p| self.storages[self.storage_of(p) as usize].bytes.fixed).fold(0, u64::saturating_add)
     }
     pub fn buffer_bytes(&self) -> u64 {
         self.storages

@@ -16,6 +16,8 @@
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
+//! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
+//! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
 //! | `share` | the share-link codec |
 //!
 //! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
@@ -24,6 +26,7 @@
 
 pub mod config;
 pub mod error;
+pub mod formats;
 pub mod graph;
 pub mod import;
 pub mod layer;

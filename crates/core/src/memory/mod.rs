@@ -54,7 +54,10 @@ impl Prepared {
             inplace_relu: config.inplace_relu,
             framework: config.framework,
         };
-        let resolved = resolve(spec, config.seq_len, opts)?;
+        let mut resolved = resolve(spec, config.seq_len, opts)?;
+        if let Some(w) = config.weights {
+            apply_weights(&mut resolved, w, training)?;
+        }
         let g = &resolved.graph;
         let shapes: Vec<&[u64]> = g.params.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
         let state_dtype = g.params.first().map(|&p| g.value(p).dtype).unwrap_or_default();
@@ -210,6 +213,16 @@ impl Prepared {
     pub fn sweep(&self, batches: &[u64]) -> Vec<(u64, u64, u64)> {
         batches.iter().map(|&b| { let (p, d) = self.peak_at(b); (b, p, d) }).collect()
     }
+}
+
+/// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
+fn apply_weights(r: &mut Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<()> {
+    if training {
+        return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
+    }
+    let dtype = r.graph.params.first().map(|&p| r.graph.value(p).dtype).unwrap_or_default();
+    let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
+    crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
