@@ -35,6 +35,7 @@ pub mod memory;
 pub mod path;
 pub mod presets;
 pub mod resolve;
+pub mod serve;
 mod serde_util;
 pub mod share;
 pub mod spec;
