@@ -2,6 +2,7 @@
 //! computes memory itself. `main` returns `ExitCode`, `run` returns `anyhow::Result` (ripgrep's style).
 
 mod args;
+mod serve;
 mod table;
 
 use anyhow::Result;
@@ -41,6 +42,7 @@ fn run() -> Result<ExitCode> {
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
             table::estimate(&spec, &est, what_ifs.as_deref(), settings.unit(), json)
         }
+        args::Command::Serve(a) => serve::run(&a),
         args::Command::MaxBatch {
             model,
             settings,
