@@ -3,7 +3,6 @@
 
 use super::ggml::{GgmlType, MixModel, TensorCategory};
 use super::*;
-use crate::config::{Mode, Precision, TrainConfig};
 
 const M: MixModel = MixModel { n_layer: 32, n_gqa: 4, is_70b: false, tied: false };
 const BLOCK: TensorRole = TensorRole::BlockLinear { category: TensorCategory::AttnQ, index: 0, model: M };
@@ -95,57 +94,6 @@ fn kv_dtype_bytes() {
     assert_eq!(KvDtype::Fp8.bytes(128), 128);
     assert_eq!(KvDtype::Int8.bytes(128), 4 * 34);
     assert_eq!(KvDtype::Q4.bytes(128), 4 * 18);
-}
-
-/// Llama-3.1-8B (`meta-llama/Llama-3.1-8B` config.json).
-const LLAMA_31_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,
-"intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
-"vocab_size":128256,"max_position_embeddings":131072,"rms_norm_eps":1e-5,"tie_word_embeddings":false}"#;
-
-fn weights_of(spec: &crate::spec::ModelSpec, w: &str) -> (u64, u64) {
-    let cfg = TrainConfig {
-        batch: 1,
-        seq_len: Some(16),
-        mode: Mode::Infer,
-        precision: Precision::Fp16,
-        weights: Some(WeightFormat::parse(w).unwrap()),
-        ..TrainConfig::default()
-    };
-    let e = crate::estimate(spec, &cfg).unwrap();
-    (e.params, e.param_bytes)
-}
-
-/// llama.cpp `tools/quantize/README.md`, table "meta-llama/Llama-3.1-8B": bits/weight
-/// Q3_K_S 3.6429, Q4_K_M 4.8944, Q5_K_M 5.7036, Q8_0 8.5008, F16 16.0005 (file bits / parameters,
-/// the model's 1-D tensors in f32). The per-tensor types come from `llama_tensor_get_type`.
-#[test]
-fn gguf_mixes_match_the_bits_per_weight_llama_cpp_publishes() {
-    let spec = crate::import::hf::from_config_json(LLAMA_31_8B).unwrap();
-    for (w, published) in [
-        ("gguf-q3_k_s", 3.6429),
-        ("gguf-q4_k_m", 4.8944),
-        ("gguf-q5_k_m", 5.7036),
-        ("gguf-q8_0", 8.5008),
-        ("gguf-f16", 16.0005),
-    ] {
-        let (params, bytes) = weights_of(&spec, w);
-        assert_eq!(params, 8_030_261_248);
-        let bpw = bytes as f64 * 8.0 / params as f64;
-        assert!((bpw - published).abs() < 0.0001, "{w}: {bpw:.4} bits/weight, llama.cpp publishes {published}");
-    }
-}
-
-#[test]
-fn quantised_llama_keeps_head_and_embeddings_in_fp16() {
-    let spec = crate::import::hf::from_config_json(LLAMA_31_8B).unwrap();
-    let (h, kv, i, v, l) = (4096u64, 1024u64, 14336u64, 128256u64, 32u64);
-    let fp16_rest = 2 * v * h * 2 + (2 * l + 1) * h * 2;
-    let nf4 = |o: u64, n: u64| bnb4_bytes(o * n, false);
-    let per_layer = 2 * nf4(h, h) + 2 * nf4(kv, h) + 3 * nf4(i, h);
-    assert_eq!(weights_of(&spec, "nf4").1, fp16_rest + l * per_layer);
-    let int8 = |o: u64, n: u64| o * n + o * 4;
-    assert_eq!(weights_of(&spec, "int8").1, fp16_rest + l * (2 * int8(h, h) + 2 * int8(kv, h) + 2 * int8(i, h) + int8(h, i)));
-    assert_eq!(weights_of(&spec, "fp16").1, 2 * 8_030_261_248);
 }
 
 #[test]
