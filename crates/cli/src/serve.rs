@@ -44,6 +44,9 @@ pub struct ServeArgs {
     /// No CUDA graphs (`--enforce-eager`): no graph pool.
     #[arg(long)]
     pub enforce_eager: bool,
+    /// Take the CUDA-graph pool out of the KV budget, as VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 does.
+    #[arg(long)]
+    pub estimate_cudagraphs: bool,
     /// MB (10^6) or MiB (2^20)
     #[arg(long, default_value = "MB")]
     pub units: String,
@@ -84,6 +87,7 @@ pub fn run(a: &ServeArgs) -> Result<String> {
         precision,
         weights,
         enforce_eager: a.enforce_eager,
+        estimate_cudagraphs: a.estimate_cudagraphs,
         ..ServeConfig::new(g.bytes, a.context)
     };
     let c = serve::capacity(&spec, &cfg)?;
@@ -104,11 +108,21 @@ pub fn run(a: &ServeArgs) -> Result<String> {
         (format!("− weights ({})", c.weights_format), c.weights_bytes, String::new()),
         ("− activation peak*".into(), c.activation_peak_bytes, format!("  (profile run at {} tokens)", thousands(cfg.max_num_batched_tokens))),
         ("− non-torch*".into(), c.non_torch_bytes, String::new()),
-        ("− CUDA graphs*".into(), c.cuda_graph_bytes, String::new()),
+        ("− CUDA graphs*".into(), if c.cuda_graph_in_budget { c.cuda_graph_bytes } else { 0 }, String::new()),
         ("= KV cache pool".into(), c.kv_pool_bytes, String::new()),
     ];
-    for (label, bytes, note) in rows {
+    for (label, bytes, note) in rows.into_iter().filter(|r| r.1 > 0 || !r.0.contains("graphs")) {
         writeln!(o, "  {label:<26} {:>12}{note}", b(bytes))?;
+    }
+    if !c.cuda_graph_in_budget {
+        let headroom = if c.headroom_bytes < 0 { format!("−{}", b(c.headroom_bytes.unsigned_abs())) } else { b(c.headroom_bytes as u64) };
+        writeln!(
+            o,
+            "Outside the budget: CUDA graphs* {} and the CUDA context* {}; headroom* {headroom}{}",
+            b(c.cuda_graph_bytes),
+            b(vramcalc_core::memory::device::CUDA_CONTEXT_BYTES),
+            if c.headroom_bytes < 0 { " (negative: vLLM refuses to start, or capturing the graphs runs out of memory; lower --gpu-memory-utilization)" } else { "" }
+        )?;
     }
     writeln!(
         o,

@@ -24,13 +24,13 @@ fn serve_reports_the_kv_pool_and_its_parts() {
     let path = tinyllama();
     let v = json(&["serve", "--hf-config", &path, "--gpu", "h100-80gb", "--context", "8192", "--json"]);
     let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
-    assert_eq!(
-        n("requested_bytes"),
-        n("weights_bytes") + n("activation_peak_bytes") + n("non_torch_bytes") + n("cuda_graph_bytes") + n("kv_pool_bytes")
-    );
+    assert_eq!(v["cuda_graph_in_budget"], false);
+    assert_eq!(n("requested_bytes"), n("weights_bytes") + n("activation_peak_bytes") + n("non_torch_bytes") + n("kv_pool_bytes"));
+    let est = json(&["serve", "--hf-config", &path, "--gpu", "h100-80gb", "--context", "8192", "--estimate-cudagraphs", "--json"]);
+    assert_eq!(est["kv_pool_bytes"].as_u64().unwrap(), n("kv_pool_bytes") - n("cuda_graph_bytes"));
     assert_eq!(n("kv_tokens"), 16 * n("num_blocks"));
     assert_eq!(n("max_concurrency"), n("num_blocks") / 512);
-    assert_eq!(v["modelled"].as_array().unwrap().len(), 3);
+    assert_eq!(v["modelled"].as_array().unwrap().len(), 4);
     let fp8 = json(&["serve", "--hf-config", &path, "--gpu", "h100-80gb", "--context", "8192", "--kv-dtype", "fp8", "--json"]);
     assert!(fp8["kv_tokens"].as_u64().unwrap() >= 2 * n("kv_tokens"));
     let tp = json(&["serve", "--hf-config", &path, "--gpu", "l4", "--context", "4096", "--tp", "2", "--concurrency", "8",

@@ -14,16 +14,23 @@ use crate::error::{Error, Result};
 use crate::graph::{Graph, Lin, ValueId};
 use crate::units::DType;
 
-/// Dequantised temporaries: bitsandbytes `matmul_4bit` (`bitsandbytes/autograd/_functions.py`)
-/// runs `gemv_4bit` only for a single-token input (`A.numel() == A.shape[-1]`); otherwise
-/// `MatMul4Bit.forward` calls `F.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t())`,
-/// a full weight in the compute dtype for the duration of the matmul. AutoAWQ's
-/// `WQLinearMMFunction.forward` dequantises (`awq_ext.dequantize_weights_cuda`) when
-/// `x.shape[0] * x.shape[1] >= 1024` tokens ([`AWQ_DEQUANT_TOKENS`]) and runs the fused GEMM
-/// below. LLM.int8 (`MatMul8bitLt.forward`, bitsandbytes ≥ 0.45) quantises the input row-wise
-/// (`int8_vectorwise_quant`: int8 `CA` and fp32 row stats) and multiplies into an int32
-/// accumulator (`int8_linear_matmul`) before `int8_mm_dequant`. GPTQ (Marlin/exllama kernels),
-/// fp8 (`cutlass_scaled_mm`) and GGUF (llama.cpp's MMQ) multiply without a dequantised weight.
+/// Dequantised temporaries. bitsandbytes ≥ 0.50 (`bitsandbytes/autograd/_functions.py`
+/// `matmul_4bit` without grad → `torch.ops.bitsandbytes.gemm_4bit`, CUDA kernel in
+/// `backends/cuda/ops.py`) multiplies up to `_gemm_4bit_custom_max_m` = 256 tokens in a fused
+/// kernel ([`BNB_FUSED_MAX_TOKENS`]); past that `_dequant_linear_fallback` dequantises the whole
+/// weight into the compute dtype (`dequantize_4bit(...).to(A.dtype)`, then `F.linear`) for the
+/// duration of the matmul (older releases did so for every input but a single token). AutoAWQ's
+/// `WQLinear_GEMM` forward dequantises (`awq_ext.dequantize_weights_cuda`) when
+/// `x.shape[0] * x.shape[1] >= 1024` tokens ([`AWQ_DEQUANT_TOKENS`]; vLLM's `AWQLinearMethod`
+/// at 256) and otherwise runs the fused GEMM. LLM.int8 (`MatMul8bitLt.forward`, bitsandbytes ≥
+/// 0.45) quantises the input row-wise (`int8_vectorwise_quant`: int8 `CA` and fp32 row stats) and
+/// multiplies into an int32 accumulator (`int8_linear_matmul`) before `int8_mm_dequant`. GPTQ
+/// (Marlin/exllama kernels), fp8 (`cutlass_scaled_mm`) and GGUF (llama.cpp's MMQ) multiply without
+/// a dequantised weight. The token count is per sample (the sequence): the thresholds apply to
+/// batch × sequence, which a batch-independent workspace cannot see, so a batch of short sequences
+/// is modelled as the single sequence it is per sample.
+pub const BNB_FUSED_MAX_TOKENS: u64 = 256;
+/// AutoAWQ's `FP16_MATMUL_HEURISTIC_CONDITION` threshold.
 pub const AWQ_DEQUANT_TOKENS: u64 = 1024;
 
 /// Per-parameter roles of `g`, in `g.params` order.
@@ -149,7 +156,7 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         let tokens = x[..x.len().saturating_sub(1)].iter().product::<u64>().max(1);
         let dequant = Lin { fixed: out.saturating_mul(inp).saturating_mul(dtype.size()), per_sample: 0 };
         let extra = match format {
-            WeightFormat::Bnb4 { .. } if tokens > 1 => dequant,
+            WeightFormat::Bnb4 { .. } if tokens > BNB_FUSED_MAX_TOKENS => dequant,
             WeightFormat::Awq { .. } if tokens >= AWQ_DEQUANT_TOKENS => dequant,
             WeightFormat::BnbInt8 => Lin {
                 fixed: 0,

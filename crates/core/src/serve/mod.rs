@@ -7,7 +7,9 @@
 //! requested   = ceil(total_memory × gpu_memory_utilization)          (vllm/utils/mem_utils.py)
 //! non_kv      = weights_memory + torch_peak_increase + non_torch_increase
 //!               (memory_profiling around GPUModelRunner.profile_run)
-//! available   = requested − non_kv − cudagraph_memory_estimate        (per rank)
+//! available   = requested − non_kv [− cudagraph_memory_estimate]      (per rank; the graphs only
+//!               with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, off by default: otherwise they
+//!               are captured after the KV cache, in the memory outside `requested`)
 //! num_blocks  = available // (page_size × layers)                     (v1/core/kv_cache_utils.py)
 //! page_size   = block_size × num_kv_heads × head_size × 2 × dtype     (FullAttentionSpec; MLA: × 1)
 //! ```
@@ -38,6 +40,19 @@ pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u64 = 8192;
 pub const DEFAULT_MAX_NUM_SEQS: u64 = 256;
 /// Largest CUDA-graph batch (`CompilationConfig.max_cudagraph_capture_size`: `min(2 × max_num_seqs, 512)`).
 pub const MAX_CUDAGRAPH_CAPTURE: u64 = 512;
+/// Driver memory per captured graph: the floor `profile_cudagraph_memory` extrapolates with
+/// (`_MIN_PER_GRAPH_BYTES = 1 << 20`, `vllm/v1/worker/gpu_model_runner.py`). Modelled.
+pub const CUDA_GRAPH_BYTES_PER_GRAPH: u64 = 1 << 20;
+/// Bytes per logit the dummy sampler run adds to the model-dtype logits. `_dummy_sampler_run`
+/// (`gpu_model_runner.py`) sets `temperature=0.5, top_p=0.9, top_k=vocab-1` for every request, so
+/// `Sampler.forward` runs the native top-k/top-p path (FlashInfer's sampler is off by default):
+/// `logits.to(float32)` 4, `apply_top_k_top_p`'s `logits.sort` values 4 and int64 indices 8, the
+/// top-k and top-p boolean masks 1, `softmax` of the sorted logits 4 (the `cumsum` writes in
+/// place), and the `scatter` back 4. Modelled (the live set depends on the release).
+pub const SAMPLER_BYTES_PER_LOGIT: u64 = 4 + 4 + 8 + 1 + 4 + 4;
+/// vLLM pads the vocabulary of `VocabParallelEmbedding` and `ParallelLMHead` to a multiple of 64
+/// (`DEFAULT_VOCAB_PADDING_SIZE`, `model_executor/layers/vocab_parallel_embedding.py`).
+pub const VOCAB_PADDING: u64 = 64;
 /// Non-torch memory the profile run adds on one GPU: cuBLAS/cuBLASLt workspaces and kernels loaded
 /// lazily (vLLM logs it as "non-torch memory"; ≈ 0.13 GiB observed on H100 for dense models).
 /// Modelled.
@@ -65,6 +80,10 @@ pub struct ServeConfig {
     pub weights: Option<WeightFormat>,
     /// `--enforce-eager`: no CUDA graphs, so no graph pool.
     pub enforce_eager: bool,
+    /// `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`: the graph pool is taken out of the KV budget.
+    /// vLLM's default (`0`, `vllm/envs.py`) captures the graphs after the KV cache is allocated, in
+    /// the memory `gpu_memory_utilization` leaves.
+    pub estimate_cudagraphs: bool,
 }
 
 impl ServeConfig {
@@ -81,6 +100,7 @@ impl ServeConfig {
             precision: Precision::Bf16,
             weights: None,
             enforce_eager: false,
+            estimate_cudagraphs: false,
         }
     }
 }
@@ -99,7 +119,14 @@ pub struct Capacity {
     /// Torch peak increase of the profile run (forward at `max_num_batched_tokens` and sampler).
     pub activation_peak_bytes: u64,
     pub non_torch_bytes: u64,
+    /// The CUDA-graph pool (captured sizes × their activations, plus the driver's per-graph cost).
     pub cuda_graph_bytes: u64,
+    /// Whether `cuda_graph_bytes` is taken out of the KV budget (`estimate_cudagraphs`); if not,
+    /// it must fit, with the CUDA context, in `gpu_bytes − requested_bytes`.
+    pub cuda_graph_in_budget: bool,
+    /// `gpu_bytes − requested_bytes − CUDA context − graphs outside the budget`: negative means
+    /// the graphs are likely to run out of memory after the KV cache is allocated.
+    pub headroom_bytes: i64,
     /// What is left for the KV cache (0 when the rest does not fit).
     pub kv_pool_bytes: u64,
     pub kv_dtype: String,
@@ -153,11 +180,17 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
     let graphs = if cfg.enforce_eager {
         0
     } else {
-        let capture = (2 * cfg.max_num_seqs).min(MAX_CUDAGRAPH_CAPTURE);
-        forward_peak(&shape.blocks, capture, tp, dtype_bytes)
+        // the graphs share one pool, sized by the largest capture
+        let sizes = capture_sizes((2 * cfg.max_num_seqs).min(MAX_CUDAGRAPH_CAPTURE));
+        let largest = sizes.last().copied().unwrap_or(0);
+        forward_peak(&shape.blocks, largest, tp, dtype_bytes)
+            .saturating_add((sizes.len() as u64).saturating_mul(CUDA_GRAPH_BYTES_PER_GRAPH))
     };
+    let budget_graphs = if cfg.estimate_cudagraphs { graphs } else { 0 };
     let requested = (cfg.gpu_bytes as f64 * cfg.gpu_memory_utilization).ceil() as u64;
-    let pool = requested.saturating_sub(weights).saturating_sub(act).saturating_sub(non_torch).saturating_sub(graphs);
+    let pool = requested.saturating_sub(weights).saturating_sub(act).saturating_sub(non_torch).saturating_sub(budget_graphs);
+    let outside = crate::memory::device::CUDA_CONTEXT_BYTES.saturating_add(graphs - budget_graphs);
+    let headroom = cfg.gpu_bytes.saturating_sub(requested) as i64 - outside as i64;
     let per_token: u64 = shape.layers.iter().map(|l| l.token_bytes(tp, cfg.kv_dtype)).sum();
     let page = per_token.saturating_mul(BLOCK_SIZE);
     let num_blocks = pool / page.max(1);
@@ -166,10 +199,16 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
             .layers
             .iter()
             .map(|l| {
-                // a sliding-window layer keeps `cdiv(window - 1, 16) + 1` blocks at most
-                // (`SlidingWindowSpec.max_memory_usage_bytes`)
-                let full = len.div_ceil(BLOCK_SIZE);
-                let blocks = l.window.map_or(full, |w| full.min(w.saturating_sub(1).div_ceil(BLOCK_SIZE) + 1));
+                // a sliding-window layer holds the window's last `w - 1` tokens plus a step's
+                // tokens, never more than the request, and one block more for the window's
+                // offset (`SlidingWindowSpec.max_admission_blocks_per_request`)
+                let blocks = match l.window {
+                    None => len.div_ceil(BLOCK_SIZE),
+                    Some(w) => {
+                        let held = w.saturating_sub(1).saturating_add(cfg.max_num_batched_tokens).min(len);
+                        held.div_ceil(BLOCK_SIZE) + 1
+                    }
+                };
                 blocks.saturating_mul(BLOCK_SIZE).saturating_mul(l.token_bytes(tp, cfg.kv_dtype))
             })
             .fold(0u64, u64::saturating_add)
@@ -195,6 +234,8 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
         activation_peak_bytes: act,
         non_torch_bytes: non_torch,
         cuda_graph_bytes: graphs,
+        cuda_graph_in_budget: cfg.estimate_cudagraphs,
+        headroom_bytes: headroom,
         kv_pool_bytes: pool,
         kv_dtype: cfg.kv_dtype.name().to_string(),
         kv_bytes_per_token: per_token,
@@ -205,14 +246,16 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
         max_concurrency,
         concurrency: cfg.concurrency,
         max_context_at_concurrency,
-        modelled: vec!["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"],
+        modelled: vec!["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes", "headroom_bytes"],
     })
 }
 
-/// Parameters per rank: the whole model's bytes in its format over `tp` (vLLM's column- and
-/// row-parallel linears and vocab-parallel embeddings split every matrix; norms, replicated, are
-/// a rounding error).
+/// Parameters per rank in their format. vLLM's column- and row-parallel linears split every
+/// matrix over the `tp` ranks; `VocabParallelEmbedding` and `ParallelLMHead` first pad the
+/// vocabulary to [`VOCAB_PADDING`] rows; 1-D parameters (norms) are replicated. (Biases of
+/// column-parallel layers are split too; counting them whole is a rounding error.)
 fn weights_bytes(spec: &ModelSpec, cfg: &ServeConfig) -> Result<u64> {
+    use crate::formats::TensorRole;
     let tc = TrainConfig {
         batch: 1,
         seq_len: Some(2),
@@ -222,7 +265,32 @@ fn weights_bytes(spec: &ModelSpec, cfg: &ServeConfig) -> Result<u64> {
         ..TrainConfig::default()
     };
     let p = crate::memory::Prepared::new(spec, &tc)?;
-    Ok(p.resolved.graph.param_bytes().div_ceil(cfg.tensor_parallel))
+    let r = &p.resolved;
+    let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
+    let tp = cfg.tensor_parallel;
+    let total = crate::formats::apply::roles(&r.graph, &rows)
+        .into_iter()
+        .map(|(v, role)| {
+            let shape = &r.graph.value(v).shape.0;
+            let bytes = r.graph.storages[r.graph.storage_of(v) as usize].bytes.fixed;
+            match (shape.as_slice(), role) {
+                ([rows, _], TensorRole::Embedding { .. } | TensorRole::Output { .. }) if *rows > 0 => {
+                    let padded = rows.div_ceil(VOCAB_PADDING).saturating_mul(VOCAB_PADDING);
+                    // bytes × padded / rows, per rank (u128: no overflow)
+                    ((bytes as u128 * padded as u128 / *rows as u128) as u64).div_ceil(tp)
+                }
+                ([_, _], _) => bytes.div_ceil(tp),
+                _ => bytes,
+            }
+        })
+        .fold(0u64, u64::saturating_add);
+    Ok(total)
+}
+
+/// vLLM's CUDA-graph batch sizes up to `max` (`CompilationConfig`'s default
+/// `cudagraph_capture_sizes`: 1, 2, 4, then every 8 to 256, then every 16).
+pub fn capture_sizes(max: u64) -> Vec<u64> {
+    [1u64, 2, 4].into_iter().chain((8..256).step_by(8)).chain((256..=max.max(256)).step_by(16)).filter(|&s| s <= max).collect()
 }
 
 /// The live tensors of one block's forward at `tokens` tokens in vLLM's fused layers
@@ -248,7 +316,7 @@ fn activation_peak(m: &ModelShape, cfg: &ServeConfig, bytes: u64) -> u64 {
     let t = cfg.max_num_batched_tokens;
     let forward = forward_peak(&m.blocks, t, cfg.tensor_parallel, bytes);
     let reqs = cfg.max_num_seqs.min(t);
-    let sampler = reqs.saturating_mul(m.vocab).saturating_mul(bytes + 4 + 4 + 8 + 4);
+    let sampler = reqs.saturating_mul(m.vocab).saturating_mul(bytes + SAMPLER_BYTES_PER_LOGIT);
     forward.max(t.saturating_mul(m.hidden).saturating_mul(bytes).saturating_add(sampler))
 }
 

@@ -18,41 +18,50 @@ fn h100(context: u64) -> ServeConfig {
 /// Llama-3.1-8B, bf16, one H100 80 GB (80 GiB = 85,899,345,920 B), defaults:
 ///
 /// ```text
-/// requested  = ceil(85,899,345,920 × 0.9)                       = 77,309,411,328
-/// weights    = 8,030,261,248 params × 2                          = 16,060,522,496
-/// activation = 8192 tokens × (2·4096 + 2·14336 + 14336) × 2     =    838,860,800
-///              (MLP moment: residual + normed input + gate_up + SiluAndMul output;
-///               the sampler's 256 × 128,256 × 22 B + hidden 67,108,864 = 789,446,656 is lower)
-/// non-torch  = 136 MiB                                           =    142,606,336
-/// graphs     = 512 tokens × 51,200 × 2                           =     52,428,800
-/// pool       = 77,309,411,328 − the four                        = 60,214,992,896
-/// per token  = 32 layers × 2 × 8 kv heads × 128 × 2 B           =        131,072
-/// blocks     = 60,214,992,896 // (16 × 131,072)                  =         28,712 → 459,392 tokens
-/// at 8192    = 28,712 // 512 blocks                              =             56 sequences
+/// requested  = ceil(85,899,345,920 × 0.9)                        = 77,309,411,328
+/// weights    = 8,030,261,248 params × 2                           = 16,060,522,496
+/// forward    = 8192 tokens × (2·4096 + 2·14336 + 14336) × 2      =    838,860,800
+///              (MLP moment: residual + normed input + gate_up + SiluAndMul output)
+/// sampler    = 256 reqs × 128,256 × (2 + 25) + hidden 8192 × 4096 × 2
+///            = 886,505,472 + 67,108,864                           =    953,614,336  ← activation peak
+/// non-torch  = 136 MiB                                            =    142,606,336
+/// pool       = 77,309,411,328 − the three                         = 60,152,668,160
+///              (CUDA graphs outside the budget, vLLM's default)
+/// per token  = 32 layers × 2 × 8 kv heads × 128 × 2 B            =        131,072
+/// blocks     = 60,152,668,160 // (16 × 131,072)                   =         28,683 → 458,928 tokens
+/// at 8192    = 28,683 // 512 blocks                               =             56 sequences
+/// graphs     = 512 × 51,200 × 2 + 51 capture sizes × 1 MiB        =    105,906,176
+/// headroom   = 85,899,345,920 − 77,309,411,328 − 450 MiB − graphs =  8,012,169,216
 /// ```
 #[test]
 fn llama_8b_on_one_h100_worked_by_hand() {
     let c = capacity(&llama(), &h100(8192)).unwrap();
     assert_eq!(c.requested_bytes, 77_309_411_328);
     assert_eq!(c.weights_bytes, 16_060_522_496);
-    assert_eq!(c.activation_peak_bytes, 838_860_800);
+    assert_eq!(c.activation_peak_bytes, 953_614_336);
     assert_eq!(c.non_torch_bytes, 142_606_336);
-    assert_eq!(c.cuda_graph_bytes, 52_428_800);
-    assert_eq!(c.kv_pool_bytes, 60_214_992_896);
+    assert_eq!(c.kv_pool_bytes, 60_152_668_160);
     assert_eq!(c.kv_bytes_per_token, 131_072);
-    assert_eq!(c.num_blocks, 28_712);
-    assert_eq!(c.kv_tokens, 459_392);
+    assert_eq!(c.num_blocks, 28_683);
+    assert_eq!(c.kv_tokens, 458_928);
     assert_eq!(c.max_concurrency, 56);
+    assert_eq!(c.cuda_graph_bytes, 105_906_176);
+    assert!(!c.cuda_graph_in_budget);
+    assert_eq!(c.headroom_bytes, 8_012_169_216);
+    assert_eq!(capture_sizes(512).len(), 51);
+    assert_eq!(capture_sizes(16), [1, 2, 4, 8, 16]);
 }
 
 #[test]
 fn accounting_identities() {
-    for cfg in [h100(8192), ServeConfig { tensor_parallel: 2, kv_dtype: KvDtype::Fp8, ..h100(32768) }] {
+    for cfg in [
+        h100(8192),
+        ServeConfig { tensor_parallel: 2, kv_dtype: KvDtype::Fp8, ..h100(32768) },
+        ServeConfig { estimate_cudagraphs: true, ..h100(4096) },
+    ] {
         let c = capacity(&llama(), &cfg).unwrap();
-        assert_eq!(
-            c.requested_bytes,
-            c.weights_bytes + c.activation_peak_bytes + c.non_torch_bytes + c.cuda_graph_bytes + c.kv_pool_bytes
-        );
+        let graphs = if c.cuda_graph_in_budget { c.cuda_graph_bytes } else { 0 };
+        assert_eq!(c.requested_bytes, c.weights_bytes + c.activation_peak_bytes + c.non_torch_bytes + graphs + c.kv_pool_bytes);
         assert_eq!(c.page_bytes, 16 * c.kv_bytes_per_token);
         assert!(c.num_blocks * c.page_bytes <= c.kv_pool_bytes && c.kv_pool_bytes < (c.num_blocks + 1) * c.page_bytes);
         assert_eq!(c.kv_tokens, 16 * c.num_blocks);
@@ -77,9 +86,14 @@ fn more_memory_more_tokens_and_fp8_doubles_them() {
     // 4-bit weights leave more for the cache; a bigger batch budget leaves less
     assert!(tokens(ServeConfig { weights: Some(WeightFormat::Awq { group_size: 128 }), ..h100(8192) }).kv_tokens > bf16.kv_tokens);
     assert!(tokens(ServeConfig { max_num_batched_tokens: 32768, ..h100(8192) }).kv_tokens < bf16.kv_tokens);
-    // tensor parallelism halves the weights and the KV heads per rank
+    // tensor parallelism halves the matrices (norms are replicated) and the KV heads per rank
     let tp2 = tokens(ServeConfig { tensor_parallel: 2, ..h100(8192) });
-    assert_eq!(tp2.weights_bytes, bf16.weights_bytes / 2);
+    let norms = (2 * 32 + 1) * 4096 * 2;
+    assert_eq!(tp2.weights_bytes, (bf16.weights_bytes - norms) / 2 + norms);
+    // the CUDA-graph pool counts against the budget only when asked (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
+    let est = tokens(ServeConfig { estimate_cudagraphs: true, ..h100(8192) });
+    assert_eq!(est.kv_pool_bytes, bf16.kv_pool_bytes - bf16.cuda_graph_bytes);
+    assert_eq!(tokens(ServeConfig { enforce_eager: true, ..h100(8192) }).cuda_graph_bytes, 0);
     assert_eq!(tp2.kv_bytes_per_token * 2, bf16.kv_bytes_per_token);
 }
 
@@ -114,7 +128,10 @@ fn gqa_sliding_window_and_mla_caches() {
     let full = capacity(&llama(), &h100(32768)).unwrap();
     let windowed = capacity(&spec, &h100(32768)).unwrap();
     assert_eq!(windowed.num_blocks, full.num_blocks);
-    assert_eq!(windowed.max_concurrency, full.num_blocks / (4096 / 16 + 1));
+    // a windowed layer holds min(window − 1 + max_num_batched_tokens, context) tokens + 1 block:
+    // cdiv(4095 + 8192, 16) + 1 = 769 blocks against 2048 for the whole 32K
+    assert_eq!(windowed.max_concurrency, full.num_blocks / 769);
+    assert_eq!(full.max_concurrency, full.num_blocks / 2048);
 }
 
 #[test]
