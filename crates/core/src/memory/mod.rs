@@ -54,9 +54,17 @@ impl Prepared {
             inplace_relu: config.inplace_relu,
             framework: config.framework,
         };
-        let mut resolved = resolve(spec, config.seq_len, opts)?;
+        let resolved = resolve(spec, config.seq_len, opts)?;
+        #[cfg(feature = "formats")]
+        let resolved = match config.weights {
+            Some(w) => apply_weights(resolved, w, training)?,
+            None => resolved,
+        };
+        #[cfg(not(feature = "formats"))]
         if let Some(w) = config.weights {
-            apply_weights(&mut resolved, w, training)?;
+            return Err(Error::Config(format!(
+                "weights `{w}` are not part of this build; the CLI has them: vramcalc estimate --mode infer --weights {w}"
+            )));
         }
         let g = &resolved.graph;
         let shapes: Vec<&[u64]> = g.params.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
@@ -216,13 +224,15 @@ impl Prepared {
 }
 
 /// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
-fn apply_weights(r: &mut Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<()> {
+#[cfg(feature = "formats")]
+fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
     if training {
         return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
     }
     let dtype = r.graph.params.first().map(|&p| r.graph.value(p).dtype).unwrap_or_default();
     let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
-    crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)
+    crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)?;
+    Ok(r)
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
