@@ -111,7 +111,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
     )?;
     writeln!(
         o,
-        "batch {} (micro-batch {}), {}, {} ({}), {}{}{}",
+        "batch {} (micro-batch {}), {}, {} ({}), {}{}{}{}",
         c.batch,
         c.micro_batch(),
         c.precision,
@@ -125,6 +125,9 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, u
         },
         c.seq_len
             .map(|s| format!(", seq len {s}"))
+            .unwrap_or_default(),
+        c.weights
+            .map(|w| format!(", weights {w} ({})", f(est.param_bytes)))
             .unwrap_or_default()
     )?;
     writeln!(o)?;

@@ -55,3 +55,30 @@ fn quantised_llama_keeps_head_and_embeddings_in_fp16() {
     assert_eq!(weights_of(&spec, "fp16").1, 2 * 8_030_261_248);
 }
 
+
+/// Mixtral-8x7B: the expert stacks are quantised matrix by matrix, the router stays in bf16.
+#[test]
+fn moe_experts_are_quantised_and_the_router_is_not() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/mixtral.config.json")).unwrap();
+    let spec = vramcalc_core::import::hf::from_config_json(&text).unwrap();
+    let (h, kv, i, v, l, e) = (4096u64, 1024u64, 14336u64, 32000u64, 32u64, 8u64);
+    let cfg = |w: &str| TrainConfig {
+        batch: 1,
+        seq_len: Some(16),
+        mode: Mode::Infer,
+        precision: Precision::Bf16,
+        weights: Some(WeightFormat::parse(w).unwrap()),
+        ..TrainConfig::default()
+    };
+    let bytes = |w: &str| vramcalc_core::estimate(&spec, &cfg(w)).unwrap().param_bytes;
+    let bf16_rest = 2 * v * h * 2 + (2 * l + 1) * h * 2 + l * e * h * 2;
+    // AWQ per matrix: in·out/2 + groups·out/2 + groups·out·2
+    let awq = |o: u64, n: u64| n * o / 2 + n / 128 * o / 2 + n / 128 * o * 2;
+    let attn = 2 * awq(h, h) + 2 * awq(kv, h);
+    let experts = e * (awq(2 * i, h) + awq(h, i));
+    assert_eq!(bytes("awq-int4"), bf16_rest + l * (attn + experts));
+    // NF4: a stack is one tensor to bitsandbytes' packing arithmetic
+    let nf4 = |n: u64| bnb4_bytes(n, false);
+    let attn = 2 * nf4(h * h) + 2 * nf4(kv * h);
+    assert_eq!(bytes("nf4"), bf16_rest + l * (attn + nf4(e * 2 * i * h) + nf4(e * h * i)));
+}

@@ -34,20 +34,36 @@ pub const BNB_FUSED_MAX_TOKENS: u64 = 256;
 pub const AWQ_DEQUANT_TOKENS: u64 = 1024;
 
 /// Per-parameter roles of `g`, in `g.params` order.
+///
 /// `layers[i]` is the kind and nesting depth of row `i` of the per-layer table (`Op::layer`).
+/// A block's index (llama.cpp's `blk.N`) counts the attention layers met so far. In a
+/// `sparse_moe` row the expert stacks (`grouped_mm` weights `[E, 2I, H]`, `[E, H, I]`) are
+/// `ffn_*_exps`; the router (`[E, H]`) and a shared-expert gate (`[1, H]`) stay unquantised, as
+/// llama.cpp (`ffn_gate_inp`), vLLM (`ReplicatedLinear(..., quant_config=None)`) and the usual
+/// `modules_to_not_convert` keep them.
 pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
-    let linears: Vec<(usize, ValueId)> = g
-        .ops
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| o.name == "linear" && o.inputs.len() >= 2)
-        .map(|(i, o)| (i, o.inputs[1]))
-        .collect();
     let is_param = |v: ValueId| g.params.contains(&v);
+    let is_attention = |kind: &str| {
+        kind.starts_with("transformer_") || kind == "multi_head_latent_attention" || kind == "multihead_attention"
+    };
+    // (op, row, weight, grouped_mm, block index) in forward order
+    let mut mats: Vec<(usize, u32, ValueId, bool, u64)> = Vec::new();
+    let (mut blocks, mut last_row) = (0u64, u32::MAX);
+    for (i, o) in g.ops.iter().enumerate() {
+        if o.layer != last_row {
+            last_row = o.layer;
+            if is_attention(layers[o.layer as usize].0) {
+                blocks += 1;
+            }
+        }
+        if (o.name == "linear" || o.name == "grouped_mm") && o.inputs.len() >= 2 && is_param(o.inputs[1]) {
+            mats.push((i, o.layer, o.inputs[1], o.name == "grouped_mm", blocks.saturating_sub(1)));
+        }
+    }
     // the head: the last linear, in a top-level `linear` row
-    let head = linears.last().copied().filter(|&(i, w)| {
-        let (kind, depth) = layers[g.ops[i].layer as usize];
-        depth == 0 && kind == "linear" && is_param(w)
+    let head = mats.iter().rev().find(|m| !m.3).copied().filter(|m| {
+        let (kind, depth) = layers[m.1 as usize];
+        depth == 0 && kind == "linear"
     });
     let embeds: Vec<(ValueId, bool)> = g
         .ops
@@ -55,60 +71,68 @@ pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
         .filter(|o| o.name == "embedding" && !o.inputs.is_empty())
         .map(|o| (o.inputs[0], layers[o.layer as usize].0 == "positional_embedding"))
         .collect();
-    let tied = head.is_some_and(|(_, w)| embeds.iter().any(|(e, _)| *e == w));
-    // group block linears by row, in forward order
-    let mut rows: Vec<(u32, Vec<ValueId>)> = Vec::new();
-    for &(i, w) in &linears {
-        if head.map(|h| h.0) == Some(i) || !is_param(w) {
+    let tied = head.is_some_and(|h| embeds.iter().any(|(e, _)| *e == h.2));
+    // group a row's matrices, in forward order
+    let mut rows: Vec<(u32, Vec<(ValueId, bool, u64)>)> = Vec::new();
+    for &(i, layer, w, grouped, block) in &mats {
+        if head.map(|h| h.0) == Some(i) {
             continue;
         }
-        let layer = g.ops[i].layer;
         match rows.last_mut() {
-            Some((l, ws)) if *l == layer => ws.push(w),
-            _ => rows.push((layer, vec![w])),
+            Some((l, ws)) if *l == layer => ws.push((w, grouped, block)),
+            _ => rows.push((layer, vec![(w, grouped, block)])),
         }
     }
-    let is_block = |kind: &str| kind.starts_with("transformer_") || kind == "multi_head_latent_attention";
-    let n_layer = rows.iter().filter(|(l, _)| is_block(layers[*l as usize].0)).count() as u64;
     let mut n_gqa = 1;
-    let mut named: Vec<(ValueId, C)> = Vec::new();
+    let mut n_expert = 1;
+    let mut named: Vec<(ValueId, C, u64)> = Vec::new();
     for (l, ws) in &rows {
-        let cats = categories(layers[*l as usize].0, ws.len());
+        let kind = layers[*l as usize].0;
+        if kind == "sparse_moe" {
+            let dims = |w: ValueId| g.value(w).shape.0.clone();
+            let experts = ws.iter().find(|m| m.1).map_or(0, |m| dims(m.0)[0]);
+            n_expert = n_expert.max(experts);
+            let stacks = [C::FfnUp, C::FfnDown];
+            let shared = [C::FfnGate, C::FfnUp, C::FfnDown];
+            let (mut si, mut hi) = (0, 0);
+            for &(w, grouped, block) in ws {
+                let out = dims(w)[0];
+                if grouped {
+                    named.push((w, stacks[si.min(1)], block));
+                    si += 1;
+                } else if out != 1 && out != experts {
+                    named.push((w, shared[hi.min(2)], block));
+                    hi += 1;
+                }
+            }
+            continue;
+        }
+        let cats = categories(kind, ws.len());
         if let (Some(q), Some(v)) = (
-            cats.iter().position(|c| *c == C::AttnQ).map(|i| ws[i]),
-            cats.iter().position(|c| *c == C::AttnV).map(|i| ws[i]),
+            cats.iter().position(|c| *c == C::AttnQ).map(|i| ws[i].0),
+            cats.iter().position(|c| *c == C::AttnV).map(|i| ws[i].0),
         ) {
             let rows_of = |w: ValueId| g.value(w).shape.0.first().copied().unwrap_or(1).max(1);
             n_gqa = (rows_of(q) / rows_of(v)).max(1);
         }
-        named.extend(ws.iter().zip(cats).map(|(w, c)| (*w, c)));
+        named.extend(ws.iter().zip(cats).map(|(m, c)| (m.0, c, m.2)));
     }
-    let model = MixModel { n_layer: n_layer.max(1), n_gqa, is_70b: n_layer == 80, tied };
-    let mut seen: Vec<(C, u64)> = Vec::new();
-    let mut out = Vec::with_capacity(g.params.len());
-    for &p in &g.params {
-        let role = if head.is_some_and(|(_, w)| w == p) || (tied && embeds.iter().any(|(e, pos)| *e == p && !pos)) {
-            if tied { TensorRole::Embedding { model } } else { TensorRole::Output { model } }
-        } else if let Some((_, pos)) = embeds.iter().find(|(e, _)| *e == p) {
-            if *pos { TensorRole::PositionEmbedding } else { TensorRole::Embedding { model } }
-        } else if let Some((_, cat)) = named.iter().find(|(w, _)| *w == p) {
-            let index = match seen.iter_mut().find(|(c, _)| c == cat) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n - 1
-                }
-                None => {
-                    seen.push((*cat, 1));
-                    0
-                }
+    let model = MixModel { n_layer: blocks.max(1), n_gqa, n_expert, is_70b: blocks == 80, tied };
+    g.params
+        .iter()
+        .map(|&p| {
+            let role = if head.is_some_and(|h| h.2 == p) || (tied && embeds.iter().any(|(e, pos)| *e == p && !pos)) {
+                if tied { TensorRole::Embedding { model } } else { TensorRole::Output { model } }
+            } else if let Some((_, pos)) = embeds.iter().find(|(e, _)| *e == p) {
+                if *pos { TensorRole::PositionEmbedding } else { TensorRole::Embedding { model } }
+            } else if let Some(&(_, category, index)) = named.iter().find(|(w, _, _)| *w == p) {
+                TensorRole::BlockLinear { category, index, model }
+            } else {
+                TensorRole::Other
             };
-            TensorRole::BlockLinear { category: *cat, index, model }
-        } else {
-            TensorRole::Other
-        };
-        out.push((p, role));
-    }
-    out
+            (p, role)
+        })
+        .collect()
 }
 
 /// llama.cpp's names for a block's linears, by the order the layer lowers them.

@@ -139,6 +139,8 @@ pub struct MixModel {
     pub n_layer: u64,
     /// `n_head / n_head_kv` (`hparams.n_gqa()`).
     pub n_gqa: u64,
+    /// Routed experts (`hparams.n_expert`, 1 for a dense model): Mixtral's 8 get their own rules.
+    pub n_expert: u64,
     /// `model.type == LLM_TYPE_70B` (the Llama-2/3 70B: 80 layers), which raises `attn_v`.
     pub is_70b: bool,
     /// Whether the output head shares the token embedding (`has_tied_embeddings`).
@@ -164,8 +166,8 @@ impl GgufRecipe {
     }
 
     /// The type `llama_tensor_get_type` gives a quantisable 2-D tensor of `[rows, cols]`;
-    /// `index` is the tensor's position among its category's tensors (`i_attention_wv`,
-    /// `i_ffn_down`: in a dense model, the block index). Dense models only (`n_expert` 1).
+    /// `index` is the tensor's block (`i_attention_wv`, `i_ffn_down`, or the `blk.N` that
+    /// `layer_info` parses for MoE models).
     pub fn tensor_type(self, m: &MixModel, cat: TensorCategory, index: u64, cols: u64) -> GgmlType {
         use GgmlType as T;
         use GgufRecipe as R;
@@ -193,6 +195,12 @@ impl GgufRecipe {
             if m.is_70b && matches!(t, T::Q3K | T::Q4K) {
                 t = T::Q5K;
             }
+            if m.n_expert == 8 {
+                // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
+                t = T::Q8_0;
+            }
+        } else if cat == C::AttnK && m.n_expert == 8 {
+            t = T::Q8_0;
         } else if cat == C::FfnDown {
             let (i, n) = (index, m.n_layer);
             t = match self {
@@ -203,6 +211,10 @@ impl GgufRecipe {
                 R::Q4KS if i < n / 8 => T::Q5K,
                 _ => t,
             };
+        } else if cat == C::AttnOutput && m.n_expert == 8 {
+            if matches!(self, R::Q2K | R::Q3KS | R::Q3KM | R::Q4KS | R::Q4KM) {
+                t = T::Q5K;
+            }
         } else if cat == C::AttnOutput {
             t = match self {
                 R::Q2K => T::Q3K,
@@ -257,8 +269,21 @@ mod tests {
     }
 
     #[test]
+    fn mixtral_rules() {
+        let m = MixModel { n_layer: 32, n_gqa: 4, n_expert: 8, is_70b: false, tied: false };
+        let q4km = |c, i| GgufRecipe::Q4KM.tensor_type(&m, c, i, 4096);
+        assert_eq!(q4km(TensorCategory::AttnV, 10), GgmlType::Q8_0);
+        assert_eq!(q4km(TensorCategory::AttnK, 10), GgmlType::Q8_0);
+        assert_eq!(q4km(TensorCategory::AttnOutput, 10), GgmlType::Q5K);
+        assert_eq!(q4km(TensorCategory::AttnQ, 10), GgmlType::Q4K);
+        assert_eq!(q4km(TensorCategory::FfnDown, 0), GgmlType::Q6K);
+        assert_eq!(q4km(TensorCategory::FfnDown, 10), GgmlType::Q4K);
+        assert_eq!(GgufRecipe::Q5KM.tensor_type(&m, TensorCategory::AttnOutput, 0, 4096), GgmlType::Q5K);
+    }
+
+    #[test]
     fn rows_not_divisible_by_256_fall_back() {
-        let m = MixModel { n_layer: 4, n_gqa: 1, is_70b: false, tied: false };
+        let m = MixModel { n_layer: 4, n_gqa: 1, n_expert: 1, is_70b: false, tied: false };
         // a 2880-wide row (gpt-oss) is not a multiple of 256: Q4_K → Q5_0
         assert_eq!(GgufRecipe::Q4KM.tensor_type(&m, TensorCategory::AttnQ, 0, 2880), GgmlType::Q5_0);
         assert_eq!(GgufRecipe::Q4KM.tensor_type(&m, TensorCategory::Output, 0, 2880), GgmlType::Q8_0);

@@ -145,8 +145,10 @@ impl WeightFormat {
     pub fn tensor_bytes(self, role: TensorRole, shape: &[u64], dtype: DType) -> u64 {
         let n = shape.iter().fold(1u64, |a, &d| a.saturating_mul(d));
         let plain = n.saturating_mul(dtype.size());
-        let (out, inp) = match shape {
-            [o, i] => (*o, *i),
+        // `[out, in]`, or a stack of `mats` such matrices (MoE experts `[E, out, in]`)
+        let (mats, out, inp) = match shape {
+            [o, i] => (1, *o, *i),
+            [e, o, i] => (*e, *o, *i),
             _ => {
                 // 1-D (norms, biases) and other shapes: the compute dtype, f32 in GGUF
                 return match self {
@@ -156,6 +158,16 @@ impl WeightFormat {
                 };
             }
         };
+        if mats != 1 {
+            // every format quantises each matrix of the stack alike (GGUF rows run on: `ne[0]` = in)
+            let one = self.tensor_bytes(role, &[out, inp], dtype);
+            return match self {
+                WeightFormat::Gguf(_) | WeightFormat::Float(_) | WeightFormat::Bnb4 { .. } => {
+                    self.tensor_bytes(role, &[mats.saturating_mul(out), inp], dtype)
+                }
+                _ => one.saturating_mul(mats),
+            };
+        }
         match self {
             WeightFormat::Float(d) => n.saturating_mul(d.size()),
             WeightFormat::Gguf(recipe) => gguf_bytes(recipe, role, out, inp),

@@ -4,7 +4,7 @@
 use super::ggml::{GgmlType, MixModel, TensorCategory};
 use super::*;
 
-const M: MixModel = MixModel { n_layer: 32, n_gqa: 4, is_70b: false, tied: false };
+const M: MixModel = MixModel { n_layer: 32, n_gqa: 4, n_expert: 1, is_70b: false, tied: false };
 const BLOCK: TensorRole = TensorRole::BlockLinear { category: TensorCategory::AttnQ, index: 0, model: M };
 const SQ: [u64; 2] = [4096, 4096];
 const N: u64 = 4096 * 4096;

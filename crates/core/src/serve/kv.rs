@@ -43,10 +43,12 @@ pub struct BlockWidths {
     pub qkv: u64,
     /// Attention output (`num_heads × head_dim`, or MLA's `num_heads × v_head_dim`).
     pub attn_out: u64,
-    /// The MLP's fused `gate_up_proj` output (2·I gated, I otherwise), times `top_k` for MoE.
+    /// The MLP's fused `gate_up_proj` output (2·I gated, I otherwise); per routed token for MoE.
     pub up: u64,
-    /// The activation's output fed to `down_proj` (I, times `top_k` for MoE).
+    /// The activation's output fed to `down_proj` (I); per routed token for MoE.
     pub act: u64,
+    /// Experts per token of a sparse MoE MLP (0: dense).
+    pub top_k: u64,
 }
 
 /// The cache layers and block widths of a decoder, in order.
@@ -78,6 +80,7 @@ fn transformer(l: &TransformerLayer, m: &mut ModelShape) {
         attn_out: l.nhead.saturating_mul(hd),
         up: if l.gated_mlp { 2 * i } else { i },
         act: i,
+        top_k: 0,
     });
 }
 
@@ -112,12 +115,9 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
                         ..BlockWidths::default()
                     });
                 }
-                Layer::GatedMlp(g) => merge_mlp(m, 2 * g.intermediate_size, g.intermediate_size),
-                Layer::SparseMoe(s) => {
-                    let shared = s.shared_intermediate_size.unwrap_or(0);
-                    let act = s.top_k.saturating_mul(s.intermediate_size).saturating_add(shared);
-                    merge_mlp(m, 2 * act, act)
-                }
+                Layer::GatedMlp(g) => merge_mlp(m, 2 * g.intermediate_size, g.intermediate_size, 0),
+                // the routed experts (a shared expert runs as a dense MLP before them)
+                Layer::SparseMoe(s) => merge_mlp(m, 2 * s.intermediate_size, s.intermediate_size, s.top_k),
                 Layer::Repeat { times, body } => walk(body, *times, m),
                 Layer::Sequential { layers, .. } => walk(layers, 1, m),
                 Layer::Residual { body, shortcut, .. } => {
@@ -138,12 +138,13 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
 }
 
 /// A stand-alone MLP (MoE models put attention and MLP in separate layers) widens the last block.
-fn merge_mlp(m: &mut ModelShape, up: u64, act: u64) {
+fn merge_mlp(m: &mut ModelShape, up: u64, act: u64, top_k: u64) {
     match m.blocks.last_mut() {
         Some(b) if b.up == 0 => {
             b.up = up;
             b.act = act;
+            b.top_k = top_k;
         }
-        _ => m.blocks.push(BlockWidths { hidden: m.hidden, up, act, ..BlockWidths::default() }),
+        _ => m.blocks.push(BlockWidths { hidden: m.hidden, up, act, top_k, ..BlockWidths::default() }),
     }
 }

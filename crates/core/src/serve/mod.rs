@@ -252,8 +252,9 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
 
 /// Parameters per rank in their format. vLLM's column- and row-parallel linears split every
 /// matrix over the `tp` ranks; `VocabParallelEmbedding` and `ParallelLMHead` first pad the
-/// vocabulary to [`VOCAB_PADDING`] rows; 1-D parameters (norms) are replicated. (Biases of
-/// column-parallel layers are split too; counting them whole is a rounding error.)
+/// vocabulary to [`VOCAB_PADDING`] rows; `FusedMoE` splits every expert's intermediate size;
+/// 1-D parameters (norms) are replicated. (Biases of column-parallel layers are split too;
+/// counting them whole is a rounding error.)
 fn weights_bytes(spec: &ModelSpec, cfg: &ServeConfig) -> Result<u64> {
     use crate::formats::TensorRole;
     let tc = TrainConfig {
@@ -279,8 +280,9 @@ fn weights_bytes(spec: &ModelSpec, cfg: &ServeConfig) -> Result<u64> {
                     // bytes × padded / rows, per rank (u128: no overflow)
                     ((bytes as u128 * padded as u128 / *rows as u128) as u64).div_ceil(tp)
                 }
-                ([_, _], _) => bytes.div_ceil(tp),
-                _ => bytes,
+                // norms (and other vectors) are replicated; matrices and expert stacks are split
+                ([] | [_], _) => bytes,
+                _ => bytes.div_ceil(tp),
             }
         })
         .fold(0u64, u64::saturating_add);
@@ -296,11 +298,18 @@ pub fn capture_sizes(max: u64) -> Vec<u64> {
 /// The live tensors of one block's forward at `tokens` tokens in vLLM's fused layers
 /// (`models/llama.py`): the residual and the normed input stay referenced by the decoder layer
 /// while its attention (`qkv_proj` output, attention output) and MLP (`gate_up_proj` output,
-/// `SiluAndMul` output, `down_proj` output) run; the widest moment is the MLP's.
+/// `SiluAndMul` output, `down_proj` output) run; the widest moment is usually the MLP's. A sparse
+/// MoE MLP runs `fused_experts` (`layers/fused_moe/fused_moe.py`): `intermediate_cache1`
+/// (`[M, top_k, 2I]`) and `intermediate_cache3` (`[M, top_k, H]`) share one buffer, and
+/// `intermediate_cache2` holds `[M·top_k, I]`. Tensor parallelism splits the heads and `I`.
 fn block_peak(b: &BlockWidths, tokens: u64, tp: u64, bytes: u64) -> u64 {
     let held = 2 * b.hidden;
     let attn = held + b.qkv / tp + b.attn_out / tp + b.hidden;
-    let mlp = held + (b.up / tp + b.act / tp).max(b.act / tp + b.hidden);
+    let mlp = if b.top_k > 0 {
+        held + b.top_k * ((b.up / tp).max(b.hidden) + b.act / tp) + b.hidden
+    } else {
+        held + (b.up / tp + b.act / tp).max(b.act / tp + b.hidden)
+    };
     tokens.saturating_mul(attn.max(mlp)).saturating_mul(bytes)
 }
 
