@@ -9,17 +9,22 @@ const LLAMA_31_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"model_type":
 "intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
 "vocab_size":128256,"max_position_embeddings":131072,"rms_norm_eps":1e-5,"tie_word_embeddings":false}"#;
 
-fn weights_of(spec: &vramcalc_core::ModelSpec, w: &str) -> (u64, u64) {
+/// `(parameters, their bytes)` of `spec` with weights `w` and the rest in `precision`.
+fn weights_in(spec: &vramcalc_core::ModelSpec, w: &str, precision: Precision) -> (u64, u64) {
     let cfg = TrainConfig {
         batch: 1,
         seq_len: Some(16),
         mode: Mode::Infer,
-        precision: Precision::Fp16,
+        precision,
         weights: Some(WeightFormat::parse(w).unwrap()),
         ..TrainConfig::default()
     };
     let e = vramcalc_core::estimate(spec, &cfg).unwrap();
     (e.params, e.param_bytes)
+}
+
+fn weights_of(spec: &vramcalc_core::ModelSpec, w: &str) -> (u64, u64) {
+    weights_in(spec, w, Precision::Fp16)
 }
 
 /// llama.cpp `tools/quantize/README.md`, table "meta-llama/Llama-3.1-8B": bits/weight
@@ -62,15 +67,7 @@ fn moe_experts_are_quantised_and_the_router_is_not() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/mixtral.config.json")).unwrap();
     let spec = vramcalc_core::import::hf::from_config_json(&text).unwrap();
     let (h, kv, i, v, l, e) = (4096u64, 1024u64, 14336u64, 32000u64, 32u64, 8u64);
-    let cfg = |w: &str| TrainConfig {
-        batch: 1,
-        seq_len: Some(16),
-        mode: Mode::Infer,
-        precision: Precision::Bf16,
-        weights: Some(WeightFormat::parse(w).unwrap()),
-        ..TrainConfig::default()
-    };
-    let bytes = |w: &str| vramcalc_core::estimate(&spec, &cfg(w)).unwrap().param_bytes;
+    let bytes = |w: &str| weights_in(&spec, w, Precision::Bf16).1;
     let bf16_rest = 2 * v * h * 2 + (2 * l + 1) * h * 2 + l * e * h * 2;
     // AWQ per matrix: in·out/2 + groups·out/2 + groups·out·2
     let awq = |o: u64, n: u64| n * o / 2 + n / 128 * o / 2 + n / 128 * o * 2;
