@@ -16,6 +16,10 @@ pub struct ServeArgs {
     /// A GPU id from `vramcalc gpus` (e.g. `h100-80gb`).
     #[arg(long)]
     pub gpu: String,
+    /// The total memory CUDA reports for the GPU (`torch.cuda.mem_get_info()[1]`, vLLM's
+    /// `total_gpu_memory`), e.g. `79.22GiB`, instead of the board's nominal size.
+    #[arg(long)]
+    pub gpu_memory: Option<String>,
     /// The context each sequence is sized for (prompt + output, vLLM's max_model_len).
     #[arg(long)]
     pub context: u64,
@@ -57,6 +61,11 @@ pub struct ServeArgs {
 pub fn run(a: &ServeArgs) -> Result<String> {
     let spec = a.model.load()?;
     let g = gpu(&a.gpu).ok_or_else(|| anyhow!("unknown GPU {:?} (run `vramcalc gpus`)", a.gpu))?;
+    let gpu_bytes = match &a.gpu_memory {
+        None => g.bytes,
+        Some(m) => vramcalc_core::units::parse_bytes(m)
+            .ok_or_else(|| anyhow!("--gpu-memory {m:?} is not a size like 79.22GiB or 85GB"))?,
+    };
     let mut precision = match a.precision.as_str() {
         "bf16" => Precision::Bf16,
         "fp16" => Precision::Fp16,
@@ -88,7 +97,7 @@ pub fn run(a: &ServeArgs) -> Result<String> {
         weights,
         enforce_eager: a.enforce_eager,
         estimate_cudagraphs: a.estimate_cudagraphs,
-        ..ServeConfig::new(g.bytes, a.context)
+        ..ServeConfig::new(gpu_bytes, a.context)
     };
     let c = serve::capacity(&spec, &cfg)?;
     if a.json {

@@ -37,6 +37,10 @@ fn serve_reports_the_kv_pool_and_its_parts() {
         "--gpu-memory-utilization", "0.8", "--max-num-batched-tokens", "4096", "--json"]);
     assert_eq!(tp["tensor_parallel"], 2);
     assert!(tp["max_context_at_concurrency"].as_u64().unwrap() > 4096);
+    // the memory CUDA reports instead of the nominal size
+    let own = json(&["serve", "--hf-config", &path, "--gpu", "h100-80gb", "--gpu-memory", "79.22GiB", "--context", "8192", "--json"]);
+    assert_eq!(own["gpu_bytes"].as_u64().unwrap(), (79.22 * (1u64 << 30) as f64).round() as u64);
+    assert!(own["kv_tokens"].as_u64().unwrap() < n("kv_tokens"));
     let (code, text, _) = vramcalc(&["serve", "--preset", "gpt2", "--gpu", "rtx-4090", "--context", "1024"]);
     assert_eq!(code, 0);
     assert!(text.contains("KV cache pool") && text.contains("Concurrent sequences at 1,024 tokens"), "{text}");

@@ -143,3 +143,15 @@ fn bad_settings_are_refused() {
     let mlp = crate::spec::ModelSpec::from_json(r#"{"version":1,"input":{"shape":[16]},"layers":[{"kind":"linear","in_features":16,"out_features":4}]}"#).unwrap();
     assert!(capacity(&mlp, &h100(8192)).unwrap_err().to_string().contains("no attention layers"));
 }
+
+/// vLLM's own log for Meta-Llama-3-8B on an H100 (vllm-project/vllm PR #10511, "Some sanity
+/// checks"): "model weights take 14.96GiB", and "7.48GiB" at `-tp 2` (Llama-3-8B has
+/// Llama-3.1-8B's shapes: 8,030,261,248 parameters).
+#[test]
+fn weights_match_vllms_log() {
+    let gib = |b: u64| (b as f64 / (1u64 << 30) as f64 * 100.0).round() / 100.0;
+    let one = capacity(&llama(), &h100(8192)).unwrap();
+    assert_eq!(gib(one.weights_bytes), 14.96);
+    let two = capacity(&llama(), &ServeConfig { tensor_parallel: 2, ..h100(8192) }).unwrap();
+    assert_eq!(gib(two.weights_bytes), 7.48);
+}
