@@ -91,8 +91,9 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
     for _ in 0..times.min(MAX_REPEAT) {
         for l in layers {
             match l {
-                Layer::TransformerDecoderLayer(t) | Layer::TransformerEncoderLayer(t) => transformer(t, m),
-                Layer::MultiheadAttention(a) => {
+                // encoder layers attend both ways and keep no cache (vLLM's EncoderOnlyAttentionSpec)
+                Layer::TransformerDecoderLayer(t) => transformer(t, m),
+                Layer::MultiheadAttention(a) if a.causal => {
                     let hd = a.head_dim.unwrap_or(a.embed_dim / a.num_heads.max(1));
                     let kv = a.num_kv_heads.unwrap_or(a.num_heads);
                     m.layers.push(CacheLayer { heads: kv, head_dim: hd, latent: false, window: a.sliding_window });

@@ -172,7 +172,9 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
     };
     let shape = ModelShape::of(spec);
     if shape.layers.is_empty() {
-        return Err(Error::Config("the model has no attention layers: nothing to cache".into()));
+        return Err(Error::Config(
+            "the model has no causal attention layers: nothing to cache (vLLM keeps no KV cache for an encoder)".into(),
+        ));
     }
     let weights = weights_bytes(spec, cfg)?;
     let act = activation_peak(&shape, cfg, dtype_bytes);

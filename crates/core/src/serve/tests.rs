@@ -141,7 +141,9 @@ fn bad_settings_are_refused() {
     assert!(capacity(&llama(), &ServeConfig { gpu_memory_utilization: 1.5, ..h100(8192) }).is_err());
     assert!(capacity(&llama(), &ServeConfig { tensor_parallel: 0, ..h100(8192) }).is_err());
     let mlp = crate::spec::ModelSpec::from_json(r#"{"version":1,"input":{"shape":[16]},"layers":[{"kind":"linear","in_features":16,"out_features":4}]}"#).unwrap();
-    assert!(capacity(&mlp, &h100(8192)).unwrap_err().to_string().contains("no attention layers"));
+    assert!(capacity(&mlp, &h100(8192)).unwrap_err().to_string().contains("no causal attention layers"));
+    let bert = crate::presets::build("bert-base").unwrap();
+    assert!(capacity(&bert, &h100(512)).unwrap_err().to_string().contains("encoder"));
 }
 
 /// vLLM's own log for Meta-Llama-3-8B on an H100 (vllm-project/vllm PR #10511, "Some sanity
