@@ -63,6 +63,9 @@ pub enum Command {
         #[arg(long)]
         what_if: bool,
     },
+    /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
+    /// in tokens, concurrent sequences and context.
+    Serve(crate::serve::ServeArgs),
     /// Largest batch whose device total fits a capacity or a GPU.
     MaxBatch {
         #[command(flatten)]
@@ -110,7 +113,18 @@ impl ModelArgs {
     }
 
     pub fn estimate(&self, spec: &ModelSpec, settings: &Settings) -> Result<Estimate> {
-        Ok(vramcalc_core::estimate(spec, &settings.config(spec)?)?)
+        let mut config = settings.config(spec)?;
+        if config.weights.is_none() && config.mode == Mode::Infer {
+            config.weights = self.quantization()?;
+        }
+        Ok(vramcalc_core::estimate(spec, &config)?)
+    }
+
+    /// The weight format a `--hf-config`'s `quantization_config` names (`None` without one).
+    pub fn quantization(&self) -> Result<Option<vramcalc_core::formats::WeightFormat>> {
+        let Some(path) = &self.hf_config else { return Ok(None) };
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        vramcalc_core::formats::hf::weights_of_config_json(&text).with_context(|| format!("in {}", path.display()))
     }
 
     /// The estimate at default settings (for `show`, which needs shapes and parameters only).
@@ -173,6 +187,10 @@ pub struct Settings {
     pub units: String,
     #[command(flatten)]
     pub finetune: crate::finetune_args::FineTuneArgs,
+    /// Weights' storage for inference: fp16 | bf16 | int8 | nf4 | fp4 | gptq-int4 | awq-int4 | fp8 | gguf-q4_k_m | …
+    /// (default: the precision's dtype, or the --hf-config's quantization_config)
+    #[arg(long)]
+    pub weights: Option<String>,
 }
 
 /// `--mode generate`: greedy `model.generate()` with a KV cache.
@@ -284,6 +302,7 @@ impl Settings {
             )?,
             finetune: self.finetune.setup()?,
             generate: self.generate.config()?,
+            weights: self.weights.as_deref().map(vramcalc_core::formats::WeightFormat::parse).transpose()?,
         })
     }
 

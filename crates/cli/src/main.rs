@@ -3,6 +3,7 @@
 
 mod args;
 mod finetune_args;
+mod serve;
 mod table;
 
 use anyhow::Result;
@@ -45,6 +46,7 @@ fn run() -> Result<ExitCode> {
             let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
             table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
         }
+        args::Command::Serve(a) => serve::run(&a),
         args::Command::MaxBatch {
             model,
             settings,

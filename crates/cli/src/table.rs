@@ -155,7 +155,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
     )?;
     writeln!(
         o,
-        "batch {} (micro-batch {}), {}, {} ({}), {}{}{}",
+        "batch {} (micro-batch {}), {}, {} ({}), {}{}{}{}",
         c.batch,
         c.micro_batch(),
         c.precision,
@@ -169,6 +169,9 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
         },
         c.seq_len
             .map(|s| format!(", seq len {s}"))
+            .unwrap_or_default(),
+        c.weights
+            .map(|w| format!(", weights {w} ({})", f(est.param_bytes)))
             .unwrap_or_default()
     )?;
     if est.trainable_params != est.params && c.mode == vramcalc_core::Mode::Train {

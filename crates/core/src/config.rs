@@ -133,6 +133,9 @@ pub struct TrainConfig {
     /// Prompt, new tokens and KV cache of `Mode::Generate` (ignored by the other modes).
     #[serde(skip_serializing_if = "GenerateConfig::is_default")]
     pub generate: GenerateConfig,
+    /// How the weights are stored for inference (`--weights`); `None`: the precision's dtype.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<crate::formats::WeightFormat>,
 }
 
 impl Serialize for TrainConfig {
@@ -167,6 +170,7 @@ impl Default for TrainConfig {
             framework: Framework::PytorchEager,
             finetune: crate::finetune::FineTune::default(),
             generate: GenerateConfig::default(),
+            weights: None,
         }
     }
 }

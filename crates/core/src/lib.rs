@@ -17,6 +17,8 @@
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
 //! | `generation`, `whatif_gen` | `--mode generate`: its settings and its what-ifs (the simulation: `memory/generate`, `layer/kv_cache`) |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
+//! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
+//! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
 //! | `share` | the share-link codec |
 //!
 //! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
@@ -27,6 +29,7 @@ pub mod config;
 pub mod error;
 pub mod finetune;
 pub mod generation;
+pub mod formats;
 pub mod graph;
 pub mod import;
 pub mod layer;
@@ -35,6 +38,7 @@ pub mod memory;
 pub mod path;
 pub mod presets;
 pub mod resolve;
+pub mod serve;
 mod serde_util;
 pub mod share;
 pub mod spec;

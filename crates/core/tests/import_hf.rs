@@ -71,8 +71,10 @@ fn unknown_fields_and_quantization_are_refused_by_name() {
     let mistral = data("mistral.config.json");
     let m = import_err(&mistral.replacen('{', "{\"num_experts\": 8, ", 1));
     assert!(m.contains("`num_experts`") && m.contains("mistral"), "{m}");
-    let m = import_err(&mistral.replacen('{', "{\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}, ", 1));
-    assert!(m.contains("quantization_config") && m.contains("awq"), "{m}");
+    // a modelled format is accepted (it selects the estimate's weights); an unknown one is refused
+    import(&mistral.replacen('{', "{\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}, ", 1));
+    let m = import_err(&mistral.replacen('{', "{\"quantization_config\": {\"quant_method\": \"hqq\", \"nbits\": 4}, ", 1));
+    assert!(m.contains("quantization_config") && m.contains("hqq"), "{m}");
     // generic PretrainedConfig fields are fine
     import(&mistral.replacen('{', "{\"temperature\": 0.7, \"torch_dtype\": \"bfloat16\", ", 1));
     // a field that would change the model without being modelled

@@ -195,3 +195,36 @@ echo "every run: $RESULTS" >&2
 if [[ "${GENERATE:-0}" == 1 ]]; then
   generate_check
 fi
+
+# == Issue 14: quantised weights and vLLM serving capacity (SERVE_CHECK=1; needs vllm, bitsandbytes,
+# gptqmodel/autoawq on the GPU machine). What a GPU run must confirm:
+#  1. Weights: torch.cuda.memory_allocated() after from_pretrained(quantization_config=…) equals
+#     `vramcalc estimate --mode infer --weights F` param_bytes (+ buffers) for nf4, nf4-dq, int8,
+#     gptq-int4, awq-int4, fp8 (exact storage layouts: crates/core/src/formats/mod.rs).
+#  2. Dequantised temporaries: the peak of one no_grad forward at seq 512 exceeds the weights by the
+#     activations plus ONE layer's dequantised weight for nf4 (MatMul4Bit) and awq at ≥ 1024 tokens;
+#     none for gptq (Marlin/exllama) — crates/core/src/formats/apply.rs.
+#  3. vLLM: the log lines "Available KV cache memory: X GiB" and "GPU KV cache size: N tokens"
+#     against `vramcalc serve … --json` kv_pool_bytes and kv_tokens; the modelled parts
+#     (activation_peak_bytes, non_torch_bytes, cuda_graph_bytes) against vLLM's debug log of
+#     memory_profiling ("torch peak memory increase", "non-torch forward increase", graph pool),
+#     for Llama-3.1-8B at TP 1 and 2, --kv-cache-dtype auto|fp8, --max-num-batched-tokens 2048|8192.
+if [[ "${SERVE_CHECK:-0}" == 1 ]] && python3 -c 'import vllm' 2>/dev/null; then
+  MODEL_ID=${SERVE_MODEL:-meta-llama/Llama-3.1-8B}
+  SERVE_GPU=${SERVE_GPU:-h100-80gb}
+  CFG=$(python3 -c "from huggingface_hub import hf_hub_download as d; print(d('$MODEL_ID', 'config.json'))")
+  for kv in auto fp8; do
+    for mbt in 2048 8192; do
+      flag=${kv/auto/bf16}
+      VLLM_LOGGING_LEVEL=DEBUG python3 - "$MODEL_ID" "$kv" "$mbt" >"$ROOT/target/gpu-check-vllm-$kv-$mbt.log" 2>&1 <<'PY' || echo "vllm run failed: $kv $mbt" >&2
+import sys
+from vllm import LLM
+LLM(model=sys.argv[1], kv_cache_dtype=sys.argv[2], max_num_batched_tokens=int(sys.argv[3]), max_model_len=8192, gpu_memory_utilization=0.9)
+PY
+      grep -E "Available KV cache memory|GPU KV cache size|Maximum concurrency|memory profiling|graph" \
+        "$ROOT/target/gpu-check-vllm-$kv-$mbt.log" >&2 || true
+      cargo run --release -q -p vramcalc-cli -- serve --hf-config "$CFG" --gpu "$SERVE_GPU" --context 8192 \
+        --kv-dtype "$flag" --max-num-batched-tokens "$mbt" --json >>"$RESULTS"
+    done
+  done
+fi

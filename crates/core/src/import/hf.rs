@@ -154,17 +154,15 @@ impl<'a> Fields<'a> {
 
     /// An error for the first field that was neither read nor is in [`GENERIC_FIELDS`] or the
     /// family's `ignored` list (known fields that change neither parameters nor memory); and for
-    /// a `quantization_config`, whose formats the importer does not model.
+    /// a `quantization_config` whose method [`crate::formats::hf`] does not model.
     fn refuse_unknown(&self, model_type: &str, ignored: &[&str]) -> Result<()> {
         if let Some(q) = self.0.get("quantization_config").filter(|v| !v.is_null()) {
-            let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("unnamed");
-            return Err(Error::Import(format!(
-                "field `quantization_config`: quantization `{method}` is not modelled by the importer (import the unquantised config and choose the weights' precision in the estimate)"
-            )));
+            // a known format selects the estimate's weights (`formats::hf`); others are refused
+            crate::formats::hf::from_quantization_config(q)?;
         }
         let seen = self.1.borrow();
         for key in self.0.keys() {
-            if !seen.contains(key) && !GENERIC_FIELDS.contains(&key.as_str()) && !ignored.contains(&key.as_str()) {
+            if !seen.contains(key) && key != "quantization_config" && !GENERIC_FIELDS.contains(&key.as_str()) && !ignored.contains(&key.as_str()) {
                 return Err(Error::Import(format!(
                     "field `{key}` is not understood by the `{model_type}` importer (it would change the model in a way not modelled, or is unknown); remove it if it does not matter"
                 )));

@@ -14,8 +14,8 @@
 //! ignored on load), so they are not here either.
 //!
 //! Every field is checked: a field this importer does not know, with a non-null value, is an
-//! [`Error::Import`] naming it, and so is a `quantization_config` (an fp8 or 4-bit checkpoint is
-//! not modelled: the estimate would silently be for unquantized weights). Routing assumption: see
+//! [`Error::Import`] naming it, and so is a `quantization_config` whose method
+//! [`crate::formats::hf`] does not model (a known one selects the estimate's weight format). Routing assumption: see
 //! [`crate::layer::moe`] — with transformers' dropless `grouped_mm` dispatch the routed
 //! activations are `tokens · top_k` rows whatever the balance, so uniform and skewed routing give
 //! the same figure.
@@ -52,14 +52,12 @@ const INERT: &[&str] = &[
 
 /// Builds the spec of a `model_type` in [`MODEL_TYPES`].
 pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str>) -> Result<ModelSpec> {
+    // a known format is read by `formats::hf` (the estimate's `--weights`); others are refused
     if let Some(q) = obj.get("quantization_config").filter(|v| !v.is_null()) {
-        let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("unknown");
-        return Err(Error::Import(format!(
-            "`quantization_config` ({method}) is not modelled: the estimate would be for unquantized weights \
-             (remove the field to estimate the model in the precision you choose)"
-        )));
+        crate::formats::hf::from_quantization_config(q)?;
     }
     let c = Cfg { map: obj, seen: RefCell::new(BTreeSet::new()) };
+    c.ignore(&["quantization_config"]);
     let prefix = match model_type {
         "mixtral" => "Mixtral",
         "qwen2_moe" => "Qwen2Moe",

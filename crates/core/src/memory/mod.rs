@@ -68,6 +68,17 @@ impl Prepared {
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
         };
+        #[cfg(feature = "formats")]
+        let resolved = match config.weights {
+            Some(w) => apply_weights(resolved, w, training)?,
+            None => resolved,
+        };
+        #[cfg(not(feature = "formats"))]
+        if let Some(w) = config.weights {
+            return Err(Error::Config(format!(
+                "weights `{w}` are not part of this build; the CLI has them: vramcalc estimate --mode infer --weights {w}"
+            )));
+        }
         let g = &resolved.graph;
         // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
         let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
@@ -260,6 +271,18 @@ fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
         }
     }
     c
+}
+
+/// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
+#[cfg(feature = "formats")]
+fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
+    if training {
+        return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
+    }
+    let dtype = r.graph.params.first().map(|&p| r.graph.value(p).dtype).unwrap_or_default();
+    let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
+    crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)?;
+    Ok(r)
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {

@@ -1,0 +1,81 @@
+//! Weight formats on a whole model: llama.cpp's GGUF mixes against the bits per weight it
+//! publishes, and the tensors bitsandbytes leaves unquantised.
+
+use vramcalc_core::formats::{bnb4_bytes, WeightFormat};
+use vramcalc_core::{Mode, Precision, TrainConfig};
+
+/// Llama-3.1-8B (`meta-llama/Llama-3.1-8B` config.json).
+const LLAMA_31_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,
+"intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
+"vocab_size":128256,"max_position_embeddings":131072,"rms_norm_eps":1e-5,"tie_word_embeddings":false}"#;
+
+/// `(parameters, their bytes)` of `spec` with weights `w` and the rest in `precision`.
+fn weights_in(spec: &vramcalc_core::ModelSpec, w: &str, precision: Precision) -> (u64, u64) {
+    let cfg = TrainConfig {
+        batch: 1,
+        seq_len: Some(16),
+        mode: Mode::Infer,
+        precision,
+        weights: Some(WeightFormat::parse(w).unwrap()),
+        ..TrainConfig::default()
+    };
+    let e = vramcalc_core::estimate(spec, &cfg).unwrap();
+    (e.params, e.param_bytes)
+}
+
+fn weights_of(spec: &vramcalc_core::ModelSpec, w: &str) -> (u64, u64) {
+    weights_in(spec, w, Precision::Fp16)
+}
+
+/// llama.cpp `tools/quantize/README.md`, table "meta-llama/Llama-3.1-8B": bits/weight
+/// Q3_K_S 3.6429, Q4_K_M 4.8944, Q5_K_M 5.7036, Q8_0 8.5008, F16 16.0005 (file bits / parameters,
+/// the model's 1-D tensors in f32). The per-tensor types come from `llama_tensor_get_type`.
+#[test]
+fn gguf_mixes_match_the_bits_per_weight_llama_cpp_publishes() {
+    let spec = vramcalc_core::import::hf::from_config_json(LLAMA_31_8B).unwrap();
+    for (w, published) in [
+        ("gguf-q3_k_s", 3.6429),
+        ("gguf-q4_k_m", 4.8944),
+        ("gguf-q5_k_m", 5.7036),
+        ("gguf-q8_0", 8.5008),
+        ("gguf-f16", 16.0005),
+    ] {
+        let (params, bytes) = weights_of(&spec, w);
+        assert_eq!(params, 8_030_261_248);
+        let bpw = bytes as f64 * 8.0 / params as f64;
+        assert!((bpw - published).abs() < 0.0001, "{w}: {bpw:.4} bits/weight, llama.cpp publishes {published}");
+    }
+}
+
+#[test]
+fn quantised_llama_keeps_head_and_embeddings_in_fp16() {
+    let spec = vramcalc_core::import::hf::from_config_json(LLAMA_31_8B).unwrap();
+    let (h, kv, i, v, l) = (4096u64, 1024u64, 14336u64, 128256u64, 32u64);
+    let fp16_rest = 2 * v * h * 2 + (2 * l + 1) * h * 2;
+    let nf4 = |o: u64, n: u64| bnb4_bytes(o * n, false);
+    let per_layer = 2 * nf4(h, h) + 2 * nf4(kv, h) + 3 * nf4(i, h);
+    assert_eq!(weights_of(&spec, "nf4").1, fp16_rest + l * per_layer);
+    let int8 = |o: u64, n: u64| o * n + o * 4;
+    assert_eq!(weights_of(&spec, "int8").1, fp16_rest + l * (2 * int8(h, h) + 2 * int8(kv, h) + 2 * int8(i, h) + int8(h, i)));
+    assert_eq!(weights_of(&spec, "fp16").1, 2 * 8_030_261_248);
+}
+
+
+/// Mixtral-8x7B: the expert stacks are quantised matrix by matrix, the router stays in bf16.
+#[test]
+fn moe_experts_are_quantised_and_the_router_is_not() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/mixtral.config.json")).unwrap();
+    let spec = vramcalc_core::import::hf::from_config_json(&text).unwrap();
+    let (h, kv, i, v, l, e) = (4096u64, 1024u64, 14336u64, 32000u64, 32u64, 8u64);
+    let bytes = |w: &str| weights_in(&spec, w, Precision::Bf16).1;
+    let bf16_rest = 2 * v * h * 2 + (2 * l + 1) * h * 2 + l * e * h * 2;
+    // AWQ per matrix: in·out/2 + groups·out/2 + groups·out·2
+    let awq = |o: u64, n: u64| n * o / 2 + n / 128 * o / 2 + n / 128 * o * 2;
+    let attn = 2 * awq(h, h) + 2 * awq(kv, h);
+    let experts = e * (awq(2 * i, h) + awq(h, i));
+    assert_eq!(bytes("awq-int4"), bf16_rest + l * (attn + experts));
+    // NF4: a stack is one tensor to bitsandbytes' packing arithmetic
+    let nf4 = |n: u64| bnb4_bytes(n, false);
+    let attn = 2 * nf4(h * h) + 2 * nf4(kv * h);
+    assert_eq!(bytes("nf4"), bf16_rest + l * (attn + nf4(e * 2 * i * h) + nf4(e * h * i)));
+}
