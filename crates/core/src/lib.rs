@@ -23,6 +23,7 @@
 //! `tests/module_graph.rs` checks it. `docs/architecture.md` has the whole map.
 
 pub mod config;
+pub mod distributed;
 pub mod error;
 pub mod graph;
 pub mod import;
