@@ -51,6 +51,8 @@ pub enum Command {
         model: ModelArgs,
         #[command(flatten)]
         settings: Settings,
+        #[command(flatten)]
+        dist: crate::dist::DistArgs,
         /// Print the estimate as JSON (schema in README).
         #[arg(long)]
         json: bool,
@@ -67,6 +69,24 @@ pub enum Command {
         settings: Settings,
         #[command(flatten)]
         capacity: Capacity,
+        #[command(flatten)]
+        dist: crate::dist::DistArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fewest GPUs of a card (powers of two) on which rank 0 fits, with the largest batch per GPU there.
+    FewestGpus {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        settings: Settings,
+        #[command(flatten)]
+        capacity: Capacity,
+        #[command(flatten)]
+        dist: crate::dist::DistArgs,
+        /// Largest job to try.
+        #[arg(long, default_value_t = 4096)]
+        max_gpus: u64,
         #[arg(long)]
         json: bool,
     },

@@ -2,6 +2,7 @@
 //! computes memory itself. `main` returns `ExitCode`, `run` returns `anyhow::Result` (ripgrep's style).
 
 mod args;
+mod dist;
 mod table;
 
 use anyhow::Result;
@@ -33,8 +34,27 @@ fn run() -> Result<ExitCode> {
         args::Command::Estimate {
             model,
             settings,
+            dist,
             json,
             what_if,
+        } if !dist.is_single() => {
+            if what_if {
+                anyhow::bail!("--what-if covers one GPU; leave out --gpus, --strategy, --tp and --offload");
+            }
+            let spec = model.load()?;
+            let e = vramcalc_core::distributed::estimate(&spec, &settings.config(&spec)?, &dist.config()?)?;
+            if json {
+                Ok(serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n")
+            } else {
+                Ok(table::estimate(&spec, &e.estimate, None, settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
+            }
+        }
+        args::Command::Estimate {
+            model,
+            settings,
+            json,
+            what_if,
+            ..
         } => {
             let spec = model.load()?;
             let est = model.estimate(&spec, &settings)?;
@@ -45,11 +65,21 @@ fn run() -> Result<ExitCode> {
             model,
             settings,
             capacity,
+            dist,
             json,
         } => {
             let spec = model.load()?;
             let cap = capacity.bytes()?;
-            table::max_batch(&spec, &settings.config(&spec)?, cap, settings.unit(), json)
+            if dist.is_single() {
+                table::max_batch(&spec, &settings.config(&spec)?, cap, settings.unit(), json)
+            } else {
+                dist::max_batch(&spec, &settings.config(&spec)?, &dist.config()?, cap, settings.unit(), json)
+            }
+        }
+        args::Command::FewestGpus { model, settings, capacity, dist, max_gpus, json } => {
+            let spec = model.load()?;
+            let cap = capacity.bytes()?;
+            dist::fewest_gpus(&spec, &settings.config(&spec)?, &dist.config()?, cap, max_gpus, settings.unit(), json)
         }
     }?;
     // A closed pipe (`vramcalc … | head`) is not an error.

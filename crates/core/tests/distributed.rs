@@ -60,3 +60,138 @@ fn fsdp2_ddp_and_baseline_records_per_rank() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
+
+fn llama(json: &str, layers: Option<u64>) -> ModelSpec {
+    let mut v: serde_json::Map<String, Value> = serde_json::from_str(json).unwrap();
+    if let Some(n) = layers {
+        v.insert("num_hidden_layers".into(), n.into());
+    }
+    vramcalc_core::import::hf::from_config(&v).unwrap()
+}
+
+const LLAMA_8B: &str = include_str!("../../../examples/hf/llama-3.1-8b.config.json");
+
+fn bf16(batch: u64, seq: u64) -> TrainConfig {
+    TrainConfig { batch, seq_len: Some(seq), precision: Precision::Bf16, ..TrainConfig::default() }
+}
+
+/// DDP (world size 2, the records' model): the reducer's buckets add one gradient's worth at the
+/// peak (the start of backward, where `set_to_none` gradients do not exist yet), with and without
+/// `gradient_as_bucket_view` — the finding of `shared/reference/llm/README.md` section C, whose
+/// DDP records are held out of the shared file.
+#[test]
+fn ddp_buckets_add_one_gradient_and_bucket_views_do_not_move_the_peak() {
+    let cases = cases_from(FSDP);
+    let base = cases.iter().find(|c| c.measured_phase == "backward").unwrap();
+    let single = vramcalc_core::estimate(&base.spec, &base.config).unwrap();
+    for view in [false, true] {
+        let d = DistConfig { gpus: 2, gradient_as_bucket_view: view, ..DistConfig::default() };
+        let e = distributed::estimate(&base.spec, &base.config, &d).unwrap();
+        let rep = e.distributed.unwrap();
+        assert_eq!(rep.breakdown.gradient_buckets, single.param_bytes, "view {view}");
+        assert_eq!(e.estimate.peak_bytes, single.peak_bytes + single.param_bytes, "view {view}");
+        assert_eq!(e.estimate.peak_phase.name(), "backward");
+    }
+    // the optimizer step: separate `.grad`s and buckets, or the buckets alone
+    let ms = |view| distributed::model_states(&base.spec, &base.config, &DistConfig { gpus: 2, gradient_as_bucket_view: view, ..DistConfig::default() }).unwrap().unwrap();
+    assert_eq!(ms(false).gradients - ms(true).gradients, single.param_bytes);
+}
+
+/// DeepSpeed's own estimators (`deepspeed/runtime/zero/stage_1_and_2.py`:
+/// `estimate_zero2_model_states_mem_needs`; `deepspeed/runtime/zero/stage3.py`:
+/// `estimate_zero3_model_states_mem_needs`), transcribed as the oracle; `additional_buffer_factor`
+/// only scales their CPU figure. Returns the GPU bytes.
+fn ds_zero2_gpu(total: u64, gpus: u64, cpu_offload: bool) -> u64 {
+    if cpu_offload {
+        2 * total
+    } else {
+        4 * total + (16 * total as u128 / gpus as u128) as u64
+    }
+}
+
+fn ds_zero3_gpu(total: u64, largest_layer: u64, gpus: u64, cpu_offload: bool, cpu_offload_params: bool) -> u64 {
+    let largest = 4 * largest_layer;
+    match (cpu_offload, cpu_offload_params) {
+        (true, true) => largest,
+        (true, false) => largest + (2 * total as u128 / gpus as u128) as u64,
+        _ => largest + (18 * total as u128 / gpus as u128) as u64,
+    }
+}
+
+/// Our model states against DeepSpeed's for a Llama-3.1-8B-shaped model in bf16 with AdamW, where
+/// the mechanisms agree; each difference is named (README, "More than one GPU"):
+/// - ZeRO-1: equal (whole bf16 parameters and gradients, 16 bytes per partition element: fp32
+///   master, Adam's two moments, the step's fp32 gradient).
+/// - ZeRO-2: their `4Ψ` keeps whole bf16 gradients; DeepSpeed reduces them in 5e8-element
+///   buckets during backward and keeps this rank's partition, `2Ψ/N`, which we count instead.
+/// - ZeRO-3: their `18Ψ/N` is our bf16 parameter partition plus the 16 bytes; we add the bf16
+///   gradient partition buffer (`2Ψ/N`, allocated at start by stage3.py) and whole parameters under
+///   `stage3_param_persistence_threshold`; their `4 × largest layer` (gathered parameters and
+///   gradients) is, in ours, part of the step's peak rather than of the model states.
+/// The 4-byte Adam `step` tensor and the rounding of `Ψ/N` up make ours a few bytes larger.
+#[test]
+fn zero_model_states_agree_with_deepspeeds_estimators() {
+    let spec = llama(LLAMA_8B, None);
+    let c = bf16(1, 512);
+    let single = vramcalc_core::estimate(&spec, &TrainConfig { batch: 1, ..c }).unwrap();
+    let psi = single.params;
+    assert_eq!(psi, 8_030_261_248);
+    let largest_layer = 128_256 * 4096; // embed_tokens / lm_head: the largest module
+    let near = |ours: u64, theirs: u64, what: &str| {
+        assert!(ours >= theirs && ours - theirs <= 64, "{what}: ours {ours}, DeepSpeed {theirs}");
+    };
+    for n in [2u64, 4, 8, 16, 64] {
+        let ms = |strategy, offload| {
+            distributed::model_states(&spec, &c, &DistConfig { gpus: n, strategy, offload, ..DistConfig::default() }).unwrap().unwrap()
+        };
+        let z1 = ms(Strategy::Zero1, Offload::None);
+        near(z1.gpu(), ds_zero2_gpu(psi, n, false), &format!("zero1 N={n}"));
+        let z2 = ms(Strategy::Zero2, Offload::None);
+        assert_eq!(z2.parameters, 2 * psi);
+        assert_eq!(z2.gradients, 2 * psi.div_ceil(n));
+        near(z2.gpu() + 2 * psi - z2.gradients, ds_zero2_gpu(psi, n, false), &format!("zero2 N={n}"));
+        let z2o = ms(Strategy::Zero2, Offload::Optimizer);
+        assert_eq!(z2o.gpu(), ds_zero2_gpu(psi, n, true), "zero2 offload N={n}");
+        let z3 = ms(Strategy::Zero3, Offload::None);
+        let persistent = z3.parameters - 2 * psi.div_ceil(n);
+        assert!(persistent < 2 * psi / 1000, "persistent parameters {persistent}");
+        near(z3.parameters - persistent + z3.optimizer, ds_zero3_gpu(psi, largest_layer, n, false, false) - 4 * largest_layer, &format!("zero3 N={n}"));
+        assert_eq!(z3.gradients, 2 * psi.div_ceil(n));
+        let z3o = ms(Strategy::Zero3, Offload::Optimizer);
+        near(z3o.gpu() - persistent, ds_zero3_gpu(psi, largest_layer, n, true, false) - 4 * largest_layer, &format!("zero3 offload optimizer N={n}"));
+        let z3p = ms(Strategy::Zero3, Offload::Params);
+        assert_eq!(z3p.gpu(), persistent, "zero3 offload params N={n}: only the persistent parameters stay");
+        assert!(z3p.host > z3o.host);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Model states per rank never grow with N for ZeRO-3 and FSDP (shards are `ceil(dim0 / N)`).
+    #[test]
+    fn sharded_model_states_never_rise_with_gpus(hidden in 1u64..6, layers in 1u64..4, n1 in 2u64..40, extra in 0u64..40, fsdp in proptest::bool::ANY) {
+        let spec = tiny(hidden * 64, layers);
+        let strategy = if fsdp { Strategy::Fsdp } else { Strategy::Zero3 };
+        let c = TrainConfig { batch: 1, seq_len: Some(16), ..TrainConfig::default() };
+        let ms = |n| distributed::model_states(&spec, &c, &DistConfig { gpus: n, strategy, ..DistConfig::default() }).unwrap().unwrap().gpu();
+        let (a, b) = (ms(n1), ms(n1 + extra));
+        proptest::prop_assert!(b <= a, "{} at N={}, {} at N={}", a, n1, b, n1 + extra);
+    }
+
+    /// One GPU is today's estimate whatever the strategy.
+    #[test]
+    fn one_gpu_is_the_single_gpu_estimate(hidden in 1u64..6, layers in 1u64..4, batch in 1u64..5, s in 0usize..6) {
+        let spec = tiny(hidden * 64, layers);
+        let strategy = Strategy::ALL[s];
+        let c = TrainConfig { batch, seq_len: Some(32), ..TrainConfig::default() };
+        let e = distributed::estimate(&spec, &c, &DistConfig { gpus: 1, strategy, ..DistConfig::default() }).unwrap();
+        proptest::prop_assert_eq!(e.estimate, vramcalc_core::estimate(&spec, &c).unwrap());
+    }
+}
+
+fn tiny(hidden: u64, layers: u64) -> ModelSpec {
+    let v = serde_json::json!({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
+        "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 7, "vocab_size": 1001, "tie_word_embeddings": false});
+    vramcalc_core::import::hf::from_config(v.as_object().unwrap()).unwrap()
+}

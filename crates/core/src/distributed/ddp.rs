@@ -90,6 +90,12 @@ impl Rank for Ddp {
         self.opt
     }
 
+    fn model_states(&self) -> super::ModelStates {
+        let p = self.layout.bytes();
+        let grads = if self.view { self.total() } else { self.total().saturating_add(p) };
+        super::ModelStates { parameters: p, gradients: grads, optimizer: self.opt.state, host: 0 }
+    }
+
     fn detail(&self, _: Phase, _: Option<u32>) -> DistBreakdown {
         DistBreakdown { unsharded_parameters: self.layout.bytes(), gradient_buckets: self.total(), ..DistBreakdown::default() }
     }

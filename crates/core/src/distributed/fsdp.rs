@@ -164,6 +164,11 @@ impl Rank for Fsdp {
         self.opt
     }
 
+    fn model_states(&self) -> super::ModelStates {
+        let shard: u64 = self.shard.iter().sum();
+        super::ModelStates { parameters: shard, gradients: shard, optimizer: self.opt.state, host: 0 }
+    }
+
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {
         let s = self.state(phase, op);
         DistBreakdown {

@@ -195,9 +195,28 @@ pub struct DistBreakdown {
     pub host_memory: u64,
 }
 
+/// Rank 0's model states (bytes): what DeepSpeed's `estimate_zero*_model_states_mem_needs`
+/// count — parameters, gradients and the optimizer's state (fp32 master copies and the step's fp32
+/// gradient partition included) at the optimizer step — without activations or buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ModelStates {
+    pub parameters: u64,
+    pub gradients: u64,
+    pub optimizer: u64,
+    /// Kept in host memory (offload).
+    pub host: u64,
+}
+
+impl ModelStates {
+    pub fn gpu(&self) -> u64 {
+        self.parameters.saturating_add(self.gradients).saturating_add(self.optimizer)
+    }
+}
+
 /// A strategy's view of the step: what it lays over each sample and what it reports.
 trait Rank: Overlay {
     fn optimizer(&self) -> OptimizerCost;
+    fn model_states(&self) -> ModelStates;
     fn detail(&self, phase: crate::memory::simulate::Phase, op: Option<u32>) -> DistBreakdown;
     fn host_bytes(&self) -> u64;
     fn basis(&self) -> &'static str;
@@ -300,6 +319,11 @@ impl DistPrepared {
             basis: basis.to_string(),
         }
     }
+}
+
+/// Rank 0's model states under `dist` (`None` on one GPU, or for inference).
+pub fn model_states(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<Option<ModelStates>> {
+    Ok(DistPrepared::new(spec, config, dist)?.rank.map(|r| r.model_states()))
 }
 
 /// Rank 0's estimate (`gpus == 1`: today's estimate).

@@ -208,6 +208,21 @@ impl Rank for Zero {
         }
     }
 
+    fn model_states(&self) -> super::ModelStates {
+        let s = self.state(Phase::Optimizer, None);
+        let offload = self.offload != Offload::None;
+        let parameters = if self.stage == 3 {
+            let own = if self.offload == Offload::Params { 0 } else { self.part.saturating_mul(self.elem) };
+            own.saturating_add(self.persistent)
+        } else {
+            self.base_total()
+        };
+        let gradients = if self.stage == 1 { self.base_total() } else { s.partition_grads };
+        let fp32_grad = if self.master > 0 { self.part.saturating_mul(4) } else { 0 };
+        let optimizer = if offload { 0 } else { self.master.saturating_add(self.state.state).saturating_add(fp32_grad) };
+        super::ModelStates { parameters, gradients, optimizer, host: self.host_bytes() }
+    }
+
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {
         let s = self.state(phase, op);
         let own = if self.stage == 3 && self.offload != Offload::Params { self.part.saturating_mul(self.elem) } else { 0 };
