@@ -64,32 +64,31 @@ pub enum Command {
     /// Largest batch whose device total fits a capacity or a GPU.
     MaxBatch {
         #[command(flatten)]
-        model: ModelArgs,
-        #[command(flatten)]
-        settings: Settings,
-        #[command(flatten)]
-        capacity: Capacity,
-        #[command(flatten)]
-        dist: crate::dist::DistArgs,
-        #[arg(long)]
-        json: bool,
+        fit: Fit,
     },
     /// Fewest GPUs of a card (powers of two) on which rank 0 fits, with the largest batch per GPU there.
     FewestGpus {
         #[command(flatten)]
-        model: ModelArgs,
-        #[command(flatten)]
-        settings: Settings,
-        #[command(flatten)]
-        capacity: Capacity,
-        #[command(flatten)]
-        dist: crate::dist::DistArgs,
+        fit: Fit,
         /// Largest job to try.
         #[arg(long, default_value_t = 4096)]
         max_gpus: u64,
-        #[arg(long)]
-        json: bool,
     },
+}
+
+/// What `max-batch` and `fewest-gpus` read: a model, its settings, a capacity and the job.
+#[derive(Args)]
+pub struct Fit {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub settings: Settings,
+    #[command(flatten)]
+    pub capacity: Capacity,
+    #[command(flatten)]
+    pub dist: crate::dist::DistArgs,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -289,5 +288,14 @@ impl Capacity {
         gpu(id)
             .map(|g| g.bytes)
             .ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))
+    }
+}
+
+impl Fit {
+    /// The model, its training setup and the capacity to fit.
+    pub fn load(&self) -> Result<(ModelSpec, TrainConfig, u64)> {
+        let spec = self.model.load()?;
+        let config = self.settings.config(&spec)?;
+        Ok((spec, config, self.capacity.bytes()?))
     }
 }

@@ -61,25 +61,17 @@ fn run() -> Result<ExitCode> {
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
             table::estimate(&spec, &est, what_ifs.as_deref(), settings.unit(), json)
         }
-        args::Command::MaxBatch {
-            model,
-            settings,
-            capacity,
-            dist,
-            json,
-        } => {
-            let spec = model.load()?;
-            let cap = capacity.bytes()?;
-            if dist.is_single() {
-                table::max_batch(&spec, &settings.config(&spec)?, cap, settings.unit(), json)
+        args::Command::MaxBatch { fit } => {
+            let (spec, config, cap) = fit.load()?;
+            if fit.dist.is_single() {
+                table::max_batch(&spec, &config, cap, fit.settings.unit(), fit.json)
             } else {
-                dist::max_batch(&spec, &settings.config(&spec)?, &dist.config()?, cap, settings.unit(), json)
+                dist::max_batch(&spec, &config, &fit.dist.config()?, cap, fit.settings.unit(), fit.json)
             }
         }
-        args::Command::FewestGpus { model, settings, capacity, dist, max_gpus, json } => {
-            let spec = model.load()?;
-            let cap = capacity.bytes()?;
-            dist::fewest_gpus(&spec, &settings.config(&spec)?, &dist.config()?, cap, max_gpus, settings.unit(), json)
+        args::Command::FewestGpus { fit, max_gpus } => {
+            let (spec, config, cap) = fit.load()?;
+            dist::fewest_gpus(&spec, &config, &fit.dist.config()?, cap, max_gpus, fit.settings.unit(), fit.json)
         }
     }?;
     // A closed pipe (`vramcalc … | head`) is not an error.

@@ -195,3 +195,56 @@ fn tiny(hidden: u64, layers: u64) -> ModelSpec {
         "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 7, "vocab_size": 1001, "tie_word_embeddings": false});
     vramcalc_core::import::hf::from_config(v.as_object().unwrap()).unwrap()
 }
+
+/// A GPT-style layer as Korthikanti et al. (2022), "Reducing Activation Recomputation in Large
+/// Transformer Models", section 4 count it: pre-LayerNorm, GELU MLP of 4h, dropout after the
+/// attention probabilities and after both projections, 16-bit activations, eager attention.
+fn gpt(h: u64, a: u64, layers: u64, s: u64, vocab: u64) -> ModelSpec {
+    let v = serde_json::json!({"version": 1, "name": "gpt", "input": {"shape": [s], "dtype": "int64", "vocab_size": vocab},
+        "layers": [
+            {"kind": "embedding", "num_embeddings": vocab, "embedding_dim": h},
+            {"kind": "repeat", "times": layers, "body": [{"kind": "transformer_decoder_layer", "d_model": h, "nhead": a, "dim_feedforward": 4 * h,
+                "dropout": 0.1, "activation": "gelu", "layer_norm_eps": 1e-5, "norm_first": true, "bias": true}]},
+            {"kind": "layer_norm", "normalized_shape": h},
+            {"kind": "linear", "in_features": h, "out_features": vocab, "bias": false}],
+        "loss": "causal_lm"});
+    ModelSpec::from_json(&v.to_string()).unwrap()
+}
+
+/// Per-layer activations of tensor parallelism t come from simulating each rank's split layer;
+/// they are checked against Korthikanti et al.'s per-layer formula (their eq. 2, without sequence
+/// parallelism): `s·b·h·(10 + 24/t + 5·a·s/(h·t))` bytes. The one difference: each LayerNorm
+/// also saves its per-row mean and rstd (fp32, `s·b·4` bytes each), which they leave out. The
+/// rest agrees term by term: Q and K copies for `QKᵀ` (the `transpose().contiguous()` copies),
+/// V, softmax output, a 1-byte dropout mask and the dropped probabilities, the inputs of the
+/// three projections and of GELU; the attention scale and residual adds save nothing. The split
+/// part (`24/t` and the attention term) divides; the replicated `10·s·b·h` (LayerNorm inputs,
+/// the QKV and FC1 inputs, two dropout masks) does not.
+#[test]
+fn tensor_parallel_activations_follow_korthikanti() {
+    let (h, a, s, b) = (1024u64, 16u64, 1024u64, 2u64);
+    let c = TrainConfig { batch: b, seq_len: Some(s), precision: Precision::Fp16, attention: vramcalc_core::AttentionImpl::Eager, ..TrainConfig::default() };
+    // one more layer: what the forward's peak (the end of forward) gains, less its parameters
+    // and optimizer state, is what one layer keeps for backward
+    let per_layer = |t: u64| -> f64 {
+        let at = |layers| {
+            let d = DistConfig { gpus: t, strategy: Strategy::Tp, ..DistConfig::default() };
+            let e = distributed::estimate(&gpt(h, a, layers, s, 32000), &c, &d).unwrap().estimate;
+            e.phase_peaks[0] as f64 - e.param_bytes as f64 - e.optimizer_state_bytes as f64
+        };
+        at(2) - at(1)
+    };
+    let sbh = (s * b * h) as f64;
+    let theirs = |t: u64| sbh * (10.0 + 24.0 / t as f64 + 5.0 * (a * s) as f64 / (h * t) as f64);
+    let stats = 2.0 * 2.0 * (s * b * 4) as f64; // two LayerNorms' mean and rstd
+    for t in [1u64, 2, 4, 8] {
+        let ours = per_layer(t);
+        let err = (ours - stats - theirs(t)) / theirs(t);
+        eprintln!("t={t}: ours {ours} (less LayerNorm stats {}), Korthikanti {} ({:+.2} %)", ours - stats, theirs(t), err * 100.0);
+        assert!(err.abs() < 0.001, "t={t}: {:+.2} %", err * 100.0);
+    }
+    // what the split saves from t=1 to t=2 is their `12·s·b·h + 2.5·a·s²·b`
+    let saved = per_layer(1) - per_layer(2);
+    let expected = theirs(1) - theirs(2);
+    assert!((saved - expected).abs() / expected < 0.01, "saved {saved}, expected {expected}");
+}
