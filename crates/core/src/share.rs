@@ -19,6 +19,7 @@
 //! | `s` | custom spec ([`ModelSource::Spec`]): base64url (no padding) of one codec byte + the spec's compact JSON, codec `0` = as is, `1` = raw DEFLATE (RFC 1951) | — |
 //! | `b` `sl` `o` `oi` `pr` `ad` `dv` `m` `ck` `ga` `at` `ir` `fw` | [`TrainConfig`] `batch`, `seq_len`, `optimizer`, `optimizer_impl`, `precision`, `autocast_device`, `device`, `mode`, `checkpointing` (`1`/`0`), `grad_accum`, `attention`, `inplace_relu` (`1`/`0`), `framework`; values are the serde names (`adamw`, `amp-fp16`, …) | [`V1_CONFIG_DEFAULTS`] |
 //! | any other key | a `TrainConfig` field by its serde name (fields added after v1; ignored when unknown) | — |
+//! | `n` `st` `tp` `bv` `raf` `fpd` `frd` `off` | [`crate::distributed::DistConfig`]: GPUs, strategy, … (`distributed/link.rs`) | one GPU |
 //! | `g` | GPU id (`a100-80gb`) | none |
 //! | `k` | custom capacity in bytes | none |
 //! | `u` | `MB` or `MiB` | `MB` |
@@ -28,6 +29,7 @@
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
 
 use crate::config::TrainConfig;
+use crate::distributed::{link, DistConfig};
 use crate::memory::MAX_BATCH;
 use crate::resolve::MAX_LAYERS;
 use crate::spec::{Layer, ModelSpec};
@@ -41,6 +43,9 @@ use thiserror::Error;
 pub struct ShareState {
     pub model: ModelSource,
     pub config: TrainConfig,
+    /// The multi-GPU job (default: one GPU).
+    #[serde(default, skip_serializing_if = "DistConfig::is_default")]
+    pub dist: DistConfig,
     /// GPU id from [`crate::GPUS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
@@ -63,6 +68,7 @@ impl Default for ShareState {
         ShareState {
             model: ModelSource::Preset { id: "resnet50".to_string() },
             config: TrainConfig::default(),
+            dist: DistConfig::default(),
             gpu: None,
             capacity_bytes: None,
             unit: ByteUnit::default(),
@@ -198,6 +204,7 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
             fields.push((short.to_string(), text));
         }
     }
+    fields.extend(link::fields(&state.dist).into_iter().map(|(k, v)| (k.to_string(), v)));
     if let Some(g) = &state.gpu {
         fields.push(("g".into(), escape(g)));
     }
@@ -311,6 +318,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                 }
             }
             "l" => state.lang = text,
+            k if link::KEYS.contains(&k) => link::set(&mut state.dist, k, &text).map_err(|m| field_err(key, m))?,
             _ => {
                 let (name, value) = match V1_CONFIG_KEYS.iter().find(|k| k.0 == key) {
                     Some(&(_, name, kind)) => (name, typed(key, &text, kind)?),

@@ -28,6 +28,7 @@ fn preset_with_settings() -> ShareState {
         capacity_bytes: None,
         unit: ByteUnit::Mib,
         lang: "de".into(),
+        dist: Default::default(),
     }
 }
 
@@ -98,6 +99,10 @@ fn every_setting_round_trips() {
     state.lang = "pt-BR, ünïcode=ok".into();
     state.gpu = Some("my,gpu=1".into());
     round_trip(&state);
+    state.dist = gpt2_fsdp().dist;
+    state.dist.offload = vramcalc_core::distributed::Offload::Optimizer;
+    state.dist.gradient_as_bucket_view = true;
+    round_trip(&state);
     for id in presets::list().iter().map(|p| p.id) {
         round_trip(&ShareState { model: ModelSource::Preset { id: id.into() }, ..Default::default() });
         round_trip(&ShareState { model: ModelSource::Spec(presets::build(id).unwrap()), ..Default::default() });
@@ -125,11 +130,30 @@ fn saved(name: &str) -> ShareState {
                 ..Default::default()
             }
         }
+        "gpt2-fsdp" => gpt2_fsdp(),
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited"];
+/// GPT-2 on 8 GPUs, FSDP2 × TP 2 with bf16 parameters and fp32 reduction.
+fn gpt2_fsdp() -> ShareState {
+    use vramcalc_core::distributed::{DistConfig, MpDtype, Strategy};
+    ShareState {
+        model: ModelSource::Preset { id: "gpt2".into() },
+        dist: DistConfig {
+            gpus: 8,
+            strategy: Strategy::Fsdp,
+            tp: 2,
+            reshard_after_forward: false,
+            fsdp_param_dtype: Some(MpDtype::Bf16),
+            fsdp_reduce_dtype: Some(MpDtype::Fp32),
+            ..DistConfig::default()
+        },
+        ..Default::default()
+    }
+}
+
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-fsdp"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]
@@ -141,7 +165,7 @@ fn saved_links_still_decode() {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split_once(' ').unwrap())
         .collect();
-    assert_eq!(links.len(), 4);
+    assert_eq!(links.len(), 5);
     for (name, link) in links {
         let want = saved(name);
         assert_eq!(decode(link).unwrap_or_else(|e| panic!("{name}: {e}")), want, "{name}");
@@ -170,7 +194,7 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (2, 2));
+    assert_eq!(checked, (3, 2));
     // a preset link's other errors are the full decoder's
     for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");

@@ -16,6 +16,7 @@
 mod ddp;
 mod fsdp;
 mod layout;
+pub mod link;
 pub mod tp;
 mod zero;
 
@@ -111,6 +112,11 @@ impl Default for DistConfig {
 pub const MAX_GPUS: u64 = 1 << 20;
 
 impl DistConfig {
+    /// Whether this is the default (one GPU): links and saved state leave it out.
+    pub fn is_default(&self) -> bool {
+        *self == DistConfig::default()
+    }
+
     pub fn is_single(&self) -> bool {
         self.gpus <= 1
     }
