@@ -66,6 +66,19 @@ pub enum Command {
         #[command(flatten)]
         fit: Fit,
     },
+    /// A Markdown table of rank 0's peak per strategy and world size (the README's table).
+    Strategies {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        settings: Settings,
+        /// World sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "8,64")]
+        world_sizes: Vec<u64>,
+        /// The card for the "fewest GPUs" column (`vramcalc gpus`).
+        #[arg(long, default_value = "h100-80gb")]
+        gpu: String,
+    },
     /// Fewest GPUs of a card (powers of two) on which rank 0 fits, with the largest batch per GPU there.
     FewestGpus {
         #[command(flatten)]

@@ -163,3 +163,62 @@ pub fn fewest_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, ca
     }
     Ok(o)
 }
+
+/// One row of `vramcalc strategies`: a strategy with the precision people run it in.
+struct Row {
+    label: &'static str,
+    precision: vramcalc_core::Precision,
+    dist: DistConfig,
+}
+
+fn rows() -> Vec<Row> {
+    use vramcalc_core::Precision::{AmpBf16, Bf16, Fp32};
+    let d = |strategy, tp, offload| DistConfig { strategy, tp, offload, ..DistConfig::default() };
+    let fsdp_mp = DistConfig { strategy: Strategy::Fsdp, fsdp_param_dtype: Some(MpDtype::Bf16), fsdp_reduce_dtype: Some(MpDtype::Fp32), ..DistConfig::default() };
+    vec![
+        Row { label: "DDP, AMP bf16", precision: AmpBf16, dist: d(Strategy::Ddp, 1, Offload::None) },
+        Row { label: "ZeRO-1, bf16 + fp32 master", precision: Bf16, dist: d(Strategy::Zero1, 1, Offload::None) },
+        Row { label: "ZeRO-2, bf16 + fp32 master", precision: Bf16, dist: d(Strategy::Zero2, 1, Offload::None) },
+        Row { label: "ZeRO-3, bf16 + fp32 master", precision: Bf16, dist: d(Strategy::Zero3, 1, Offload::None) },
+        Row { label: "ZeRO-3 + offload optimizer", precision: Bf16, dist: d(Strategy::Zero3, 1, Offload::Optimizer) },
+        Row { label: "ZeRO-3 + offload params", precision: Bf16, dist: d(Strategy::Zero3, 1, Offload::Params) },
+        Row { label: "FSDP2, fp32 + MP(bf16, fp32)", precision: Fp32, dist: fsdp_mp },
+        Row { label: "FSDP2 × TP 8, fp32 + MP(bf16, fp32)", precision: Fp32, dist: DistConfig { tp: 8, ..fsdp_mp } },
+        Row { label: "TP 8 × DDP, AMP bf16", precision: AmpBf16, dist: d(Strategy::Tp, 8, Offload::None) },
+    ]
+}
+
+/// A Markdown table of rank 0's peak for each strategy and world size, with the fewest GPUs of
+/// `gpu` that fit, and what each figure rests on.
+pub fn strategies(spec: &ModelSpec, config: &TrainConfig, world_sizes: &[u64], gpu: &vramcalc_core::Gpu, unit: ByteUnit) -> Result<String> {
+    let mut o = String::new();
+    let f = |b: u64| format_bytes(b, unit);
+    write!(o, "| {} ({} params), batch {} per GPU, seq {}{} | ", spec.display_name(), vramcalc_core::thousands(vramcalc_core::estimate(spec, &TrainConfig { batch: 1, ..*config })?.params),
+        config.batch, config.seq_len.map_or("-".into(), |s| s.to_string()), if config.checkpointing { ", checkpointing" } else { "" })?;
+    for n in world_sizes {
+        write!(o, "N = {n} | ")?;
+    }
+    writeln!(o, "fewest {} | what it rests on |", gpu.id)?;
+    writeln!(o, "|---|{}---|---|", "---:|".repeat(world_sizes.len()))?;
+    for r in rows() {
+        let c = TrainConfig { precision: r.precision, ..*config };
+        write!(o, "| {} | ", r.label)?;
+        let mut basis = String::new();
+        for &n in world_sizes {
+            let d = DistConfig { gpus: n, ..r.dist };
+            match distributed::estimate(spec, &c, &d) {
+                Ok(e) => {
+                    let host = e.distributed.as_ref().map_or(0, |d| d.host_bytes);
+                    basis = e.distributed.map(|d| d.basis).unwrap_or_default();
+                    let host = if host > 0 { format!(" + host {}", f(host)) } else { String::new() };
+                    write!(o, "{}{host} | ", f(e.estimate.peak_bytes))?;
+                }
+                Err(e) => write!(o, "— ({e}) | ")?,
+            }
+        }
+        let fewest = distributed::fewest_gpus(spec, &c, &r.dist, gpu.bytes, 4096)?;
+        let fewest = fewest.map_or("> 4096".to_string(), |(n, b)| format!("{n} (batch ≤ {b})"));
+        writeln!(o, "{fewest} | {basis} |")?;
+    }
+    Ok(o)
+}

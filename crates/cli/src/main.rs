@@ -69,6 +69,11 @@ fn run() -> Result<ExitCode> {
                 dist::max_batch(&spec, &config, &fit.dist.config()?, cap, fit.settings.unit(), fit.json)
             }
         }
+        args::Command::Strategies { model, settings, world_sizes, gpu } => {
+            let spec = model.load()?;
+            let card = vramcalc_core::memory::device::gpu(&gpu).ok_or_else(|| anyhow::anyhow!("unknown GPU {gpu:?} (run `vramcalc gpus`)"))?;
+            dist::strategies(&spec, &settings.config(&spec)?, &world_sizes, card, settings.unit())
+        }
         args::Command::FewestGpus { fit, max_gpus } => {
             let (spec, config, cap) = fit.load()?;
             dist::fewest_gpus(&spec, &config, &fit.dist.config()?, cap, max_gpus, fit.settings.unit(), fit.json)

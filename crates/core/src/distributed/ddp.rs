@@ -105,7 +105,7 @@ impl Rank for Ddp {
     }
 
     fn basis(&self) -> &'static str {
-        "DDP: reducer buckets modelled from torch/nn/parallel/distributed.py and c10d/reducer.cpp (bucket_cap_mb 25, first bucket 1 MiB), checked against the world-size-2 records described in shared/reference/llm/README.md"
+        "DDP: single-GPU step measured (reference records); reducer buckets modelled from torch/nn/parallel/distributed.py and c10d/reducer.cpp (25 MiB, first 1 MiB)"
     }
 }
 

@@ -286,7 +286,8 @@ impl DistPrepared {
         let (estimate, op) = self.prepared.estimate_overlaid(batch, rank.optimizer(), rank.as_ref() as &dyn Overlay)?;
         let mut detail = rank.detail(estimate.peak_phase, op);
         detail.host_memory = rank.host_bytes();
-        Ok(DistEstimate { distributed: Some(self.report(detail, rank.host_bytes(), rank.basis())), estimate })
+        let basis = if self.dist.tp_degree() > 1 { format!("{}; {}", rank.basis(), tp::BASIS) } else { rank.basis().to_string() };
+        Ok(DistEstimate { distributed: Some(self.report(detail, rank.host_bytes(), &basis)), estimate })
     }
 
     /// Peak and device total at `batch`.
@@ -339,8 +340,10 @@ pub fn estimate(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Re
 
 /// The fewest GPUs (powers of two up to `max_gpus`, multiples of the TP degree) on which rank 0's
 /// device total fits `capacity` at the config's batch per GPU, with the largest batch per GPU there.
+/// One GPU is tried for DDP only: the other strategies mean a sharded (or split) job.
 pub fn fewest_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, capacity: u64, max_gpus: u64) -> Result<Option<(u64, u64)>> {
-    let mut n = dist.tp_degree().max(1);
+    let first = if dist.strategy == Strategy::Ddp { 1 } else { 2 };
+    let mut n = dist.tp_degree().max(first);
     while n <= max_gpus.min(MAX_GPUS) {
         let d = DistConfig { gpus: n, ..*dist };
         let p = DistPrepared::new(spec, config, &d)?;

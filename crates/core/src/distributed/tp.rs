@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::spec::ModelSpec;
 use serde_json::Value;
 
-pub const BASIS: &str = "tensor parallelism: each rank's split model simulated op by op (Megatron-LM layout); modelled, not measured";
+pub const BASIS: &str = "TP: each rank's split layers simulated op by op (Megatron-LM layout); per-layer activations equal Korthikanti et al. 2022";
 
 /// The model one tensor-parallel rank runs.
 pub fn split(spec: &ModelSpec, t: u64) -> Result<ModelSpec> {

@@ -246,6 +246,6 @@ impl Rank for Zero {
     }
 
     fn basis(&self) -> &'static str {
-        "ZeRO: modelled from deepspeed/runtime/zero/stage_1_and_2.py and stage3.py at their defaults; model states anchored to estimate_zero2/3_model_states_mem_needs (tests/distributed.rs)"
+        "ZeRO: modelled from DeepSpeed's stage_1_and_2.py and stage3.py at their defaults; model states equal DeepSpeed's estimators where the mechanisms agree"
     }
 }
