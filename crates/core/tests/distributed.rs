@@ -192,7 +192,7 @@ proptest::proptest! {
 
 fn tiny(hidden: u64, layers: u64) -> ModelSpec {
     let v = serde_json::json!({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
-        "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 7, "vocab_size": 1001, "tie_word_embeddings": false});
+        "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 8, "vocab_size": 1001, "tie_word_embeddings": false});
     vramcalc_core::import::hf::from_config(v.as_object().unwrap()).unwrap()
 }
 
@@ -247,4 +247,53 @@ fn tensor_parallel_activations_follow_korthikanti() {
     let saved = per_layer(1) - per_layer(2);
     let expected = theirs(1) - theirs(2);
     assert!((saved - expected).abs() / expected < 0.01, "saved {saved}, expected {expected}");
+}
+
+/// The combinations people run: FSDP × TP (2-D), ZeRO-3 with offload, DDP with gradient
+/// accumulation and checkpointing.
+#[test]
+fn combinations() {
+    let spec = tiny(512, 4);
+    let c = TrainConfig { batch: 4, seq_len: Some(256), ..TrainConfig::default() };
+    let est = |c: &TrainConfig, d: DistConfig| distributed::estimate(&spec, c, &d).unwrap();
+    // FSDP × TP: TP splits the layers' activations; both shard the model states over 8 ranks
+    let fsdp = DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..DistConfig::default() };
+    let two_d = DistConfig { tp: 2, ..fsdp };
+    let (a, b) = (est(&c, fsdp), est(&c, two_d));
+    assert!(b.estimate.breakdown.activations < a.estimate.breakdown.activations);
+    let rep = b.distributed.unwrap();
+    assert_eq!((rep.data_parallel, rep.tensor_parallel), (4, 2));
+    let ms = |d| distributed::model_states(&spec, &c, &d).unwrap().unwrap();
+    let (ma, mb) = (ms(fsdp), ms(two_d));
+    assert!(mb.gpu() <= ma.gpu() * 11 / 10, "{mb:?} vs {ma:?}");
+    // ZeRO-3 + offload: less on the GPU, the rest in host memory
+    let z3 = DistConfig { gpus: 8, strategy: Strategy::Zero3, ..DistConfig::default() };
+    let half = TrainConfig { precision: Precision::Bf16, ..c };
+    for off in [Offload::Optimizer, Offload::Params] {
+        let (on, off_) = (est(&half, z3), est(&half, DistConfig { offload: off, ..z3 }));
+        assert!(off_.estimate.peak_bytes < on.estimate.peak_bytes, "{off:?}");
+        assert!(off_.distributed.unwrap().host_bytes > 0);
+        assert_eq!(on.distributed.unwrap().host_bytes, 0);
+    }
+    // DDP with accumulation and checkpointing: the buckets are one more gradient's worth, all along
+    let acc = TrainConfig { grad_accum: 4, checkpointing: true, ..c };
+    let single = vramcalc_core::estimate(&spec, &acc).unwrap();
+    let ddp = est(&acc, DistConfig { gpus: 4, ..DistConfig::default() });
+    assert_eq!(ddp.estimate.peak_bytes, single.peak_bytes + single.param_bytes);
+    // with bucket views the accumulated `.grad`s are the buckets
+    let view = est(&acc, DistConfig { gpus: 4, gradient_as_bucket_view: true, ..DistConfig::default() });
+    assert_eq!(view.estimate.peak_bytes, single.peak_bytes);
+}
+
+/// Settings that do not go together are refused with the flag's name.
+#[test]
+fn bad_settings_name_the_flag() {
+    let spec = tiny(128, 1);
+    let c = TrainConfig { batch: 2, seq_len: Some(16), ..TrainConfig::default() };
+    let err = |d: DistConfig| distributed::estimate(&spec, &c, &d).unwrap_err().to_string();
+    assert!(err(DistConfig { gpus: 8, offload: Offload::Params, strategy: Strategy::Zero2, ..DistConfig::default() }).contains("--offload params"));
+    assert!(err(DistConfig { gpus: 6, tp: 4, ..DistConfig::default() }).contains("--tp 4"));
+    assert!(err(DistConfig { gpus: 4, tp: 4, strategy: Strategy::Tp, ..DistConfig::default() }).contains("does not split"));
+    assert!(err(DistConfig { gpus: 0, ..DistConfig::default() }).contains("--gpus"));
+    assert!(err(DistConfig { gpus: 2, fsdp_param_dtype: Some(MpDtype::Bf16), ..DistConfig::default() }).contains("--strategy fsdp"));
 }

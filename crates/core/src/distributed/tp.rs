@@ -8,7 +8,7 @@
 //!   all-reduced in place.
 //! - MLP: FC1 (gate and up) column-parallel, FC2 (down) row-parallel: `dim_feedforward / t`.
 //! - Embedding and head vocab-parallel (`VocabParallelEmbedding`, the head a column-parallel
-//!   linear with `vocab / t` outputs, the loss `vocab_parallel_cross_entropy` on the local logits).
+//!   linear with `vocab / t` outputs after padding the vocabulary to a multiple of 128·t, the loss `vocab_parallel_cross_entropy` on the local logits).
 //! - Norms, residuals and their activations are replicated (no sequence parallelism here).
 
 use crate::error::{Error, Result};
@@ -29,6 +29,16 @@ pub fn split(spec: &ModelSpec, t: u64) -> Result<ModelSpec> {
     }
     let text = v.to_string();
     ModelSpec::from_json(&text).map_err(|e| Error::Config(format!("tensor parallelism: {e}")))
+}
+
+/// Megatron's `make_vocab_size_divisible_by` default.
+pub const VOCAB_DIVISIBLE_BY: u64 = 128;
+
+/// One rank's vocabulary: Megatron pads it to a multiple of `128 × t`
+/// (`megatron/training/tokenizer`'s `_vocab_size_with_padding`), then splits it evenly.
+pub fn vocab_shard(vocab: u64, t: u64) -> u64 {
+    let multiple = VOCAB_DIVISIBLE_BY.saturating_mul(t);
+    vocab.div_ceil(multiple).saturating_mul(multiple) / t.max(1)
 }
 
 fn div(l: &Value, key: &str, t: u64, path: &str) -> Result<Option<u64>> {
@@ -74,14 +84,10 @@ fn split_layer(l: &mut Value, t: u64, vocab: Option<u64>, last: bool, path: &str
             }
         }
         "embedding" if vocab.is_some_and(|v| l["num_embeddings"].as_u64() == Some(v)) => {
-            if let Some(n) = div(l, "num_embeddings", t, path)? {
-                l["num_embeddings"] = Value::from(n);
-            }
+            l["num_embeddings"] = Value::from(vocab_shard(vocab.unwrap_or(0), t));
         }
         "linear" if last && vocab.is_some_and(|v| l["out_features"].as_u64() == Some(v)) => {
-            if let Some(n) = div(l, "out_features", t, path)? {
-                l["out_features"] = Value::from(n);
-            }
+            l["out_features"] = Value::from(vocab_shard(vocab.unwrap_or(0), t));
         }
         _ => {}
     }
