@@ -15,6 +15,7 @@
 //! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
+//! | `distributed` | one rank of DDP, ZeRO, FSDP2 and tensor-parallel jobs, over the same simulation |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `share` | the share-link codec |
 //!

@@ -98,10 +98,9 @@ impl Fsdp {
         let cur = self.layout.unit_of_op(i);
         s.gathered = self.unsharded[root];
         for (v, &(first, _)) in units.iter().enumerate() {
-            let gathered = match phase {
-                Phase::Forward => Some(v) == cur || (!self.raf && first <= i),
-                _ => Some(v) == cur || (!self.raf && first <= i),
-            };
+            // without reshard_after_forward every unit run so far stays gathered until its
+            // post-backward (in backward: those whose first op backward has not passed)
+            let gathered = Some(v) == cur || (!self.raf && first <= i);
             if gathered {
                 s.gathered = s.gathered.saturating_add(self.unsharded[v]);
             }

@@ -14,6 +14,9 @@
 //!   prefetches up to `stage3_prefetch_bucket_size` (5e7) elements ahead, and at most
 //!   `stage3_max_live_parameters` (1e9) are live. The gradient partitions are one flat buffer
 //!   allocated at start (`grad_partitions_flat_buffer`).
+//! - After the step, the updated partitions are cast to half and all-gathered in
+//!   `allgather_bucket_size` (5e8) chunks straight into the flat half parameter groups
+//!   (`all_gather_dp_groups`): no buffer beyond the parameters themselves.
 //! - `offload_optimizer`: master weights, optimizer state and fp32 gradient partitions live in
 //!   host memory (CPU Adam); `offload_param` (stage 3) also the parameter partitions.
 //!
