@@ -27,7 +27,7 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
         GpuChoice::Custom(b) => (None, Some(*b)),
     };
-    ShareState { model: source, config: model.config, gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
+    ShareState { model: source, config: model.config, dist: Default::default(), gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
 }
 
 /// The link fragment (without `#`) of what the app shows; `None` when the model exceeds what a

@@ -55,6 +55,8 @@ pub enum Command {
         model: ModelArgs,
         #[command(flatten)]
         settings: Settings,
+        #[command(flatten)]
+        dist: crate::dist::DistArgs,
         /// Print the estimate as JSON (schema in README).
         #[arg(long)]
         json: bool,
@@ -69,14 +71,44 @@ pub enum Command {
     /// Largest batch whose device total fits a capacity or a GPU.
     MaxBatch {
         #[command(flatten)]
+        fit: Fit,
+    },
+    /// A Markdown table of rank 0's peak per strategy and world size (the README's table).
+    Strategies {
+        #[command(flatten)]
         model: ModelArgs,
         #[command(flatten)]
         settings: Settings,
-        #[command(flatten)]
-        capacity: Capacity,
-        #[arg(long)]
-        json: bool,
+        /// World sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "8,64")]
+        world_sizes: Vec<u64>,
+        /// The card for the "fewest GPUs" column (`vramcalc gpus`).
+        #[arg(long, default_value = "h100-80gb")]
+        gpu: String,
     },
+    /// Fewest GPUs of a card (powers of two) on which rank 0 fits, with the largest batch per GPU there.
+    FewestGpus {
+        #[command(flatten)]
+        fit: Fit,
+        /// Largest job to try.
+        #[arg(long, default_value_t = 4096)]
+        max_gpus: u64,
+    },
+}
+
+/// What `max-batch` and `fewest-gpus` read: a model, its settings, a capacity and the job.
+#[derive(Args)]
+pub struct Fit {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub settings: Settings,
+    #[command(flatten)]
+    pub capacity: Capacity,
+    #[command(flatten)]
+    pub dist: crate::dist::DistArgs,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -337,5 +369,14 @@ impl Capacity {
         gpu(id)
             .map(|g| g.bytes)
             .ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))
+    }
+}
+
+impl Fit {
+    /// The model, its training setup and the capacity to fit.
+    pub fn load(&self) -> Result<(ModelSpec, TrainConfig, u64)> {
+        let spec = self.model.load()?;
+        let config = self.settings.config(&spec)?;
+        Ok((spec, config, self.capacity.bytes()?))
     }
 }

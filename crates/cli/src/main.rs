@@ -4,6 +4,7 @@
 mod args;
 mod finetune_args;
 mod serve;
+mod dist;
 mod table;
 
 use anyhow::Result;
@@ -36,8 +37,27 @@ fn run() -> Result<ExitCode> {
         args::Command::Estimate {
             model,
             settings,
+            dist,
             json,
             what_if,
+        } if !dist.is_single() => {
+            if what_if {
+                anyhow::bail!("--what-if covers one GPU; leave out --gpus, --strategy, --tp and --offload");
+            }
+            let spec = model.load()?;
+            let e = vramcalc_core::distributed::estimate(&spec, &settings.config(&spec)?, &dist.config()?)?;
+            if json {
+                Ok(serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n")
+            } else {
+                Ok(table::estimate(&spec, &e.estimate, None, settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
+            }
+        }
+        args::Command::Estimate {
+            model,
+            settings,
+            json,
+            what_if,
+            ..
         } => {
             let spec = model.load()?;
             let est = model.estimate(&spec, &settings)?;
@@ -47,15 +67,22 @@ fn run() -> Result<ExitCode> {
             table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
         }
         args::Command::Serve(a) => serve::run(&a),
-        args::Command::MaxBatch {
-            model,
-            settings,
-            capacity,
-            json,
-        } => {
+        args::Command::MaxBatch { fit } => {
+            let (spec, config, cap) = fit.load()?;
+            if fit.dist.is_single() {
+                table::max_batch(&spec, &config, cap, fit.settings.unit(), fit.json)
+            } else {
+                dist::max_batch(&spec, &config, &fit.dist.config()?, cap, fit.settings.unit(), fit.json)
+            }
+        }
+        args::Command::Strategies { model, settings, world_sizes, gpu } => {
             let spec = model.load()?;
-            let cap = capacity.bytes()?;
-            table::max_batch(&spec, &settings.config(&spec)?, cap, settings.unit(), json)
+            let card = vramcalc_core::memory::device::gpu(&gpu).ok_or_else(|| anyhow::anyhow!("unknown GPU {gpu:?} (run `vramcalc gpus`)"))?;
+            dist::strategies(&spec, &settings.config(&spec)?, &world_sizes, card, settings.unit())
+        }
+        args::Command::FewestGpus { fit, max_gpus } => {
+            let (spec, config, cap) = fit.load()?;
+            dist::fewest_gpus(&spec, &config, &fit.dist.config()?, cap, max_gpus, fit.settings.unit(), fit.json)
         }
     }?;
     // A closed pipe (`vramcalc … | head`) is not an error.

@@ -81,6 +81,7 @@ fn links() -> Vec<String> {
         capacity_bytes: Some(80_000_000_000),
         unit: vramcalc_core::ByteUnit::Mib,
         lang: "de".into(),
+        dist: Default::default(),
     });
     for id in ["resnet18", "vgg16_bn", "bert-base", "lstm-ptb", "inception_v3"] {
         if let Ok(spec) = presets::build(id) {

@@ -194,6 +194,7 @@ macro_rules! names {
         }
     };
 }
+pub(crate) use names;
 
 names!(Precision { Fp32 = "fp32", Fp16 = "fp16", Bf16 = "bf16", AmpFp16 = "amp-fp16", AmpBf16 = "amp-bf16" });
 names!(AutocastDevice { Cuda = "cuda", Cpu = "cpu" });

@@ -16,6 +16,7 @@
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |
 //! | `generation`, `whatif_gen` | `--mode generate`: its settings and its what-ifs (the simulation: `memory/generate`, `layer/kv_cache`) |
+//! | `distributed` | one rank of DDP, ZeRO, FSDP2 and tensor-parallel jobs, over the same simulation |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
@@ -26,6 +27,7 @@
 //! `tests/module_graph.rs` checks it. `docs/architecture.md` has the whole map.
 
 pub mod config;
+pub mod distributed;
 pub mod error;
 pub mod finetune;
 pub mod generation;

@@ -20,6 +20,7 @@
 //! | `b` `sl` `o` `oi` `pr` `ad` `dv` `m` `ck` `ga` `at` `ir` `fw` | [`TrainConfig`] `batch`, `seq_len`, `optimizer`, `optimizer_impl`, `precision`, `autocast_device`, `device`, `mode`, `checkpointing` (`1`/`0`), `grad_accum`, `attention`, `inplace_relu` (`1`/`0`), `framework`; values are the serde names (`adamw`, `amp-fp16`, …) | [`V1_CONFIG_DEFAULTS`] |
 //! | `gp` `gn` `gc` `gl` `gk` | `TrainConfig::generate` (`--mode generate`): `prompt_len`, `new_tokens`, `cache`, `logits_to_keep`, `kv_dtype` | [`GENERATE_DEFAULTS`] |
 //! | any other key | a `TrainConfig` field by its serde name (fields added after v1; ignored when unknown) | — |
+//! | `n` `st` `tp` `bv` `raf` `fpd` `frd` `off` | [`crate::distributed::DistConfig`]: GPUs, strategy, … (`distributed/link.rs`) | one GPU |
 //! | `g` | GPU id (`a100-80gb`) | none |
 //! | `k` | custom capacity in bytes | none |
 //! | `u` | `MB` or `MiB` | `MB` |
@@ -29,6 +30,7 @@
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
 
 use crate::config::TrainConfig;
+use crate::distributed::{link, DistConfig};
 use crate::memory::MAX_BATCH;
 use crate::resolve::MAX_LAYERS;
 use crate::spec::{Layer, ModelSpec};
@@ -42,6 +44,9 @@ use thiserror::Error;
 pub struct ShareState {
     pub model: ModelSource,
     pub config: TrainConfig,
+    /// The multi-GPU job (default: one GPU).
+    #[serde(default, skip_serializing_if = "DistConfig::is_default")]
+    pub dist: DistConfig,
     /// GPU id from [`crate::GPUS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
@@ -64,6 +69,7 @@ impl Default for ShareState {
         ShareState {
             model: ModelSource::Preset { id: "resnet50".to_string() },
             config: TrainConfig::default(),
+            dist: DistConfig::default(),
             gpu: None,
             capacity_bytes: None,
             unit: ByteUnit::default(),
@@ -231,6 +237,7 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
             fields.push((short.to_string(), text));
         }
     }
+    fields.extend(link::fields(&state.dist).into_iter().map(|(k, v)| (k.to_string(), v)));
     if let Some(g) = &state.gpu {
         fields.push(("g".into(), escape(g)));
     }
@@ -352,6 +359,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                     g.insert(sub.to_string(), value);
                 }
             }
+            k if link::KEYS.contains(&k) => link::set(&mut state.dist, k, &text).map_err(|m| field_err(key, m))?,
             _ => {
                 let (name, value) = match V1_CONFIG_KEYS.iter().find(|k| k.0 == key) {
                     Some(&(_, name, kind)) => (name, typed(key, &text, kind)?),

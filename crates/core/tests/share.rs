@@ -28,6 +28,7 @@ fn preset_with_settings() -> ShareState {
         capacity_bytes: None,
         unit: ByteUnit::Mib,
         lang: "de".into(),
+        dist: Default::default(),
     }
 }
 
@@ -98,6 +99,10 @@ fn every_setting_round_trips() {
     state.lang = "pt-BR, ünïcode=ok".into();
     state.gpu = Some("my,gpu=1".into());
     round_trip(&state);
+    state.dist = gpt2_fsdp().dist;
+    state.dist.offload = vramcalc_core::distributed::Offload::Optimizer;
+    state.dist.gradient_as_bucket_view = true;
+    round_trip(&state);
     for id in presets::list().iter().map(|p| p.id) {
         round_trip(&ShareState { model: ModelSource::Preset { id: id.into() }, ..Default::default() });
         round_trip(&ShareState { model: ModelSource::Spec(presets::build(id).unwrap()), ..Default::default() });
@@ -143,11 +148,30 @@ fn saved(name: &str) -> ShareState {
             gpu: Some("h100-80gb".into()),
             ..Default::default()
         },
+        "gpt2-fsdp" => gpt2_fsdp(),
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate"];
+/// GPT-2 on 8 GPUs, FSDP2 × TP 2 with bf16 parameters and fp32 reduction.
+fn gpt2_fsdp() -> ShareState {
+    use vramcalc_core::distributed::{DistConfig, MpDtype, Strategy};
+    ShareState {
+        model: ModelSource::Preset { id: "gpt2".into() },
+        dist: DistConfig {
+            gpus: 8,
+            strategy: Strategy::Fsdp,
+            tp: 2,
+            reshard_after_forward: false,
+            fsdp_param_dtype: Some(MpDtype::Bf16),
+            fsdp_reduce_dtype: Some(MpDtype::Fp32),
+            ..DistConfig::default()
+        },
+        ..Default::default()
+    }
+}
+
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate", "gpt2-fsdp"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]

@@ -20,7 +20,8 @@ use crate::spec::ModelSpec;
 use crate::config::{Framework, Mode, TrainConfig};
 use device::DeviceTotal;
 pub use estimate::{Estimate, LayerReport};
-use simulate::{OptimizerCost, Plan, StepResult};
+pub use simulate::{OptimizerCost, Overlay};
+use simulate::{Plan, StepResult};
 
 /// The largest batch the core simulates (beyond it, figures saturate).
 pub const MAX_BATCH: u64 = 1 << 40;
@@ -177,8 +178,39 @@ impl Prepared {
         Ok(())
     }
 
+    /// The estimate at `batch` with `opt` as the optimizer's cost and `overlay` laid over every
+    /// sample of the step (`crate::distributed`: one rank of a data-parallel or sharded job).
+    /// Also returns the op of the peak (`None` in the optimizer step).
+    pub fn estimate_overlaid(&self, batch: u64, opt: OptimizerCost, overlay: &dyn Overlay) -> Result<(Estimate, Option<u32>)> {
+        self.check_batch(batch)?;
+        let r = self.plan.simulate_overlaid(&self.resolved.graph, self.micro(batch), opt, true, overlay);
+        let device = self.device_like(batch, r.peak);
+        let op = r.peak_op;
+        let mut e = self.report(TrainConfig { batch, ..self.config }, r, device);
+        e.optimizer_state_bytes = opt.state;
+        Ok((e, op))
+    }
+
+    /// Peak and device total under `overlay` (no timeline): max batch, fewest GPUs.
+    pub fn peak_overlaid(&self, batch: u64, opt: OptimizerCost, overlay: &dyn Overlay) -> (u64, DeviceTotal) {
+        let peak = self.plan.simulate_overlaid(&self.resolved.graph, self.micro(batch), opt, false, overlay).peak;
+        (peak, self.device_like(batch, peak))
+    }
+
+    /// The device total of another peak at `batch`, with this step's allocator rounding and reserve.
+    fn device_like(&self, batch: u64, peak: u64) -> DeviceTotal {
+        let (base, d) = self.device_at(batch);
+        let rounded = peak.saturating_add(d.allocated_rounded.saturating_sub(base));
+        DeviceTotal::new(rounded, peak.saturating_add(d.reserved.saturating_sub(base)))
+    }
+
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
-        let mut r = self.step(cfg.batch, true);
+        let r = self.step(cfg.batch, true);
+        let (_, device) = self.device_at(cfg.batch);
+        self.report(cfg, r, device)
+    }
+
+    fn report(&self, cfg: TrainConfig, mut r: StepResult, device: DeviceTotal) -> Estimate {
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
         let (mut prefix, mut at) = ("", &self.resolved);
@@ -200,7 +232,6 @@ impl Prepared {
             }
             None => format!("optimizer step ({})", cfg.optimizer),
         };
-        let (_, device) = self.device_at(cfg.batch);
         let mut breakdown = r.breakdown;
         breakdown.frozen_parameters = g.frozen_param_bytes();
         breakdown.adapter_parameters = g.adapter_bytes();
@@ -228,28 +259,7 @@ impl Prepared {
 
     /// Largest batch whose device total fits in `capacity` bytes (None if not even batch 1).
     pub fn max_batch(&self, capacity: u64) -> Option<u64> {
-        let fits = |b: u64| self.peak_at(b).1 <= capacity;
-        if !fits(1) {
-            return None;
-        }
-        let mut lo = 1u64;
-        let mut hi = 2u64;
-        while fits(hi) {
-            lo = hi;
-            if hi >= MAX_BATCH {
-                return Some(MAX_BATCH);
-            }
-            hi = hi.saturating_mul(2);
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(lo)
+        largest_batch(|b| self.peak_at(b).1 <= capacity)
     }
 
     /// `(batch, peak allocated, device total)` for each batch.
@@ -283,6 +293,32 @@ fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: boo
     let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
     crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)?;
     Ok(r)
+}
+
+/// The largest batch in `1..=MAX_BATCH` for which `fits` holds, assuming it holds up to some
+/// batch and not beyond (None if not even batch 1).
+pub fn largest_batch(fits: impl Fn(u64) -> bool) -> Option<u64> {
+    if !fits(1) {
+        return None;
+    }
+    let mut lo = 1u64;
+    let mut hi = 2u64;
+    while fits(hi) {
+        lo = hi;
+        if hi >= MAX_BATCH {
+            return Some(MAX_BATCH);
+        }
+        hi = hi.saturating_mul(2);
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {

@@ -48,6 +48,13 @@ pub struct OptimizerCost {
     pub step_temporaries: u64,
 }
 
+/// Bytes a caller lays over each sample of the step, `(added, removed)` by category, keyed by
+/// the phase and op of the sample (`crate::distributed`: sharded and gathered parameters, reduced
+/// gradients, communication buffers). Batch-independent.
+pub trait Overlay {
+    fn at(&self, phase: Phase, op: Option<u32>) -> (Breakdown, Breakdown);
+}
+
 /// Result of one simulated step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepResult {
@@ -226,6 +233,18 @@ impl Plan {
     pub fn simulate(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool, snapshot_at: Option<usize>) -> StepResult {
         let mut sim = Sim::new(g, batch, record_timeline);
         sim.snapshot_at = snapshot_at;
+        self.run(sim, opt)
+    }
+
+    /// [`Plan::simulate`] with `overlay` added to every sample (its peak, breakdown and timeline).
+    pub fn simulate_overlaid(&self, g: &Graph, batch: u64, opt: OptimizerCost, record_timeline: bool, overlay: &dyn Overlay) -> StepResult {
+        let mut sim = Sim::new(g, batch, record_timeline);
+        sim.overlay = Some(overlay);
+        self.run(sim, opt)
+    }
+
+    fn run(&self, mut sim: Sim, opt: OptimizerCost) -> StepResult {
+        let g = sim.g;
         // persistent memory at the start of the step
         for s in 0..g.storages.len() {
             let cat = match g.storages[s].class {
@@ -445,6 +464,7 @@ struct GradBuf {
 
 struct Sim<'g> {
     g: &'g Graph,
+    overlay: Option<&'g dyn Overlay>,
     batch: u64,
     live: Vec<bool>,
     cat_of: Vec<Category>,
@@ -484,6 +504,7 @@ impl<'g> Sim<'g> {
     fn new(g: &'g Graph, batch: u64, record: bool) -> Self {
         Sim {
             g,
+            overlay: None,
             batch,
             live: vec![false; g.storages.len()],
             cat_of: vec![Category::Activations; g.storages.len()],
@@ -579,14 +600,25 @@ impl<'g> Sim<'g> {
     }
 
     fn sample(&mut self) {
-        let total = self.cur.total();
+        let cur = match self.overlay {
+            Some(o) => {
+                let (add, sub) = o.at(self.phase, self.op);
+                let mut b = self.cur;
+                for c in Category::ALL {
+                    *b.slot(c) = b.get(c).saturating_add(add.get(c)).saturating_sub(sub.get(c));
+                }
+                b
+            }
+            None => self.cur,
+        };
+        let total = cur.total();
         let pi = self.phase as usize;
         self.phase_peaks[pi] = self.phase_peaks[pi].max(total);
         if total > self.peak {
             self.peak = total;
             self.peak_phase = self.phase;
             self.peak_op = self.op;
-            self.peak_breakdown = self.cur;
+            self.peak_breakdown = cur;
         }
         if self.record {
             self.timeline.push(TimelinePoint { phase: self.phase, layer: self.layer, op: self.op.unwrap_or(NONE), bytes: total });

@@ -1,0 +1,95 @@
+//! Tensor parallelism (Megatron-LM layout, `megatron/core/tensor_parallel/layers.py`): each rank
+//! runs the model with its slice of the split layers, and the simulation of that model gives its
+//! activations.
+//!
+//! - Attention: Q/K/V are column-parallel (`ColumnParallelLinear`): `nhead / t` query heads and
+//!   `num_kv_heads / t` KV heads per rank, the head size unchanged; the output projection is
+//!   row-parallel (`RowParallelLinear`): `nhead / t × head_dim` inputs, full `d_model` outputs,
+//!   all-reduced in place.
+//! - MLP: FC1 (gate and up) column-parallel, FC2 (down) row-parallel: `dim_feedforward / t`.
+//! - Embedding and head vocab-parallel (`VocabParallelEmbedding`, the head a column-parallel
+//!   linear with `vocab / t` outputs after padding the vocabulary to a multiple of 128·t, the loss `vocab_parallel_cross_entropy` on the local logits).
+//! - Norms, residuals and their activations are replicated (no sequence parallelism here).
+
+use crate::error::{Error, Result};
+use crate::spec::ModelSpec;
+use serde_json::Value;
+
+pub const BASIS: &str = "TP: each rank's split layers simulated op by op (Megatron-LM layout); per-layer activations equal Korthikanti et al. 2022";
+
+/// The model one tensor-parallel rank runs.
+pub fn split(spec: &ModelSpec, t: u64) -> Result<ModelSpec> {
+    let mut v = serde_json::to_value(spec).map_err(|e| Error::Config(format!("tensor parallelism: {e}")))?;
+    let vocab = v["input"]["vocab_size"].as_u64();
+    if let Some(layers) = v.get_mut("layers").and_then(Value::as_array_mut) {
+        let n = layers.len();
+        for (i, l) in layers.iter_mut().enumerate() {
+            split_layer(l, t, vocab, i + 1 == n, &format!("layers[{i}]"))?;
+        }
+    }
+    let text = v.to_string();
+    ModelSpec::from_json(&text).map_err(|e| Error::Config(format!("tensor parallelism: {e}")))
+}
+
+/// Megatron's `make_vocab_size_divisible_by` default.
+pub const VOCAB_DIVISIBLE_BY: u64 = 128;
+
+/// One rank's vocabulary: Megatron pads it to a multiple of `128 × t`
+/// (`megatron/training/tokenizer`'s `_vocab_size_with_padding`), then splits it evenly.
+pub fn vocab_shard(vocab: u64, t: u64) -> u64 {
+    let multiple = VOCAB_DIVISIBLE_BY.saturating_mul(t);
+    vocab.div_ceil(multiple).saturating_mul(multiple) / t.max(1)
+}
+
+fn div(l: &Value, key: &str, t: u64, path: &str) -> Result<Option<u64>> {
+    let Some(x) = l.get(key).and_then(Value::as_u64) else { return Ok(None) };
+    if x % t != 0 {
+        return Err(Error::Config(format!("{path}: {key} = {x} does not split over --tp {t}")));
+    }
+    Ok(Some(x / t))
+}
+
+fn split_layer(l: &mut Value, t: u64, vocab: Option<u64>, last: bool, path: &str) -> Result<()> {
+    let kind = l["kind"].as_str().unwrap_or_default().to_string();
+    match kind.as_str() {
+        "repeat" | "sequential" | "residual" => {
+            if let Some(body) = l.get_mut("body").and_then(Value::as_array_mut) {
+                for (j, b) in body.iter_mut().enumerate() {
+                    split_layer(b, t, vocab, false, &format!("{path}.body[{j}]"))?;
+                }
+            }
+        }
+        k if k.starts_with("transformer_") => {
+            let d_model = l["d_model"].as_u64().unwrap_or(0);
+            let nhead = l["nhead"].as_u64().unwrap_or(1);
+            if l.get("head_dim").and_then(Value::as_u64).is_none() {
+                l["head_dim"] = Value::from(d_model / nhead.max(1));
+            }
+            let heads = div(l, "nhead", t, path)?;
+            let kv = match l.get("num_kv_heads").and_then(Value::as_u64) {
+                Some(kv) if kv % t == 0 => Some(kv / t),
+                Some(kv) if t % kv == 0 => Some(1), // Megatron replicates a KV head over t / kv ranks
+                Some(kv) => return Err(Error::Config(format!("{path}: num_kv_heads = {kv} does not split over --tp {t}"))),
+                None => None,
+            };
+            let ffn = div(l, "dim_feedforward", t, path)?;
+            if let Some(h) = heads {
+                l["nhead"] = Value::from(h);
+            }
+            if let Some(kv) = kv {
+                l["num_kv_heads"] = Value::from(kv);
+            }
+            if let Some(f) = ffn {
+                l["dim_feedforward"] = Value::from(f);
+            }
+        }
+        "embedding" if vocab.is_some_and(|v| l["num_embeddings"].as_u64() == Some(v)) => {
+            l["num_embeddings"] = Value::from(vocab_shard(vocab.unwrap_or(0), t));
+        }
+        "linear" if last && vocab.is_some_and(|v| l["out_features"].as_u64() == Some(v)) => {
+            l["out_features"] = Value::from(vocab_shard(vocab.unwrap_or(0), t));
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! DeepSpeed ZeRO stages 1–3 with optional CPU offload, rank 0.
+//!
+//! Read from DeepSpeed (`deepspeed/runtime/zero/`):
+//! - `stage_1_and_2.py` (`DeepSpeedZeroOptimizer.__init__`, `step`, `reduce_ipg_grads`): half
+//!   parameters stay whole; each rank keeps an fp32 master copy of its flat partition
+//!   (`single_partition_of_fp32_groups`, only when the model is fp16/bf16) and the optimizer
+//!   state on it; `step` gives the partition an fp32 gradient. Stage 1 keeps whole half `.grad`s
+//!   until after backward; stage 2 reduces them in `reduce_bucket_size` (5e8 elements) buckets as
+//!   backward produces them, keeping only this rank's partition (`grads_in_partition`).
+//! - `stage3.py` and `partitioned_param_coordinator.py`: parameters are partitioned too
+//!   (`ds_tensor`); a module's parameters are gathered before it runs and released after it,
+//!   except parameters under `stage3_param_persistence_threshold` (1e5 elements, kept whole)
+//!   and those reused within `stage3_max_reuse_distance` (1e9 elements); the coordinator
+//!   prefetches up to `stage3_prefetch_bucket_size` (5e7) elements ahead, and at most
+//!   `stage3_max_live_parameters` (1e9) are live. The gradient partitions are one flat buffer
+//!   allocated at start (`grad_partitions_flat_buffer`).
+//! - After the step, the updated partitions are cast to half and all-gathered in
+//!   `allgather_bucket_size` (5e8) chunks straight into the flat half parameter groups
+//!   (`all_gather_dp_groups`): no buffer beyond the parameters themselves.
+//! - `offload_optimizer`: master weights, optimizer state and fp32 gradient partitions live in
+//!   host memory (CPU Adam); `offload_param` (stage 3) also the parameter partitions.
+//!
+//! Gathering here is per unit (a transformer layer) and per root op (embedding, head), where
+//! DeepSpeed gathers per module; within a layer that is the same parameters, at most one
+//! layer earlier. Not measured on this machine (DeepSpeed needs CUDA): modelled.
+
+use super::layout::Layout;
+use super::{DistBreakdown, DistConfig, Offload, Rank, Strategy};
+use crate::config::TrainConfig;
+use crate::memory::optimizer;
+use crate::memory::simulate::Phase;
+use crate::memory::breakdown::Breakdown;
+use crate::memory::{OptimizerCost, Overlay};
+use crate::units::DType;
+
+/// DeepSpeed's defaults (`deepspeed/runtime/zero/config.py`), in elements.
+pub const REDUCE_BUCKET_SIZE: u64 = 500_000_000;
+pub const PREFETCH_BUCKET_SIZE: u64 = 50_000_000;
+pub const MAX_LIVE_PARAMETERS: u64 = 1_000_000_000;
+pub const MAX_REUSE_DISTANCE: u64 = 1_000_000_000;
+pub const PARAM_PERSISTENCE_THRESHOLD: u64 = 100_000;
+
+pub struct Zero {
+    layout: Layout,
+    stage: u8,
+    offload: Offload,
+    accumulating: bool,
+    elem: u64,
+    /// `ceil(Ψ / N)` elements: one rank's flat partition.
+    part: u64,
+    /// fp32 master copy of the partition (half models only).
+    master: u64,
+    state: OptimizerCost,
+    /// Per unit: elements; whether kept gathered from its forward to its backward (reuse distance).
+    unit_numel: Vec<u64>,
+    kept: Vec<bool>,
+    /// Whole parameters under the persistence threshold (stage 3), bytes.
+    persistent: u64,
+}
+
+#[derive(Default)]
+struct State {
+    gathered: u64,
+    unreduced: u64,
+    partition_grads: u64,
+    reduced_base: u64,
+}
+
+impl Zero {
+    pub fn new(layout: Layout, config: &TrainConfig, dist: &DistConfig, n: u64, accumulating: bool) -> Zero {
+        let stage = match dist.strategy {
+            Strategy::Zero1 => 1,
+            Strategy::Zero2 => 2,
+            _ => 3,
+        };
+        let elem = layout.params.first().map_or(4, |p| p.elem);
+        let total = layout.numel();
+        let part = total.div_ceil(n.max(1));
+        let master = if elem < 4 { part.saturating_mul(4) } else { 0 };
+        let state = optimizer::cost(config.optimizer, config.optimizer_impl, &[&[part]], DType::F32);
+        let k = layout.units.len();
+        let mut unit_numel = vec![0u64; k];
+        let mut persistent = 0u64;
+        for p in &layout.params {
+            if let Some(u) = p.unit {
+                unit_numel[u] = unit_numel[u].saturating_add(p.numel);
+            }
+            if stage == 3 && p.numel <= PARAM_PERSISTENCE_THRESHOLD {
+                persistent = persistent.saturating_add(p.numel.saturating_mul(elem));
+            }
+        }
+        let root: u64 = layout.of(None).map(|p| p.numel).sum();
+        // reuse distance of a unit: what is fetched between its forward and its backward
+        let mut kept = vec![false; k];
+        let mut live = 0u64;
+        for v in (0..k).rev() {
+            let between: u64 = unit_numel[v + 1..].iter().sum::<u64>().saturating_mul(2).saturating_add(root);
+            if between < MAX_REUSE_DISTANCE && live.saturating_add(unit_numel[v]) <= MAX_LIVE_PARAMETERS {
+                kept[v] = true;
+                live = live.saturating_add(unit_numel[v]);
+            }
+        }
+        Zero { layout, stage, offload: dist.offload, accumulating, elem, part, master, state, unit_numel, kept, persistent }
+    }
+
+    fn base_total(&self) -> u64 {
+        self.layout.bytes()
+    }
+
+    /// Units gathered at a sample, in elements (stage 3).
+    fn gathered(&self, phase: Phase, i: u32) -> u64 {
+        let units = &self.layout.units;
+        let cur = self.layout.unit_of_op(i);
+        let mut numel: u64 = self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD).map(|p| p.numel).sum();
+        let step: Box<dyn Fn(usize) -> Option<usize>> = match phase {
+            Phase::Forward => Box::new(|u| (u + 1 < units.len()).then_some(u + 1)),
+            _ => Box::new(|u: usize| u.checked_sub(1)),
+        };
+        // the current unit, then prefetch within the bucket
+        let mut next = match cur {
+            Some(u) => {
+                numel = numel.saturating_add(self.unit_numel[u]);
+                step(u)
+            }
+            None if phase == Phase::Forward && units.first().is_some_and(|&(f, _)| i < f) => Some(0),
+            None if phase == Phase::Backward && units.last().is_some_and(|&(_, l)| i > l) => units.len().checked_sub(1),
+            None => None,
+        };
+        let mut fetched = 0u64;
+        while let Some(v) = next {
+            if fetched.saturating_add(self.unit_numel[v]) > PREFETCH_BUCKET_SIZE {
+                break;
+            }
+            fetched = fetched.saturating_add(self.unit_numel[v]);
+            numel = numel.saturating_add(self.unit_numel[v]);
+            next = step(v);
+        }
+        // units kept from their forward to their backward
+        for (v, &(first, last)) in units.iter().enumerate() {
+            let between = match phase {
+                Phase::Forward => last < i,
+                _ => first <= i && Some(v) != cur,
+            };
+            if self.kept[v] && between && Some(v) != cur {
+                numel = numel.saturating_add(self.unit_numel[v]);
+            }
+        }
+        numel.min(MAX_LIVE_PARAMETERS.max(cur.map_or(0, |u| self.unit_numel[u]))).saturating_mul(self.elem)
+    }
+
+    fn state(&self, phase: Phase, op: Option<u32>) -> State {
+        let mut s = State::default();
+        let offload_opt = self.offload != Offload::None;
+        let partition = if offload_opt { 0 } else { self.part.saturating_mul(self.elem) };
+        let bucket = REDUCE_BUCKET_SIZE.saturating_mul(self.elem);
+        let promoted = |i: Option<u32>| -> u64 {
+            self.layout.params.iter().filter(|p| i.is_none_or(|i| p.first_use > i)).map(|p| p.numel.saturating_mul(p.elem)).sum()
+        };
+        if self.stage == 3 {
+            s.gathered = match (phase, op) {
+                (Phase::Optimizer, _) | (_, None) => 0,
+                (ph, Some(i)) => self.gathered(ph, i),
+            };
+        }
+        if self.stage == 1 || phase == Phase::Forward && !self.accumulating {
+            s.partition_grads = if self.stage == 3 { partition } else { 0 };
+            return s;
+        }
+        let g = match phase {
+            Phase::Optimizer => promoted(None),
+            _ if self.accumulating => promoted(None),
+            _ => promoted(op),
+        };
+        let reduced = if phase == Phase::Optimizer { g } else { g - g % bucket.max(1) };
+        s.reduced_base = if self.accumulating { promoted(None) } else { reduced };
+        s.unreduced = if self.accumulating { g.min(bucket) } else { g - reduced };
+        s.partition_grads = if self.stage == 3 || reduced > 0 || self.accumulating { partition } else { 0 };
+        s
+    }
+}
+
+impl Overlay for Zero {
+    fn at(&self, phase: Phase, op: Option<u32>) -> (Breakdown, Breakdown) {
+        let s = self.state(phase, op);
+        let offload_opt = self.offload != Offload::None;
+        let mut add = Breakdown { gradients: s.partition_grads.saturating_add(if self.accumulating { s.unreduced } else { 0 }), ..Breakdown::default() };
+        let mut sub = Breakdown { gradients: s.reduced_base, ..Breakdown::default() };
+        if !offload_opt {
+            add.optimizer_state = self.master;
+            if phase == Phase::Optimizer && self.master > 0 {
+                // `step`: the partition's fp32 gradient
+                add.temporaries = self.part.saturating_mul(4);
+            }
+        }
+        if self.stage == 3 {
+            sub.parameters = self.base_total();
+            let own = if self.offload == Offload::Params { 0 } else { self.part.saturating_mul(self.elem) };
+            add.parameters = own.saturating_add(self.persistent).saturating_add(s.gathered);
+        }
+        (add, sub)
+    }
+}
+
+impl Rank for Zero {
+    fn optimizer(&self) -> OptimizerCost {
+        if self.offload != Offload::None {
+            // CPU Adam steps in host memory
+            OptimizerCost::default()
+        } else {
+            self.state
+        }
+    }
+
+    fn model_states(&self) -> super::ModelStates {
+        let s = self.state(Phase::Optimizer, None);
+        let offload = self.offload != Offload::None;
+        let parameters = if self.stage == 3 {
+            let own = if self.offload == Offload::Params { 0 } else { self.part.saturating_mul(self.elem) };
+            own.saturating_add(self.persistent)
+        } else {
+            self.base_total()
+        };
+        let gradients = if self.stage == 1 { self.base_total() } else { s.partition_grads };
+        let fp32_grad = if self.master > 0 { self.part.saturating_mul(4) } else { 0 };
+        let optimizer = if offload { 0 } else { self.master.saturating_add(self.state.state).saturating_add(fp32_grad) };
+        super::ModelStates { parameters, gradients, optimizer, host: self.host_bytes() }
+    }
+
+    fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {
+        let s = self.state(phase, op);
+        let own = if self.stage == 3 && self.offload != Offload::Params { self.part.saturating_mul(self.elem) } else { 0 };
+        DistBreakdown {
+            sharded_parameters: own,
+            unsharded_parameters: if self.stage == 3 { self.persistent.saturating_add(s.gathered) } else { self.base_total() },
+            sharded_gradients: s.partition_grads,
+            gradient_buckets: s.unreduced,
+            ..DistBreakdown::default()
+        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        if self.offload == Offload::None {
+            return 0;
+        }
+        // fp32 master + fp32 gradient partition + optimizer state (+ half parameter partition)
+        let fp32 = self.part.saturating_mul(4);
+        let params = if self.offload == Offload::Params { self.part.saturating_mul(self.elem) } else { 0 };
+        fp32.saturating_mul(2).saturating_add(self.state.state).saturating_add(params)
+    }
+
+    fn basis(&self) -> &'static str {
+        "ZeRO: modelled from DeepSpeed's stage_1_and_2.py and stage3.py at their defaults; model states equal DeepSpeed's estimators where the mechanisms agree"
+    }
+}

@@ -1,0 +1,299 @@
+//! One rank of a multi-GPU job (`vramcalc_core::distributed`).
+//!
+//! Accuracy: `tests/data/fsdp.jsonl` is `shared/reference/llm/fsdp.jsonl` as it is (FSDP2 per-rank
+//! records of `LlamaForCausalLM` h1024/l4, AdamW, batch 2, seq 512, measured with PyTorch's
+//! `FSDPMemTracker` on a fake process group, torch 2.15; method in that folder's README, section C).
+
+mod common;
+use common::reference::{cases_from, rel_err};
+use serde_json::Value;
+use vramcalc_core::distributed::{self, DistConfig, MpDtype, Offload, Strategy};
+use vramcalc_core::{ModelSpec, Precision, TrainConfig};
+
+const FSDP: &str = include_str!("data/fsdp.jsonl");
+
+fn dist_of(r: &Value) -> DistConfig {
+    let d = &r["distributed"];
+    let strategy = match d["strategy"].as_str().unwrap() {
+        "fsdp2" => Strategy::Fsdp,
+        "ddp" => Strategy::Ddp,
+        "none" => Strategy::Ddp,
+        s => panic!("unknown strategy {s}"),
+    };
+    let dt = |k: &str| d[k].as_str().map(|s| MpDtype::parse(s).unwrap());
+    DistConfig {
+        gpus: d["world_size"].as_u64().unwrap(),
+        strategy,
+        reshard_after_forward: d["reshard_after_forward"].as_bool().unwrap_or(true),
+        gradient_as_bucket_view: d["gradient_as_bucket_view"].as_bool().unwrap_or(false),
+        fsdp_param_dtype: dt("mp_param_dtype"),
+        fsdp_reduce_dtype: dt("mp_reduce_dtype"),
+        ..DistConfig::default()
+    }
+}
+
+/// Every record within 3 %, the median within 1 %; the peak's phase right.
+#[test]
+fn fsdp2_ddp_and_baseline_records_per_rank() {
+    let cases = cases_from(FSDP);
+    let records: Vec<Value> = FSDP.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(records.len() >= 9);
+    let mut errs = Vec::new();
+    let mut failures = Vec::new();
+    for (c, r) in cases.iter().zip(&records) {
+        let d = dist_of(r);
+        let e = distributed::estimate(&c.spec, &c.config, &d).unwrap();
+        let err = rel_err(e.estimate.peak_bytes, c.measured);
+        let line = format!(
+            "{} W={} raf={} mp={:?}: est {} measured {} ({:+.2} %), {} vs {}",
+            d.strategy.name(), d.gpus, d.reshard_after_forward, d.fsdp_param_dtype, e.estimate.peak_bytes, c.measured, err * 100.0,
+            e.estimate.peak_phase.name(), c.measured_phase
+        );
+        eprintln!("{line}");
+        if err.abs() > 0.03 || e.estimate.peak_phase.name() != c.measured_phase {
+            failures.push(line);
+        }
+        errs.push(err.abs());
+    }
+    errs.sort_by(f64::total_cmp);
+    let median = errs[errs.len() / 2];
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
+
+fn llama(json: &str, layers: Option<u64>) -> ModelSpec {
+    let mut v: serde_json::Map<String, Value> = serde_json::from_str(json).unwrap();
+    if let Some(n) = layers {
+        v.insert("num_hidden_layers".into(), n.into());
+    }
+    vramcalc_core::import::hf::from_config(&v).unwrap()
+}
+
+const LLAMA_8B: &str = include_str!("../../../examples/hf/llama-3.1-8b.config.json");
+
+fn bf16(batch: u64, seq: u64) -> TrainConfig {
+    TrainConfig { batch, seq_len: Some(seq), precision: Precision::Bf16, ..TrainConfig::default() }
+}
+
+/// DDP (world size 2, the records' model): the reducer's buckets add one gradient's worth at the
+/// peak (the start of backward, where `set_to_none` gradients do not exist yet), with and without
+/// `gradient_as_bucket_view` — the finding of `shared/reference/llm/README.md` section C, whose
+/// DDP records are held out of the shared file.
+#[test]
+fn ddp_buckets_add_one_gradient_and_bucket_views_do_not_move_the_peak() {
+    let cases = cases_from(FSDP);
+    let base = cases.iter().find(|c| c.measured_phase == "backward").unwrap();
+    let single = vramcalc_core::estimate(&base.spec, &base.config).unwrap();
+    for view in [false, true] {
+        let d = DistConfig { gpus: 2, gradient_as_bucket_view: view, ..DistConfig::default() };
+        let e = distributed::estimate(&base.spec, &base.config, &d).unwrap();
+        let rep = e.distributed.unwrap();
+        assert_eq!(rep.breakdown.gradient_buckets, single.param_bytes, "view {view}");
+        assert_eq!(e.estimate.peak_bytes, single.peak_bytes + single.param_bytes, "view {view}");
+        assert_eq!(e.estimate.peak_phase.name(), "backward");
+    }
+    // the optimizer step: separate `.grad`s and buckets, or the buckets alone
+    let ms = |view| distributed::model_states(&base.spec, &base.config, &DistConfig { gpus: 2, gradient_as_bucket_view: view, ..DistConfig::default() }).unwrap().unwrap();
+    assert_eq!(ms(false).gradients - ms(true).gradients, single.param_bytes);
+}
+
+/// DeepSpeed's own estimators (`deepspeed/runtime/zero/stage_1_and_2.py`:
+/// `estimate_zero2_model_states_mem_needs`; `deepspeed/runtime/zero/stage3.py`:
+/// `estimate_zero3_model_states_mem_needs`), transcribed as the oracle; `additional_buffer_factor`
+/// only scales their CPU figure. Returns the GPU bytes.
+fn ds_zero2_gpu(total: u64, gpus: u64, cpu_offload: bool) -> u64 {
+    if cpu_offload {
+        2 * total
+    } else {
+        4 * total + (16 * total as u128 / gpus as u128) as u64
+    }
+}
+
+fn ds_zero3_gpu(total: u64, largest_layer: u64, gpus: u64, cpu_offload: bool, cpu_offload_params: bool) -> u64 {
+    let largest = 4 * largest_layer;
+    match (cpu_offload, cpu_offload_params) {
+        (true, true) => largest,
+        (true, false) => largest + (2 * total as u128 / gpus as u128) as u64,
+        _ => largest + (18 * total as u128 / gpus as u128) as u64,
+    }
+}
+
+/// Our model states against DeepSpeed's for a Llama-3.1-8B-shaped model in bf16 with AdamW, where
+/// the mechanisms agree; each difference is named (README, "More than one GPU"):
+/// - ZeRO-1: equal (whole bf16 parameters and gradients, 16 bytes per partition element: fp32
+///   master, Adam's two moments, the step's fp32 gradient).
+/// - ZeRO-2: their `4Ψ` keeps whole bf16 gradients; DeepSpeed reduces them in 5e8-element
+///   buckets during backward and keeps this rank's partition, `2Ψ/N`, which we count instead.
+/// - ZeRO-3: their `18Ψ/N` is our bf16 parameter partition plus the 16 bytes; we add the bf16
+///   gradient partition buffer (`2Ψ/N`, allocated at start by stage3.py) and whole parameters under
+///   `stage3_param_persistence_threshold`; their `4 × largest layer` (gathered parameters and
+///   gradients) is, in ours, part of the step's peak rather than of the model states.
+/// The 4-byte Adam `step` tensor and the rounding of `Ψ/N` up make ours a few bytes larger.
+#[test]
+fn zero_model_states_agree_with_deepspeeds_estimators() {
+    let spec = llama(LLAMA_8B, None);
+    let c = bf16(1, 512);
+    let single = vramcalc_core::estimate(&spec, &TrainConfig { batch: 1, ..c }).unwrap();
+    let psi = single.params;
+    assert_eq!(psi, 8_030_261_248);
+    let largest_layer = 128_256 * 4096; // embed_tokens / lm_head: the largest module
+    let near = |ours: u64, theirs: u64, what: &str| {
+        assert!(ours >= theirs && ours - theirs <= 64, "{what}: ours {ours}, DeepSpeed {theirs}");
+    };
+    for n in [2u64, 4, 8, 16, 64] {
+        let ms = |strategy, offload| {
+            distributed::model_states(&spec, &c, &DistConfig { gpus: n, strategy, offload, ..DistConfig::default() }).unwrap().unwrap()
+        };
+        let z1 = ms(Strategy::Zero1, Offload::None);
+        near(z1.gpu(), ds_zero2_gpu(psi, n, false), &format!("zero1 N={n}"));
+        let z2 = ms(Strategy::Zero2, Offload::None);
+        assert_eq!(z2.parameters, 2 * psi);
+        assert_eq!(z2.gradients, 2 * psi.div_ceil(n));
+        near(z2.gpu() + 2 * psi - z2.gradients, ds_zero2_gpu(psi, n, false), &format!("zero2 N={n}"));
+        let z2o = ms(Strategy::Zero2, Offload::Optimizer);
+        assert_eq!(z2o.gpu(), ds_zero2_gpu(psi, n, true), "zero2 offload N={n}");
+        let z3 = ms(Strategy::Zero3, Offload::None);
+        let persistent = z3.parameters - 2 * psi.div_ceil(n);
+        assert!(persistent < 2 * psi / 1000, "persistent parameters {persistent}");
+        near(z3.parameters - persistent + z3.optimizer, ds_zero3_gpu(psi, largest_layer, n, false, false) - 4 * largest_layer, &format!("zero3 N={n}"));
+        assert_eq!(z3.gradients, 2 * psi.div_ceil(n));
+        let z3o = ms(Strategy::Zero3, Offload::Optimizer);
+        near(z3o.gpu() - persistent, ds_zero3_gpu(psi, largest_layer, n, true, false) - 4 * largest_layer, &format!("zero3 offload optimizer N={n}"));
+        let z3p = ms(Strategy::Zero3, Offload::Params);
+        assert_eq!(z3p.gpu(), persistent, "zero3 offload params N={n}: only the persistent parameters stay");
+        assert!(z3p.host > z3o.host);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Model states per rank never grow with N for ZeRO-3 and FSDP (shards are `ceil(dim0 / N)`).
+    #[test]
+    fn sharded_model_states_never_rise_with_gpus(hidden in 1u64..6, layers in 1u64..4, n1 in 2u64..40, extra in 0u64..40, fsdp in proptest::bool::ANY) {
+        let spec = tiny(hidden * 64, layers);
+        let strategy = if fsdp { Strategy::Fsdp } else { Strategy::Zero3 };
+        let c = TrainConfig { batch: 1, seq_len: Some(16), ..TrainConfig::default() };
+        let ms = |n| distributed::model_states(&spec, &c, &DistConfig { gpus: n, strategy, ..DistConfig::default() }).unwrap().unwrap().gpu();
+        let (a, b) = (ms(n1), ms(n1 + extra));
+        proptest::prop_assert!(b <= a, "{} at N={}, {} at N={}", a, n1, b, n1 + extra);
+    }
+
+    /// One GPU is today's estimate whatever the strategy.
+    #[test]
+    fn one_gpu_is_the_single_gpu_estimate(hidden in 1u64..6, layers in 1u64..4, batch in 1u64..5, s in 0usize..6) {
+        let spec = tiny(hidden * 64, layers);
+        let strategy = Strategy::ALL[s];
+        let c = TrainConfig { batch, seq_len: Some(32), ..TrainConfig::default() };
+        let e = distributed::estimate(&spec, &c, &DistConfig { gpus: 1, strategy, ..DistConfig::default() }).unwrap();
+        proptest::prop_assert_eq!(e.estimate, vramcalc_core::estimate(&spec, &c).unwrap());
+    }
+}
+
+fn tiny(hidden: u64, layers: u64) -> ModelSpec {
+    let v = serde_json::json!({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
+        "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 8, "vocab_size": 1001, "tie_word_embeddings": false});
+    vramcalc_core::import::hf::from_config(v.as_object().unwrap()).unwrap()
+}
+
+/// A GPT-style layer as Korthikanti et al. (2022), "Reducing Activation Recomputation in Large
+/// Transformer Models", section 4 count it: pre-LayerNorm, GELU MLP of 4h, dropout after the
+/// attention probabilities and after both projections, 16-bit activations, eager attention.
+fn gpt(h: u64, a: u64, layers: u64, s: u64, vocab: u64) -> ModelSpec {
+    let v = serde_json::json!({"version": 1, "name": "gpt", "input": {"shape": [s], "dtype": "int64", "vocab_size": vocab},
+        "layers": [
+            {"kind": "embedding", "num_embeddings": vocab, "embedding_dim": h},
+            {"kind": "repeat", "times": layers, "body": [{"kind": "transformer_decoder_layer", "d_model": h, "nhead": a, "dim_feedforward": 4 * h,
+                "dropout": 0.1, "activation": "gelu", "layer_norm_eps": 1e-5, "norm_first": true, "bias": true}]},
+            {"kind": "layer_norm", "normalized_shape": h},
+            {"kind": "linear", "in_features": h, "out_features": vocab, "bias": false}],
+        "loss": "causal_lm"});
+    ModelSpec::from_json(&v.to_string()).unwrap()
+}
+
+/// Per-layer activations of tensor parallelism t come from simulating each rank's split layer;
+/// they are checked against Korthikanti et al.'s per-layer formula (their eq. 2, without sequence
+/// parallelism): `s·b·h·(10 + 24/t + 5·a·s/(h·t))` bytes. The one difference: each LayerNorm
+/// also saves its per-row mean and rstd (fp32, `s·b·4` bytes each), which they leave out. The
+/// rest agrees term by term: Q and K copies for `QKᵀ` (the `transpose().contiguous()` copies),
+/// V, softmax output, a 1-byte dropout mask and the dropped probabilities, the inputs of the
+/// three projections and of GELU; the attention scale and residual adds save nothing. The split
+/// part (`24/t` and the attention term) divides; the replicated `10·s·b·h` (LayerNorm inputs,
+/// the QKV and FC1 inputs, two dropout masks) does not.
+#[test]
+fn tensor_parallel_activations_follow_korthikanti() {
+    let (h, a, s, b) = (1024u64, 16u64, 1024u64, 2u64);
+    let c = TrainConfig { batch: b, seq_len: Some(s), precision: Precision::Fp16, attention: vramcalc_core::AttentionImpl::Eager, ..TrainConfig::default() };
+    // one more layer: what the forward's peak (the end of forward) gains, less its parameters
+    // and optimizer state, is what one layer keeps for backward
+    let per_layer = |t: u64| -> f64 {
+        let at = |layers| {
+            let d = DistConfig { gpus: t, strategy: Strategy::Tp, ..DistConfig::default() };
+            let e = distributed::estimate(&gpt(h, a, layers, s, 32000), &c, &d).unwrap().estimate;
+            e.phase_peaks[0] as f64 - e.param_bytes as f64 - e.optimizer_state_bytes as f64
+        };
+        at(2) - at(1)
+    };
+    let sbh = (s * b * h) as f64;
+    let theirs = |t: u64| sbh * (10.0 + 24.0 / t as f64 + 5.0 * (a * s) as f64 / (h * t) as f64);
+    let stats = 2.0 * 2.0 * (s * b * 4) as f64; // two LayerNorms' mean and rstd
+    for t in [1u64, 2, 4, 8] {
+        let ours = per_layer(t);
+        let err = (ours - stats - theirs(t)) / theirs(t);
+        eprintln!("t={t}: ours {ours} (less LayerNorm stats {}), Korthikanti {} ({:+.2} %)", ours - stats, theirs(t), err * 100.0);
+        assert!(err.abs() < 0.001, "t={t}: {:+.2} %", err * 100.0);
+    }
+    // what the split saves from t=1 to t=2 is their `12·s·b·h + 2.5·a·s²·b`
+    let saved = per_layer(1) - per_layer(2);
+    let expected = theirs(1) - theirs(2);
+    assert!((saved - expected).abs() / expected < 0.01, "saved {saved}, expected {expected}");
+}
+
+/// The combinations people run: FSDP × TP (2-D), ZeRO-3 with offload, DDP with gradient
+/// accumulation and checkpointing.
+#[test]
+fn combinations() {
+    let spec = tiny(512, 4);
+    let c = TrainConfig { batch: 4, seq_len: Some(256), ..TrainConfig::default() };
+    let est = |c: &TrainConfig, d: DistConfig| distributed::estimate(&spec, c, &d).unwrap();
+    // FSDP × TP: TP splits the layers' activations; both shard the model states over 8 ranks
+    let fsdp = DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..DistConfig::default() };
+    let two_d = DistConfig { tp: 2, ..fsdp };
+    let (a, b) = (est(&c, fsdp), est(&c, two_d));
+    assert!(b.estimate.breakdown.activations < a.estimate.breakdown.activations);
+    let rep = b.distributed.unwrap();
+    assert_eq!((rep.data_parallel, rep.tensor_parallel), (4, 2));
+    let ms = |d| distributed::model_states(&spec, &c, &d).unwrap().unwrap();
+    let (ma, mb) = (ms(fsdp), ms(two_d));
+    assert!(mb.gpu() <= ma.gpu() * 11 / 10, "{mb:?} vs {ma:?}");
+    // ZeRO-3 + offload: less on the GPU, the rest in host memory
+    let z3 = DistConfig { gpus: 8, strategy: Strategy::Zero3, ..DistConfig::default() };
+    let half = TrainConfig { precision: Precision::Bf16, ..c };
+    for off in [Offload::Optimizer, Offload::Params] {
+        let (on, off_) = (est(&half, z3), est(&half, DistConfig { offload: off, ..z3 }));
+        assert!(off_.estimate.peak_bytes < on.estimate.peak_bytes, "{off:?}");
+        assert!(off_.distributed.unwrap().host_bytes > 0);
+        assert_eq!(on.distributed.unwrap().host_bytes, 0);
+    }
+    // DDP with accumulation and checkpointing: the buckets are one more gradient's worth, all along
+    let acc = TrainConfig { grad_accum: 4, checkpointing: true, ..c };
+    let single = vramcalc_core::estimate(&spec, &acc).unwrap();
+    let ddp = est(&acc, DistConfig { gpus: 4, ..DistConfig::default() });
+    assert_eq!(ddp.estimate.peak_bytes, single.peak_bytes + single.param_bytes);
+    // with bucket views the accumulated `.grad`s are the buckets
+    let view = est(&acc, DistConfig { gpus: 4, gradient_as_bucket_view: true, ..DistConfig::default() });
+    assert_eq!(view.estimate.peak_bytes, single.peak_bytes);
+}
+
+/// Settings that do not go together are refused with the flag's name.
+#[test]
+fn bad_settings_name_the_flag() {
+    let spec = tiny(128, 1);
+    let c = TrainConfig { batch: 2, seq_len: Some(16), ..TrainConfig::default() };
+    let err = |d: DistConfig| distributed::estimate(&spec, &c, &d).unwrap_err().to_string();
+    assert!(err(DistConfig { gpus: 8, offload: Offload::Params, strategy: Strategy::Zero2, ..DistConfig::default() }).contains("--offload params"));
+    assert!(err(DistConfig { gpus: 6, tp: 4, ..DistConfig::default() }).contains("--tp 4"));
+    assert!(err(DistConfig { gpus: 4, tp: 4, strategy: Strategy::Tp, ..DistConfig::default() }).contains("does not split"));
+    assert!(err(DistConfig { gpus: 0, ..DistConfig::default() }).contains("--gpus"));
+    assert!(err(DistConfig { gpus: 2, fsdp_param_dtype: Some(MpDtype::Bf16), ..DistConfig::default() }).contains("--strategy fsdp"));
+}
