@@ -49,7 +49,7 @@ fn run() -> Result<ExitCode> {
             if json {
                 Ok(serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n")
             } else {
-                Ok(table::estimate(&spec, &e.estimate, None, settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
+                Ok(table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
             }
         }
         args::Command::Estimate {

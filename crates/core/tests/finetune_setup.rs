@@ -152,6 +152,7 @@ fn share_links_carry_the_fine_tuning_setup() {
         capacity_bytes: None,
         unit: ByteUnit::Mb,
         lang: "en".into(),
+        ..ShareState::default()
     };
     let link = encode(&state).unwrap();
     assert!(link.starts_with("v1.p=gpt2,b=4,finetune="), "{link}");
