@@ -165,6 +165,22 @@ mod tests {
         }
     }
 
+    /// Likewise the encoder–decoder and two-tower layers (core feature `seq2seq`: T5, Whisper, CLIP).
+    #[test]
+    fn encoder_decoder_layers_are_refused_in_the_web_build_with_a_pointer_to_the_cli() {
+        let spec = vramcalc_core::ModelSpec::from_json(
+            r#"{"input":{"shape":[8,16]},"layers":[{"kind":"token_input","seq_len":4},{"kind":"embedding","num_embeddings":10,"embedding_dim":16},{"kind":"cross_attention","embed_dim":16,"num_heads":2}]}"#,
+        )
+        .unwrap();
+        let estimate = vramcalc_core::estimate(&spec, &Default::default());
+        if vramcalc_core::layer::SEQ2SEQ_LOWERING {
+            assert!(estimate.is_ok(), "{estimate:?}");
+        } else {
+            let err = estimate.unwrap_err().to_string();
+            assert!(err.contains("token_input") && err.contains("vramcalc estimate --hf-config"), "{err}");
+        }
+    }
+
     #[test]
     fn vgg16_report() {
         let spec = presets::build("vgg16").unwrap();

@@ -105,7 +105,7 @@ fn every_setting_round_trips() {
     round_trip(&state);
     for id in presets::list().iter().map(|p| p.id) {
         round_trip(&ShareState { model: ModelSource::Preset { id: id.into() }, ..Default::default() });
-        round_trip(&ShareState { model: ModelSource::Spec(presets::build(id).unwrap()), ..Default::default() });
+        round_trip(&ShareState { model: ModelSource::Spec(vramcalc_core::import::preset(id).unwrap()), ..Default::default() });
     }
 }
 
