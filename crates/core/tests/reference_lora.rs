@@ -79,3 +79,20 @@ fn held_out_fine_tuning_configurations() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
+
+/// `GPT2LMHeadModel` (4 layers, `n_positions` 2048) with LoRA on its `Conv1D` projections
+/// (`c_attn`, `c_fc`, `all-linear`), fp32 and bf16, dropout, checkpointing; measured for this
+/// repository with the same harness: `python shared/reference/llm/measure_llm.py --configs-json
+/// tests/data/finetune_gpt2_lora.configs.json --out tests/data/finetune_gpt2_lora.jsonl`. In bf16
+/// on the CPU, attention dropout runs SDPA's math kernel, which computes half inputs in fp32.
+#[test]
+fn gpt2_lora_on_conv1d_projections() {
+    let text = include_str!("data/finetune_gpt2_lora.jsonl");
+    let cases = cases_from(text);
+    assert_eq!(cases.len(), 7);
+    trainable_counts_match(text, &cases);
+    table_row("GPT-2 LoRA (c_attn, c_fc, all-linear)", &cases);
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}

@@ -162,6 +162,12 @@ impl MultiheadAttention {
             v = copy(b, v, vs);
         }
         let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, explicit_mask, dropout_p) == SdpaBackend::Math;
+        // the math kernel on the CPU computes half inputs in fp32 (`_scaled_dot_product_attention_math`:
+        // q, k, v `.to(kFloat)`, the result cast back)
+        let math_dtype = (math && b.opts.device == Device::Cpu && matches!(b.dtype(q), DType::Bf16 | DType::F16)).then(|| b.dtype(q));
+        if math_dtype.is_some() {
+            (q, k, v) = (b.cast(q, DType::F32), b.cast(k, DType::F32), b.cast(v, DType::F32));
+        }
         let out = match eager || math {
             true => {
                 if kvh != h {
@@ -209,7 +215,10 @@ impl MultiheadAttention {
                 if eager {
                     weights = Some(probs);
                 }
-                let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                if let Some(dt) = math_dtype {
+                    out = b.cast(out, dt);
+                }
                 if let Some(qs) = q_scaled {
                     // outside autograd, also the projections: `query_layer`, `key_layer` are
                     // Python locals of the attention module until it returns
