@@ -87,3 +87,12 @@ fn gpt2_lora_on_conv1d_projections() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
+
+/// `BertForSequenceClassification` (BERT-base, seq 128) with LoRA on `query,value` and on
+/// `query,key,value,dense` (peft's `dense` is every `…dense`: attention output, intermediate,
+/// output and the pooler), eager and CPU SDPA, dropout 0 to 0.1; measured for this repository by
+/// `tests/data/measure_bert_lora.py` (the shared harness's method and schema).
+#[test]
+fn bert_lora_on_query_value_and_dense() {
+    family(include_str!("data/finetune_bert_lora.jsonl"), 3, "BERT LoRA (query/value, dense)");
+}
