@@ -11,6 +11,8 @@ const SETS: &[(&str, &str)] = &[
     ("LoRA, `lora_adapters.jsonl` (llama-h1024-l4: r 8/64, q,v / all-linear, dropout 0/0.05, fp32/bf16 base, SDPA/eager, checkpointing on/off)", include_str!("../tests/data/lora_adapters.jsonl")),
     ("frozen backbones, `frozen_parts.jsonl` (BERT-base classifier only, ResNet-50 fc only)", include_str!("../tests/data/frozen_parts.jsonl")),
     ("held out, `finetune_lora_extra.jsonl` (llama-h2048-l2 and other ranks, targets, shapes; BERT emb+6; ResNet-50)", include_str!("../tests/data/finetune_lora_extra.jsonl")),
+    ("GPT-2 LoRA, `finetune_gpt2_lora.jsonl` (Conv1D `c_attn`, `c_fc`, all-linear; fp32/bf16)", include_str!("../tests/data/finetune_gpt2_lora.jsonl")),
+    ("BERT LoRA, `finetune_bert_lora.jsonl` (query/value, query/key/value/dense; eager, CPU SDPA)", include_str!("../tests/data/finetune_bert_lora.jsonl")),
     ("full fine-tuning baselines, `lora_full.jsonl` + `frozen_full.jsonl`", concat!(include_str!("../tests/data/lora_full.jsonl"), include_str!("../tests/data/frozen_full.jsonl"))),
 ];
 

@@ -12,6 +12,7 @@
 //! | `layer/*` | one file per layer family: config, shape rules, lowering; `layer/args` PyTorch's argument types |
 //! | `lower`, `graph` | the op vocabulary and the resolved graph |
 //! | `config` | the training setup (`TrainConfig`): an input to lowering and simulation |
+//! | `finetune` | the fine-tuning setup (`FineTune`) and Hugging Face module names; plain data below `config` |
 //! | `resolve` | spec → graph with paths in errors (`path`: the typed layer path) |
 //! | `memory/*` | simulation, optimizer, device overheads; `memory/estimate` the `Estimate` |
 //! | `whatif` | the memory tricks applied to a setup (the app's panel, `--what-if`) |

@@ -84,6 +84,8 @@ pub struct Builder {
     pub memory: Option<ValueId>,
     /// The current stack's relative position bias (`relative_position_bias`, T5).
     pub position_bias: Option<ValueId>,
+    /// Running count of trainable parameter elements.
+    pub trainable_numel: u64,
     /// Parameters created now are frozen (`requires_grad=False`), unless `train_only` names them.
     pub frozen: bool,
     /// Role of the linear about to be lowered, set by its caller (`Linear::lower` takes it).
@@ -98,7 +100,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -223,6 +225,9 @@ impl Builder {
         let dt = self.param_dtype();
         let trainable = !self.param_frozen();
         self.param_numel = self.param_numel.saturating_add(shape.numel());
+        if trainable {
+            self.trainable_numel = self.trainable_numel.saturating_add(shape.numel());
+        }
         let v = self.new_value(shape, false, dt, trainable, StorageClass::Param);
         self.g.params.push(v);
         v
@@ -241,6 +246,7 @@ impl Builder {
     /// A LoRA adapter weight: trainable, in the adapter dtype (peft's `autocast_adapter_dtype`).
     pub fn adapter_param(&mut self, shape: Shape, dtype: DType) -> ValueId {
         self.param_numel = self.param_numel.saturating_add(shape.numel());
+        self.trainable_numel = self.trainable_numel.saturating_add(shape.numel());
         let v = self.new_value(shape, false, dtype, true, StorageClass::Param);
         self.g.params.push(v);
         self.g.adapters.push(v);

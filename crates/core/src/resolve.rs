@@ -32,6 +32,10 @@ pub struct LayerInfo {
     pub activation_values: u64,
     /// Whether this row is a block (its children follow it).
     pub block: bool,
+    /// Of `params`, those that train (fine-tuning: frozen layers have 0; a LoRA-wrapped layer
+    /// counts its adapters, which `params` includes).
+    #[serde(default)]
+    pub trainable_params: u64,
 }
 
 /// The resolved model for one set of lowering options.
@@ -203,7 +207,9 @@ impl Resolver {
             params: 0,
             activation_values: 0,
             block: false,
+            trainable_params: 0,
         });
+        let trainable_before = self.b.trainable_numel;
         let params_before = self.b.param_numel;
         self.b.set_layer(row as u32);
         let parent_frozen = self.b.frozen;
@@ -243,6 +249,7 @@ impl Resolver {
         info.activation_values = shape.numel();
         info.output_shape = shape;
         info.params = params;
+        info.trainable_params = self.b.trainable_numel - trainable_before;
         Ok(out)
     }
 

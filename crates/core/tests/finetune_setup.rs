@@ -85,6 +85,9 @@ fn a_frozen_linear_saves_no_input_and_frozen_prefixes_record_nothing() {
     assert_eq!(full.layers[0].saved_bytes, 64 * 512 * 4);
     let first = frozen.layers.iter().find(|l| l.info.kind == "linear").unwrap();
     assert_eq!(first.saved_bytes, 0);
+    // the layer table marks the frozen rows: no trainable parameters in them
+    assert_eq!((first.info.params, first.info.trainable_params), (512 * 4096 + 4096, 0));
+    assert_eq!(frozen.layers.last().unwrap().info.trainable_params, 4096 * 10 + 10);
     assert!(frozen.optimizer_state_bytes < full.optimizer_state_bytes / 40);
     // the JSON form round-trips through the `frozen` block
     let json = serde_json::to_string(&spec(false)).unwrap();

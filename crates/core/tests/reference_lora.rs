@@ -12,6 +12,18 @@
 mod common;
 use common::reference::{cases_from, check, estimate, rel_err, Case};
 
+/// The bars for one family of records: `count` of them, trainable parameters exact, every
+/// peak within 3 % and the phase right where clear, the median within 1 %.
+fn family(text: &str, count: usize, name: &str) {
+    let cases = cases_from(text);
+    assert_eq!(cases.len(), count);
+    trainable_counts_match(text, &cases);
+    table_row(name, &cases);
+    let (median, failures) = check(&cases, 0.03);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
+
 /// Median and largest |error| of `cases`, printed as one row of the accuracy table.
 fn table_row(family: &str, cases: &[Case]) {
     let mut errs: Vec<f64> = cases.iter().map(|c| rel_err(estimate(c).peak_bytes, c.measured).abs()).collect();
@@ -35,14 +47,7 @@ fn trainable_counts_match(text: &str, cases: &[Case]) {
 /// bf16 bases (fp32 adapters), SDPA and eager, with and without checkpointing.
 #[test]
 fn llama_lora_adapters() {
-    let text = include_str!("data/lora_adapters.jsonl");
-    let cases = cases_from(text);
-    assert_eq!(cases.len(), 320);
-    trainable_counts_match(text, &cases);
-    table_row("LoRA (llama-h1024-l4)", &cases);
-    let (median, failures) = check(&cases, 0.03);
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+    family(include_str!("data/lora_adapters.jsonl"), 320, "LoRA (llama-h1024-l4)");
 }
 
 /// BERT-base with only `classifier` training and ResNet-50 with only `fc` training
@@ -50,14 +55,7 @@ fn llama_lora_adapters() {
 /// moves into the forward pass.
 #[test]
 fn frozen_backbones() {
-    let text = include_str!("data/frozen_parts.jsonl");
-    let cases = cases_from(text);
-    assert_eq!(cases.len(), 8);
-    trainable_counts_match(text, &cases);
-    table_row("frozen backbones (BERT, ResNet-50)", &cases);
-    let (median, failures) = check(&cases, 0.03);
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+    family(include_str!("data/frozen_parts.jsonl"), 8, "frozen backbones (BERT, ResNet-50)");
 }
 
 /// Configurations of the same families that are not in the shared files, measured for this
@@ -70,12 +68,31 @@ fn frozen_backbones() {
 /// batch 16; ResNet-50 fc-only at batch 16 and 32.
 #[test]
 fn held_out_fine_tuning_configurations() {
-    let text = include_str!("data/finetune_lora_extra.jsonl");
+    family(include_str!("data/finetune_lora_extra.jsonl"), 14, "held out (LoRA h2048/h1024, BERT emb+6, ResNet-50)");
+}
+
+/// `GPT2LMHeadModel` (4 layers, `n_positions` 2048) with LoRA on its `Conv1D` projections
+/// (`c_attn`, `c_fc`, `all-linear`), fp32 and bf16, dropout, checkpointing; measured for this
+/// repository with the same harness: `python shared/reference/llm/measure_llm.py --configs-json
+/// tests/data/finetune_gpt2_lora.configs.json --out tests/data/finetune_gpt2_lora.jsonl`. In bf16
+/// on the CPU, attention dropout runs SDPA's math kernel, which computes half inputs in fp32.
+#[test]
+fn gpt2_lora_on_conv1d_projections() {
+    let text = include_str!("data/finetune_gpt2_lora.jsonl");
     let cases = cases_from(text);
-    assert_eq!(cases.len(), 14);
+    assert_eq!(cases.len(), 7);
     trainable_counts_match(text, &cases);
-    table_row("held out (LoRA h2048/h1024, BERT emb+6, ResNet-50)", &cases);
+    table_row("GPT-2 LoRA (c_attn, c_fc, all-linear)", &cases);
     let (median, failures) = check(&cases, 0.03);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
+}
+
+/// `BertForSequenceClassification` (BERT-base, seq 128) with LoRA on `query,value` and on
+/// `query,key,value,dense` (peft's `dense` is every `…dense`: attention output, intermediate,
+/// output and the pooler), eager and CPU SDPA, dropout 0 to 0.1; measured for this repository by
+/// `tests/data/measure_bert_lora.py` (the shared harness's method and schema).
+#[test]
+fn bert_lora_on_query_value_and_dense() {
+    family(include_str!("data/finetune_bert_lora.jsonl"), 3, "BERT LoRA (query/value, dense)");
 }

@@ -216,6 +216,12 @@ impl FineTune {
         if self.method == Method::Full && (!self.train_only.is_empty() || self.freeze_first.is_some() || !self.freeze_paths.is_empty()) {
             return Err("--train-only / --freeze-first / freeze paths need --finetune freeze".into());
         }
+        if self.has_adapters() && (!self.train_only.is_empty() || self.freeze_first.is_some() || !self.freeze_paths.is_empty()) {
+            return Err("--train-only / --freeze-first / freeze paths with LoRA (peft's modules_to_save) are not modelled: LoRA freezes the whole base".into());
+        }
+        if self.method == Method::Full && self.base_format.is_some() {
+            return Err("--base-format needs --finetune freeze, lora or qlora (the base is what is frozen)".into());
+        }
         if self.method == Method::Freeze && self.train_only.is_empty() && self.freeze_first.is_none() && self.freeze_paths.is_empty() {
             return Err("--finetune freeze needs --train-only NAMES, --freeze-first K or freeze paths".into());
         }
@@ -223,3 +229,24 @@ impl FineTune {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_setting() {
+        let err = |ft: FineTune| ft.validate().unwrap_err();
+        assert!(err(FineTune { method: Method::Lora, lora_r: 0, ..FineTune::default() }).contains("--lora-r"));
+        assert!(err(FineTune { lora_dropout: 1.0, ..FineTune::default() }).contains("--lora-dropout"));
+        assert!(err(FineTune { lora_alpha: f64::NAN, ..FineTune::default() }).contains("--lora-alpha"));
+        assert!(err(FineTune { base_format: Some(BaseFormat::Nf4), ..FineTune::default() }).contains("--base-format"));
+        let only = NameList::parse("lm_head").unwrap();
+        assert!(err(FineTune { method: Method::Lora, train_only: only, ..FineTune::default() }).contains("modules_to_save"));
+        assert!(err(FineTune { method: Method::Freeze, ..FineTune::default() }).contains("--freeze-first"));
+        assert!(FineTune { method: Method::Qlora, double_quant: true, ..FineTune::default() }.validate().is_ok());
+        assert_eq!(FineTune { method: Method::Qlora, ..FineTune::default() }.quant_format(), Some(BaseFormat::Nf4));
+        // the default serialises to nothing (share links and saved state stay as they were)
+        assert_eq!(serde_json::to_string(&FineTune::default()).unwrap(), "{}");
+    }
+}

@@ -44,6 +44,18 @@ pub enum NameStyle {
     Gpt2,
 }
 
+impl NameStyle {
+    /// A transformer layer's style: Llama's with a gated MLP or rotary embeddings, GPT-2's with
+    /// a fused Q/K/V projection, else BERT's.
+    pub fn of(llama_like: bool, fused_qkv: bool) -> NameStyle {
+        match (llama_like, fused_qkv) {
+            (true, _) => NameStyle::Llama,
+            (false, true) => NameStyle::Gpt2,
+            (false, false) => NameStyle::Bert,
+        }
+    }
+}
+
 /// The names a linear answers to, longest (most qualified) first.
 pub fn module_names(role: LinearRole, style: NameStyle) -> &'static [&'static str] {
     use LinearRole::*;

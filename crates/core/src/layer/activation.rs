@@ -1,7 +1,7 @@
 //! Element-wise activations, dropout and softmax, plus the element-wise helpers other layers use.
 
 use super::LayerResult;
-use crate::graph::{GradRule, ValueId};
+use crate::graph::{GradRule, Value, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::serde_util::is_false;
 use crate::units::DType;
@@ -267,7 +267,15 @@ pub fn dropout(b: &mut Builder, x: ValueId, p: f64) -> ValueId {
         crate::config::Device::Cuda => DType::Bool,
         crate::config::Device::Cpu => dt,
     };
-    b.op("native_dropout", &[x], &[(shape.clone(), dt)], &[], false, &[(shape, batched, mask)], GradRule::Alloc)[0]
+    let recorded = b.value(x).requires_grad;
+    let out = b.op("native_dropout", &[x], &[(shape.clone(), dt)], &[], false, &[(shape.clone(), batched, mask)], GradRule::Alloc)[0];
+    if !recorded {
+        // outside autograd the mask (CUDA) or noise tensor (CPU `_dropout_impl`) still exists
+        // while the op runs, and dies with it (a frozen backbone's forward)
+        let bytes = Value { storage: 0, shape, batched, dtype: mask, requires_grad: false }.bytes();
+        b.last_fwd_scratch(bytes);
+    }
+    out
 }
 
 #[cfg(test)]

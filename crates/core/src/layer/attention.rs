@@ -137,13 +137,9 @@ impl MultiheadAttention {
             let v = b.view(qkv, Shape::new([seq, kv_dim]));
             (q, k, v)
         } else {
-            b.role = Some(LinearRole::Q);
-            let q = proj(d, q_dim).lower(b, x)?;
-            b.role = Some(LinearRole::K);
+            let named = |b: &mut Builder, role, l: Linear| { b.role = Some(role); l.lower(b, x) };
             let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
-            let k = key.lower(b, x)?;
-            b.role = Some(LinearRole::V);
-            (q, k, proj(d, kv_dim).lower(b, x)?)
+            (named(b, LinearRole::Q, proj(d, q_dim))?, named(b, LinearRole::K, key)?, named(b, LinearRole::V, proj(d, kv_dim))?)
         };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
@@ -186,6 +182,12 @@ impl MultiheadAttention {
             v = copy(b, v, vs);
         }
         let math = !eager && sdpa_backend(b.opts.device, b.dtype(q), hd, explicit_mask, dropout_p) == SdpaBackend::Math;
+        // the math kernel on the CPU computes half inputs in fp32 (`_scaled_dot_product_attention_math`:
+        // q, k, v `.to(kFloat)`, the result cast back)
+        let math_dtype = (math && b.opts.device == Device::Cpu && matches!(b.dtype(q), DType::Bf16 | DType::F16)).then(|| b.dtype(q));
+        if math_dtype.is_some() {
+            (q, k, v) = (b.cast(q, DType::F32), b.cast(k, DType::F32), b.cast(v, DType::F32));
+        }
         let out = match eager || math {
             true => {
                 if kvh != h {
@@ -193,7 +195,11 @@ impl MultiheadAttention {
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));
                 }
-                let scores = bmm(b, q, k, Shape::new([h, seq, seq]), true);
+                // SDPA's math kernel scales a copy of the query first (`query_ * scaling_factor`,
+                // `_scaled_dot_product_attention_math`), a C++ local alive until the kernel
+                // returns; outside autograd nothing else keeps it (recorded, `bmm` saves it)
+                let q_scaled = (math && !b.value(q).requires_grad).then(|| unary(b, "mul_scalar", q, Saves::Nothing));
+                let scores = bmm(b, q_scaled.unwrap_or(q), k, Shape::new([h, seq, seq]), true);
                 let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
                 if self.logit_softcap.is_some() {
                     // `attn_weights / softcap; tanh; * softcap`: tanh keeps its output
@@ -232,7 +238,17 @@ impl MultiheadAttention {
                 if eager {
                     weights = Some(probs);
                 }
-                let out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                if let Some(dt) = math_dtype {
+                    out = b.cast(out, dt);
+                }
+                if let Some(qs) = q_scaled {
+                    // outside autograd, also the projections: `query_layer`, `key_layer` are
+                    // Python locals of the attention module until it returns
+                    for v in [qs, q, k] {
+                        b.hold(v);
+                    }
+                }
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
                 copy(b, out, Shape::new([seq, q_dim]))
             }
@@ -477,13 +493,7 @@ impl TransformerLayer {
     pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
         positive(self.dim_feedforward, "dim_feedforward")?;
         // Hugging Face module names of this layer's linears (fine-tuning targets)
-        b.style = if self.gated_mlp || self.rotary {
-            NameStyle::Llama
-        } else if self.fused_qkv {
-            NameStyle::Gpt2
-        } else {
-            NameStyle::Bert
-        };
+        b.style = NameStyle::of(self.gated_mlp || self.rotary, self.fused_qkv);
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }

@@ -42,6 +42,7 @@ fn case(r: &Value) -> Case {
         "bert-base" | "bert-large" => vramcalc_core::presets::build(&format!("{model}-seqcls")).unwrap(),
         m if m.starts_with("custom_") => custom_spec(r),
         m if m.starts_with("llama-") => llama_spec(r),
+        m if m.starts_with("gpt2-") => hf_spec(r, "GPT2LMHeadModel"),
         m => vramcalc_core::presets::build(m).unwrap(),
     };
     let opt = &r["optimizer"];
@@ -173,8 +174,14 @@ pub fn finetune_of(r: &Value) -> FineTune {
 /// heads, intermediate, vocab; the rest LlamaConfig's defaults), trained as
 /// `model(input_ids, labels=input_ids).loss`.
 fn llama_spec(r: &Value) -> ModelSpec {
+    hf_spec(r, "LlamaForCausalLM")
+}
+
+/// The Hugging Face importer given the record's `model_extra.hf_config` and class.
+fn hf_spec(r: &Value, class: &str) -> ModelSpec {
     let mut config = r["model_extra"]["hf_config"].as_object().expect("model_extra.hf_config").clone();
-    config.insert("architectures".into(), serde_json::json!(["LlamaForCausalLM"]));
+    config.retain(|_, v| !v.is_null());
+    config.insert("architectures".into(), serde_json::json!([class]));
     vramcalc_core::import::hf::from_config(&config).unwrap()
 }
 
