@@ -6,6 +6,7 @@ pub mod args;
 pub mod attention;
 pub mod conv;
 pub mod embedding;
+#[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
 pub mod mla;

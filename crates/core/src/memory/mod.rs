@@ -40,6 +40,7 @@ pub struct Prepared {
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
     /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
+    #[cfg(feature = "generate")]
     generation: Option<Box<generate::GenPlan>>,
 }
 
@@ -58,6 +59,7 @@ impl Prepared {
             framework: config.framework,
             generation: None,
         };
+        #[cfg(feature = "generate")]
         let (resolved, plan, generation) = match config.mode {
             Mode::Generate => {
                 let gen = generate::GenPlan::new(spec, config, opts)?;
@@ -65,6 +67,13 @@ impl Prepared {
                 (prefill.resolved, Some(prefill.plan), Some(Box::new(gen)))
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
+        };
+        #[cfg(not(feature = "generate"))]
+        let (resolved, plan) = match config.mode {
+            Mode::Generate => {
+                return Err(Error::Config("generate mode is estimated by the CLI (`vramcalc estimate --mode generate`), not yet by the web app".into()))
+            }
+            _ => (resolve(spec, config.seq_len, opts)?, None::<Plan>),
         };
         let g = &resolved.graph;
         let shapes: Vec<&[u64]> = g.params.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
@@ -98,6 +107,7 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
+            #[cfg(feature = "generate")]
             generation,
         };
         prepared.check_batch(config.batch)?;
@@ -118,6 +128,7 @@ impl Prepared {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
+        #[cfg(feature = "generate")]
         if let Some(gen) = &self.generation {
             return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
@@ -164,10 +175,15 @@ impl Prepared {
     }
 
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
+        #[cfg_attr(not(feature = "generate"), allow(unused_mut))]
         let mut r = self.step(cfg.batch, true);
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
+        #[cfg_attr(not(feature = "generate"), allow(unused_mut))]
         let (mut prefix, mut at) = ("", &self.resolved);
+        #[cfg(not(feature = "generate"))]
+        let generation = None;
+        #[cfg(feature = "generate")]
         let generation = self.generation.as_ref().map(|gen| {
             let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
             prefix = "prefill: ";
