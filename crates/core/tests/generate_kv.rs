@@ -111,6 +111,9 @@ fn generate_refuses_what_it_cannot_run() {
     let long = GenerateConfig { prompt_len: Some(1000), new_tokens: 100, ..GenerateConfig::default() };
     let c = TrainConfig { batch: 1, mode: Mode::Generate, generate: long, ..TrainConfig::default() };
     assert!(estimate(&gpt2, &c).unwrap_err().to_string().contains("1024 learned positions"));
+    let bert = vramcalc_core::presets::build("bert-base").unwrap();
+    let c = TrainConfig { batch: 1, mode: Mode::Generate, ..TrainConfig::default() };
+    assert!(estimate(&bert, &c).unwrap_err().to_string().contains("needs a decoder"));
     let cnn = vramcalc_core::presets::build("resnet18").unwrap();
     let c = TrainConfig { batch: 1, mode: Mode::Generate, ..TrainConfig::default() };
     assert!(estimate(&cnn, &c).unwrap_err().to_string().contains("token model"));

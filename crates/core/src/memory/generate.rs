@@ -69,6 +69,14 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if !spec.is_token_input() {
         return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids)".into()));
     }
+    let causal = |l: &Layer| match l {
+        Layer::TransformerDecoderLayer(_) | Layer::MultiHeadLatentAttention(_) => true,
+        Layer::MultiheadAttention(a) => a.causal,
+        _ => false,
+    };
+    if !spec.layers.iter().any(|l| l.any(&causal)) {
+        return Err(Error::Config("generate mode needs a decoder: causal attention layers to cache (an encoder such as BERT has none)".into()));
+    }
     let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1);
     if prompt == 0 {
         return Err(Error::Config("--prompt-len must be at least 1".into()));
