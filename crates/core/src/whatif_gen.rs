@@ -93,7 +93,7 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<GenWhatIf>
         .collect())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "generate"))]
 mod tests {
     use super::*;
     use crate::generation::GenerateConfig;

@@ -2,6 +2,7 @@
 //! batch × bytes` (grouped-query heads counted once), sliding-window layers capped at the window,
 //! whole 16-token pages for the paged cache, DeepSeek's latent (`kv_lora_rank + rope` per token
 //! and layer) for multi-head latent attention; and the generation estimate's invariants.
+#![cfg(feature = "generate")]
 
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{estimate, Estimate, GenerateConfig, KvCacheKind, KvDType, Mode, Precision, TrainConfig};
@@ -110,7 +111,31 @@ fn generate_refuses_what_it_cannot_run() {
     let long = GenerateConfig { prompt_len: Some(1000), new_tokens: 100, ..GenerateConfig::default() };
     let c = TrainConfig { batch: 1, mode: Mode::Generate, generate: long, ..TrainConfig::default() };
     assert!(estimate(&gpt2, &c).unwrap_err().to_string().contains("1024 learned positions"));
+    let bert = vramcalc_core::presets::build("bert-base").unwrap();
+    let c = TrainConfig { batch: 1, mode: Mode::Generate, ..TrainConfig::default() };
+    assert!(estimate(&bert, &c).unwrap_err().to_string().contains("needs a decoder"));
     let cnn = vramcalc_core::presets::build("resnet18").unwrap();
     let c = TrainConfig { batch: 1, mode: Mode::Generate, ..TrainConfig::default() };
     assert!(estimate(&cnn, &c).unwrap_err().to_string().contains("token model"));
+}
+
+/// Around a sliding window filling and across paged blocks the series is still what simulating
+/// each step gives (a small Mistral: window 32, prompt 20, so the window fills at step 12).
+#[test]
+fn decode_series_is_exact_across_windows_and_pages() {
+    let spec = hf(r#"{"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 256, "num_hidden_layers": 3,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 512, "vocab_size": 1000, "sliding_window": 32}"#);
+    for cache in [KvCacheKind::Dynamic, KvCacheKind::Paged] {
+        for attention in [vramcalc_core::AttentionImpl::Sdpa, vramcalc_core::AttentionImpl::Eager] {
+            let run = |new_tokens: u64| {
+                let generate = GenerateConfig { prompt_len: Some(20), new_tokens, cache, logits_to_keep: 1, kv_dtype: None };
+                let c = TrainConfig { batch: 2, precision: Precision::Bf16, mode: Mode::Generate, attention, generate, ..TrainConfig::default() };
+                estimate(&spec, &c).unwrap().generation.unwrap()
+            };
+            let series = run(40).decode_series;
+            for t in [1u64, 5, 11, 12, 13, 14, 20, 27, 39] {
+                assert_eq!(series[t as usize - 1], (t, run(t + 1).decode_peak_bytes), "{cache} {attention} step {t}");
+            }
+        }
+    }
 }

@@ -155,6 +155,7 @@ impl MultiheadAttention {
             q = rotary(b, q, rd);
             k = rotary(b, k, rd);
         }
+        #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
             let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;

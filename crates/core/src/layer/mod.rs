@@ -8,6 +8,7 @@ pub mod bnb;
 pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
+#[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
 pub mod lora;

@@ -69,6 +69,14 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if !spec.is_token_input() {
         return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids)".into()));
     }
+    let causal = |l: &Layer| match l {
+        Layer::TransformerDecoderLayer(_) | Layer::MultiHeadLatentAttention(_) => true,
+        Layer::MultiheadAttention(a) => a.causal,
+        _ => false,
+    };
+    if !spec.layers.iter().any(|l| l.any(&causal)) {
+        return Err(Error::Config("generate mode needs a decoder: causal attention layers to cache (an encoder such as BERT has none)".into()));
+    }
     let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1);
     if prompt == 0 {
         return Err(Error::Config("--prompt-len must be at least 1".into()));
@@ -260,43 +268,67 @@ impl GenPlan {
     }
 
     /// Peak of every decode step: lines through two simulated steps per piece, their upper
-    /// envelope evaluated per step. Pieces end where a sliding window fills; a paged cache's
-    /// lines run over its allocated slots (a staircase of 16-token blocks).
+    /// envelope evaluated per step. Pieces end where a sliding window fills (the steps around
+    /// it run different ops or stop growing). A paged cache is resident
+    /// through a whole step and grows by blocks: its bytes are taken out of every sample, the
+    /// rest is linear in the length, and each step adds back its blocks.
     fn series(&self, batch: u64, last: &StepResult) -> Vec<(u64, u64)> {
         let steps = self.lengths.new_tokens - 1;
+        let prompt = self.lengths.prompt;
         let mut knots = vec![1, steps];
         for w in windows(&self.spec) {
-            // the first step whose cache reaches the window
-            let t = w.saturating_sub(self.lengths.prompt);
-            if t > 1 && t < steps {
-                knots.push(t);
-            }
+            // the step whose cache reaches the window (the mask appears), the one before, and
+            // the one after (the old tensor a dynamic cache replaces reaches it too)
+            let t = w.saturating_sub(prompt);
+            knots.extend([t.saturating_sub(1), t, t + 1].into_iter().filter(|&k| k > 1 && k < steps));
         }
         knots.sort_unstable();
         knots.dedup();
         let paged = self.config.generate.cache == KvCacheKind::Paged;
-        let x = |t: u64| {
-            let l = self.lengths.prompt + t;
-            if paged { l.div_ceil(PAGE_TOKENS) * PAGE_TOKENS } else { l }
+        let resident = |g: &Graph| -> Vec<u64> {
+            let kv = g.storages.iter().filter(|s| paged && s.class == StorageClass::KvResident);
+            kv.map(|s| s.bytes.at(batch)).collect()
         };
-        let timeline = |t: u64| -> Option<Vec<u64>> {
-            let r = if t == steps { None } else { Some(stage(&self.spec, &self.config, self.base, &self.lengths, t).ok()?.simulate(batch, true)) };
-            Some(r.as_ref().unwrap_or(last).timeline.iter().map(|p| p.bytes).collect())
+        let sample = |t: u64| -> Option<Knot> {
+            let built = if t == steps { None } else { Some(stage(&self.spec, &self.config, self.base, &self.lengths, t).ok()?) };
+            let r = built.as_ref().map(|s| s.simulate(batch, true));
+            let kv = resident(built.as_ref().map_or(&self.last.as_ref()?.resolved.graph, |s| &s.resolved.graph));
+            let total: u64 = kv.iter().sum();
+            let timeline = r.as_ref().unwrap_or(last).timeline.iter().map(|p| p.bytes.saturating_sub(total)).collect();
+            Some(Knot { t, timeline, kv })
         };
+        let blocks = |t: u64| (prompt + t).div_ceil(PAGE_TOKENS) as i128;
         let mut out: Vec<(u64, u64)> = Vec::with_capacity(steps as usize);
-        let mut prev: Option<(u64, Vec<u64>)> = None;
+        let mut prev: Option<Knot> = None;
         for &k in &knots {
-            let Some(tl) = timeline(k) else { continue };
-            if let Some((k0, tl0)) = prev.take() {
+            let Some(knot) = sample(k) else { continue };
+            if let Some(k0) = prev.take() {
                 let after = out.last().map_or(0, |&(lt, _)| lt);
-                out.extend(piece(k0, &tl0, k, &tl, x).into_iter().filter(|&(t, _)| t > after));
+                // each resident cache tensor: constant, or growing by whole blocks
+                let span = (blocks(knot.t) - blocks(k0.t)).max(1);
+                let kv = |t: u64| -> u64 {
+                    let grown = blocks(t) - blocks(k0.t);
+                    let each = k0.kv.iter().zip(&knot.kv).map(|(&a, &b)| a as i128 + (b as i128 - a as i128) * grown / span);
+                    if k0.kv.len() == knot.kv.len() { each.sum::<i128>().max(0) as u64 } else { knot.kv.iter().sum() }
+                };
+                let rows = piece(k0.t, &k0.timeline, knot.t, &knot.timeline, |t| prompt + t);
+                out.extend(rows.into_iter().filter(|&(t, _)| t > after).map(|(t, b)| (t, b.saturating_add(kv(t)))));
             } else {
-                out.push((k, tl.iter().copied().max().unwrap_or(0)));
+                let kv: u64 = knot.kv.iter().sum();
+                out.push((k, knot.timeline.iter().copied().max().unwrap_or(0).saturating_add(kv)));
             }
-            prev = Some((k, tl));
+            prev = Some(knot);
         }
         downsample(out, SERIES_POINTS)
     }
+}
+
+/// One simulated decode step of the series: its samples without the resident paged cache, and
+/// the resident cache tensors' bytes.
+struct Knot {
+    t: u64,
+    timeline: Vec<u64>,
+    kv: Vec<u64>,
 }
 
 /// Steps `t0..=t1` of one piece: per-sample lines in `x(t)` through the two timelines, their

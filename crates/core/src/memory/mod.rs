@@ -41,6 +41,7 @@ pub struct Prepared {
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
     /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
+    #[cfg(feature = "generate")]
     generation: Option<Box<generate::GenPlan>>,
 }
 
@@ -61,6 +62,7 @@ impl Prepared {
             finetune: config.finetune,
             generation: None,
         };
+        #[cfg(feature = "generate")]
         let (resolved, plan, generation) = match config.mode {
             Mode::Generate => {
                 let gen = generate::GenPlan::new(spec, config, opts)?;
@@ -68,6 +70,13 @@ impl Prepared {
                 (prefill.resolved, Some(prefill.plan), Some(Box::new(gen)))
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
+        };
+        #[cfg(not(feature = "generate"))]
+        let (resolved, plan) = match config.mode {
+            Mode::Generate => {
+                return Err(Error::Config("generate mode is estimated by the CLI (`vramcalc estimate --mode generate`), not yet by the web app".into()))
+            }
+            _ => (resolve(spec, config.seq_len, opts)?, None::<Plan>),
         };
         #[cfg(feature = "formats")]
         let resolved = match config.weights {
@@ -113,6 +122,7 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
+            #[cfg(feature = "generate")]
             generation,
         };
         prepared.check_batch(config.batch)?;
@@ -133,6 +143,7 @@ impl Prepared {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
+        #[cfg(feature = "generate")]
         if let Some(gen) = &self.generation {
             return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
@@ -210,10 +221,14 @@ impl Prepared {
         self.report(cfg, r, device)
     }
 
-    fn report(&self, cfg: TrainConfig, mut r: StepResult, device: DeviceTotal) -> Estimate {
+    fn report(&self, cfg: TrainConfig, #[cfg_attr(not(feature = "generate"), allow(unused_mut))] mut r: StepResult, device: DeviceTotal) -> Estimate {
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
+        #[cfg_attr(not(feature = "generate"), allow(unused_mut))]
         let (mut prefix, mut at) = ("", &self.resolved);
+        #[cfg(not(feature = "generate"))]
+        let generation = None;
+        #[cfg(feature = "generate")]
         let generation = self.generation.as_ref().map(|gen| {
             let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
             prefix = "prefill: ";
