@@ -79,3 +79,22 @@ fn moe_experts_are_quantised_and_the_router_is_not() {
     let attn = 2 * nf4(h * h) + 2 * nf4(kv * h);
     assert_eq!(bytes("nf4"), bf16_rest + l * (attn + nf4(e * 2 * i * h) + nf4(e * h * i)));
 }
+
+/// A share link carries the weights by their `--weights` name (a field added after v1).
+#[test]
+fn share_links_carry_the_weights() {
+    use vramcalc_core::share::{decode_preset, encode_preset, ModelSource, ShareState};
+    for w in ["nf4-dq", "gptq-int4-g64", "gguf-q4_k_m", "fp8-block128"] {
+        let state = ShareState {
+            model: ModelSource::Preset { id: "gpt2".into() },
+            config: TrainConfig { mode: Mode::Infer, precision: Precision::Fp16, weights: Some(WeightFormat::parse(w).unwrap()), ..TrainConfig::default() },
+            gpu: None,
+            capacity_bytes: None,
+            unit: vramcalc_core::ByteUnit::Mb,
+            lang: "en".into(),
+        };
+        let link = encode_preset(&state).unwrap();
+        assert!(link.contains(&format!("weights={w}")), "{link}");
+        assert_eq!(decode_preset(&link).unwrap(), state, "{link}");
+    }
+}
