@@ -51,7 +51,7 @@ fn run() -> Result<ExitCode> {
         } => {
             let spec = model.load()?;
             let cap = capacity.bytes()?;
-            table::max_batch(&spec, &settings.config(&spec)?, cap, settings.unit(), json)
+            table::max_batch(&spec, &model.config(&spec, &settings)?, cap, settings.unit(), json)
         }
     }?;
     // A closed pipe (`vramcalc … | head`) is not an error.
