@@ -145,11 +145,17 @@ impl ModelArgs {
     }
 
     pub fn estimate(&self, spec: &ModelSpec, settings: &Settings) -> Result<Estimate> {
+        Ok(vramcalc_core::estimate(spec, &self.config(spec, settings)?)?)
+    }
+
+    /// The settings' config; for inference without `--weights`, the weights a `--hf-config`'s
+    /// `quantization_config` names.
+    pub fn config(&self, spec: &ModelSpec, settings: &Settings) -> Result<TrainConfig> {
         let mut config = settings.config(spec)?;
         if config.weights.is_none() && config.mode == Mode::Infer {
             config.weights = self.quantization()?;
         }
-        Ok(vramcalc_core::estimate(spec, &config)?)
+        Ok(config)
     }
 
     /// The weight format a `--hf-config`'s `quantization_config` names (`None` without one).
@@ -376,7 +382,7 @@ impl Fit {
     /// The model, its training setup and the capacity to fit.
     pub fn load(&self) -> Result<(ModelSpec, TrainConfig, u64)> {
         let spec = self.model.load()?;
-        let config = self.settings.config(&spec)?;
+        let config = self.model.config(&spec, &self.settings)?;
         Ok((spec, config, self.capacity.bytes()?))
     }
 }

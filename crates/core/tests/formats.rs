@@ -9,17 +9,21 @@ const LLAMA_31_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"model_type":
 "intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
 "vocab_size":128256,"max_position_embeddings":131072,"rms_norm_eps":1e-5,"tie_word_embeddings":false}"#;
 
-/// `(parameters, their bytes)` of `spec` with weights `w` and the rest in `precision`.
-fn weights_in(spec: &vramcalc_core::ModelSpec, w: &str, precision: Precision) -> (u64, u64) {
-    let cfg = TrainConfig {
+/// One inference forward of `seq` tokens with weights `w` and the rest in `precision`.
+fn infer(w: &str, precision: Precision, seq: u64) -> TrainConfig {
+    TrainConfig {
         batch: 1,
-        seq_len: Some(16),
+        seq_len: Some(seq),
         mode: Mode::Infer,
         precision,
         weights: Some(WeightFormat::parse(w).unwrap()),
         ..TrainConfig::default()
-    };
-    let e = vramcalc_core::estimate(spec, &cfg).unwrap();
+    }
+}
+
+/// `(parameters, their bytes)` of `spec` with weights `w` and the rest in `precision`.
+fn weights_in(spec: &vramcalc_core::ModelSpec, w: &str, precision: Precision) -> (u64, u64) {
+    let e = vramcalc_core::estimate(spec, &infer(w, precision, 16)).unwrap();
     (e.params, e.param_bytes)
 }
 
@@ -78,4 +82,44 @@ fn moe_experts_are_quantised_and_the_router_is_not() {
     let nf4 = |n: u64| bnb4_bytes(n, false);
     let attn = 2 * nf4(h * h) + 2 * nf4(kv * h);
     assert_eq!(bytes("nf4"), bf16_rest + l * (attn + nf4(e * 2 * i * h) + nf4(e * h * i)));
+}
+
+/// A share link carries the weights by their `--weights` name (a field added after v1).
+#[test]
+fn share_links_carry_the_weights() {
+    use vramcalc_core::share::{decode_preset, encode_preset, ModelSource, ShareState};
+    for w in ["nf4-dq", "gptq-int4-g64", "gguf-q4_k_m", "fp8-block128"] {
+        let state = ShareState {
+            model: ModelSource::Preset { id: "gpt2".into() },
+            config: infer(w, Precision::Fp16, 16),
+            gpu: None,
+            capacity_bytes: None,
+            unit: vramcalc_core::ByteUnit::Mb,
+            lang: "en".into(),
+        };
+        let link = encode_preset(&state).unwrap();
+        assert!(link.contains(&format!("weights={w}")), "{link}");
+        assert_eq!(decode_preset(&link).unwrap(), state, "{link}");
+    }
+}
+
+/// The dequantised weight a matmul holds while it runs: bitsandbytes 4-bit past 256 tokens,
+/// AutoAWQ from 1024, never for GPTQ; LLM.int8's int8 input and int32 accumulator per token.
+#[test]
+fn dequantised_temporaries_follow_the_kernels() {
+    let spec = vramcalc_core::import::hf::from_config_json(LLAMA_31_8B).unwrap();
+    // (fixed, per-sample) workspace of the first block's q_proj ([4096, 4096])
+    let scratch = |w: &str, seq: u64| {
+        let p = vramcalc_core::Prepared::new(&spec, &infer(w, Precision::Fp16, seq)).unwrap();
+        let g = &p.resolved.graph;
+        let op = g.ops.iter().find(|o| o.name == "linear" && g.value(o.inputs[1]).shape.0 == [4096, 4096]).unwrap();
+        (op.fwd_scratch.fixed, op.fwd_scratch.per_sample)
+    };
+    let weight = 4096 * 4096 * 2;
+    assert_eq!(scratch("nf4", 256), (0, 0));
+    assert_eq!(scratch("nf4", 512), (weight, 0));
+    assert_eq!(scratch("awq-int4", 512), (0, 0));
+    assert_eq!(scratch("awq-int4", 1024), (weight, 0));
+    assert_eq!(scratch("gptq-int4", 4096), (0, 0));
+    assert_eq!(scratch("int8", 512), (0, 512 * (4096 + 4 + 4096 * 4)));
 }

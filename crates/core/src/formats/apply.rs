@@ -73,7 +73,9 @@ pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
         .collect();
     let tied = head.is_some_and(|h| embeds.iter().any(|(e, _)| *e == h.2));
     // group a row's matrices, in forward order
-    let mut rows: Vec<(u32, Vec<(ValueId, bool, u64)>)> = Vec::new();
+    // (row, [(weight, grouped_mm, block)])
+    type Row = (u32, Vec<(ValueId, bool, u64)>);
+    let mut rows: Vec<Row> = Vec::new();
     for &(i, layer, w, grouped, block) in &mats {
         if head.map(|h| h.0) == Some(i) {
             continue;

@@ -91,7 +91,7 @@ impl GgmlType {
     /// `None` when the block does not divide the row (ggml refuses such a tensor).
     pub fn bytes(self, rows: u64, cols: u64) -> Option<u64> {
         let (blck, size) = self.block();
-        (cols % blck == 0).then(|| (cols / blck).saturating_mul(size).saturating_mul(rows))
+        cols.is_multiple_of(blck).then(|| (cols / blck).saturating_mul(size).saturating_mul(rows))
     }
 
     fn is_quantized(self) -> bool {
@@ -148,9 +148,9 @@ pub struct MixModel {
 }
 
 fn use_more_bits(i: u64, n: u64) -> bool {
-    // `i_layer < n_layers/8 || i_layer >= 7*n_layers/8 || (i_layer - n_layers/8)%3 == 2` (C int
-    // arithmetic: the difference can be negative, and then `% 3` is never 2)
-    i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2)
+    // `i_layer < n_layers/8 || i_layer >= 7*n_layers/8 || (i_layer - n_layers/8)%3 == 2`; the
+    // difference is reached only when it is not negative
+    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
 }
 
 impl GgufRecipe {
@@ -180,7 +180,7 @@ impl GgufRecipe {
         let mut t = base;
         if cat == C::Output || (m.tied && cat == C::TokenEmbd) {
             // `nx % qk_k != 0` → Q8_0; otherwise Q6_K unless the recipe is Q8_0
-            t = if cols % base.block().0 != 0 { T::Q8_0 } else if base != T::Q8_0 { T::Q6K } else { base };
+            t = if !cols.is_multiple_of(base.block().0) { T::Q8_0 } else if base != T::Q8_0 { T::Q6K } else { base };
         } else if matches!(cat, C::AttnV | C::AttnQkv | C::AttnKvB) {
             // `category_is_attn_v` covers fused QKV and MLA's `attn_kv_b` too (so the later
             // `ATTENTION_QKV` branch of the `else if` chain is never reached)
@@ -230,7 +230,7 @@ impl GgufRecipe {
 /// `tensor_type_fallback`: a type whose block does not divide the row length is replaced.
 fn fallback(t: GgmlType, cols: u64) -> GgmlType {
     use GgmlType as T;
-    if !t.is_quantized() || cols % t.block().0 == 0 {
+    if !t.is_quantized() || cols.is_multiple_of(t.block().0) {
         return t;
     }
     let f = match t {
@@ -240,7 +240,7 @@ fn fallback(t: GgmlType, cols: u64) -> GgmlType {
         T::Q6K => T::Q8_0,
         other => other,
     };
-    if cols % f.block().0 == 0 { f } else { T::F16 }
+    if cols.is_multiple_of(f.block().0) { f } else { T::F16 }
 }
 
 #[cfg(test)]
