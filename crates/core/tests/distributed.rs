@@ -297,3 +297,18 @@ fn bad_settings_name_the_flag() {
     assert!(err(DistConfig { gpus: 0, ..DistConfig::default() }).contains("--gpus"));
     assert!(err(DistConfig { gpus: 2, fsdp_param_dtype: Some(MpDtype::Bf16), ..DistConfig::default() }).contains("--strategy fsdp"));
 }
+
+/// The per-GPU curve the app draws: FSDP's peak falls from 2 to 64 GPUs; TP sizes that do not
+/// divide the heads are left out.
+#[test]
+fn per_gpu_peak_against_gpus() {
+    let spec = tiny(512, 2);
+    let c = TrainConfig { batch: 2, seq_len: Some(128), ..TrainConfig::default() };
+    let fsdp = DistConfig { strategy: Strategy::Fsdp, ..DistConfig::default() };
+    let curve = distributed::sweep_gpus(&spec, &c, &fsdp, &[2, 4, 8, 16, 64]);
+    assert_eq!(curve.len(), 5);
+    assert!(curve.windows(2).all(|w| w[1].1 <= w[0].1), "{curve:?}");
+    let tp = DistConfig { strategy: Strategy::Tp, ..DistConfig::default() };
+    let curve = distributed::sweep_gpus(&spec, &c, &tp, &[1, 2, 3, 8, 16]);
+    assert_eq!(curve.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1, 2, 8]);
+}
