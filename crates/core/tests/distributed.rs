@@ -190,6 +190,43 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// No setting makes the core panic; an accepted one keeps the estimate's invariants: the
+    /// breakdown sums to the peak, gathered parameters never exceed the model, shards never
+    /// exceed the gathered model, and the peak is at least the model states on the GPU.
+    #[test]
+    fn any_setting_is_an_estimate_or_a_clear_refusal(s in 0usize..6, gpus in 1u64..20, tp in 1u64..5, off in 0usize..3,
+        mp in 0usize..3, raf in proptest::bool::ANY, view in proptest::bool::ANY, prec in 0usize..3, accum in 1u64..3, ckpt in proptest::bool::ANY) {
+        let spec = tiny(256, 2);
+        let precision = [Precision::Fp32, Precision::Bf16, Precision::AmpBf16][prec];
+        let c = TrainConfig { batch: 4, grad_accum: accum, checkpointing: ckpt, seq_len: Some(32), precision, ..TrainConfig::default() };
+        let d = DistConfig {
+            gpus, strategy: Strategy::ALL[s], tp, gradient_as_bucket_view: view, reshard_after_forward: raf,
+            fsdp_param_dtype: [None, Some(MpDtype::Bf16), Some(MpDtype::Fp16)][mp],
+            fsdp_reduce_dtype: [None, Some(MpDtype::Fp32), Some(MpDtype::Bf16)][mp],
+            offload: Offload::ALL[off],
+        };
+        match distributed::estimate(&spec, &c, &d) {
+            Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+            Ok(e) => {
+                let est = &e.estimate;
+                proptest::prop_assert_eq!(est.breakdown.total(), est.peak_bytes);
+                if let Some(r) = &e.distributed {
+                    let b = r.breakdown;
+                    let model = est.param_bytes.max(est.params * 4);
+                    proptest::prop_assert!(b.unsharded_parameters <= model, "{:?} {}", b, model);
+                    proptest::prop_assert!(b.sharded_parameters <= model);
+                }
+                if let Some(ms) = distributed::model_states(&spec, &c, &d).unwrap() {
+                    proptest::prop_assert!(ms.parameters <= est.peak_bytes);
+                }
+            }
+        }
+    }
+}
+
 fn tiny(hidden: u64, layers: u64) -> ModelSpec {
     let v = serde_json::json!({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
         "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 8, "vocab_size": 1001, "tie_word_embeddings": false});
