@@ -193,36 +193,44 @@ proptest::proptest! {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
-    /// No setting makes the core panic; an accepted one keeps the estimate's invariants: the
-    /// breakdown sums to the peak, gathered parameters never exceed the model, shards never
-    /// exceed the gathered model, and the peak is at least the model states on the GPU.
+    /// Every setting that goes together (offload with ZeRO, mixed precision with FSDP on fp32
+    /// parameters, TP dividing the GPUs and the heads) is an estimate keeping the invariants: the
+    /// breakdown sums to the peak, gathered parameters and shards never exceed the model (but for
+    /// FSDP's padding), the peak holds at least the parameters on the GPU; and it never panics.
     #[test]
-    fn any_setting_is_an_estimate_or_a_clear_refusal(s in 0usize..6, gpus in 1u64..20, tp in 1u64..5, off in 0usize..3,
+    fn every_valid_setting_is_an_estimate_with_its_invariants(s in 0usize..6, dp in 1u64..9, tp_log in 0u32..3, off in 0usize..3,
         mp in 0usize..3, raf in proptest::bool::ANY, view in proptest::bool::ANY, prec in 0usize..3, accum in 1u64..3, ckpt in proptest::bool::ANY) {
         let spec = tiny(256, 2);
+        let strategy = Strategy::ALL[s];
         let precision = [Precision::Fp32, Precision::Bf16, Precision::AmpBf16][prec];
+        let fsdp_mp = strategy == Strategy::Fsdp && precision == Precision::Fp32;
+        let zero = matches!(strategy, Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3);
+        // `--strategy tp` with `--tp 1` means every GPU is a TP rank
+        let tp = if strategy == Strategy::Tp { 2u64 << tp_log.min(1) } else { 1u64 << tp_log };
         let c = TrainConfig { batch: 4, grad_accum: accum, checkpointing: ckpt, seq_len: Some(32), precision, ..TrainConfig::default() };
         let d = DistConfig {
-            gpus, strategy: Strategy::ALL[s], tp, gradient_as_bucket_view: view, reshard_after_forward: raf,
-            fsdp_param_dtype: [None, Some(MpDtype::Bf16), Some(MpDtype::Fp16)][mp],
-            fsdp_reduce_dtype: [None, Some(MpDtype::Fp32), Some(MpDtype::Bf16)][mp],
-            offload: Offload::ALL[off],
+            gpus: dp * tp, strategy, tp, gradient_as_bucket_view: view, reshard_after_forward: raf,
+            fsdp_param_dtype: if fsdp_mp { [None, Some(MpDtype::Bf16), Some(MpDtype::Fp16)][mp] } else { None },
+            fsdp_reduce_dtype: if fsdp_mp { [None, Some(MpDtype::Fp32), Some(MpDtype::Bf16)][mp] } else { None },
+            offload: match (zero, Offload::ALL[off]) {
+                (true, Offload::Params) if strategy != Strategy::Zero3 => Offload::Optimizer,
+                (true, o) => o,
+                _ => Offload::None,
+            },
         };
-        match distributed::estimate(&spec, &c, &d) {
-            Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
-            Ok(e) => {
-                let est = &e.estimate;
-                proptest::prop_assert_eq!(est.breakdown.total(), est.peak_bytes);
-                if let Some(r) = &e.distributed {
-                    let b = r.breakdown;
-                    let model = est.param_bytes.max(est.params * 4);
-                    proptest::prop_assert!(b.unsharded_parameters <= model, "{:?} {}", b, model);
-                    proptest::prop_assert!(b.sharded_parameters <= model);
-                }
-                if let Some(ms) = distributed::model_states(&spec, &c, &d).unwrap() {
-                    proptest::prop_assert!(ms.parameters <= est.peak_bytes);
-                }
-            }
+        let e = distributed::estimate(&spec, &c, &d).unwrap_or_else(|e| panic!("{d:?} {c:?}: {e}"));
+        let est = &e.estimate;
+        proptest::prop_assert_eq!(est.breakdown.total(), est.peak_bytes);
+        if let Some(r) = &e.distributed {
+            let b = r.breakdown;
+            // FSDP gathers dim 0 padded to N equal chunks (here < 5 % of the model)
+            let model = est.param_bytes.max(est.params * 4);
+            let model = model + model / 20;
+            proptest::prop_assert!(b.unsharded_parameters <= model, "{:?} {}", b, model);
+            proptest::prop_assert!(b.sharded_parameters <= model);
+        }
+        if let Some(ms) = distributed::model_states(&spec, &c, &d).unwrap() {
+            proptest::prop_assert!(ms.parameters <= est.peak_bytes);
         }
     }
 }
