@@ -190,6 +190,51 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Every setting that goes together (offload with ZeRO, mixed precision with FSDP on fp32
+    /// parameters, TP dividing the GPUs and the heads) is an estimate keeping the invariants: the
+    /// breakdown sums to the peak, gathered parameters and shards never exceed the model (but for
+    /// FSDP's padding), the peak holds at least the parameters on the GPU; and it never panics.
+    #[test]
+    fn every_valid_setting_is_an_estimate_with_its_invariants(s in 0usize..6, dp in 1u64..9, tp_log in 0u32..3, off in 0usize..3,
+        mp in 0usize..3, raf in proptest::bool::ANY, view in proptest::bool::ANY, prec in 0usize..3, accum in 1u64..3, ckpt in proptest::bool::ANY) {
+        let spec = tiny(256, 2);
+        let strategy = Strategy::ALL[s];
+        let precision = [Precision::Fp32, Precision::Bf16, Precision::AmpBf16][prec];
+        let fsdp_mp = strategy == Strategy::Fsdp && precision == Precision::Fp32;
+        let zero = matches!(strategy, Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3);
+        // `--strategy tp` with `--tp 1` means every GPU is a TP rank
+        let tp = if strategy == Strategy::Tp { 2u64 << tp_log.min(1) } else { 1u64 << tp_log };
+        let c = TrainConfig { batch: 4, grad_accum: accum, checkpointing: ckpt, seq_len: Some(32), precision, ..TrainConfig::default() };
+        let d = DistConfig {
+            gpus: dp * tp, strategy, tp, gradient_as_bucket_view: view, reshard_after_forward: raf,
+            fsdp_param_dtype: if fsdp_mp { [None, Some(MpDtype::Bf16), Some(MpDtype::Fp16)][mp] } else { None },
+            fsdp_reduce_dtype: if fsdp_mp { [None, Some(MpDtype::Fp32), Some(MpDtype::Bf16)][mp] } else { None },
+            offload: match (zero, Offload::ALL[off]) {
+                (true, Offload::Params) if strategy != Strategy::Zero3 => Offload::Optimizer,
+                (true, o) => o,
+                _ => Offload::None,
+            },
+        };
+        let e = distributed::estimate(&spec, &c, &d).unwrap_or_else(|e| panic!("{d:?} {c:?}: {e}"));
+        let est = &e.estimate;
+        proptest::prop_assert_eq!(est.breakdown.total(), est.peak_bytes);
+        if let Some(r) = &e.distributed {
+            let b = r.breakdown;
+            // FSDP gathers dim 0 padded to N equal chunks (here < 5 % of the model)
+            let model = est.param_bytes.max(est.params * 4);
+            let model = model + model / 20;
+            proptest::prop_assert!(b.unsharded_parameters <= model, "{:?} {}", b, model);
+            proptest::prop_assert!(b.sharded_parameters <= model);
+        }
+        if let Some(ms) = distributed::model_states(&spec, &c, &d).unwrap() {
+            proptest::prop_assert!(ms.parameters <= est.peak_bytes);
+        }
+    }
+}
+
 fn tiny(hidden: u64, layers: u64) -> ModelSpec {
     let v = serde_json::json!({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
         "num_attention_heads": hidden / 64, "num_key_value_heads": 1, "intermediate_size": hidden * 3 + 8, "vocab_size": 1001, "tie_word_embeddings": false});
@@ -296,4 +341,19 @@ fn bad_settings_name_the_flag() {
     assert!(err(DistConfig { gpus: 4, tp: 4, strategy: Strategy::Tp, ..DistConfig::default() }).contains("does not split"));
     assert!(err(DistConfig { gpus: 0, ..DistConfig::default() }).contains("--gpus"));
     assert!(err(DistConfig { gpus: 2, fsdp_param_dtype: Some(MpDtype::Bf16), ..DistConfig::default() }).contains("--strategy fsdp"));
+}
+
+/// The per-GPU curve the app draws: FSDP's peak falls from 2 to 64 GPUs; TP sizes that do not
+/// divide the heads are left out.
+#[test]
+fn per_gpu_peak_against_gpus() {
+    let spec = tiny(512, 2);
+    let c = TrainConfig { batch: 2, seq_len: Some(128), ..TrainConfig::default() };
+    let fsdp = DistConfig { strategy: Strategy::Fsdp, ..DistConfig::default() };
+    let curve = distributed::sweep_gpus(&spec, &c, &fsdp, &[2, 4, 8, 16, 64]);
+    assert_eq!(curve.len(), 5);
+    assert!(curve.windows(2).all(|w| w[1].1 <= w[0].1), "{curve:?}");
+    let tp = DistConfig { strategy: Strategy::Tp, ..DistConfig::default() };
+    let curve = distributed::sweep_gpus(&spec, &c, &tp, &[1, 2, 3, 8, 16]);
+    assert_eq!(curve.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1, 2, 8]);
 }

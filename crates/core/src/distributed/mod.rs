@@ -354,3 +354,15 @@ pub fn fewest_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, ca
     }
     Ok(None)
 }
+
+/// Rank 0's `(gpus, peak allocated, device total)` for each world size in `gpus` (the app's
+/// per-GPU-peak-against-N chart); sizes the setup refuses (TP not dividing) are left out.
+pub fn sweep_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, gpus: &[u64]) -> Vec<(u64, u64, u64)> {
+    gpus.iter()
+        .filter_map(|&n| {
+            let p = DistPrepared::new(spec, config, &DistConfig { gpus: n, ..*dist }).ok()?;
+            let (peak, total) = p.peak_at(config.batch);
+            Some((n, peak, total))
+        })
+        .collect()
+}

@@ -51,7 +51,8 @@ pub struct Zero {
     /// fp32 master copy of the partition (half models only).
     master: u64,
     state: OptimizerCost,
-    /// Per unit: elements; whether kept gathered from its forward to its backward (reuse distance).
+    /// Per unit: elements above the persistence threshold; whether kept gathered from its
+    /// forward to its backward (reuse distance).
     unit_numel: Vec<u64>,
     kept: Vec<bool>,
     /// Whole parameters under the persistence threshold (stage 3), bytes.
@@ -82,11 +83,11 @@ impl Zero {
         let mut unit_numel = vec![0u64; k];
         let mut persistent = 0u64;
         for p in &layout.params {
-            if let Some(u) = p.unit {
-                unit_numel[u] = unit_numel[u].saturating_add(p.numel);
-            }
             if stage == 3 && p.numel <= PARAM_PERSISTENCE_THRESHOLD {
+                // kept whole on every rank (`ds_persist`), never gathered
                 persistent = persistent.saturating_add(p.numel.saturating_mul(elem));
+            } else if let Some(u) = p.unit {
+                unit_numel[u] = unit_numel[u].saturating_add(p.numel);
             }
         }
         let root: u64 = layout.of(None).map(|p| p.numel).sum();
@@ -107,45 +108,45 @@ impl Zero {
         self.layout.bytes()
     }
 
-    /// Units gathered at a sample, in elements (stage 3).
+    /// Bytes gathered at a sample beyond the persistent parameters (stage 3): the root's
+    /// parameters the op reads, the current unit, the units prefetched within
+    /// `stage3_prefetch_bucket_size`, and the units kept from their forward to their backward.
     fn gathered(&self, phase: Phase, i: u32) -> u64 {
         let units = &self.layout.units;
         let cur = self.layout.unit_of_op(i);
-        let mut numel: u64 = self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD).map(|p| p.numel).sum();
-        let step: Box<dyn Fn(usize) -> Option<usize>> = match phase {
-            Phase::Forward => Box::new(|u| (u + 1 < units.len()).then_some(u + 1)),
-            _ => Box::new(|u: usize| u.checked_sub(1)),
-        };
-        // the current unit, then prefetch within the bucket
+        let root: u64 = self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD).map(|p| p.numel).sum();
+        let mut live = vec![false; units.len()];
+        let forward = phase == Phase::Forward;
+        let step = |u: usize| if forward { (u + 1 < units.len()).then_some(u + 1) } else { u.checked_sub(1) };
         let mut next = match cur {
             Some(u) => {
-                numel = numel.saturating_add(self.unit_numel[u]);
+                live[u] = true;
                 step(u)
             }
-            None if phase == Phase::Forward && units.first().is_some_and(|&(f, _)| i < f) => Some(0),
-            None if phase == Phase::Backward && units.last().is_some_and(|&(_, l)| i > l) => units.len().checked_sub(1),
+            None if forward && units.first().is_some_and(|&(f, _)| i < f) => Some(0),
+            None if !forward && units.last().is_some_and(|&(_, l)| i > l) => units.len().checked_sub(1),
             None => None,
         };
         let mut fetched = 0u64;
         while let Some(v) = next {
-            if fetched.saturating_add(self.unit_numel[v]) > PREFETCH_BUCKET_SIZE {
+            fetched = fetched.saturating_add(self.unit_numel[v]);
+            if fetched > PREFETCH_BUCKET_SIZE {
                 break;
             }
-            fetched = fetched.saturating_add(self.unit_numel[v]);
-            numel = numel.saturating_add(self.unit_numel[v]);
+            live[v] = true;
             next = step(v);
         }
-        // units kept from their forward to their backward
         for (v, &(first, last)) in units.iter().enumerate() {
-            let between = match phase {
-                Phase::Forward => last < i,
-                _ => first <= i && Some(v) != cur,
-            };
-            if self.kept[v] && between && Some(v) != cur {
-                numel = numel.saturating_add(self.unit_numel[v]);
-            }
+            // kept: its forward is done and its backward not yet
+            let pending = if forward { last < i } else { first <= i };
+            live[v] |= self.kept[v] && pending;
         }
-        numel.min(MAX_LIVE_PARAMETERS.max(cur.map_or(0, |u| self.unit_numel[u]))).saturating_mul(self.elem)
+        let mut numel = root;
+        for (v, _) in live.iter().enumerate().filter(|(_, &l)| l) {
+            numel = numel.saturating_add(self.unit_numel[v]);
+        }
+        let floor = cur.map_or(0, |u| self.unit_numel[u]);
+        numel.min(MAX_LIVE_PARAMETERS.max(floor)).saturating_mul(self.elem)
     }
 
     fn state(&self, phase: Phase, op: Option<u32>) -> State {
