@@ -96,6 +96,7 @@ fn share_links_carry_the_weights() {
             capacity_bytes: None,
             unit: vramcalc_core::ByteUnit::Mb,
             lang: "en".into(),
+            ..ShareState::default()
         };
         let link = encode_preset(&state).unwrap();
         assert!(link.contains(&format!("weights={w}")), "{link}");
