@@ -306,11 +306,9 @@ impl GenPlan {
                 let after = out.last().map_or(0, |&(lt, _)| lt);
                 // each resident cache tensor: constant, or growing by whole blocks
                 let span = (blocks(knot.t) - blocks(k0.t)).max(1);
-                let kv = |t: u64| -> u64 {
-                    let grown = blocks(t) - blocks(k0.t);
-                    let each = k0.kv.iter().zip(&knot.kv).map(|(&a, &b)| a as i128 + (b as i128 - a as i128) * grown / span);
-                    if k0.kv.len() == knot.kv.len() { each.sum::<i128>().max(0) as u64 } else { knot.kv.iter().sum() }
-                };
+                // (a whole number of blocks each, so the totals interpolate exactly)
+                let (from, to): (i128, i128) = (k0.kv.iter().sum::<u64>().into(), knot.kv.iter().sum::<u64>().into());
+                let kv = |t: u64| -> u64 { (from + (to - from) * (blocks(t) - blocks(k0.t)) / span).max(0) as u64 };
                 let rows = piece(k0.t, &k0.timeline, knot.t, &knot.timeline, |t| prompt + t);
                 out.extend(rows.into_iter().filter(|&(t, _)| t > after).map(|(t, b)| (t, b.saturating_add(kv(t)))));
             } else {
