@@ -19,6 +19,7 @@ pub mod pool;
 pub mod recurrent;
 pub mod reshape;
 pub mod sdpa;
+pub mod transformer;
 pub mod seq2seq;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
