@@ -3,7 +3,7 @@
 //! fast synchronous path ([`crate::analysis`]), the first chart included.
 //!
 //! Routed now: models with attention, transformer or recurrent layers (core feature `sequence`,
-//! about 4.4 KB gzipped: the first chart is a CNN) and with mixture-of-experts or multi-head
+//! about 4.5 KB gzipped: the first chart is a CNN) and with mixture-of-experts or multi-head
 //! latent attention layers (feature `moe`, about 6.8 KB). Such a model's non-default preset, paste
 //! or link loads the module anyway. The route is decided from the model and setup alone, never
 //! from an error, so it is the same in the browser and in native tests (where cargo's feature
