@@ -1,6 +1,6 @@
 //! The app: one reducer state, derived reports (`use_memo`), and the panels.
 
-use crate::analysis::{self, row_reports, Report};
+use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
 use crate::components::model::ModelPanel;
 use crate::components::results::{Charts, Summary};
@@ -9,7 +9,8 @@ use crate::components::whatif::what_if_panel;
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
-use crate::hooks::{use_app_state, AppState, Boot, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
+use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
+use crate::lazy;
 use std::rc::Rc;
 use vramcalc_core::Error;
 use yew::prelude::*;
@@ -28,25 +29,26 @@ pub fn app(p: &AppProps) -> Html {
     let model = &state.model;
     let capacity = model.gpu.capacity();
 
-    // Derived, never stored: the estimate with its batch analysis, and the what-ifs.
-    // Resolved models are kept per setup (batch left out): a batch change resolves nothing.
-    let cache = use_mut_ref(analysis::PreparedCache::default);
-    let report = {
-        let cache = cache.clone();
-        use_memo((model.spec.clone(), model.config, capacity), move |(spec, config, cap)| {
-            cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new)
-        })
-    };
-    // What-ifs resolve the model once per trick: computed right after the main update is drawn.
-    let what_ifs = use_deferred_memo((model.spec.clone(), model.config), 0, move |(spec, config)| cache.borrow_mut().what_ifs(spec, config));
-    // The last good report stays on screen while the input has an error.
+    // Derived, never stored: the estimate with its batch analysis, and the what-ifs. What the
+    // app's build of the core leaves out (attention, recurrent, MoE/MLA layers) takes the lazy
+    // route: the lazily loaded module computes it asynchronously, the newest request winning.
+    let lazy_report = use_report(&model.spec, model.config, capacity);
+    // What-ifs resolve the model once per trick: computed by the lazily loaded module (full core),
+    // right after the main update is drawn, so the first chart never waits for that module.
+    let what_ifs = use_deferred_future((model.spec.clone(), model.config), 0, |(spec, config)| async move {
+        lazy::what_ifs(&spec, &config).await
+    });
+    // The last good report stays on screen while the input has an error, or while the lazy
+    // route computes (shown as such).
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
-    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match &*report {
-        Ok(r) => {
+    let current = lazy_report.answer.clone();
+    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match current {
+        Some(Ok(r)) => {
             *last_good.borrow_mut() = Some(r.clone());
-            (Some(r.clone()), None)
+            (Some(r), None)
         }
-        Err(e) => (last_good.borrow().clone(), Some(e.clone())),
+        Some(Err(e)) => (last_good.borrow().clone(), Some(e)),
+        None => (last_good.borrow().clone(), None),
     };
     let rows = {
         let shown = shown.clone();
@@ -77,13 +79,16 @@ pub fn app(p: &AppProps) -> Html {
                     <ModelPanel model={model.clone()} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                 </div>
-                <div class="col right">
+                <div class="col right" aria-busy={lazy_report.computing.to_string()}>
+                    if lazy_report.computing {
+                        <p class="computing muted small" role="status" data-testid="computing">{ ctx.tr().computing }</p>
+                    }
                     <Summary report={shown.clone()} gpu={model.gpu.clone()} error={error.clone()} />
                     if let (Some(r), Some(w)) = (&shown, what_ifs) {
                         { what_if_panel(&ctx, &w, r.estimate.peak_bytes) }
                     }
                     <Charts report={shown.clone()} />
-                    { for shown.as_ref().map(|r| exports(&ctx, r, &model.spec)) }
+                    { for shown.as_ref().map(|_| exports(&ctx, model)) }
                 </div>
             </main>
             <footer class="foot muted small">

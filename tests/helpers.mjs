@@ -66,3 +66,11 @@ export async function topKinds(page) {
   return page.$$eval('[data-testid=layer-row]', (rows) =>
     rows.filter((r) => /^layers\[\d+\]$/.test(r.dataset.path)).map((r) => r.dataset.kind));
 }
+
+/** Holds back every request for the lazily loaded module until the returned function is called. */
+export async function holdModule(page) {
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.route('**/vramcalc-web-extras*', async (r) => { await held; await r.continue(); });
+  return release;
+}
