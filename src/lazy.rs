@@ -23,8 +23,9 @@ use vramcalc_core::spec::{Layer, ModelSpec};
 use vramcalc_core::whatif::{Trick, WhatIf};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
-/// Layer kinds the app's build does not lower (`crates/core`, features `sequence` and `moe`).
-pub const FULL_CORE_KINDS: [&str; 8] = [
+/// Layer kinds the app's build does not lower (`crates/core`, features `sequence`, `moe` and
+/// `seq2seq`).
+pub const FULL_CORE_KINDS: [&str; 12] = [
     "multihead_attention",
     "transformer_encoder_layer",
     "transformer_decoder_layer",
@@ -33,10 +34,19 @@ pub const FULL_CORE_KINDS: [&str; 8] = [
     "rnn",
     "sparse_moe",
     "multi_head_latent_attention",
+    "token_input",
+    "cross_attention",
+    "relative_position_bias",
+    "contrastive",
 ];
 
-/// Whether `spec` under `config` needs the full core (the lazily loaded module).
-pub fn needs_full_core(spec: &ModelSpec, _config: &TrainConfig) -> bool {
+/// Whether `spec` under `config` needs the full core (the lazily loaded module): a layer kind
+/// above, or a setting the app's build leaves out (generate mode: feature `generate`; quantised
+/// weights: feature `formats`; a fine-tuning setup).
+pub fn needs_full_core(spec: &ModelSpec, config: &TrainConfig) -> bool {
+    if config.mode == vramcalc_core::Mode::Generate || config.weights.is_some() || !config.finetune.is_default() {
+        return true;
+    }
     fn any(layers: &[Layer]) -> bool {
         layers.iter().any(|l| FULL_CORE_KINDS.contains(&l.kind()) || l.children().into_iter().any(|(_, c)| any(c)))
     }
