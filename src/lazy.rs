@@ -16,6 +16,7 @@ use crate::analysis::Report;
 use serde_json::Value;
 use vramcalc_core::memory::breakdown::Breakdown;
 use vramcalc_core::memory::device::DeviceTotal;
+use vramcalc_core::memory::generate::GenerationReport;
 use vramcalc_core::memory::simulate::{Phase, TimelinePoint};
 use vramcalc_core::memory::LayerReport;
 use vramcalc_core::resolve::LayerInfo;
@@ -116,6 +117,7 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
             params: n(l, "params")?,
             activation_values: n(l, "activation_values")?,
             block: l["block"].as_bool()?,
+            trainable_params: n(l, "trainable_params").unwrap_or(0),
         };
         Some(LayerReport { info, saved_bytes: n(l, "saved_bytes")? })
     });
@@ -130,6 +132,8 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
     Some(Estimate {
         config: TrainConfig::deserialize(v["config"].clone()).ok()?,
         params: n(v, "params")?,
+        trainable_params: n(v, "trainable_params").unwrap_or(0),
+        quantised_base: serde_json::from_value(v["quantised_base"].clone()).ok().flatten(),
         param_bytes: n(v, "param_bytes")?,
         buffer_bytes: n(v, "buffer_bytes")?,
         optimizer_state_bytes: n(v, "optimizer_state_bytes")?,
@@ -144,6 +148,9 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
             activations: n(b, "activations")?,
             temporaries: n(b, "temporaries")?,
             input: n(b, "input")?,
+            frozen_parameters: n(b, "frozen_parameters").unwrap_or(0),
+            adapter_parameters: n(b, "adapter_parameters").unwrap_or(0),
+            kv_cache: n(b, "kv_cache").unwrap_or(0),
         },
         phase_peaks: n3(&v["phase_peaks"])?,
         device: DeviceTotal {
@@ -157,6 +164,22 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
         rule_of_thumb_bytes: n(v, "rule_of_thumb_bytes")?,
         layers: layers.collect::<Option<_>>()?,
         timeline: timeline.collect::<Option<_>>()?,
+        generation: generation_from_json(v),
+    })
+}
+
+/// The generation fields (flattened into the estimate's JSON; absent outside `Mode::Generate`).
+fn generation_from_json(v: &Value) -> Option<GenerationReport> {
+    let n = |k: &str| v[k].as_u64();
+    let series = v["decode_series"].as_array()?.iter().map(|p| Some((p[0].as_u64()?, p[1].as_u64()?)));
+    Some(GenerationReport {
+        prompt_len: n("prompt_len")?,
+        new_tokens: n("new_tokens")?,
+        prefill_peak_bytes: n("prefill_peak_bytes")?,
+        decode_peak_bytes: n("decode_peak_bytes")?,
+        kv_cache_bytes: n("kv_cache_bytes")?,
+        kv_cache_bytes_after_prefill: n("kv_cache_bytes_after_prefill")?,
+        decode_series: series.collect::<Option<_>>()?,
     })
 }
 
