@@ -3,14 +3,15 @@
 use crate::analysis::{self, row_reports, Report};
 use crate::components::header::header;
 use crate::components::model::ModelPanel;
-use crate::components::results::{Charts, Summary};
+use crate::components::results::{Charts, Summary, SummaryBar};
 use crate::components::settings::Settings;
-use crate::components::whatif::what_if_panel;
+use crate::components::whatif::WhatIfPanel;
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
 use std::rc::Rc;
+use vramcalc_core::spec::Layer;
 use vramcalc_core::Error;
 use yew::prelude::*;
 
@@ -41,13 +42,16 @@ pub fn app(p: &AppProps) -> Html {
     let what_ifs = use_deferred_memo((model.spec.clone(), model.config), 0, move |(spec, config)| cache.borrow_mut().what_ifs(spec, config));
     // The last good report stays on screen while the input has an error.
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
+    // A model without layers is a neutral start ("add a layer"), not an error beside old figures.
     let (shown, error): (Option<Rc<Report>>, Option<Error>) = match &*report {
+        _ if model.spec.layers.is_empty() => (None, None),
         Ok(r) => {
             *last_good.borrow_mut() = Some(r.clone());
             (Some(r.clone()), None)
         }
         Err(e) => (last_good.borrow().clone(), Some(e.clone())),
     };
+    let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e));
     let rows = {
         let shown = shown.clone();
         use_memo(shown.as_ref().map(|r| Rc::as_ptr(r) as usize), move |_| {
@@ -61,6 +65,16 @@ pub fn app(p: &AppProps) -> Html {
         _ => None,
     };
 
+    let has_relu = model.spec.layers.iter().any(|l| l.any(&|l| matches!(l, Layer::Relu(_))));
+    // One truth for the sequence length: the input shape shows the length the model runs at.
+    let panel_model = {
+        let mut m = model.clone();
+        if let (Some(l), Some(first)) = (model.spec.seq_len(model.config.seq_len), m.spec.input.shape.first_mut()) {
+            *first = l;
+        }
+        m
+    };
+    let applied = use_state(|| None);
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
@@ -70,17 +84,20 @@ pub fn app(p: &AppProps) -> Html {
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
+            <SummaryBar report={shown.clone()} gpu={model.gpu.clone()} what_ifs={what_ifs.clone().map(Shared)} stale={error.is_some()}
+                applied={applied.clone()} />
             <main class="layout">
                 <div class="col left">
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
-                        error={config_error} />
-                    <ModelPanel model={model.clone()} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
+                        has_relu={has_relu} error={config_error} />
+                    <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                 </div>
                 <div class="col right">
-                    <Summary report={shown.clone()} gpu={model.gpu.clone()} error={error.clone()} />
-                    if let (Some(r), Some(w)) = (&shown, what_ifs) {
-                        { what_if_panel(&ctx, &w, r.estimate.peak_bytes) }
+                    <Summary report={shown.clone()} error={error.clone()} {fix} assumed_seq={state.assumed_seq} />
+                    if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
+                        <WhatIfPanel items={Shared(w)} base={r.estimate.peak_bytes} config={model.config}
+                            applied={applied.clone()} stale={error.is_some()} />
                     }
                     <Charts report={shown.clone()} />
                     { for shown.as_ref().map(|r| exports(&ctx, r, &model.spec)) }

@@ -7,7 +7,8 @@ use vramcalc_core::spec::ModelSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pasted {
     Spec,
-    HfConfig,
+    /// With the context length the config gives (`max_position_embeddings`, GPT-2's `n_positions`).
+    HfConfig { context: Option<u64> },
 }
 
 /// Parses pasted text into a spec, and checks it resolves (so shape errors show at the paste box).
@@ -20,7 +21,8 @@ pub async fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
     let value: serde_json::Value = serde_json::from_str(t).map_err(|e| format!("not valid JSON: {e}"))?;
     let is_hf = value.get("model_type").is_some() && value.get("layers").is_none();
     let (spec, kind) = if is_hf {
-        (crate::extras::import_hf(t).await?, Pasted::HfConfig)
+        let context = ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64());
+        (crate::extras::import_hf(t).await?, Pasted::HfConfig { context })
     } else {
         (ModelSpec::from_json(t).map_err(|e| e.to_string())?, Pasted::Spec)
     };
@@ -52,7 +54,7 @@ mod tests {
     fn reads_a_bert_config() {
         let text = include_str!("../tests/data/bert-base-uncased.config.json");
         let (spec, kind) = parse(text).unwrap();
-        assert_eq!(kind, Pasted::HfConfig);
+        assert_eq!(kind, Pasted::HfConfig { context: Some(512) });
         assert!(!spec.layers.is_empty());
     }
 }

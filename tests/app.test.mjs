@@ -42,7 +42,7 @@ test('changing the batch size changes the peak and the charts', async () => {
   const timeline8 = await page.locator('[data-testid=chart-timeline] path.line').getAttribute('d');
   const capacity8 = await page.locator('[data-testid=chart-capacity] rect.bar').first().getAttribute('width');
   // the slider
-  await page.getByTestId('batch-slider').evaluate((el) => { el.value = '64'; el.dispatchEvent(new Event('input', { bubbles: true })); });
+  await page.getByTestId('batch-slider').evaluate((el) => { el.value = '6'; el.dispatchEvent(new Event('input', { bubbles: true })); });
   const p64 = Number(await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) !== p8));
   assert.ok(p64 > p8, `peak grows with the batch (${p8} → ${p64})`);
   assert.equal(await page.getByTestId('batch-input').inputValue(), '64');
@@ -190,12 +190,12 @@ test('switch to 中文 (and it survives a reload)', async () => {
   const { context, page, errors } = await open(browser);
   await page.getByTestId('lang-select').selectOption('zh');
   await page.waitForFunction(() => document.documentElement.lang === 'zh-CN');
-  assert.match(await page.getByTestId('summary').textContent(), /峰值分配/);
+  assert.match(await page.getByTestId('results').textContent(), /峰值分配/);
   assert.match(await page.getByTestId('settings').textContent(), /批大小/);
   await shot(page, '06-zh');
   await page.reload();
   await page.getByTestId('chart-capacity').waitFor();
-  assert.match(await page.getByTestId('summary').textContent(), /峰值分配/);
+  assert.match(await page.getByTestId('results').textContent(), /峰值分配/);
   assert.deepEqual(errors, []);
   await context.close();
 });

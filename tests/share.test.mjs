@@ -341,7 +341,7 @@ test('embed: a card in an iframe on another origin renders, sizes itself and lin
     assert.equal(await openFull.getAttribute('target'), '_blank');
     assert.equal(await openFull.getAttribute('href'), `${APP}#${frag}`);
     // exposed controls change the card live (and the link back follows)
-    await card.getByTestId('embed-batch').evaluate((el) => { el.value = '64'; el.dispatchEvent(new Event('input', { bubbles: true })); });
+    await card.getByTestId('embed-batch').evaluate((el) => { el.value = '6'; el.dispatchEvent(new Event('input', { bubbles: true })); });
     await card.getByTestId('peak').and(card.locator(`[data-bytes]:not([data-bytes="${appPeak}"])`)).waitFor();
     assert.ok(Number(await card.getByTestId('peak').getAttribute('data-bytes')) > appPeak);
     await card.locator('[data-testid=open-full][href*="b=64"]').waitFor(); // the link follows once edits settle

@@ -4,8 +4,10 @@
 //! bar alone; it reports its height to the parent page (`crate::dom::HeightReporter`).
 
 use super::charts::breakdown_chart;
+use super::inputs::batch_slider;
 use super::Ctx;
 use crate::analysis;
+use crate::capacity::{card_capacity, card_name, gpu_label};
 use crate::dom;
 use crate::hooks::{use_document_attributes, use_link};
 use crate::i18n::fill;
@@ -15,7 +17,7 @@ use std::rc::Rc;
 use vramcalc_core::presets;
 use vramcalc_core::share::ModelSource;
 use vramcalc_core::{Precision, TrainConfig, GPUS};
-use web_sys::{HtmlInputElement, HtmlSelectElement};
+use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
@@ -24,9 +26,6 @@ pub struct EmbedProps {
     /// The state the link opens (decoded before the first render).
     pub start: Rc<Start>,
 }
-
-/// The batch slider's top (higher batches from the link still show).
-const SLIDER_MAX: u64 = 1024;
 
 fn title(model: &Model) -> String {
     let share = share_link::to_share(model, &Default::default());
@@ -72,10 +71,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
         Ok(r) => {
             let e = &r.estimate;
             let fits = e.device_total_bytes <= r.capacity;
-            let gpu_name = match &model.gpu {
-                GpuChoice::Listed(id) => vramcalc_core::memory::device::gpu(id).map_or(id.clone(), |g| g.name.to_string()),
-                GpuChoice::Custom(_) => t.custom_capacity.trim_end_matches('…').to_string(),
-            };
+            let (gpu_name, cap) = gpu_label(&model.gpu, r.capacity, ctx.unit, t.custom_capacity);
             let fit_text = if fits {
                 fill(t.fits, &[&ctx.bytes(r.capacity - e.device_total_bytes)])
             } else {
@@ -95,7 +91,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     </div>
                     <p class={classes!("fit", if fits { "ok" } else { "over" })} data-testid="fit-status" data-fits={fits.to_string()}>
                         <span aria-hidden="true">{ if fits { "✓ " } else { "✗ " } }</span>
-                        { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
+                        { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &cap]) }</span>
                     </p>
                     { breakdown_chart(&ctx, r) }
                     <p class="small muted setup" data-testid="embed-setup" data-params={e.params.to_string()}>
@@ -110,16 +106,10 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let controls = p.controls.iter().map(|control| match control {
         Control::Batch => {
             let d = d.clone();
-            let oninput = Callback::from(move |e: InputEvent| {
-                if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
-                    d.dispatch(Action::SetBatch(v.max(1)));
-                }
-            });
             html! {
                 <label class="control">
                     <span>{ t.batch }{ " " }<b data-testid="embed-batch-value">{ c.batch }</b></span>
-                    <input type="range" min="1" max={SLIDER_MAX.max(c.batch).to_string()} value={c.batch.to_string()}
-                        {oninput} data-testid="embed-batch" aria-label={t.batch} />
+                    { batch_slider(c.batch, t.batch, "embed-batch", Callback::from(move |v| d.dispatch(Action::SetBatch(v)))) }
                 </label>
             }
         }
@@ -138,7 +128,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     <select {onchange} data-testid="embed-gpu" aria-label={t.gpu}>
                         if current.is_empty() { <option value="" selected=true>{ t.custom_capacity }</option> }
                         { for GPUS.iter().map(|g| html! {
-                            <option value={g.id} selected={g.id == current}>{ format!("{} — {}", g.name, ctx.bytes(g.bytes)) }</option>
+                            <option value={g.id} selected={g.id == current}>{ format!("{} — {}", card_name(g), card_capacity(g.bytes, ctx.unit)) }</option>
                         }) }
                     </select>
                 </label>

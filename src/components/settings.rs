@@ -1,9 +1,9 @@
 //! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
 
-use super::inputs::{enum_options, CheckField, NumberField, SelectField};
+use super::inputs::{batch_slider, enum_options, CheckField, NumberField, SelectField};
 use super::use_ctx;
 use crate::state::{Action, GpuChoice};
-use vramcalc_core::units::parse_bytes;
+use crate::capacity::{card_capacity, card_name, parse_capacity};
 use vramcalc_core::{
     AttentionImpl, AutocastDevice, Device, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
 };
@@ -16,13 +16,12 @@ pub struct SettingsProps {
     pub gpu: GpuChoice,
     /// The sequence length the model runs at (`None`: no sequence input).
     pub seq_len: Option<u64>,
+    /// The model has a ReLU (the in-place choice applies to nothing else).
+    pub has_relu: bool,
     /// A configuration problem the core reported.
     #[prop_or_default]
     pub error: Option<String>,
 }
-
-/// The batch slider's top (the number field takes any value).
-const SLIDER_MAX: u64 = 1024;
 
 #[function_component(Settings)]
 pub fn settings(p: &SettingsProps) -> Html {
@@ -39,14 +38,6 @@ pub fn settings(p: &SettingsProps) -> Html {
         })
     };
     let on_batch = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetBatch(v))) };
-    let on_slider = {
-        let d = d.clone();
-        Callback::from(move |e: InputEvent| {
-            if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
-                d.dispatch(Action::SetBatch(v.max(1)));
-            }
-        })
-    };
     let on_seq = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetSeqLen(Some(v)))) };
     let on_accum = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetConfig(TrainConfig { grad_accum: v, ..c }))) };
     let on_ckpt = { let d = d.clone(); Callback::from(move |v: bool| d.dispatch(Action::SetConfig(TrainConfig { checkpointing: v, ..c }))) };
@@ -58,7 +49,7 @@ pub fn settings(p: &SettingsProps) -> Html {
         GpuChoice::Custom(_) => "custom".into(),
     };
     let mut gpu_options: Vec<(String, String)> =
-        GPUS.iter().map(|g| (g.id.to_string(), format!("{} — {}", g.name, ctx.bytes(g.bytes)))).collect();
+        GPUS.iter().map(|g| (g.id.to_string(), format!("{} — {}", card_name(g), card_capacity(g.bytes, ctx.unit)))).collect();
     gpu_options.push(("custom".into(), t.custom_capacity.into()));
     let on_gpu = {
         let d = d.clone();
@@ -73,7 +64,7 @@ pub fn settings(p: &SettingsProps) -> Html {
         let (d, draft) = (d.clone(), cap_draft.clone());
         Callback::from(move |e: InputEvent| {
             let text = e.target_unchecked_into::<HtmlInputElement>().value();
-            let parsed = parse_bytes(&text).filter(|&b| b > 0);
+            let parsed = parse_capacity(&text);
             draft.set(Some((text, parsed.is_some())));
             if let Some(b) = parsed {
                 d.dispatch(Action::SetGpu(GpuChoice::Custom(b)));
@@ -106,8 +97,9 @@ pub fn settings(p: &SettingsProps) -> Html {
 
     html! {
         <section class="panel settings" aria-labelledby="setup-h" data-testid="settings">
-            <h2 id="setup-h">{ t.setup }</h2>
+            <h2 id="setup-h">{ if train { t.setup } else { t.setup_infer } }</h2>
             <SelectField id="gpu" label={t.gpu} options={gpu_options} value={gpu_value} testid="gpu-select" on_change={on_gpu} />
+            if !custom { <small class="help gpu-source">{ t.gpu_source }</small> }
             if custom {
                 <div class={classes!("field", cap_invalid.then_some("invalid"))}>
                     <label for="capacity">{ t.capacity }</label>
@@ -118,10 +110,9 @@ pub fn settings(p: &SettingsProps) -> Html {
                 </div>
             }
             <div class="batch">
-                <NumberField id="batch" label={t.batch} value={c.batch} testid="batch-input" on_change={on_batch}
+                <NumberField id="batch" label={t.batch} value={c.batch} testid="batch-input" on_change={on_batch.clone()}
                     invalid_text={t.must_be_whole} error={p.error.clone()} />
-                <input type="range" min="1" max={SLIDER_MAX.to_string()} value={c.batch.min(SLIDER_MAX).to_string()}
-                    oninput={on_slider} aria-label={t.batch} data-testid="batch-slider" />
+                { batch_slider(c.batch, t.batch, "batch-slider", on_batch.clone()) }
             </div>
             if let Some(s) = p.seq_len {
                 <NumberField id="seq" label={t.seq_len} value={s} testid="seq-input" on_change={on_seq} invalid_text={t.must_be_whole} />
@@ -145,8 +136,10 @@ pub fn settings(p: &SettingsProps) -> Html {
                 <SelectField id="attention" label={t.attention} options={enum_options(AttentionImpl::ALL, AttentionImpl::name)}
                     value={c.attention.name()} testid="attention-select"
                     on_change={set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x })} />
-                <SelectField id="inplace" label={t.inplace_relu} options={inplace_options} value={inplace_value} testid="inplace-select"
-                    on_change={set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None })} />
+                if p.has_relu {
+                    <SelectField id="inplace" label={t.inplace_relu} options={inplace_options} value={inplace_value} testid="inplace-select"
+                        on_change={set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None })} />
+                }
             </div>
             if train {
                 <CheckField id="ckpt" label={t.checkpointing} checked={c.checkpointing} testid="checkpointing" on_change={on_ckpt} />

@@ -8,24 +8,7 @@ use crate::fields::fields;
 use crate::state::Action;
 use crate::tree::{can_ungroup, NodePath};
 use vramcalc_core::spec::Layer;
-use wasm_bindgen::JsCast;
-use web_sys::HtmlElement;
 use yew::prelude::*;
-
-/// Focuses the row handle at `path` once the next render has placed it.
-fn focus_row_later(path: String) {
-    gloo::timers::callback::Timeout::new(0, move || {
-        let sel = format!("[data-path=\"{path}\"] .row-handle");
-        if let Some(el) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.query_selector(&sel).ok().flatten())
-            .and_then(|e| e.dyn_into::<HtmlElement>().ok())
-        {
-            let _ = el.focus();
-        }
-    })
-    .forget();
-}
 
 #[derive(Properties, PartialEq)]
 pub struct RowProps {
@@ -58,7 +41,7 @@ pub fn layer_row(p: &RowProps) -> Html {
             if let (Some(l), Some(i)) = (path.list(), path.index()) {
                 d.dispatch(Action::MoveLayer { path: path.clone(), delta });
                 if let Some(j) = i.checked_add_signed(delta) {
-                    focus_row_later(l.node(j).to_string());
+                    crate::dom::focus_row_later(l.node(j).to_string());
                 }
             }
         })
@@ -78,7 +61,7 @@ pub fn layer_row(p: &RowProps) -> Html {
             if let (Some(l), Some(i)) = (path.list(), path.index()) {
                 d.dispatch(Action::MoveLayer { path: path.clone(), delta });
                 if let Some(j) = i.checked_add_signed(delta) {
-                    focus_row_later(l.node(j).to_string());
+                    crate::dom::focus_row_later(l.node(j).to_string());
                 }
             }
         })

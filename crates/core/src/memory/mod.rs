@@ -9,6 +9,7 @@ pub mod envelope;
 mod estimate;
 pub mod optimizer;
 mod rule_of_thumb;
+pub use rule_of_thumb::param_copies;
 pub mod simulate;
 pub(crate) mod timeline;
 
