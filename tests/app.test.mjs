@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, bytes, waitAttr, pickPreset, setBatch, shot, topKinds } from './helpers.mjs';
+import { launch, open, bytes, waitAttr, pickPreset, setBatch, shot, topKinds, openRow } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -124,6 +124,7 @@ test('an invalid value shows an error at the field and the page keeps working', 
   // a shape mismatch: the core's error at the row, the last good estimate stays
   const row = page.locator('[data-testid=layer-row][data-kind=linear]').first();
   const path = await row.getAttribute('data-path');
+  await openRow(row);
   await row.getByTestId('field-in_features').fill('1234');
   const err = await row.getByTestId('layer-error').textContent();
   assert.ok(err.includes(path) && err.includes('linear'), err);
@@ -174,6 +175,7 @@ test('a reload keeps the model and the settings', async () => {
   await pickPreset(page, 'vgg16');
   await setBatch(page, 8);
   await page.waitForFunction(() => document.querySelector('[data-testid=batch-input]').value === '8');
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   const params = await page.getByTestId('params').getAttribute('data-count');
   const peak = await bytes(page, 'peak');

@@ -66,3 +66,9 @@ export async function topKinds(page) {
   return page.$$eval('[data-testid=layer-row]', (rows) =>
     rows.filter((r) => /^layers\[\d+\]$/.test(r.dataset.path)).map((r) => r.dataset.kind));
 }
+
+/** Opens an editor row (large models show their rows closed, one line each). */
+export async function openRow(row) {
+  if (await row.getAttribute('data-open') !== 'true') await row.locator('.row-handle').click();
+  await row.locator('.row-fields').waitFor();
+}

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, URL as APP, bytes, waitAttr, pickPreset, setBatch, shot, topKinds } from './helpers.mjs';
+import { launch, open, URL as APP, bytes, waitAttr, pickPreset, setBatch, shot, topKinds, openRow } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -154,6 +154,7 @@ test('the custom-model link codec loads on first use; a reload right after an ed
   const wasm = () => extras().filter((p) => p.endsWith('.wasm'));
   assert.equal(wasm().length, 1, `picking a preset loads the module once: ${extras().join()}`);
   // an edit makes the model custom: its link needs the codec module, already loaded
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await addressBar(page, (f) => f.startsWith('v1.s='));
   assert.equal(wasm().length, 1, extras().join());
@@ -211,6 +212,7 @@ test('a tampered or truncated link shows what was wrong, opens the default model
   const { context, page } = await open(browser);
   const mine = await saveWork(page, 'vgg11', 7);
   // a real custom-model link, then damaged
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   const good = fragmentOf(await addressBar(page, (f) => f.startsWith('v1.s=')));
   await page.getByTestId('undo').click();

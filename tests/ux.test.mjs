@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, open, waitAttr, pickPreset, setBatch, shot } from './helpers.mjs';
+import { launch, open, waitAttr, pickPreset, setBatch, shot, openRow } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -185,6 +185,7 @@ test('error and empty states agree: a neutral empty model; a stale verdict with 
   // a shape error: the verdict and the what-ifs are visibly stale
   const row = page.locator('[data-testid=layer-row][data-kind=linear]').first();
   const path = await row.getAttribute('data-path');
+  await openRow(row);
   await row.getByTestId('field-in_features').fill('1234');
   await waitAttr(page, 'summary', 'data-stale', (v) => v === 'true');
   assert.match(await page.getByTestId('summary').textContent(), /Stale/);
@@ -230,6 +231,48 @@ test('what-ifs keep their place: applied shows as applied with an undo; no-ops a
   await page.getByTestId('mode-select').selectOption('infer');
   await page.getByTestId('whatif-sgd').waitFor({ state: 'detached' });
   assert.ok(!/no change/.test(await page.getByTestId('whatif').textContent()));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a layer editor that scales: one-line rows that open on click, collapse all, skip links', async () => {
+  const { context, page, errors } = await open(browser, { viewport: { width: 1440, height: 900 } });
+  await pickPreset(page, 'vgg16');
+  const rows = page.locator('[data-testid=layer-row]');
+  const n = await rows.count();
+  assert.ok(n > 30);
+  // closed rows: one line each (kind, output shape, params, share), no fields, one Tab stop
+  assert.equal(await page.locator('[data-testid=layer-row][data-open=true]').count(), 0);
+  assert.equal(await page.locator('.row-fields').count(), 0);
+  const conv = page.locator('[data-testid=layer-row][data-kind=conv2d]').first();
+  const h = (await conv.boundingBox()).height;
+  assert.ok(h < 40, `a closed row is one line (${h}px)`);
+  assert.match(await conv.textContent(), /conv2d.*→ \[64, 224, 224\].*1,792 params/);
+  const stops = await page.$$eval('[data-testid=layers] button, [data-testid=layers] input, [data-testid=layers] select',
+    (els) => els.filter((e) => !e.disabled && e.offsetParent !== null).length);
+  assert.ok(stops < n + 20, `${stops} Tab stops for ${n} rows`);
+  // a click opens a row, another closes it
+  await conv.locator('.row-handle').click();
+  await conv.getByTestId('field-out_channels').waitFor();
+  assert.equal(await conv.locator('.row-handle').getAttribute('aria-expanded'), 'true');
+  await conv.locator('.row-handle').click();
+  await conv.getByTestId('field-out_channels').waitFor({ state: 'detached' });
+  // collapse all closes rows and folds blocks
+  await conv.locator('.row-handle').click();
+  await page.getByTestId('collapse-all').click();
+  assert.equal(await page.locator('[data-testid=layer-row][data-open=true]').count(), 0);
+  // skip links: the first Tab stop, and they jump past the editor
+  await page.evaluate(() => { document.body.tabIndex = -1; document.body.focus(); });
+  await page.keyboard.press('Tab');
+  assert.match(await page.evaluate(() => document.activeElement.textContent), /Skip to the estimate/);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement?.id === 'summary-h');
+  assert.ok(!(await page.evaluate(() => location.hash)).includes('summary-h'), 'the share link stays in the address bar');
+  await shot(page, '34-ux-vgg16-editor', { fullPage: true });
+  // resnet: blocks fold with collapse all
+  await pickPreset(page, 'resnet18');
+  await page.getByTestId('collapse-all').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=layer-toggle]')].every((b) => b.getAttribute('aria-expanded') === 'false'));
   assert.deepEqual(errors, []);
   await context.close();
 });

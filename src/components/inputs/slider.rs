@@ -13,7 +13,10 @@ pub fn slider_pos(batch: u64) -> u32 {
     if batch <= 1 {
         return 0;
     }
-    ((batch as f64).log2().round() as u32).min(SLIDER_TOP_LOG2)
+    // floor(log2), then up when batch is nearer the next power (integers: no libm in the bundle)
+    let low = 63 - batch.leading_zeros();
+    let up = (batch - (1 << low)) >= ((2u64 << low) - batch).min(u64::MAX);
+    (low + up as u32).min(SLIDER_TOP_LOG2)
 }
 
 /// The batch at track position `pos`.
