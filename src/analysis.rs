@@ -1,5 +1,6 @@
 //! Everything the views derive from the state, computed by the core: the estimate, the batch
-//! sweep, the largest batch that fits, what-ifs and per-row lookups for the layer editor.
+//! sweep, the largest batch that fits and per-row lookups for the layer editor. (The what-ifs are
+//! computed by the lazily loaded module: [`crate::lazy::what_ifs`].)
 //! Pure; the app wraps these in `use_memo`. The app itself computes no memory.
 
 use crate::charts::batch::sweep_points;
@@ -7,7 +8,6 @@ use crate::tree::{normalize_core_path, ListPath, NodePath};
 use std::collections::HashMap;
 use vramcalc_core::memory::Prepared;
 use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::whatif::{what_ifs_with, WhatIf};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
 /// The estimate and the batch analysis for one model, setup and capacity.
@@ -70,20 +70,6 @@ impl PreparedCache {
         }
         Ok(&self.prepared[self.prepared.len() - 1].1)
     }
-
-    /// [`vramcalc_core::whatif::what_ifs`], reusing what earlier calls resolved; `None` when the
-    /// setup itself is rejected.
-    pub fn what_ifs(&mut self, spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-        self.peak(spec, config)?;
-        Some(what_ifs_with(spec, config, |cfg| self.peak(spec, cfg)))
-    }
-
-    /// Peak and device total of `spec` under `cfg`; `None` where the core rejects the setup.
-    fn peak(&mut self, spec: &ModelSpec, cfg: &TrainConfig) -> Option<(u64, u64)> {
-        let prepared = self.prepared(spec, cfg).ok()?;
-        prepared.check_batch(cfg.batch).ok()?;
-        Some(prepared.peak_at(cfg.batch))
-    }
 }
 
 /// What an editor row shows: the layer's output shape, parameters and saved bytes (summed over
@@ -144,16 +130,17 @@ pub fn input_shape_for(
 mod tests {
     use super::*;
     use vramcalc_core::presets;
-    use vramcalc_core::Precision;
 
-    /// The web app's core is built without the `moe` feature (bundle budget): such a model is
-    /// read, and its estimate is a clear error that names the CLI, not a panic or a wrong figure.
+    /// The web app's core is built without the `moe` feature (bundle budget): there, such a
+    /// model's estimate is a clear error, never a panic or a wrong figure, and the app never asks
+    /// it: the model takes the lazy route to the full core ([`crate::lazy`]).
     #[test]
-    fn moe_layers_are_refused_in_the_web_build_with_a_pointer_to_the_cli() {
+    fn moe_layers_take_the_lazy_route_the_apps_own_core_refuses_them() {
         let spec = vramcalc_core::ModelSpec::from_json(
             r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#,
         )
         .unwrap();
+        assert!(crate::lazy::needs_full_core(&spec, &Default::default()));
         let estimate = vramcalc_core::estimate(&spec, &Default::default());
         // `cargo test --workspace` unifies features (the CLI's default has `moe`); `scripts/test.sh`
         // also runs this crate alone, as the wasm build compiles it.
@@ -188,33 +175,6 @@ mod tests {
         assert_eq!(cache.prepared.len(), 1, "one setup, resolved once");
         let bad = TrainConfig { batch: 2, grad_accum: 4, ..Default::default() };
         assert!(cache.analyse(&spec, &bad, 24 << 30).is_err());
-    }
-
-    #[test]
-    fn cached_what_ifs_equal_fresh_ones() {
-        let mut cache = PreparedCache::default();
-        for id in ["resnet18", "bert-base"] {
-            let spec = presets::build(id).unwrap();
-            for (batch, grad_accum, precision) in
-                [(32, 1, Precision::Fp32), (7, 1, Precision::Fp32), (64, 4, Precision::Fp32), (3, 2, Precision::AmpBf16), (1, 1, Precision::Fp32), (32, 1, Precision::Fp32)]
-            {
-                let cfg = TrainConfig { batch, grad_accum, precision, ..Default::default() };
-                let fresh = what_ifs_fresh(&spec, &cfg);
-                assert_eq!(cache.what_ifs(&spec, &cfg), fresh, "{id} {cfg:?}");
-                assert!(cache.prepared.len() <= PreparedCache::MAX);
-            }
-        }
-        // invalid setups are rejected as the core rejects them, cached or not
-        let spec = presets::build("resnet18").unwrap();
-        for cfg in [TrainConfig { batch: 2, grad_accum: 4, ..Default::default() }, TrainConfig { batch: 0, ..Default::default() }] {
-            assert_eq!(cache.what_ifs(&spec, &cfg), None);
-            assert_eq!(what_ifs_fresh(&spec, &cfg), None);
-        }
-    }
-
-    /// The core's what-ifs: every setup resolved anew.
-    fn what_ifs_fresh(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-        vramcalc_core::whatif::what_ifs(spec, config).ok()
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::components::whatif::WhatIfPanel;
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
-use crate::hooks::{use_app_state, AppState, Boot, use_deferred_memo, use_document_attributes, use_narrow, use_undo_shortcuts};
+use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_lazy_report, use_narrow, use_undo_shortcuts};
+use crate::lazy;
 use std::rc::Rc;
 use vramcalc_core::spec::Layer;
 use vramcalc_core::Error;
@@ -31,25 +32,35 @@ pub fn app(p: &AppProps) -> Html {
 
     // Derived, never stored: the estimate with its batch analysis, and the what-ifs.
     // Resolved models are kept per setup (batch left out): a batch change resolves nothing.
+    // What the app's build of the core leaves out (MoE/MLA) takes the lazy route instead: the
+    // lazily loaded module computes it asynchronously, the newest request winning.
+    let full = lazy::needs_full_core(&model.spec, &model.config);
     let cache = use_mut_ref(analysis::PreparedCache::default);
     let report = {
         let cache = cache.clone();
-        use_memo((model.spec.clone(), model.config, capacity), move |(spec, config, cap)| {
-            cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new)
+        use_memo((model.spec.clone(), model.config, capacity, full), move |(spec, config, cap, full)| {
+            (!*full).then(|| cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new))
         })
     };
-    // What-ifs resolve the model once per trick: computed right after the main update is drawn.
-    let what_ifs = use_deferred_memo((model.spec.clone(), model.config), 0, move |(spec, config)| cache.borrow_mut().what_ifs(spec, config));
-    // The last good report stays on screen while the input has an error.
+    let lazy_report = use_lazy_report(full.then(|| (model.spec.clone(), model.config, capacity)));
+    // What-ifs resolve the model once per trick: computed by the lazily loaded module (full core),
+    // right after the main update is drawn, so the first chart never waits for that module.
+    let what_ifs = use_deferred_future((model.spec.clone(), model.config), 0, |(spec, config)| async move {
+        lazy::what_ifs(&spec, &config).await
+    });
+    // The last good report stays on screen while the input has an error, or while the lazy
+    // route computes (shown as such).
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
+    let current = if full { lazy_report.answer.clone() } else { (*report).clone() };
     // A model without layers is a neutral start ("add a layer"), not an error beside old figures.
-    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match &*report {
+    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match current {
         _ if model.spec.layers.is_empty() => (None, None),
-        Ok(r) => {
+        Some(Ok(r)) => {
             *last_good.borrow_mut() = Some(r.clone());
-            (Some(r.clone()), None)
+            (Some(r), None)
         }
-        Err(e) => (last_good.borrow().clone(), Some(e.clone())),
+        Some(Err(e)) => (last_good.borrow().clone(), Some(e)),
+        None => (last_good.borrow().clone(), None),
     };
     let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e));
     let rows = {
@@ -99,14 +110,17 @@ pub fn app(p: &AppProps) -> Html {
                     <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                 </div>
-                <div class="col right">
+                <div class="col right" aria-busy={lazy_report.computing.to_string()}>
+                    if lazy_report.computing {
+                        <p class="computing muted small" role="status" data-testid="computing">{ ctx.tr().computing }</p>
+                    }
                     <Summary report={shown.clone()} error={error.clone()} {fix} assumed_seq={state.assumed_seq} />
                     if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
                         <WhatIfPanel items={Shared(w)} base={r.estimate.peak_bytes} config={model.config}
                             applied={applied.clone()} stale={error.is_some()} />
                     }
                     <Charts report={shown.clone()} />
-                    { for shown.as_ref().map(|r| exports(&ctx, r, &model.spec)) }
+                    { for shown.as_ref().map(|_| exports(&ctx, model)) }
                 </div>
             </main>
             <footer class="foot muted small">

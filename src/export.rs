@@ -1,9 +1,8 @@
-//! Downloads: the per-layer table as CSV, the estimate as JSON (the schema of
-//! `vramcalc estimate --json`), and file names. Pure; `crate::dom` turns them into files and also
-//! makes each chart a standalone SVG.
+//! Downloads' file names. The CSV and JSON themselves are written by the lazily loaded module
+//! (`crates/web-extras/src/export.rs`); `crate::dom` turns text into files and also makes each
+//! chart a standalone SVG.
 
 use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::Estimate;
 
 /// A file-name-safe stem: `vgg16`, `my-cnn`.
 pub fn file_stem(spec: &ModelSpec) -> String {
@@ -19,92 +18,13 @@ pub fn file_stem(spec: &ModelSpec) -> String {
     }
 }
 
-/// The estimate as `vramcalc estimate --json` writes it: the core's `Estimate` plus `"model"`.
-pub fn estimate_json(spec: &ModelSpec, est: &Estimate) -> String {
-    let mut v = serde_json::to_value(est).unwrap_or_default();
-    if let Some(o) = v.as_object_mut() {
-        o.insert("model".into(), serde_json::Value::String(spec.display_name()));
-    }
-    let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
-    out.push('\n');
-    out
-}
-
-/// Header of [`layers_csv`].
-pub const CSV_HEADER: &str = "path,kind,depth,output_shape,params,activation_values,saved_bytes";
-
-fn csv_field(out: &mut String, s: &str) {
-    if s.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&s.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(s);
-    }
-}
-
-/// The per-layer table (the rows the app's table shows), one row per layer, bytes in bytes.
-pub fn layers_csv(est: &Estimate) -> String {
-    let mut out = String::with_capacity(64 * (est.layers.len() + 1));
-    out.push_str(CSV_HEADER);
-    out.push_str("\r\n");
-    for l in &est.layers {
-        let i = &l.info;
-        csv_field(&mut out, &i.path);
-        out.push(',');
-        csv_field(&mut out, &i.kind);
-        out.push(',');
-        out.push_str(&i.depth.to_string());
-        out.push(',');
-        let shape: Vec<String> = i.output_shape.0.iter().map(|d| d.to_string()).collect();
-        out.push_str(&shape.join("x"));
-        for n in [i.params, i.activation_values, l.saved_bytes] {
-            out.push(',');
-            out.push_str(&n.to_string());
-        }
-        out.push_str("\r\n");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vramcalc_core::{presets, TrainConfig};
+    use vramcalc_core::presets;
 
     #[test]
-    fn vgg16_csv_and_json() {
-        let spec = presets::build("vgg16").unwrap();
-        let est = vramcalc_core::estimate(&spec, &TrainConfig::default()).unwrap();
-        let csv = layers_csv(&est);
-        let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], CSV_HEADER);
-        assert_eq!(lines.len(), est.layers.len() + 1);
-        // cs231n's first conv: 3·3·3·64 + 64 parameters, 224·224·64 values
-        assert!(lines.iter().any(|l| l.contains(",conv2d,") && l.contains(",64x224x224,1792,3211264,")), "{}", lines[1]);
-        let total: u64 = lines[1..].iter().filter(|l| l.split(',').nth(2) == Some("0")).map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap()).sum();
-        assert_eq!(total, 138_357_544);
-
-        let json: serde_json::Value = serde_json::from_str(&estimate_json(&spec, &est)).unwrap();
-        assert_eq!(json["model"], "vgg16");
-        assert_eq!(json["params"], 138_357_544u64);
-        assert_eq!(json["peak_bytes"], est.peak_bytes);
-        // the same keys as the core's Estimate (what the CLI writes)
-        let core = serde_json::to_value(&est).unwrap();
-        let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        let mut expected = keys(&core);
-        expected.push("model".into());
-        expected.sort();
-        let mut got = keys(&json);
-        got.sort();
-        assert_eq!(got, expected);
-    }
-
-    #[test]
-    fn csv_quotes_and_file_names() {
-        let mut out = String::new();
-        csv_field(&mut out, "a,\"b\"");
-        assert_eq!(out, "\"a,\"\"b\"\"\"");
+    fn file_names() {
         let mut spec = presets::build("gpt2").unwrap();
         assert_eq!(file_stem(&spec), "GPT2LMHeadModel");
         spec.name = Some("my net/v2 ✓".into());

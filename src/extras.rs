@@ -1,8 +1,9 @@
 //! The second wasm module (`crates/web-extras`), loaded on first use: the custom-model share-link
-//! codec (DEFLATE + base64 of the spec), the Hugging Face `config.json` importer and the preset
-//! constructors other than the default preset's. The first chart needs none of them, so they stay
-//! out of the main bundle; a preset's link is written by the main bundle itself
-//! (`vramcalc_core::share::encode_preset`).
+//! codec (DEFLATE + base64 of the spec), the Hugging Face `config.json` importer, the preset
+//! constructors other than the default preset's, the paste box's reader, the CSV/JSON downloads
+//! and the full core for what the app's build leaves out (the lazy route, [`crate::lazy`]). The
+//! first chart needs none of them, so they stay out of the main bundle; a preset's link is written
+//! by the main bundle itself (`vramcalc_core::share::encode_preset`).
 //!
 //! Calls are async and exchange JSON text. In the browser the module is fetched once (a failed
 //! fetch is retried on the next call); in native builds (tests) the same functions are called
@@ -35,6 +36,26 @@ pub async fn preset(id: &str) -> Result<ModelSpec, String> {
     ModelSpec::from_json(&json).map_err(|e| e.to_string())
 }
 
+/// The full core's batch analysis (JSON request and answer, [`crate::lazy`]).
+pub async fn analyse(request_json: &str) -> Result<String, String> {
+    call("analyse", request_json).await
+}
+
+/// The full core's what-ifs (JSON request and answer, [`crate::lazy`]).
+pub async fn what_ifs(request_json: &str) -> Result<String, String> {
+    call("what_ifs", request_json).await
+}
+
+/// A CSV or JSON download's text (`{"spec", "config", "format"}`).
+pub async fn export_file(request_json: &str) -> Result<String, String> {
+    call("export_file", request_json).await
+}
+
+/// The paste box's text → `spec` or `hf`, a newline and the spec's JSON (checked with the full core).
+pub async fn read_paste(text: &str) -> Result<String, String> {
+    call("read_paste", text).await
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 async fn call(name: &str, arg: &str) -> Result<String, String> {
     match name {
@@ -42,6 +63,10 @@ async fn call(name: &str, arg: &str) -> Result<String, String> {
         "decode_link" => vramcalc_web_extras::decode_link(arg),
         "import_hf" => vramcalc_web_extras::import_hf(arg),
         "build_preset" => vramcalc_web_extras::build_preset(arg),
+        "analyse" => vramcalc_web_extras::analyse(arg),
+        "what_ifs" => vramcalc_web_extras::what_ifs(arg),
+        "export_file" => vramcalc_web_extras::export_file(arg),
+        "read_paste" => vramcalc_web_extras::read_paste(arg),
         other => Err(format!("no extras function `{other}`")),
     }
 }

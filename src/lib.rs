@@ -17,8 +17,9 @@
 //! | `charts` | pure geometry for the SVG charts |
 //! | `i18n` | English / 中文 strings |
 //! | `share_link` | the state ↔ a share link (`#v1.…`), the load rule (link vs. saved work), embed parameters |
-//! | `export` | CSV and JSON downloads |
-//! | `extras` | the lazily loaded second module: custom-model link codec, Hugging Face import |
+//! | `export` | download file names (the CSV and JSON are written by the lazily loaded module) |
+//! | `extras` | the lazily loaded second module: custom-model link codec, Hugging Face import, paste, downloads, the full core |
+//! | `lazy` | the lazy route: what the app's core leaves out (MoE/MLA) is computed by that module, newest request wins |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
@@ -30,6 +31,7 @@ pub mod extras;
 pub mod fields;
 pub mod fix;
 pub mod i18n;
+pub mod lazy;
 pub mod paste;
 pub mod prefs;
 pub mod share_link;

@@ -1,5 +1,6 @@
 //! The paste box: a vramcalc JSON spec or a Hugging Face `config.json` (recognised by its
-//! `model_type`). Errors name the problem; the current model stays until a paste succeeds.
+//! `model_type`), read by the lazily loaded module. Errors name the problem; the current model
+//! stays until a paste succeeds.
 
 use vramcalc_core::spec::ModelSpec;
 
@@ -12,22 +13,19 @@ pub enum Pasted {
 }
 
 /// Parses pasted text into a spec, and checks it resolves (so shape errors show at the paste box).
-/// A Hugging Face config goes to the importer in the lazily loaded module ([`crate::extras`]).
+/// Read and checked by the lazily loaded module ([`crate::extras`]) with the full core, so a
+/// mixture-of-experts model pastes like any other.
 pub async fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err("nothing to read: paste a vramcalc spec or a Hugging Face config.json".into());
-    }
-    let value: serde_json::Value = serde_json::from_str(t).map_err(|e| format!("not valid JSON: {e}"))?;
-    let is_hf = value.get("model_type").is_some() && value.get("layers").is_none();
-    let (spec, kind) = if is_hf {
-        let context = ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64());
-        (crate::extras::import_hf(t).await?, Pasted::HfConfig { context })
+    let answer = crate::extras::read_paste(text).await?;
+    let (kind, json) = answer.split_once('\n').unwrap_or_default();
+    let kind = if kind == "hf" {
+        // The context the config gives, for the import's note (serde_json's `Value` is in the bundle already).
+        let value = serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+        Pasted::HfConfig { context: ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64()) }
     } else {
-        (ModelSpec::from_json(t).map_err(|e| e.to_string())?, Pasted::Spec)
+        Pasted::Spec
     };
-    vramcalc_core::memory::Prepared::new(&spec, &Default::default()).map_err(|e| e.to_string())?;
-    Ok((spec, kind))
+    Ok((ModelSpec::from_json(json).map_err(|e| e.to_string())?, kind))
 }
 
 #[cfg(test)]
@@ -56,5 +54,13 @@ mod tests {
         let (spec, kind) = parse(text).unwrap();
         assert_eq!(kind, Pasted::HfConfig { context: Some(512) });
         assert!(!spec.layers.is_empty());
+    }
+
+    /// The app's own core leaves MoE out; the paste box reads with the full core.
+    #[test]
+    fn reads_a_moe_spec() {
+        let text = r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#;
+        let (spec, kind) = parse(text).unwrap();
+        assert_eq!((kind, spec.layers[0].kind()), (Pasted::Spec, "sparse_moe"));
     }
 }

@@ -72,3 +72,11 @@ export async function openRow(row) {
   if (await row.getAttribute('data-open') !== 'true') await row.locator('.row-handle').click();
   await row.locator('.row-fields').waitFor();
 }
+
+/** Holds back every request for the lazily loaded module until the returned function is called. */
+export async function holdModule(page) {
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.route('**/vramcalc-web-extras*', async (r) => { await held; await r.continue(); });
+  return release;
+}

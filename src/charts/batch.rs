@@ -5,19 +5,7 @@ use super::f;
 use super::scale::{byte_ticks, Linear};
 use vramcalc_core::ByteUnit;
 
-/// Batch sizes to sweep: powers of two up to beyond the current batch and the largest that fits,
-/// plus those two.
-pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
-    let top = batch.saturating_mul(2).max(max_batch.unwrap_or(1).saturating_mul(2)).clamp(64, 1 << 24);
-    let mut v: Vec<u64> = (0..=24).map(|k| 1u64 << k).take_while(|&b| b <= top).collect();
-    v.push(batch.clamp(1, 1 << 24));
-    if let Some(m) = max_batch {
-        v.push(m.clamp(1, 1 << 24));
-    }
-    v.sort_unstable();
-    v.dedup();
-    v
-}
+pub use vramcalc_core::memory::sweep_points;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchGeom {

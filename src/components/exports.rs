@@ -1,11 +1,11 @@
 //! Downloads: the per-layer table (CSV), the estimate (JSON, as `vramcalc estimate --json`), and
-//! each chart as a standalone SVG.
+//! each chart as a standalone SVG. The CSV and JSON are written by the lazily loaded module on
+//! first use ([`crate::lazy::export_file`]); the SVGs by the page.
 
-use super::{Ctx, Shared};
-use crate::analysis::Report;
+use super::Ctx;
 use crate::dom;
-use crate::export::{estimate_json, file_stem, layers_csv};
-use vramcalc_core::spec::ModelSpec;
+use crate::export::file_stem;
+use crate::state::Model;
 use yew::prelude::*;
 
 /// `(id, selector of the <svg>)` of each chart.
@@ -18,19 +18,24 @@ const CHARTS: [(&str, &str); 5] = [
 ];
 
 /// The download panel. A plain function, not a component: each component type costs bundle size.
-pub fn exports(ctx: &Ctx, report: &Shared<Report>, spec: &ModelSpec) -> Html {
+pub fn exports(ctx: &Ctx, model: &Model) -> Html {
     let t = ctx.tr();
-    let stem = file_stem(spec);
-    let on_csv = {
-        let (r, stem) = (report.clone(), stem.clone());
-        Callback::from(move |_| dom::download(&format!("{stem}-layers.csv"), "text/csv;charset=utf-8", &layers_csv(&r.estimate)))
-    };
-    let on_json = {
-        let (r, spec, stem) = (report.clone(), spec.clone(), stem.clone());
+    let stem = file_stem(&model.spec);
+    let download = |format: &'static str, name: String, mime: &'static str| {
+        let (spec, config) = (model.spec.clone(), model.config);
         Callback::from(move |_| {
-            dom::download(&format!("{stem}-estimate.json"), "application/json", &estimate_json(&spec, &r.estimate))
+            let (spec, name) = (spec.clone(), name.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                match crate::lazy::export_file(&spec, &config, format).await {
+                    Ok(text) => dom::download(&name, mime, &text),
+                    // The module could not be fetched, or the model has an error: say so.
+                    Err(e) => drop(web_sys::window().map(|w| w.alert_with_message(&e))),
+                }
+            })
         })
     };
+    let on_csv = download("csv", format!("{stem}-layers.csv"), "text/csv;charset=utf-8");
+    let on_json = download("json", format!("{stem}-estimate.json"), "application/json");
     let chart_name = |id: &str| match id {
         "capacity" => t.capacity,
         "breakdown" => t.breakdown,

@@ -203,6 +203,9 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 
 use wasm_bindgen::JsCast;
 
+mod lazy;
+pub use lazy::{use_lazy_report, LazyReport};
+
 /// Like `use_memo`, but computes after the render that changed `deps`, so slow secondary views
 /// (what-ifs, the share link) never delay the main estimate's update; a delay above zero also lets
 /// a burst of edits (a dragged slider) compute once, for the last. Shows the previous value until

@@ -122,6 +122,7 @@ pub const EN: Tr = Tr {
     show_fewer: "Show fewer",
     what_if: "What if…",
     what_if_help: "Each trick applied to the current setup; click to apply.",
+    computing: "Computing…",
     trick_halve_batch: "Halve the batch",
     trick_amp: "Mixed precision (AMP fp16)",
     trick_checkpointing: "Activation checkpointing",

@@ -182,6 +182,8 @@ pub struct Tr {
     pub show_fewer: &'static str,
     pub what_if: &'static str,
     pub what_if_help: &'static str,
+    /// Shown while the lazily loaded module computes a model the app's build leaves out.
+    pub computing: &'static str,
     pub trick_halve_batch: &'static str,
     pub trick_amp: &'static str,
     pub trick_checkpointing: &'static str,

@@ -122,6 +122,7 @@ pub const ZH: Tr = Tr {
     show_fewer: "收起",
     what_if: "如果……",
     what_if_help: "每个技巧应用于当前设置的效果；点击即可应用。",
+    computing: "计算中…",
     trick_halve_batch: "批大小减半",
     trick_amp: "混合精度（AMP fp16）",
     trick_checkpointing: "激活检查点",

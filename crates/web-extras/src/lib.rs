@@ -1,11 +1,19 @@
 //! The web app's second wasm module, loaded on first use (`src/extras.rs` in the app): the
 //! share-link codec (DEFLATE, base64, the v1 field format), the Hugging Face `config.json`
-//! importer and the preset constructors (all but the default preset's). None is needed to draw
-//! the first chart, so they stay out of the main bundle.
+//! importer, the preset constructors (all but the default preset's), the paste box's reader, the
+//! CSV/JSON downloads, and the full core (every feature, `moe` included) for the models and
+//! settings the app's own build leaves out (`analysis`). None is needed to draw the first chart,
+//! so they stay out of the main bundle.
 //!
 //! The interface is JSON text both ways (the app already carries serde for its saved state), and
 //! every function returns `Err(message)` — a thrown JS string — instead of panicking.
 
+mod analysis;
+mod export;
+mod paste;
+
+/// The core's error as the lazy route's answers carry it (the app's native tests read it back).
+pub use analysis::error_text;
 use vramcalc_core::share::{self, ShareState};
 use wasm_bindgen::prelude::*;
 
@@ -35,4 +43,29 @@ pub fn import_hf(config_json: &str) -> Result<String, String> {
 pub fn build_preset(id: &str) -> Result<String, String> {
     let spec = vramcalc_core::presets::build(id).map_err(|e| e.to_string())?;
     serde_json::to_string(&spec).map_err(|e| e.to_string())
+}
+
+/// The full core's estimate and batch analysis of `{"spec", "config", "capacity"}`:
+/// `ok` and `{"estimate", "max_batch", "sweep"}`, or `err` and the error (`analysis.rs`).
+#[wasm_bindgen]
+pub fn analyse(request_json: &str) -> Result<String, String> {
+    analysis::analyse(request_json)
+}
+
+/// The full core's what-ifs of `{"spec", "config"}`: `ok` and `[what-if, …]`, or `err` and the error.
+#[wasm_bindgen]
+pub fn what_ifs(request_json: &str) -> Result<String, String> {
+    analysis::what_ifs(request_json)
+}
+
+/// A download of `{"spec", "config", "format": "csv" | "json"}`: the file's text.
+#[wasm_bindgen]
+pub fn export_file(request_json: &str) -> Result<String, String> {
+    export::export_file(request_json)
+}
+
+/// The paste box's text → `spec` or `hf`, a newline, and the spec's JSON.
+#[wasm_bindgen]
+pub fn read_paste(text: &str) -> Result<String, String> {
+    paste::read_paste(text)
 }

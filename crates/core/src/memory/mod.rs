@@ -213,6 +213,21 @@ impl Prepared {
     }
 }
 
+/// Batch sizes the app's batch chart sweeps: powers of two up to beyond the current batch and the
+/// largest that fits, plus those two. Here so that the web app and its lazily loaded module (which
+/// computes the models the app's build leaves out) draw the same points.
+pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
+    let top = batch.saturating_mul(2).max(max_batch.unwrap_or(1).saturating_mul(2)).clamp(64, 1 << 24);
+    let mut v: Vec<u64> = (0..=24).map(|k| 1u64 << k).take_while(|&b| b <= top).collect();
+    v.push(batch.clamp(1, 1 << 24));
+    if let Some(m) = max_batch {
+        v.push(m.clamp(1, 1 << 24));
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 fn validate(c: &TrainConfig) -> Result<()> {
     if c.batch == 0 {
         return Err(Error::Config("batch size must be at least 1".into()));

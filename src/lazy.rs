@@ -1,0 +1,305 @@
+//! The lazy route: what the app's own build of the core leaves out is computed by the lazily
+//! loaded module ([`crate::extras`], the full core), asynchronously; everything else stays on the
+//! fast synchronous path ([`crate::analysis`]), the first chart included.
+//!
+//! Routed now: models with mixture-of-experts or multi-head latent attention layers (core feature
+//! `moe`, about 6.8 KB gzipped, is off in the app's build). The route is decided from the model and
+//! setup alone, never from an error, so it is the same in the browser and in native tests (where
+//! cargo's feature unification turns `moe` on for the app's core too).
+//!
+//! Answers arrive out of order when the module is still loading (every request waits for the same
+//! fetch). [`Requests`] numbers them: only the answer to the newest request is shown.
+
+use crate::analysis::Report;
+use serde_json::Value;
+use vramcalc_core::memory::breakdown::Breakdown;
+use vramcalc_core::memory::device::DeviceTotal;
+use vramcalc_core::memory::simulate::{Phase, TimelinePoint};
+use vramcalc_core::memory::LayerReport;
+use vramcalc_core::resolve::LayerInfo;
+use vramcalc_core::spec::{Layer, ModelSpec};
+use vramcalc_core::whatif::{Trick, WhatIf};
+use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
+
+/// Layer kinds the app's build does not lower (`crates/core`, feature `moe`).
+pub const FULL_CORE_KINDS: [&str; 2] = ["sparse_moe", "multi_head_latent_attention"];
+
+/// Whether `spec` under `config` needs the full core (the lazily loaded module).
+pub fn needs_full_core(spec: &ModelSpec, _config: &TrainConfig) -> bool {
+    fn any(layers: &[Layer]) -> bool {
+        layers.iter().any(|l| FULL_CORE_KINDS.contains(&l.kind()) || l.children().into_iter().any(|(_, c)| any(c)))
+    }
+    any(&spec.layers)
+}
+
+/// Numbers the lazy route's requests so that a newer request wins: an answer is accepted only if
+/// no request was issued after its own.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Requests {
+    issued: u64,
+}
+
+impl Requests {
+    /// The number of a new request; every earlier request's answer is stale from now on.
+    pub fn issue(&mut self) -> u64 {
+        self.issued += 1;
+        self.issued
+    }
+
+    /// Whether the answer to request `n` is the newest request's (the one to show).
+    pub fn is_current(&self, n: u64) -> bool {
+        n == self.issued
+    }
+}
+
+/// A request as JSON, written field by field: the spec's serialiser to text is in the bundle
+/// already (saved work), a JSON value type's is not.
+fn request(spec: &ModelSpec, config: &TrainConfig, extra: &str) -> String {
+    let text = |v: Result<String, serde_json::Error>| v.unwrap_or_default();
+    format!(r#"{{"spec":{},"config":{}{extra}}}"#, text(serde_json::to_string(spec)), text(serde_json::to_string(config)))
+}
+
+/// The module's answer: `ok` and JSON, or `err` and the error's lines; a failed call (the module
+/// could not be fetched) is an error naming the module.
+fn answer(call: Result<String, String>) -> Result<Value, Error> {
+    let text = call.map_err(Error::Input)?;
+    match text.split_once('\n') {
+        Some(("ok", json)) => serde_json::from_str(json).map_err(|e| Error::Parse(e.to_string())),
+        Some(("err", e)) => Err(error_from_text(e)),
+        _ => Err(Error::Parse(format!("unexpected answer from the module: {text:.80}"))),
+    }
+}
+
+/// Something in the module's answer is not what the core writes.
+fn malformed(what: &str) -> Error {
+    Error::Parse(format!("the module's answer has no valid `{what}`"))
+}
+
+/// The core's [`Estimate`] read back from its JSON (the schema `vramcalc estimate --json`
+/// writes) field by field, with the JSON value type the bundle already has: a derived
+/// deserialiser of the estimate would cost the first load about 7 KB gzipped. A native test
+/// checks that this reads back exactly what the core wrote.
+pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
+    let n = |v: &Value, k: &str| v[k].as_u64();
+    let n3 = |v: &Value| Some([v[0].as_u64()?, v[1].as_u64()?, v[2].as_u64()?]);
+    let s = |v: &Value, k: &str| v[k].as_str().map(String::from);
+    let b = &v["breakdown"];
+    let d = &v["device"];
+    let layers = v["layers"].as_array()?.iter().map(|l| {
+        let shape = l["output_shape"].as_array()?.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>()?;
+        let info = LayerInfo {
+            path: s(l, "path")?,
+            kind: s(l, "kind")?,
+            depth: u32::try_from(n(l, "depth")?).ok()?,
+            output_shape: Shape(shape),
+            params: n(l, "params")?,
+            activation_values: n(l, "activation_values")?,
+            block: l["block"].as_bool()?,
+        };
+        Some(LayerReport { info, saved_bytes: n(l, "saved_bytes")? })
+    });
+    let timeline = v["timeline"].as_array()?.iter().map(|t| {
+        Some(TimelinePoint {
+            phase: phase(&t["phase"])?,
+            layer: u32::try_from(n(t, "layer")?).ok()?,
+            op: u32::try_from(n(t, "op")?).ok()?,
+            bytes: n(t, "bytes")?,
+        })
+    });
+    Some(Estimate {
+        config: TrainConfig::deserialize(v["config"].clone()).ok()?,
+        params: n(v, "params")?,
+        param_bytes: n(v, "param_bytes")?,
+        buffer_bytes: n(v, "buffer_bytes")?,
+        optimizer_state_bytes: n(v, "optimizer_state_bytes")?,
+        peak_bytes: n(v, "peak_bytes")?,
+        peak_phase: phase(&v["peak_phase"])?,
+        peak_at: s(v, "peak_at")?,
+        breakdown: Breakdown {
+            parameters: n(b, "parameters")?,
+            buffers: n(b, "buffers")?,
+            gradients: n(b, "gradients")?,
+            optimizer_state: n(b, "optimizer_state")?,
+            activations: n(b, "activations")?,
+            temporaries: n(b, "temporaries")?,
+            input: n(b, "input")?,
+        },
+        phase_peaks: n3(&v["phase_peaks"])?,
+        device: DeviceTotal {
+            allocated_rounded: n(d, "allocated_rounded")?,
+            reserved: n(d, "reserved")?,
+            cuda_context: n(d, "cuda_context")?,
+            cublas_workspace: n(d, "cublas_workspace")?,
+            total: n(d, "total")?,
+        },
+        device_total_bytes: n(v, "device_total_bytes")?,
+        rule_of_thumb_bytes: n(v, "rule_of_thumb_bytes")?,
+        layers: layers.collect::<Option<_>>()?,
+        timeline: timeline.collect::<Option<_>>()?,
+    })
+}
+
+fn phase(v: &Value) -> Option<Phase> {
+    [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().find(|p| v.as_str() == Some(p.name()))
+}
+
+/// A what-if read back from the core's JSON (as [`estimate_from_json`]).
+fn what_if_from_json(v: &Value) -> Option<WhatIf> {
+    Some(WhatIf {
+        trick: Trick::ALL.into_iter().find(|t| v["trick"].as_str() == Some(t.id()))?,
+        config: TrainConfig::deserialize(v["config"].clone()).ok()?,
+        peak: v["peak"].as_u64()?,
+        device_total: v["device_total"].as_u64()?,
+    })
+}
+
+/// The module's text form of the core's error (`crates/web-extras/src/analysis.rs`,
+/// `error_text`: kind, path, layer kind, message) back into the error, so a layer error marks its
+/// row as the app's own would.
+pub fn error_from_text(text: &str) -> Error {
+    let mut lines = text.splitn(4, '\n');
+    let mut next = || lines.next().unwrap_or_default().to_string();
+    let (kind, path, layer_kind, message) = (next(), next(), next(), next());
+    match kind.as_str() {
+        "layer" => Error::Layer { path, kind: layer_kind, message },
+        "input" => Error::Input(message),
+        "config" => Error::Config(message),
+        "unknown_preset" => Error::UnknownPreset(message),
+        "import" => Error::Import(message),
+        "too_large" => Error::TooLarge(message),
+        _ => Error::Parse(message),
+    }
+}
+
+/// [`crate::analysis::analyse`] by the full core.
+pub async fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
+    let v = answer(crate::extras::analyse(&request(spec, config, &format!(r#","capacity":{capacity}"#))).await)?;
+    let estimate = estimate_from_json(&v["estimate"]).ok_or_else(|| malformed("estimate"))?;
+    let sweep = v["sweep"].as_array().and_then(|s| {
+        s.iter().map(|p| Some((p[0].as_u64()?, p[1].as_u64()?, p[2].as_u64()?))).collect::<Option<Vec<_>>>()
+    });
+    Ok(Report { estimate, capacity, max_batch: v["max_batch"].as_u64(), sweep: sweep.ok_or_else(|| malformed("sweep"))? })
+}
+
+/// The what-ifs by the full core; `None` where the setup itself is rejected.
+pub async fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
+    let v = answer(crate::extras::what_ifs(&request(spec, config, "")).await).ok()?;
+    v.as_array()?.iter().map(what_if_from_json).collect()
+}
+
+/// A download's text: `format` is `"csv"` (the per-layer table) or `"json"` (the estimate as
+/// `vramcalc estimate --json` writes it), computed by the module with the full core.
+pub async fn export_file(spec: &ModelSpec, config: &TrainConfig, format: &str) -> Result<String, String> {
+    crate::extras::export_file(&request(spec, config, &format!(r#","format":"{format}""#))).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extras::block_on;
+    use vramcalc_core::presets;
+
+    fn moe() -> ModelSpec {
+        ModelSpec::from_json(
+            r#"{"input":{"shape":[16,64]},"layers":[{"kind":"repeat","times":2,"body":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn moe_and_mla_models_take_the_lazy_route_others_do_not() {
+        let cfg = TrainConfig::default();
+        assert!(needs_full_core(&moe(), &cfg), "found inside a block");
+        let mut mla = moe();
+        mla.layers = vec![Layer::example("multi_head_latent_attention").unwrap()];
+        assert!(needs_full_core(&mla, &cfg));
+        for id in ["resnet50", "gpt2", "bert-base"] {
+            assert!(!needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}");
+        }
+    }
+
+    /// The web app's core is built without `moe`: a MoE model is estimated by the module, with the
+    /// same figures the full core gives (what the CLI prints).
+    #[test]
+    fn the_lazy_route_gives_the_full_cores_report() {
+        let spec = moe();
+        let cfg = TrainConfig { batch: 3, ..Default::default() };
+        let r = block_on(analyse(&spec, &cfg, 1 << 30)).unwrap();
+        let full = vramcalc_web_extras_reference(&spec, &cfg);
+        assert_eq!(r.estimate, full);
+        assert_eq!(r.capacity, 1 << 30);
+        assert!(r.max_batch.is_some() && r.sweep.iter().any(|s| s.0 == 3));
+        let w = block_on(what_ifs(&spec, &cfg)).unwrap();
+        assert!(!w.is_empty());
+    }
+
+    /// What the full core computes natively (the CLI's figure).
+    use vramcalc_core::memory::Prepared;
+    fn vramcalc_web_extras_reference(spec: &ModelSpec, cfg: &TrainConfig) -> Estimate {
+        let full = Prepared::new(spec, cfg).unwrap();
+        assert!(vramcalc_core::layer::MOE_LOWERING, "native tests have the full core (the module's)");
+        full.estimate_at(cfg.batch).unwrap()
+    }
+
+    #[test]
+    fn errors_of_the_lazy_route_are_the_cores_errors() {
+        let mut spec = moe();
+        spec.input.shape = vec![16, 63];
+        let e = block_on(analyse(&spec, &TrainConfig::default(), 1 << 30)).unwrap_err();
+        assert!(matches!(&e, Error::Layer { path, .. } if path.starts_with("layers[0]")), "{e:?}");
+        let bad = TrainConfig { batch: 2, grad_accum: 4, ..Default::default() };
+        assert!(matches!(block_on(analyse(&moe(), &bad, 1 << 30)), Err(Error::Config(_))));
+        assert_eq!(block_on(what_ifs(&moe(), &bad)), None);
+        let layer = Error::Layer { path: "layers[2]".into(), kind: "linear".into(), message: "two\nlines".into() };
+        for e in [Error::Input("i".into()), Error::TooLarge("t".into()), Error::Config("c".into()), layer] {
+            assert_eq!(error_from_text(&vramcalc_web_extras::error_text(&e)), e);
+        }
+        assert!(matches!(answer(Err("could not load x".into())), Err(Error::Input(m)) if m.contains("could not load")));
+        assert!(matches!(answer(Ok("nonsense".into())), Err(Error::Parse(_))));
+    }
+
+    /// The hand-written reader gives back exactly the core's estimate and what-ifs, for models
+    /// with blocks, every phase and every field in use.
+    #[test]
+    fn estimates_and_what_ifs_read_back_exactly() {
+        for (spec, cfg) in [
+            (presets::build("resnet18").unwrap(), TrainConfig::default()),
+            (presets::build("gpt2").unwrap(), TrainConfig { batch: 2, seq_len: Some(64), ..Default::default() }),
+            (moe(), TrainConfig { batch: 5, grad_accum: 5, ..Default::default() }),
+        ] {
+            let est = vramcalc_core::estimate(&spec, &cfg).unwrap();
+            assert_eq!(estimate_from_json(&serde_json::to_value(&est).unwrap()).as_ref(), Some(&est));
+            let what_ifs = vramcalc_core::whatif::what_ifs(&spec, &cfg).unwrap();
+            assert!(!what_ifs.is_empty());
+            for w in what_ifs {
+                assert_eq!(what_if_from_json(&serde_json::to_value(&w).unwrap()), Some(w));
+            }
+        }
+        let mut v = serde_json::to_value(vramcalc_core::estimate(&moe(), &TrainConfig::default()).unwrap()).unwrap();
+        v["layers"][0]["depth"] = Value::from("deep");
+        assert_eq!(estimate_from_json(&v), None, "a malformed field is refused, not defaulted");
+    }
+
+    #[test]
+    fn a_newer_request_wins_over_an_older_answer() {
+        let mut r = Requests::default();
+        let first = r.issue();
+        let second = r.issue();
+        // the module finishes loading: the first answer arrives first, and is dropped
+        assert!(!r.is_current(first));
+        assert!(r.is_current(second));
+        let third = r.issue();
+        assert!(!r.is_current(second), "an answer to an older request never replaces a newer one");
+        assert!(r.is_current(third));
+    }
+
+    #[test]
+    fn downloads_are_computed_by_the_module() {
+        let spec = moe();
+        let csv = block_on(export_file(&spec, &TrainConfig::default(), "csv")).unwrap();
+        assert!(csv.lines().nth(1).unwrap().contains("repeat"), "{csv}");
+        let json: Value = serde_json::from_str(&block_on(export_file(&spec, &TrainConfig::default(), "json")).unwrap()).unwrap();
+        assert_eq!(json["model"], spec.display_name());
+        assert!(block_on(export_file(&spec, &TrainConfig::default(), "xml")).is_err());
+    }
+}
