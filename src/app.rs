@@ -3,14 +3,15 @@
 use crate::analysis::{self, row_reports, Report};
 use crate::components::header::header;
 use crate::components::model::ModelPanel;
-use crate::components::results::{Charts, Summary, SummaryBar};
+use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
-use crate::components::whatif::WhatIfPanel;
+use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_lazy_report, use_narrow, use_undo_shortcuts};
 use crate::lazy;
+use crate::state::Action;
 use std::rc::Rc;
 use vramcalc_core::spec::Layer;
 use vramcalc_core::Error;
@@ -62,7 +63,12 @@ pub fn app(p: &AppProps) -> Html {
         Some(Err(e)) => (last_good.borrow().clone(), Some(e)),
         None => (last_good.borrow().clone(), None),
     };
-    let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e));
+    let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e)).map(|f| {
+        let d = state.dispatcher();
+        let (field, value) = (f.field, f.value);
+        let onclick = Callback::from(move |_| d.dispatch(Action::EditLayer { path: f.path.clone(), field: f.field.into(), layer: f.layer.clone() }));
+        (field, value, onclick)
+    });
     let rows = {
         let shown = shown.clone();
         use_memo(shown.as_ref().map(|r| Rc::as_ptr(r) as usize), move |_| {
@@ -97,12 +103,12 @@ pub fn app(p: &AppProps) -> Html {
                 }) }
             </nav>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
-            <div class="sharebar">
+            <div class="sharebar" role="region" aria-label={ctx.tr().share_region}>
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
-            <SummaryBar report={shown.clone()} gpu={model.gpu.clone()} what_ifs={what_ifs.clone().map(Shared)} stale={error.is_some()}
-                applied={applied.clone()} />
+            { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
+                stale: error.is_some(), applied: applied.clone() }) }
             <main class="layout">
                 <div class="col left">
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
@@ -114,10 +120,10 @@ pub fn app(p: &AppProps) -> Html {
                     if lazy_report.computing {
                         <p class="computing muted small" role="status" data-testid="computing">{ ctx.tr().computing }</p>
                     }
-                    <Summary report={shown.clone()} error={error.clone()} {fix} assumed_seq={state.assumed_seq} />
+                    { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq }) }
                     if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
-                        <WhatIfPanel items={Shared(w)} base={r.estimate.peak_bytes} config={model.config}
-                            applied={applied.clone()} stale={error.is_some()} />
+                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), base: r.estimate.peak_bytes, config: model.config,
+                            applied: applied.clone(), stale: error.is_some() }) }
                     }
                     <Charts report={shown.clone()} />
                     { for shown.as_ref().map(|_| exports(&ctx, model)) }

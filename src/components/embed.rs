@@ -156,7 +156,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let href = fragment.as_ref().map(|f| dom::app_link(f));
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
-            <article class="embed-card" data-testid="embed-card">
+            <main><article class="embed-card" data-testid="embed-card">
                 <header class="embed-head">
                     <h1 data-testid="embed-title">{ title(model) }</h1>
                     <a href={href} target="_blank" rel="noopener" data-testid="open-full">{ t.open_in_app }{ " ↗" }</a>
@@ -167,7 +167,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     <div class="embed-controls" data-testid="embed-controls">{ for controls }</div>
                 }
                 <footer class="small muted">{ "vramcalc — " }{ t.tagline }</footer>
-            </article>
+            </article></main>
         </ContextProvider<Ctx>>
     }
 }

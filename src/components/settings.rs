@@ -1,6 +1,6 @@
 //! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
 
-use super::inputs::{batch_slider, enum_options, CheckField, NumberField, SelectField};
+use super::inputs::{batch_slider, check_field, enum_options, select_field, CheckProps, NumberField, SelectProps};
 use super::use_ctx;
 use crate::state::{Action, GpuChoice};
 use crate::capacity::{card_capacity, card_name, parse_capacity};
@@ -98,7 +98,7 @@ pub fn settings(p: &SettingsProps) -> Html {
     html! {
         <section class="panel settings" aria-labelledby="setup-h" data-testid="settings">
             <h2 id="setup-h">{ if train { t.setup } else { t.setup_infer } }</h2>
-            <SelectField id="gpu" label={t.gpu} options={gpu_options} value={gpu_value} testid="gpu-select" on_change={on_gpu} />
+            { select_field(SelectProps { id: "gpu".into(), label: t.gpu.into(), options: gpu_options, value: gpu_value.into(), testid: "gpu-select".into(), on_change: on_gpu }) }
             if !custom { <small class="help gpu-source">{ t.gpu_source }</small> }
             if custom {
                 <div class={classes!("field", cap_invalid.then_some("invalid"))}>
@@ -118,41 +118,27 @@ pub fn settings(p: &SettingsProps) -> Html {
                 <NumberField id="seq" label={t.seq_len} value={s} testid="seq-input" on_change={on_seq} invalid_text={t.must_be_whole} />
             }
             <div class="grid2">
-                <SelectField id="mode" label={t.mode} options={mode_options} value={c.mode.name()} testid="mode-select"
-                    on_change={set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m })} />
-                <SelectField id="precision" label={t.precision} options={enum_options(Precision::ALL, Precision::name)}
-                    value={c.precision.name()} testid="precision-select"
-                    on_change={set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x })} />
+                { select_field(SelectProps { id: "mode".into(), label: t.mode.into(), options: mode_options, value: c.mode.name().into(), testid: "mode-select".into(), on_change: set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m }) }) }
+                { select_field(SelectProps { id: "precision".into(), label: t.precision.into(), options: enum_options(Precision::ALL, Precision::name), value: c.precision.name().into(), testid: "precision-select".into(), on_change: set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x }) }) }
                 if train {
-                    <SelectField id="optimizer" label={t.optimizer} options={enum_options(OptimizerKind::ALL, OptimizerKind::name)}
-                        value={c.optimizer.name()} testid="optimizer-select"
-                        on_change={set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x })} />
-                    <SelectField id="optimizer-impl" label={t.optimizer_impl} options={enum_options(OptimizerImpl::ALL, OptimizerImpl::name)}
-                        value={c.optimizer_impl.name()} testid="optimizer-impl-select"
-                        on_change={set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x })} />
+                    { select_field(SelectProps { id: "optimizer".into(), label: t.optimizer.into(), options: enum_options(OptimizerKind::ALL, OptimizerKind::name), value: c.optimizer.name().into(), testid: "optimizer-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x }) }) }
+                    { select_field(SelectProps { id: "optimizer-impl".into(), label: t.optimizer_impl.into(), options: enum_options(OptimizerImpl::ALL, OptimizerImpl::name), value: c.optimizer_impl.name().into(), testid: "optimizer-impl-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x }) }) }
                     <NumberField id="accum" label={t.grad_accum} value={c.grad_accum} testid="accum-input" on_change={on_accum}
                         invalid_text={t.must_be_whole} />
                 }
-                <SelectField id="attention" label={t.attention} options={enum_options(AttentionImpl::ALL, AttentionImpl::name)}
-                    value={c.attention.name()} testid="attention-select"
-                    on_change={set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x })} />
+                { select_field(SelectProps { id: "attention".into(), label: t.attention.into(), options: enum_options(AttentionImpl::ALL, AttentionImpl::name), value: c.attention.name().into(), testid: "attention-select".into(), on_change: set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x }) }) }
                 if p.has_relu {
-                    <SelectField id="inplace" label={t.inplace_relu} options={inplace_options} value={inplace_value} testid="inplace-select"
-                        on_change={set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None })} />
+                    { select_field(SelectProps { id: "inplace".into(), label: t.inplace_relu.into(), options: inplace_options, value: inplace_value.into(), testid: "inplace-select".into(), on_change: set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None }) }) }
                 }
             </div>
             if train {
-                <CheckField id="ckpt" label={t.checkpointing} checked={c.checkpointing} testid="checkpointing" on_change={on_ckpt} />
+                { check_field(CheckProps { id: "ckpt".into(), label: t.checkpointing.into(), checked: c.checkpointing, testid: "checkpointing".into(), on_change: on_ckpt }) }
             }
             <details class="advanced">
                 <summary>{ t.advanced }</summary>
                 <div class="grid2">
-                    <SelectField id="device" label={t.device} options={enum_options(Device::ALL, Device::name)}
-                        value={c.device.name()} testid="device-select"
-                        on_change={set(|c, v| if let Some(x) = Device::parse(v) { c.device = x })} />
-                    <SelectField id="autocast" label={t.autocast_device} options={enum_options(AutocastDevice::ALL, AutocastDevice::name)}
-                        value={c.autocast_device.name()} testid="autocast-select"
-                        on_change={set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x })} />
+                    { select_field(SelectProps { id: "device".into(), label: t.device.into(), options: enum_options(Device::ALL, Device::name), value: c.device.name().into(), testid: "device-select".into(), on_change: set(|c, v| if let Some(x) = Device::parse(v) { c.device = x }) }) }
+                    { select_field(SelectProps { id: "autocast".into(), label: t.autocast_device.into(), options: enum_options(AutocastDevice::ALL, AutocastDevice::name), value: c.autocast_device.name().into(), testid: "autocast-select".into(), on_change: set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x }) }) }
                 </div>
             </details>
         </section>

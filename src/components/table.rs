@@ -25,6 +25,8 @@ pub fn layer_table(p: &TableProps) -> Html {
     let toggle = { let all = all.clone(); Callback::from(move |_| all.set(!*all)) };
     html! {
         <div class="table-wrap">
+            <p class="scroll-hint muted small" aria-hidden="true">{ "⇠ ⇢" }</p>
+            <div class="table-scroll" tabindex="0" role="group" aria-label={t.per_layer}>
             <table class="layer-table" data-testid="layer-table">
                 <thead><tr>
                     <th scope="col">{ t.col_layer }</th><th scope="col">{ t.col_kind }</th><th scope="col">{ t.col_output }</th>
@@ -44,6 +46,7 @@ pub fn layer_table(p: &TableProps) -> Html {
                     }) }
                 </tbody>
             </table>
+            </div>
             if n > FIRST_ROWS {
                 <button onclick={toggle} data-testid="table-toggle">
                     { if *all { t.show_fewer.to_string() } else { crate::i18n::fill(t.show_all, &[&n.to_string()]) } }

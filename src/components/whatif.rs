@@ -2,7 +2,7 @@
 //! They keep their place: an applied trick stays where it was, marked applied, with an undo
 //! (instead of vanishing and reflowing the grid); a trick that changes nothing is not shown.
 
-use super::{percent, use_ctx, Shared};
+use super::{percent, Ctx, Shared};
 use crate::i18n::fill;
 use crate::state::Action;
 use vramcalc_core::whatif::{Trick, WhatIf};
@@ -22,7 +22,6 @@ pub fn apply(ctx_dispatch: &UseReducerDispatcher<crate::state::State>, applied: 
     })
 }
 
-#[derive(Properties, PartialEq)]
 pub struct WhatIfProps {
     pub items: Shared<Vec<WhatIf>>,
     /// The current peak.
@@ -33,9 +32,8 @@ pub struct WhatIfProps {
     pub stale: bool,
 }
 
-#[function_component(WhatIfPanel)]
-pub fn what_if_panel(p: &WhatIfProps) -> Html {
-    let ctx = use_ctx();
+/// A plain view function (no state of its own: the applied trick is the app's).
+pub fn what_if_panel(ctx: &Ctx, p: &WhatIfProps) -> Html {
     let t = ctx.tr();
     let base = p.base;
     let applied = (*p.applied).filter(|(_, _, after)| *after == p.config);

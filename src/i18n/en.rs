@@ -136,6 +136,7 @@ pub const EN: Tr = Tr {
     stale: "Showing the last valid result. Problem:",
     no_result: "Add a layer to see the estimate.",
     use_batch: "Use {}",
+    share_region: "Share",
     collapse_all: "Collapse all",
     skip_to: ["Skip to the estimate", "Skip to the setup", "Skip to the layers"],
     go_to_row: "Go to {}",

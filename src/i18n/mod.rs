@@ -197,6 +197,7 @@ pub struct Tr {
     pub stale: &'static str,
     pub no_result: &'static str,
     pub use_batch: &'static str,
+    pub share_region: &'static str,
     pub collapse_all: &'static str,
     pub skip_to: [&'static str; 3],
     pub go_to_row: &'static str,

@@ -136,6 +136,7 @@ pub const ZH: Tr = Tr {
     stale: "显示的是上一次有效结果。问题：",
     no_result: "添加一层即可看到估算。",
     use_batch: "改用 {}",
+    share_region: "分享",
     collapse_all: "全部折叠",
     skip_to: ["跳到估算", "跳到设置", "跳到层列表"],
     go_to_row: "转到 {}",

@@ -1,16 +1,16 @@
 //! Labelled form controls. Each keeps what the user typed while it is invalid and shows why next
 //! to the field; valid values are sent up immediately (live estimate on every keystroke).
 //!
-//! One component per file: [`NumberField`], [`SelectField`], [`CheckField`], and the log-scale [`batch_slider`].
+//! One component per file: [`NumberField`], [`select_field`], [`check_field`], and the log-scale [`batch_slider`].
 
 mod check;
 mod number;
 mod select;
 mod slider;
 
-pub use check::{CheckField, CheckProps};
+pub use check::{check_field, CheckProps};
 pub use number::{NumberField, NumberProps};
-pub use select::{SelectField, SelectProps};
+pub use select::{select_field, SelectProps};
 pub use slider::{batch_slider, slider_batch, slider_pos};
 
 /// `(value, label)` options from a core enum's `ALL` and `name()`.

@@ -6,14 +6,15 @@
 
 use crate::analysis::Report;
 use crate::components::whatif::{apply, Applied};
-use crate::components::{use_ctx, Shared};
+use crate::components::{Ctx, Shared};
 use crate::i18n::fill;
 use crate::capacity::gpu_label;
 use crate::state::{Action, GpuChoice};
 use vramcalc_core::whatif::{Trick, WhatIf};
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+/// What the bar shows (a plain view function: it re-renders with the app, whose every render
+/// can change the verdict).
 pub struct BarProps {
     pub report: Option<Shared<Report>>,
     pub gpu: GpuChoice,
@@ -35,9 +36,7 @@ pub fn cheapest_fix(items: &[WhatIf], capacity: u64) -> Option<&WhatIf> {
     BY_COST.iter().find_map(|t| items.iter().find(|w| w.trick == *t && w.device_total <= capacity))
 }
 
-#[function_component(SummaryBar)]
-pub fn summary_bar(p: &BarProps) -> Html {
-    let ctx = use_ctx();
+pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
     let t = ctx.tr();
     let Some(r) = &p.report else {
         return html! { <div class="sumbar" data-testid="summary" data-empty="true" role="status" aria-live="polite">{ t.no_result }</div> };

@@ -2,31 +2,25 @@
 
 use crate::analysis::Report;
 use crate::components::charts::{breakdown_chart, capacity_chart};
-use crate::components::{percent, use_ctx, Shared};
-use crate::fix::{self, Fix};
+use crate::components::{percent, Ctx, Shared};
+use crate::fix;
 use crate::i18n::fill;
-use crate::state::Action;
 use vramcalc_core::memory::param_copies;
 use vramcalc_core::{thousands, Error, Mode};
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
 pub struct SummaryProps {
     /// The last good report (kept on screen while the current input has an error).
     pub report: Option<Shared<Report>>,
-    #[prop_or_default]
     pub error: Option<Error>,
-    /// The repair the error suggests ([`fix::suggest`]).
-    #[prop_or_default]
-    pub fix: Option<Fix>,
+    /// The repair the error suggests ([`fix::suggest`]): its field, value and action.
+    pub fix: Option<(&'static str, u64, Callback<MouseEvent>)>,
     /// `(sequence length, context)` a Hugging Face import assumed.
-    #[prop_or_default]
     pub assumed_seq: Option<(u64, u64)>,
 }
 
-#[function_component(Summary)]
-pub fn summary(p: &SummaryProps) -> Html {
-    let ctx = use_ctx();
+/// A plain view function (its figures change with nearly every render of the app).
+pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
     let t = ctx.tr();
     // The error names its row: a link there, and the one-click fix when the message implies one.
     let stale = p.error.as_ref().map(|e| {
@@ -35,13 +29,8 @@ pub fn summary(p: &SummaryProps) -> Html {
             let onclick = { let path = path.clone(); Callback::from(move |_| crate::dom::focus_row_later(path.clone())) };
             html! { <button class="link" {onclick} data-testid="error-goto">{ fill(t.go_to_row, &[&path]) }</button> }
         });
-        let repair = p.fix.clone().map(|f| {
-            let (d, text) = (ctx.dispatch.clone(), fill(t.fix_field, &[f.field, &f.value.to_string()]));
-            let onclick = Callback::from(move |_| {
-                let f = f.clone();
-                d.dispatch(Action::EditLayer { path: f.path, field: f.field.into(), layer: f.layer });
-            });
-            html! { <button class="fix" {onclick} data-testid="error-fix">{ text }</button> }
+        let repair = p.fix.clone().map(|(field, value, onclick)| html! {
+            <button class="fix" {onclick} data-testid="error-fix">{ fill(t.fix_field, &[field, &value.to_string()]) }</button>
         });
         html! {
             <div class="stale" role="alert" data-testid="estimate-error">
@@ -84,7 +73,7 @@ pub fn summary(p: &SummaryProps) -> Html {
             if let Some((l, c)) = p.assumed_seq {
                 <p class="assumed small" role="note" data-testid="import-assumed">{ fill(t.import_assumed, &[&l.to_string(), &c.to_string()]) }</p>
             }
-            { capacity_chart(&ctx, r) }
+            { capacity_chart(ctx, r) }
             <p class="small"><span class="muted">{ t.peak_at }{ ": " }</span><code data-testid="peak-at">{ &e.peak_at }</code></p>
             <p class="rule small" data-testid="rule-of-thumb" data-bytes={rule.to_string()}>
                 <b>{ t.rule_of_thumb }{ ": " }{ ctx.bytes(rule) }</b>{ " — " }
@@ -92,7 +81,7 @@ pub fn summary(p: &SummaryProps) -> Html {
                 <br /><span class="muted">{ rule_help }</span>
             </p>
             <h3>{ t.breakdown }</h3>
-            { breakdown_chart(&ctx, r) }
+            { breakdown_chart(ctx, r) }
         </section>
     }
 }
