@@ -20,8 +20,10 @@ export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # Warnings are errors here (RUSTFLAGS for the native build only: the wasm build keeps its own flags).
 echo "== native tests (release: the verifier trains real models) =="
 RUSTFLAGS="-D warnings" cargo test --release --workspace
-# The app's own tests once more with the core's features as the wasm build has them (no candle,
-# no moe): a workspace build unifies features, so it tests the app with the CLI's.
+# The app's own tests once more without the CLI's and verifier's features (no candle). They link
+# the lazily loaded module's full core natively (moe, sequence: `crates/web-extras`), so the app's
+# route to it is decided by layer kind, never by a feature (`src/lazy.rs`); the wasm build's own
+# feature set (no moe, no sequence) is exercised by the browser tests.
 RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-web
 
 echo "== the README's generated sections match what their commands print =="

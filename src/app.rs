@@ -1,6 +1,6 @@
 //! The app: one reducer state, derived reports (`use_memo`), and the panels.
 
-use crate::analysis::{self, row_reports, Report};
+use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
@@ -9,7 +9,7 @@ use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
-use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_lazy_report, use_narrow, use_undo_shortcuts};
+use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
 use crate::lazy;
 use crate::state::Action;
 use std::rc::Rc;
@@ -31,19 +31,10 @@ pub fn app(p: &AppProps) -> Html {
     let model = &state.model;
     let capacity = model.gpu.capacity();
 
-    // Derived, never stored: the estimate with its batch analysis, and the what-ifs.
-    // Resolved models are kept per setup (batch left out): a batch change resolves nothing.
-    // What the app's build of the core leaves out (MoE/MLA) takes the lazy route instead: the
-    // lazily loaded module computes it asynchronously, the newest request winning.
-    let full = lazy::needs_full_core(&model.spec, &model.config);
-    let cache = use_mut_ref(analysis::PreparedCache::default);
-    let report = {
-        let cache = cache.clone();
-        use_memo((model.spec.clone(), model.config, capacity, full), move |(spec, config, cap, full)| {
-            (!*full).then(|| cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new))
-        })
-    };
-    let lazy_report = use_lazy_report(full.then(|| (model.spec.clone(), model.config, capacity)));
+    // Derived, never stored: the estimate with its batch analysis, and the what-ifs. What the
+    // app's build of the core leaves out (attention, recurrent, MoE/MLA layers) takes the lazy
+    // route: the lazily loaded module computes it asynchronously, the newest request winning.
+    let lazy_report = use_report(&model.spec, model.config, capacity);
     // What-ifs resolve the model once per trick: computed by the lazily loaded module (full core),
     // right after the main update is drawn, so the first chart never waits for that module.
     let what_ifs = use_deferred_future((model.spec.clone(), model.config), 0, |(spec, config)| async move {
@@ -52,7 +43,7 @@ pub fn app(p: &AppProps) -> Html {
     // The last good report stays on screen while the input has an error, or while the lazy
     // route computes (shown as such).
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
-    let current = if full { lazy_report.answer.clone() } else { (*report).clone() };
+    let current = lazy_report.answer.clone();
     // A model without layers is a neutral start ("add a layer"), not an error beside old figures.
     let (shown, error): (Option<Rc<Report>>, Option<Error>) = match current {
         _ if model.spec.layers.is_empty() => (None, None),

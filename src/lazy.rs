@@ -2,10 +2,12 @@
 //! loaded module ([`crate::extras`], the full core), asynchronously; everything else stays on the
 //! fast synchronous path ([`crate::analysis`]), the first chart included.
 //!
-//! Routed now: models with mixture-of-experts or multi-head latent attention layers (core feature
-//! `moe`, about 6.8 KB gzipped, is off in the app's build). The route is decided from the model and
-//! setup alone, never from an error, so it is the same in the browser and in native tests (where
-//! cargo's feature unification turns `moe` on for the app's core too).
+//! Routed now: models with attention, transformer or recurrent layers (core feature `sequence`,
+//! about 4.5 KB gzipped: the first chart is a CNN) and with mixture-of-experts or multi-head
+//! latent attention layers (feature `moe`, about 6.8 KB). Such a model's non-default preset, paste
+//! or link loads the module anyway. The route is decided from the model and setup alone, never
+//! from an error, so it is the same in the browser and in native tests (where cargo's feature
+//! unification turns the features on for the app's core too).
 //!
 //! Answers arrive out of order when the module is still loading (every request waits for the same
 //! fetch). [`Requests`] numbers them: only the answer to the newest request is shown.
@@ -21,8 +23,17 @@ use vramcalc_core::spec::{Layer, ModelSpec};
 use vramcalc_core::whatif::{Trick, WhatIf};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
-/// Layer kinds the app's build does not lower (`crates/core`, feature `moe`).
-pub const FULL_CORE_KINDS: [&str; 2] = ["sparse_moe", "multi_head_latent_attention"];
+/// Layer kinds the app's build does not lower (`crates/core`, features `sequence` and `moe`).
+pub const FULL_CORE_KINDS: [&str; 8] = [
+    "multihead_attention",
+    "transformer_encoder_layer",
+    "transformer_decoder_layer",
+    "lstm",
+    "gru",
+    "rnn",
+    "sparse_moe",
+    "multi_head_latent_attention",
+];
 
 /// Whether `spec` under `config` needs the full core (the lazily loaded module).
 pub fn needs_full_core(spec: &ModelSpec, _config: &TrainConfig) -> bool {
@@ -207,14 +218,17 @@ mod tests {
     }
 
     #[test]
-    fn moe_and_mla_models_take_the_lazy_route_others_do_not() {
+    fn sequence_moe_and_mla_models_take_the_lazy_route_cnns_do_not() {
         let cfg = TrainConfig::default();
         assert!(needs_full_core(&moe(), &cfg), "found inside a block");
         let mut mla = moe();
         mla.layers = vec![Layer::example("multi_head_latent_attention").unwrap()];
         assert!(needs_full_core(&mla, &cfg));
-        for id in ["resnet50", "gpt2", "bert-base"] {
-            assert!(!needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}");
+        for id in ["resnet50", "vgg16", "inception_v3"] {
+            assert!(!needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}: a CNN stays on the synchronous path");
+        }
+        for id in ["gpt2", "bert-base", "lstm-ptb"] {
+            assert!(needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}");
         }
     }
 

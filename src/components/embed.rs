@@ -6,10 +6,9 @@
 use super::charts::breakdown_chart;
 use super::inputs::batch_slider;
 use super::Ctx;
-use crate::analysis;
 use crate::capacity::{card_capacity, card_name, gpu_label};
 use crate::dom;
-use crate::hooks::{use_document_attributes, use_link};
+use crate::hooks::{use_document_attributes, use_link, use_report};
 use crate::i18n::fill;
 use crate::share_link::{self, Control, Notice, Start};
 use crate::state::{Action, GpuChoice, Model};
@@ -52,9 +51,8 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     });
     let model = &state.model;
     let capacity = model.gpu.capacity();
-    let report = use_memo((model.spec.clone(), model.config, capacity), |(spec, config, cap)| {
-        analysis::analyse(spec, config, *cap).map(Rc::new)
-    });
+    // By the card's own core, or (attention, recurrent, MoE layers) by the lazily loaded module.
+    let report = use_report(&model.spec, model.config, capacity).answer;
     let fragment = use_link(model, state.prefs, 0).fragment;
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();
@@ -67,8 +65,9 @@ pub fn embed_app(p: &EmbedProps) -> Html {
         }),
         _ => None,
     };
-    let body = match &*report {
-        Ok(r) => {
+    let body = match &report {
+        None => html! { <p class="computing muted small" role="status" data-testid="computing">{ t.computing }</p> },
+        Some(Ok(r)) => {
             let e = &r.estimate;
             let fits = e.device_total_bytes <= r.capacity;
             let (gpu_name, cap) = gpu_label(&model.gpu, r.capacity, ctx.unit, t.custom_capacity);
@@ -100,7 +99,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                 </>
             }
         }
-        Err(e) => html! { <p class="stale" role="alert" data-testid="estimate-error">{ e.to_string() }</p> },
+        Some(Err(e)) => html! { <p class="stale" role="alert" data-testid="estimate-error">{ e.to_string() }</p> },
     };
 
     let controls = p.controls.iter().map(|control| match control {

@@ -1,7 +1,8 @@
-//! The lazy route's hook: the report of a model the app's build of the core leaves out, computed
-//! by the lazily loaded module ([`crate::lazy`]), numbered so that the newest request wins.
+//! The report of the model shown: by the app's own core, synchronously, or, for what its build
+//! leaves out, by the lazily loaded module ([`crate::lazy`]), numbered so that the newest request
+//! wins.
 
-use crate::analysis::Report;
+use crate::analysis::{PreparedCache, Report};
 use crate::lazy::{self, Requests};
 use std::rc::Rc;
 use vramcalc_core::spec::ModelSpec;
@@ -44,5 +45,22 @@ pub fn use_lazy_report(request: Option<LazyRequest>) -> LazyReport {
         (Some(req), Some(a)) if a.0 == *req => LazyReport { answer: Some(a.1.clone()), computing: false },
         (Some(_), _) => LazyReport { answer: None, computing: true },
         (None, _) => LazyReport { answer: None, computing: false },
+    }
+}
+
+/// The estimate with its batch analysis for `spec` under `config` on a GPU of `capacity` bytes:
+/// computed at once by the app's core (resolved models kept per setup, so a batch change resolves
+/// nothing), or taking the lazy route ([`use_lazy_report`]) where [`lazy::needs_full_core`].
+#[hook]
+pub fn use_report(spec: &ModelSpec, config: TrainConfig, capacity: u64) -> LazyReport {
+    let full = lazy::needs_full_core(spec, &config);
+    let cache = use_mut_ref(PreparedCache::default);
+    let sync = use_memo((spec.clone(), config, capacity, full), move |(spec, config, cap, full)| {
+        (!*full).then(|| cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new))
+    });
+    let lazy = use_lazy_report(full.then(|| (spec.clone(), config, capacity)));
+    match &*sync {
+        Some(r) => LazyReport { answer: Some(r.clone()), computing: false },
+        None => lazy,
     }
 }

@@ -209,7 +209,7 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 use wasm_bindgen::JsCast;
 
 mod lazy;
-pub use lazy::{use_lazy_report, LazyReport};
+pub use lazy::{use_lazy_report, use_report, LazyReport};
 
 /// Like `use_memo`, but computes after the render that changed `deps`, so slow secondary views
 /// (what-ifs, the share link) never delay the main estimate's update; a delay above zero also lets

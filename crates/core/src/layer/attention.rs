@@ -111,6 +111,9 @@ impl MultiheadAttention {
     /// Also returns the attention probabilities (eager only), which Hugging Face layers return
     /// and keep in a local (`attn_output, _ = self.attn(...)`) until the layer returns.
     pub fn lower_with_weights(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, Option<ValueId>)> {
+        if !cfg!(feature = "sequence") {
+            return Err(super::not_in_this_build("attention"));
+        }
         let (hd, kvh) = self.check()?;
         let s = b.shape(x).0.clone();
         if s.len() != 2 {
@@ -426,6 +429,9 @@ fn ln_eps() -> f64 {
 
 impl TransformerLayer {
     pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
+        if !cfg!(feature = "sequence") {
+            return Err(super::not_in_this_build("transformer"));
+        }
         positive(self.dim_feedforward, "dim_feedforward")?;
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
