@@ -87,12 +87,6 @@ pub fn app(p: &AppProps) -> Html {
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
-            <nav class="skip-links" aria-label="skip links">
-                // Not `#id` navigation: the address bar's fragment is the share link.
-                { for ["summary-h", "setup-h", "model-h"].into_iter().zip(ctx.tr().skip_to).map(|(id, text)| html! {
-                    <a href={format!("#{id}")} onclick={Callback::from(move |e: MouseEvent| { e.prevent_default(); crate::dom::focus_id(id) })}>{ text }</a>
-                }) }
-            </nav>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
             <div class="sharebar" role="region" aria-label={ctx.tr().share_region}>
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }

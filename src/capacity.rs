@@ -21,9 +21,10 @@ pub fn parse_capacity(text: &str) -> Option<u64> {
 /// A card's name without the nominal size its box gives ("GeForce RTX 4090 24 GB" → "GeForce
 /// RTX 4090"), so the only size shown is the driver's total beside it.
 pub fn card_name(g: &Gpu) -> &'static str {
-    match g.name.rsplit_once(' ') {
-        Some((rest, "GB")) => rest.rsplit_once(' ').filter(|(_, n)| n.parse::<u32>().is_ok()).map_or(g.name, |(n, _)| n),
-        _ => g.name,
+    let b = g.name.as_bytes();
+    match g.name.strip_suffix(" GB").and_then(|n| b[..n.len()].iter().rposition(|&c| c == b' ')) {
+        Some(i) => &g.name[..i],
+        None => g.name,
     }
 }
 

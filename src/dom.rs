@@ -245,15 +245,3 @@ pub fn focus_row_later(path: String) {
     })
     .forget();
 }
-
-/// Moves the focus to the element with `id` (made focusable), which scrolls it into view.
-pub fn focus_id(id: &str) {
-    if let Some(el) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(id))
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-    {
-        el.set_tab_index(-1);
-        let _ = el.focus();
-    }
-}

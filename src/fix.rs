@@ -7,10 +7,6 @@ use crate::tree::{self, NodePath};
 use vramcalc_core::spec::{Layer, ModelSpec};
 use vramcalc_core::Error;
 
-/// `(message fragment before the received size, field that must equal it)`, most specific first.
-const RULES: [(&str, &str); 3] =
-    [(" input features, got ", "in_features"), (" input channels, got ", "in_channels"), (" channels, got ", "num_features")];
-
 /// A repair for `error` in `spec`: the row's path, the field, its new value and the edited layer.
 #[derive(Debug, Clone)]
 pub struct Fix {
@@ -30,9 +26,18 @@ pub fn error_path(error: &Error) -> Option<NodePath> {
 
 pub fn suggest(spec: &ModelSpec, error: &Error) -> Option<Fix> {
     let Error::Layer { message, .. } = error else { return None };
-    let (field, value) = RULES.iter().find_map(|(pat, field)| {
-        let rest = &message[message.find(pat)? + pat.len()..];
-        Some((*field, rest.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()?))
+    // "expected A input features, got B" → in_features = B; "… input channels, got B" →
+    // in_channels; "expected A channels, got B" (batch norm) → num_features. Split on spaces
+    // (a char pattern: no substring searcher in the bundle).
+    let w: Vec<&str> = message.split(' ').collect();
+    let (field, value) = w.windows(4).find_map(|w| {
+        let field = match (w[0], w[1], w[2]) {
+            ("input", "features,", "got") => "in_features",
+            ("input", "channels,", "got") => "in_channels",
+            (_, "channels,", "got") => "num_features",
+            _ => return None,
+        };
+        Some((field, w[3].parse::<u64>().ok()?))
     })?;
     let path = error_path(error)?;
     let layer = set_field(tree::node(spec, &path)?, field, &FieldValue::Text(value.to_string())).ok()?;

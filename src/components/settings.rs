@@ -1,6 +1,6 @@
 //! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
 
-use super::inputs::{batch_slider, check_field, enum_options, select_field, CheckProps, NumberField, SelectProps};
+use super::inputs::{batch_slider, check_field, enum_options, select_field, CheckProps, number_field, NumberProps, SelectProps};
 use super::use_ctx;
 use crate::state::{Action, GpuChoice};
 use crate::capacity::{card_capacity, card_name, parse_capacity};
@@ -37,6 +37,9 @@ pub fn settings(p: &SettingsProps) -> Html {
             d.dispatch(Action::SetConfig(n));
         })
     };
+    // What each number field holds while its text is not a whole number (kept here: the fields
+    // are plain view functions).
+    let (batch_draft, seq_draft, accum_draft) = (use_state(|| None), use_state(|| None), use_state(|| None));
     let on_batch = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetBatch(v))) };
     let on_seq = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetSeqLen(Some(v)))) };
     let on_accum = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetConfig(TrainConfig { grad_accum: v, ..c }))) };
@@ -110,12 +113,11 @@ pub fn settings(p: &SettingsProps) -> Html {
                 </div>
             }
             <div class="batch">
-                <NumberField id="batch" label={t.batch} value={c.batch} testid="batch-input" on_change={on_batch.clone()}
-                    invalid_text={t.must_be_whole} error={p.error.clone()} />
+                { number_field(NumberProps { id: "batch", label: t.batch, value: c.batch, testid: "batch-input", on_change: on_batch.clone(), invalid_text: t.must_be_whole, error: p.error.clone() }, &batch_draft) }
                 { batch_slider(c.batch, t.batch, "batch-slider", on_batch.clone()) }
             </div>
             if let Some(s) = p.seq_len {
-                <NumberField id="seq" label={t.seq_len} value={s} testid="seq-input" on_change={on_seq} invalid_text={t.must_be_whole} />
+                { number_field(NumberProps { id: "seq", label: t.seq_len, value: s, testid: "seq-input", on_change: on_seq, invalid_text: t.must_be_whole, error: None }, &seq_draft) }
             }
             <div class="grid2">
                 { select_field(SelectProps { id: "mode".into(), label: t.mode.into(), options: mode_options, value: c.mode.name().into(), testid: "mode-select".into(), on_change: set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m }) }) }
@@ -123,8 +125,7 @@ pub fn settings(p: &SettingsProps) -> Html {
                 if train {
                     { select_field(SelectProps { id: "optimizer".into(), label: t.optimizer.into(), options: enum_options(OptimizerKind::ALL, OptimizerKind::name), value: c.optimizer.name().into(), testid: "optimizer-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x }) }) }
                     { select_field(SelectProps { id: "optimizer-impl".into(), label: t.optimizer_impl.into(), options: enum_options(OptimizerImpl::ALL, OptimizerImpl::name), value: c.optimizer_impl.name().into(), testid: "optimizer-impl-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x }) }) }
-                    <NumberField id="accum" label={t.grad_accum} value={c.grad_accum} testid="accum-input" on_change={on_accum}
-                        invalid_text={t.must_be_whole} />
+                    { number_field(NumberProps { id: "accum", label: t.grad_accum, value: c.grad_accum, testid: "accum-input", on_change: on_accum, invalid_text: t.must_be_whole, error: None }, &accum_draft) }
                 }
                 { select_field(SelectProps { id: "attention".into(), label: t.attention.into(), options: enum_options(AttentionImpl::ALL, AttentionImpl::name), value: c.attention.name().into(), testid: "attention-select".into(), on_change: set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x }) }) }
                 if p.has_relu {

@@ -138,7 +138,6 @@ pub const EN: Tr = Tr {
     use_batch: "Use {}",
     share_region: "Share",
     collapse_all: "Collapse all",
-    skip_to: ["Skip to the estimate", "Skip to the setup", "Skip to the layers"],
     go_to_row: "Go to {}",
     fix_field: "Fix: set {} to {}",
     applied: "applied",

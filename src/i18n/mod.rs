@@ -199,7 +199,6 @@ pub struct Tr {
     pub use_batch: &'static str,
     pub share_region: &'static str,
     pub collapse_all: &'static str,
-    pub skip_to: [&'static str; 3],
     pub go_to_row: &'static str,
     pub fix_field: &'static str,
     pub applied: &'static str,

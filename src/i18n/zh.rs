@@ -138,7 +138,6 @@ pub const ZH: Tr = Tr {
     use_batch: "改用 {}",
     share_region: "分享",
     collapse_all: "全部折叠",
-    skip_to: ["跳到估算", "跳到设置", "跳到层列表"],
     go_to_row: "转到 {}",
     fix_field: "修复：将 {} 设为 {}",
     applied: "已应用",

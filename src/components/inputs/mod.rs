@@ -1,7 +1,7 @@
 //! Labelled form controls. Each keeps what the user typed while it is invalid and shows why next
 //! to the field; valid values are sent up immediately (live estimate on every keystroke).
 //!
-//! One component per file: [`NumberField`], [`select_field`], [`check_field`], and the log-scale [`batch_slider`].
+//! One component per file: [`number_field`], [`select_field`], [`check_field`], and the log-scale [`batch_slider`].
 
 mod check;
 mod number;
@@ -9,7 +9,7 @@ mod select;
 mod slider;
 
 pub use check::{check_field, CheckProps};
-pub use number::{NumberField, NumberProps};
+pub use number::{number_field, NumberProps};
 pub use select::{select_field, SelectProps};
 pub use slider::{batch_slider, slider_batch, slider_pos};
 

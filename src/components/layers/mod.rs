@@ -64,22 +64,25 @@ pub fn layers(p: &LayersProps) -> Html {
     // Which rows are open: a small model's rows by default, a large one's closed (one line and
     // one Tab stop each); a click on a row's name toggles it, "collapse all" closes every row and
     // folds every block. A row with an error is always open.
-    let open = use_state(|| (None::<bool>, HashMap::<String, bool>::new()));
+    // `(every row's state, the rows toggled from it)`; `None`: open if the model is small.
+    let open = use_state(|| (None::<bool>, Vec::<String>::new()));
     let nodes = rows.iter().filter(|r| matches!(r, Row::Node { .. })).count();
     let default_open = open.0.unwrap_or(nodes <= OPEN_UP_TO);
     let on_toggle = {
         let open = open.clone();
         Callback::from(move |key: String| {
-            let (mode, mut map) = (*open).clone();
-            let now = map.get(&key).copied().unwrap_or(mode.unwrap_or(nodes <= OPEN_UP_TO));
-            map.insert(key, !now);
-            open.set((mode, map));
+            let (mode, mut toggled) = (*open).clone();
+            match toggled.iter().position(|k| *k == key) {
+                Some(i) => drop(toggled.swap_remove(i)),
+                None => toggled.push(key),
+            }
+            open.set((mode, toggled));
         })
     };
     let collapse_all = {
         let (open, d, spec, collapsed) = (open.clone(), d.clone(), p.spec.clone(), p.collapsed.clone());
         Callback::from(move |_| {
-            open.set((Some(false), HashMap::new()));
+            open.set((Some(false), Vec::new()));
             for b in tree::block_paths(&spec.layers).into_iter().filter(|b| !collapsed.contains(b)) {
                 d.dispatch(Action::ToggleCollapsed(b));
             }
@@ -100,7 +103,7 @@ pub fn layers(p: &LayersProps) -> Html {
             html! {
                 <LayerRow key={key.clone()} path={path.clone()} layer={layer.clone()} {depth} {collapsed}
                     selected={p.selected.contains(&path)} report={map.get(&key).cloned()} {total}
-                    first={index == 0} last={index + 1 >= len} open={error.is_some() || open.1.get(&key).copied().unwrap_or(default_open)}
+                    first={index == 0} last={index + 1 >= len} open={error.is_some() || default_open != open.1.contains(&key)}
                     {error} on_toggle={on_toggle.clone()} />
             }
         }
