@@ -4,11 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Headless Chromium (Debian's) for the browser tests.
+# Headless Chromium (Debian's) for the browser tests, and a CJK font for the 中文 screenshots
+# (Noto Sans CJK SC, the stylesheet's Linux fallback; tests/a11y.test.mjs checks it renders).
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver
+fi
+if ! fc-list 2>/dev/null | grep -q "Noto Sans CJK SC"; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y fonts-noto-cjk
 fi
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 

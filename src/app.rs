@@ -3,15 +3,17 @@
 use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
 use crate::components::model::ModelPanel;
-use crate::components::results::{Charts, Summary};
+use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
-use crate::components::whatif::what_if_panel;
+use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
 use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
 use crate::lazy;
+use crate::state::Action;
 use std::rc::Rc;
+use vramcalc_core::spec::Layer;
 use vramcalc_core::Error;
 use yew::prelude::*;
 
@@ -42,7 +44,9 @@ pub fn app(p: &AppProps) -> Html {
     // route computes (shown as such).
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
     let current = lazy_report.answer.clone();
+    // A model without layers is a neutral start ("add a layer"), not an error beside old figures.
     let (shown, error): (Option<Rc<Report>>, Option<Error>) = match current {
+        _ if model.spec.layers.is_empty() => (None, None),
         Some(Ok(r)) => {
             *last_good.borrow_mut() = Some(r.clone());
             (Some(r), None)
@@ -50,6 +54,12 @@ pub fn app(p: &AppProps) -> Html {
         Some(Err(e)) => (last_good.borrow().clone(), Some(e)),
         None => (last_good.borrow().clone(), None),
     };
+    let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e)).map(|f| {
+        let d = state.dispatcher();
+        let (field, value) = (f.field, f.value);
+        let onclick = Callback::from(move |_| d.dispatch(Action::EditLayer { path: f.path.clone(), field: f.field.into(), layer: f.layer.clone() }));
+        (field, value, onclick)
+    });
     let rows = {
         let shown = shown.clone();
         use_memo(shown.as_ref().map(|r| Rc::as_ptr(r) as usize), move |_| {
@@ -63,29 +73,42 @@ pub fn app(p: &AppProps) -> Html {
         _ => None,
     };
 
+    let has_relu = model.spec.layers.iter().any(|l| l.any(&|l| matches!(l, Layer::Relu(_))));
+    // One truth for the sequence length: the input shape shows the length the model runs at.
+    let panel_model = {
+        let mut m = model.clone();
+        if let (Some(l), Some(first)) = (model.spec.seq_len(model.config.seq_len), m.spec.input.shape.first_mut()) {
+            *first = l;
+        }
+        m
+    };
+    let applied = use_state(|| None);
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
-            <div class="sharebar">
+            <div class="sharebar" role="region" aria-label={ctx.tr().share_region}>
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
+            { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
+                stale: error.is_some(), applied: applied.clone() }) }
             <main class="layout">
                 <div class="col left">
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
-                        error={config_error} />
-                    <ModelPanel model={model.clone()} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
+                        has_relu={has_relu} error={config_error} />
+                    <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                 </div>
                 <div class="col right" aria-busy={lazy_report.computing.to_string()}>
                     if lazy_report.computing {
                         <p class="computing muted small" role="status" data-testid="computing">{ ctx.tr().computing }</p>
                     }
-                    <Summary report={shown.clone()} gpu={model.gpu.clone()} error={error.clone()} />
-                    if let (Some(r), Some(w)) = (&shown, what_ifs) {
-                        { what_if_panel(&ctx, &w, r.estimate.peak_bytes) }
+                    { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq }) }
+                    if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
+                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), base: r.estimate.peak_bytes, config: model.config,
+                            applied: applied.clone(), stale: error.is_some() }) }
                     }
                     <Charts report={shown.clone()} />
                     { for shown.as_ref().map(|_| exports(&ctx, model)) }

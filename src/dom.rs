@@ -230,3 +230,18 @@ pub fn height_message(e: &web_sys::MessageEvent) -> Option<f64> {
     let kind = js_sys::Reflect::get(&data, &"type".into()).ok()?.as_string()?;
     (kind == "vramcalc:height").then(|| js_sys::Reflect::get(&data, &"height".into()).ok()?.as_f64())?
 }
+
+/// Focuses the row handle at `path` once the next render has placed it.
+pub fn focus_row_later(path: String) {
+    gloo::timers::callback::Timeout::new(0, move || {
+        let sel = format!("[data-path=\"{path}\"] .row-handle");
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector(&sel).ok().flatten())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let _ = el.focus();
+        }
+    })
+    .forget();
+}

@@ -6,9 +6,12 @@
 //!
 //! | module | concern |
 //! |---|---|
+//! | `capacity` | typed capacities (a bare number is GiB) and how a listed card's total is shown |
+//! | `prefs` | display preferences: language, byte unit (binary by default), theme |
 //! | `state` | the one `State: Reducible`, its `Action`s, undo/redo (no web-sys: tested natively) |
 //! | `tree` | paths into the spec's block tree and structural edits |
 //! | `fields` | inline editing of any layer's hyper-parameters via its JSON form |
+//! | `fix` | the one-click repair a shape error suggests (error banner) |
 //! | `paste` | reading a pasted spec or Hugging Face `config.json` |
 //! | `analysis` | estimate, batch sweep, max batch, what-ifs (core calls, wrapped in `use_memo`) |
 //! | `charts` | pure geometry for the SVG charts |
@@ -21,13 +24,16 @@
 //! | `components`, `hooks`, `app` | the Yew view |
 
 pub mod analysis;
+pub mod capacity;
 pub mod charts;
 pub mod export;
 pub mod extras;
 pub mod fields;
+pub mod fix;
 pub mod i18n;
 pub mod lazy;
 pub mod paste;
+pub mod prefs;
 pub mod share_link;
 pub mod state;
 pub mod tree;

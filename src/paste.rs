@@ -8,7 +8,8 @@ use vramcalc_core::spec::ModelSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pasted {
     Spec,
-    HfConfig,
+    /// With the context length the config gives (`max_position_embeddings`, GPT-2's `n_positions`).
+    HfConfig { context: Option<u64> },
 }
 
 /// Parses pasted text into a spec, and checks it resolves (so shape errors show at the paste box).
@@ -17,7 +18,13 @@ pub enum Pasted {
 pub async fn parse(text: &str) -> Result<(ModelSpec, Pasted), String> {
     let answer = crate::extras::read_paste(text).await?;
     let (kind, json) = answer.split_once('\n').unwrap_or_default();
-    let kind = if kind == "hf" { Pasted::HfConfig } else { Pasted::Spec };
+    let kind = if kind == "hf" {
+        // The context the config gives, for the import's note (serde_json's `Value` is in the bundle already).
+        let value = serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+        Pasted::HfConfig { context: ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64()) }
+    } else {
+        Pasted::Spec
+    };
     Ok((ModelSpec::from_json(json).map_err(|e| e.to_string())?, kind))
 }
 
@@ -45,7 +52,7 @@ mod tests {
     fn reads_a_bert_config() {
         let text = include_str!("../tests/data/bert-base-uncased.config.json");
         let (spec, kind) = parse(text).unwrap();
-        assert_eq!(kind, Pasted::HfConfig);
+        assert_eq!(kind, Pasted::HfConfig { context: Some(512) });
         assert!(!spec.layers.is_empty());
     }
 

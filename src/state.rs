@@ -8,6 +8,7 @@
 //! ([`Model::load_preset`]).
 
 use crate::i18n::Lang;
+pub use crate::prefs::{Prefs, Theme};
 use crate::tree::{self, GroupKind, ListPath, NodePath};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
@@ -20,6 +21,10 @@ use yew::Reducible;
 pub const UNDO_LIMIT: usize = 100;
 /// The preset a first visit opens.
 pub const DEFAULT_PRESET: &str = "resnet50";
+/// The sequence length a Hugging Face import starts at (its context if shorter): a common
+/// fine-tuning length, where the model's full context (2048 for TinyLlama) would start a first
+/// look at a batch of 32 in the hundreds of GB. Said next to the result ([`State::assumed_seq`]).
+pub const IMPORT_SEQ_LEN: u64 = 512;
 
 /// The GPU the estimate is compared against.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,38 +128,6 @@ impl Default for Model {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Theme {
-    /// Follows `prefers-color-scheme`.
-    #[default]
-    Auto,
-    Light,
-    Dark,
-}
-
-impl Theme {
-    pub const ALL: [Theme; 3] = [Theme::Auto, Theme::Light, Theme::Dark];
-    pub fn name(self) -> &'static str {
-        match self {
-            Theme::Auto => "auto",
-            Theme::Light => "light",
-            Theme::Dark => "dark",
-        }
-    }
-}
-
-/// Display preferences: persisted, not part of undo.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Prefs {
-    #[serde(default)]
-    pub lang: Lang,
-    #[serde(default)]
-    pub unit: ByteUnit,
-    #[serde(default)]
-    pub theme: Theme,
-}
-
 /// What LocalStorage keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Saved {
@@ -227,6 +200,8 @@ pub struct State {
     pub collapsed: BTreeSet<NodePath>,
     /// Rows ticked for grouping.
     pub selected: Vec<NodePath>,
+    /// `(sequence length, context)` a Hugging Face import assumed, until the user sets one.
+    pub assumed_seq: Option<(u64, u64)>,
     history: History,
     last_edit: Option<EditKind>,
 }
@@ -243,6 +218,9 @@ pub enum Action {
     StartEmpty,
     /// A spec from the paste box (already parsed and checked by [`crate::paste`]).
     LoadSpec(ModelSpec),
+    /// A Hugging Face import and the context its `config.json` gives: runs at
+    /// [`IMPORT_SEQ_LEN`] (or the importer's length, if shorter), and says so.
+    ImportHf(ModelSpec, Option<u64>),
     SetBatch(u64),
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
@@ -272,7 +250,7 @@ pub enum Action {
 impl State {
     pub fn new(model: Model, prefs: Prefs) -> State {
         let collapsed = tree::block_paths(&model.spec.layers);
-        State { model, prefs, collapsed, selected: Vec::new(), history: History::default(), last_edit: None }
+        State { model, prefs, collapsed, selected: Vec::new(), assumed_seq: None, history: History::default(), last_edit: None }
     }
 
     /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
@@ -337,6 +315,14 @@ impl State {
         self.commit(model, None);
     }
 
+    /// A pasted model: the user's setup and GPU are kept; the sequence length is the model's.
+    fn load_spec(&mut self, spec: ModelSpec) {
+        self.assumed_seq = None;
+        let config = TrainConfig { seq_len: None, ..self.model.config };
+        let m = Model { spec, preset: None, unedited: false, config, gpu: self.model.gpu.clone() };
+        self.replace_model(m);
+    }
+
     fn edit_spec(&mut self, kind: Option<EditKind>, f: impl FnOnce(&mut ModelSpec) -> bool) {
         let mut model = self.model.clone();
         if f(&mut model.spec) {
@@ -354,33 +340,33 @@ impl Reducible for State {
         let mut s = (*self).clone();
         match action {
             Action::LoadPreset(mut m) => {
+                s.assumed_seq = None;
                 // Keep the user's training setup and GPU; the sequence length belongs to the model.
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
                 m.gpu = s.model.gpu.clone();
                 s.replace_model(m);
             }
             Action::StartEmpty => {
+                s.assumed_seq = None;
                 let mut m = Model::empty();
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
                 m.gpu = s.model.gpu.clone();
                 s.replace_model(m);
             }
-            Action::LoadSpec(spec) => {
-                let m = Model {
-                    spec,
-                    preset: None,
-                    unedited: false,
-                    config: TrainConfig { seq_len: None, ..s.model.config },
-                    gpu: s.model.gpu.clone(),
-                };
-                s.replace_model(m);
-            }
+            Action::LoadSpec(spec) => s.load_spec(spec),
             Action::SetBatch(b) => {
                 let mut m = s.model.clone();
                 m.config.batch = b;
                 s.commit(m, Some(EditKind::Batch));
             }
+            Action::ImportHf(spec, context) => {
+                let seq = spec.seq_len(None).map(|l| l.min(IMPORT_SEQ_LEN));
+                s.load_spec(spec);
+                s.model.config.seq_len = seq;
+                s.assumed_seq = seq.map(|l| (l, context.unwrap_or(l)));
+            }
             Action::SetSeqLen(l) => {
+                s.assumed_seq = None;
                 let mut m = s.model.clone();
                 m.config.seq_len = l;
                 s.commit(m, Some(EditKind::SeqLen));
@@ -396,10 +382,22 @@ impl Reducible for State {
                 m.gpu = g;
                 s.commit(m, kind);
             }
-            Action::SetInput(input) => s.edit_spec(Some(EditKind::Input), |spec| {
-                spec.input = input;
-                true
-            }),
+            Action::SetInput(mut input) => {
+                // One truth: the input shape shows the sequence length the model runs at, and
+                // typing its first dimension sets that length (a preset stays a preset).
+                let (mut m, old) = (s.model.clone(), &s.model.spec.input);
+                if m.config.seq_len.is_some() && s.model.spec.is_sequence_input() && input.dtype == old.dtype
+                    && !old.shape.is_empty() && input.shape.len() == old.shape.len()
+                {
+                    (m.config.seq_len, input.shape[0]) = (Some(input.shape[0]), old.shape[0]);
+                    s.assumed_seq = None;
+                }
+                if input != m.spec.input {
+                    (m.spec.input, m.unedited) = (input, false);
+                    s.selected.clear();
+                }
+                s.commit(m, Some(EditKind::Input));
+            }
             Action::AddLayer { list, index, layer } => s.edit_spec(None, |spec| tree::insert(spec, &list, index, layer)),
             Action::EditLayer { path, field, layer } => {
                 let kind = EditKind::Field(path.clone(), field);
@@ -451,6 +449,9 @@ impl Reducible for State {
         Rc::new(s)
     }
 }
+
+#[cfg(test)]
+mod ux_tests;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, bytes, waitAttr, pickPreset, setBatch, shot, topKinds } from './helpers.mjs';
+import { launch, open, bytes, waitAttr, pickPreset, setBatch, shot, topKinds, openRow } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -42,7 +42,7 @@ test('changing the batch size changes the peak and the charts', async () => {
   const timeline8 = await page.locator('[data-testid=chart-timeline] path.line').getAttribute('d');
   const capacity8 = await page.locator('[data-testid=chart-capacity] rect.bar').first().getAttribute('width');
   // the slider
-  await page.getByTestId('batch-slider').evaluate((el) => { el.value = '64'; el.dispatchEvent(new Event('input', { bubbles: true })); });
+  await page.getByTestId('batch-slider').evaluate((el) => { el.value = '6'; el.dispatchEvent(new Event('input', { bubbles: true })); });
   const p64 = Number(await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) !== p8));
   assert.ok(p64 > p8, `peak grows with the batch (${p8} → ${p64})`);
   assert.equal(await page.getByTestId('batch-input').inputValue(), '64');
@@ -124,6 +124,7 @@ test('an invalid value shows an error at the field and the page keeps working', 
   // a shape mismatch: the core's error at the row, the last good estimate stays
   const row = page.locator('[data-testid=layer-row][data-kind=linear]').first();
   const path = await row.getAttribute('data-path');
+  await openRow(row);
   await row.getByTestId('field-in_features').fill('1234');
   const err = await row.getByTestId('layer-error').textContent();
   assert.ok(err.includes(path) && err.includes('linear'), err);
@@ -174,6 +175,7 @@ test('a reload keeps the model and the settings', async () => {
   await pickPreset(page, 'vgg16');
   await setBatch(page, 8);
   await page.waitForFunction(() => document.querySelector('[data-testid=batch-input]').value === '8');
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   const params = await page.getByTestId('params').getAttribute('data-count');
   const peak = await bytes(page, 'peak');
@@ -190,12 +192,12 @@ test('switch to 中文 (and it survives a reload)', async () => {
   const { context, page, errors } = await open(browser);
   await page.getByTestId('lang-select').selectOption('zh');
   await page.waitForFunction(() => document.documentElement.lang === 'zh-CN');
-  assert.match(await page.getByTestId('summary').textContent(), /峰值分配/);
+  assert.match(await page.getByTestId('results').textContent(), /峰值分配/);
   assert.match(await page.getByTestId('settings').textContent(), /批大小/);
   await shot(page, '06-zh');
   await page.reload();
   await page.getByTestId('chart-capacity').waitFor();
-  assert.match(await page.getByTestId('summary').textContent(), /峰值分配/);
+  assert.match(await page.getByTestId('results').textContent(), /峰值分配/);
   assert.deepEqual(errors, []);
   await context.close();
 });

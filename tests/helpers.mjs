@@ -67,6 +67,12 @@ export async function topKinds(page) {
     rows.filter((r) => /^layers\[\d+\]$/.test(r.dataset.path)).map((r) => r.dataset.kind));
 }
 
+/** Opens an editor row (large models show their rows closed, one line each). */
+export async function openRow(row) {
+  if (await row.getAttribute('data-open') !== 'true') await row.locator('.row-handle').click();
+  await row.locator('.row-fields').waitFor();
+}
+
 /** Holds back every request for the lazily loaded module until the returned function is called. */
 export async function holdModule(page) {
   let release;

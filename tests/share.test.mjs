@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, URL as APP, bytes, waitAttr, pickPreset, setBatch, shot, topKinds, holdModule } from './helpers.mjs';
+import { launch, open, URL as APP, bytes, waitAttr, pickPreset, setBatch, shot, topKinds, openRow, holdModule } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -158,6 +158,7 @@ test('the custom-model link codec loads on first use; a reload right after an ed
   const wasm = () => extras().filter((p) => p.endsWith('.wasm'));
   assert.equal(wasm().length, 1, `picking a preset loads the module once: ${extras().join()}`);
   // an edit makes the model custom: its link needs the codec module, already loaded
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await addressBar(page, (f) => f.startsWith('v1.s='));
   assert.equal(wasm().length, 1, extras().join());
@@ -215,6 +216,7 @@ test('a tampered or truncated link shows what was wrong, opens the default model
   const { context, page } = await open(browser);
   const mine = await saveWork(page, 'vgg11', 7);
   // a real custom-model link, then damaged
+  await openRow(page.locator('[data-testid=layer-row]').last());
   await page.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   const good = fragmentOf(await addressBar(page, (f) => f.startsWith('v1.s=')));
   await page.getByTestId('undo').click();
@@ -345,7 +347,7 @@ test('embed: a card in an iframe on another origin renders, sizes itself and lin
     assert.equal(await openFull.getAttribute('target'), '_blank');
     assert.equal(await openFull.getAttribute('href'), `${APP}#${frag}`);
     // exposed controls change the card live (and the link back follows)
-    await card.getByTestId('embed-batch').evaluate((el) => { el.value = '64'; el.dispatchEvent(new Event('input', { bubbles: true })); });
+    await card.getByTestId('embed-batch').evaluate((el) => { el.value = '6'; el.dispatchEvent(new Event('input', { bubbles: true })); });
     await card.getByTestId('peak').and(card.locator(`[data-bytes]:not([data-bytes="${appPeak}"])`)).waitFor();
     assert.ok(Number(await card.getByTestId('peak').getAttribute('data-bytes')) > appPeak);
     await card.locator('[data-testid=open-full][href*="b=64"]').waitFor(); // the link follows once edits settle

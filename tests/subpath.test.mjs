@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
-import { launch } from './helpers.mjs';
+import { launch, openRow } from './helpers.mjs';
 
 const DIST = process.env.VRAMCALC_DIST ?? 'dist';
 const PREFIX = '/vramcalc/';
@@ -59,6 +59,7 @@ test('under a sub-path: the app, its lazily loaded module, share links and the e
   // an edit makes the model custom: its link is written by the extras module, fetched from the sub-path
   await app.getByTestId('preset-select').selectOption('vgg11');
   await app.waitForFunction(() => document.querySelector('[data-testid=model-panel]')?.dataset.preset === 'vgg11');
+  await openRow(app.locator('[data-testid=layer-row]').last());
   await app.locator('[data-testid=layer-row]').last().getByTestId('layer-delete').click();
   await app.waitForFunction(() => location.hash.startsWith('#v1.s='));
   const fragment = new globalThis.URL(app.url()).hash.slice(1);

@@ -55,6 +55,22 @@ pub fn capacity(est: &Estimate, capacity: u64, width: f64, unit: ByteUnit) -> Ca
     }
 }
 
+/// Where a bar's value label goes so the capacity line never runs through it: `(x, anchored at
+/// its end)`. Right of the bar if the line is clear of it; else right of the line; else inside the
+/// bar, ending before whichever comes first, the bar's end or the line. `text_w` is the label's
+/// estimated width, everything in the chart's coordinates from the bars' left edge.
+pub fn value_label_x(bar_end: f64, cap_x: f64, text_w: f64, width: f64) -> (f64, bool) {
+    const GAP: f64 = 5.0;
+    let clear = |x0: f64| x0 + text_w <= width && (cap_x <= x0 - GAP || cap_x >= x0 + text_w + GAP);
+    if clear(bar_end + GAP) {
+        (bar_end + GAP, false)
+    } else if clear(bar_end.max(cap_x) + GAP) {
+        (bar_end.max(cap_x) + GAP, false)
+    } else {
+        ((bar_end.min(cap_x) - GAP).max(text_w), true)
+    }
+}
+
 /// The bytes the device total adds to the peak: allocator rounding and reserve, CUDA context,
 /// cuBLAS workspace.
 pub fn overhead(est: &Estimate) -> u64 {
@@ -145,6 +161,19 @@ mod tests {
         assert!(g.capacity_x > 0.0 && g.capacity_x <= 600.0);
         assert!(g.bars[1].w >= g.bars[0].w, "device total ≥ peak");
         assert_eq!(g.ticks.first().map(|t| t.1), Some(0));
+    }
+
+    #[test]
+    fn value_labels_stay_off_the_capacity_line() {
+        let off = |(x, end): (f64, bool), w: f64, cap: f64| {
+            let (x0, x1) = if end { (x - w, x) } else { (x, x + w) };
+            cap < x0 || cap > x1
+        };
+        for (bar, cap) in [(100.0, 400.0), (380.0, 400.0), (400.0, 395.0), (480.0, 300.0), (10.0, 12.0), (490.0, 495.0)] {
+            let got = value_label_x(bar, cap, 60.0, 500.0);
+            assert!(off(got, 60.0, cap), "bar {bar}, line {cap}: {got:?}");
+        }
+        assert_eq!(value_label_x(100.0, 400.0, 60.0, 500.0), (105.0, false));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! bar alone; it reports its height to the parent page (`crate::dom::HeightReporter`).
 
 use super::charts::breakdown_chart;
+use super::inputs::batch_slider;
 use super::Ctx;
+use crate::capacity::{card_capacity, card_name, gpu_label};
 use crate::dom;
 use crate::hooks::{use_document_attributes, use_link, use_report};
 use crate::i18n::fill;
@@ -14,7 +16,7 @@ use std::rc::Rc;
 use vramcalc_core::presets;
 use vramcalc_core::share::ModelSource;
 use vramcalc_core::{Precision, TrainConfig, GPUS};
-use web_sys::{HtmlInputElement, HtmlSelectElement};
+use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
@@ -23,9 +25,6 @@ pub struct EmbedProps {
     /// The state the link opens (decoded before the first render).
     pub start: Rc<Start>,
 }
-
-/// The batch slider's top (higher batches from the link still show).
-const SLIDER_MAX: u64 = 1024;
 
 fn title(model: &Model) -> String {
     let share = share_link::to_share(model, &Default::default());
@@ -71,10 +70,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
         Some(Ok(r)) => {
             let e = &r.estimate;
             let fits = e.device_total_bytes <= r.capacity;
-            let gpu_name = match &model.gpu {
-                GpuChoice::Listed(id) => vramcalc_core::memory::device::gpu(id).map_or(id.clone(), |g| g.name.to_string()),
-                GpuChoice::Custom(_) => t.custom_capacity.trim_end_matches('…').to_string(),
-            };
+            let (gpu_name, cap) = gpu_label(&model.gpu, r.capacity, ctx.unit, t.custom_capacity);
             let fit_text = if fits {
                 fill(t.fits, &[&ctx.bytes(r.capacity - e.device_total_bytes)])
             } else {
@@ -94,7 +90,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     </div>
                     <p class={classes!("fit", if fits { "ok" } else { "over" })} data-testid="fit-status" data-fits={fits.to_string()}>
                         <span aria-hidden="true">{ if fits { "✓ " } else { "✗ " } }</span>
-                        { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
+                        { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &cap]) }</span>
                     </p>
                     { breakdown_chart(&ctx, r) }
                     <p class="small muted setup" data-testid="embed-setup" data-params={e.params.to_string()}>
@@ -109,16 +105,10 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let controls = p.controls.iter().map(|control| match control {
         Control::Batch => {
             let d = d.clone();
-            let oninput = Callback::from(move |e: InputEvent| {
-                if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
-                    d.dispatch(Action::SetBatch(v.max(1)));
-                }
-            });
             html! {
                 <label class="control">
                     <span>{ t.batch }{ " " }<b data-testid="embed-batch-value">{ c.batch }</b></span>
-                    <input type="range" min="1" max={SLIDER_MAX.max(c.batch).to_string()} value={c.batch.to_string()}
-                        {oninput} data-testid="embed-batch" aria-label={t.batch} />
+                    { batch_slider(c.batch, t.batch, "embed-batch", Callback::from(move |v| d.dispatch(Action::SetBatch(v)))) }
                 </label>
             }
         }
@@ -137,7 +127,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     <select {onchange} data-testid="embed-gpu" aria-label={t.gpu}>
                         if current.is_empty() { <option value="" selected=true>{ t.custom_capacity }</option> }
                         { for GPUS.iter().map(|g| html! {
-                            <option value={g.id} selected={g.id == current}>{ format!("{} — {}", g.name, ctx.bytes(g.bytes)) }</option>
+                            <option value={g.id} selected={g.id == current}>{ format!("{} — {}", card_name(g), card_capacity(g.bytes, ctx.unit)) }</option>
                         }) }
                     </select>
                 </label>
@@ -165,7 +155,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let href = fragment.as_ref().map(|f| dom::app_link(f));
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
-            <article class="embed-card" data-testid="embed-card">
+            <main><article class="embed-card" data-testid="embed-card">
                 <header class="embed-head">
                     <h1 data-testid="embed-title">{ title(model) }</h1>
                     <a href={href} target="_blank" rel="noopener" data-testid="open-full">{ t.open_in_app }{ " ↗" }</a>
@@ -176,7 +166,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     <div class="embed-controls" data-testid="embed-controls">{ for controls }</div>
                 }
                 <footer class="small muted">{ "vramcalc — " }{ t.tagline }</footer>
-            </article>
+            </article></main>
         </ContextProvider<Ctx>>
     }
 }

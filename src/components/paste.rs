@@ -24,7 +24,10 @@ pub fn paste_box() -> Html {
             wasm_bindgen_futures::spawn_local(async move {
                 match parse(&text).await {
                     Ok((spec, kind)) => {
-                        d.dispatch(Action::LoadSpec(spec));
+                        d.dispatch(match kind {
+                            Pasted::HfConfig { context } => Action::ImportHf(spec, context),
+                            Pasted::Spec => Action::LoadSpec(spec),
+                        });
                         outcome.set(Some(Ok(kind)));
                     }
                     Err(e) => outcome.set(Some(Err(e))),
@@ -42,7 +45,7 @@ pub fn paste_box() -> Html {
             <button onclick={load} data-testid="paste-load">{ t.paste_load }</button>
             { match &*outcome {
                 Some(Ok(Pasted::Spec)) => html! { <p class="ok" role="status" data-testid="paste-ok">{ t.pasted_spec }</p> },
-                Some(Ok(Pasted::HfConfig)) => html! { <p class="ok" role="status" data-testid="paste-ok">{ t.pasted_hf }</p> },
+                Some(Ok(Pasted::HfConfig { .. })) => html! { <p class="ok" role="status" data-testid="paste-ok">{ t.pasted_hf }</p> },
                 Some(Err(e)) => html! { <p class="error" role="alert" data-testid="paste-error">{ e }</p> },
                 None => html! {},
             } }

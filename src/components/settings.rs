@@ -1,9 +1,9 @@
 //! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
 
-use super::inputs::{enum_options, CheckField, NumberField, SelectField};
+use super::inputs::{batch_slider, check_field, enum_options, select_field, CheckProps, number_field, NumberProps, SelectProps};
 use super::use_ctx;
 use crate::state::{Action, GpuChoice};
-use vramcalc_core::units::parse_bytes;
+use crate::capacity::{card_capacity, card_name, parse_capacity};
 use vramcalc_core::{
     AttentionImpl, AutocastDevice, Device, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
 };
@@ -16,13 +16,12 @@ pub struct SettingsProps {
     pub gpu: GpuChoice,
     /// The sequence length the model runs at (`None`: no sequence input).
     pub seq_len: Option<u64>,
+    /// The model has a ReLU (the in-place choice applies to nothing else).
+    pub has_relu: bool,
     /// A configuration problem the core reported.
     #[prop_or_default]
     pub error: Option<String>,
 }
-
-/// The batch slider's top (the number field takes any value).
-const SLIDER_MAX: u64 = 1024;
 
 #[function_component(Settings)]
 pub fn settings(p: &SettingsProps) -> Html {
@@ -38,15 +37,10 @@ pub fn settings(p: &SettingsProps) -> Html {
             d.dispatch(Action::SetConfig(n));
         })
     };
+    // What each number field holds while its text is not a whole number (kept here: the fields
+    // are plain view functions).
+    let (batch_draft, seq_draft, accum_draft) = (use_state(|| None), use_state(|| None), use_state(|| None));
     let on_batch = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetBatch(v))) };
-    let on_slider = {
-        let d = d.clone();
-        Callback::from(move |e: InputEvent| {
-            if let Ok(v) = e.target_unchecked_into::<HtmlInputElement>().value().parse::<u64>() {
-                d.dispatch(Action::SetBatch(v.max(1)));
-            }
-        })
-    };
     let on_seq = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetSeqLen(Some(v)))) };
     let on_accum = { let d = d.clone(); Callback::from(move |v: u64| d.dispatch(Action::SetConfig(TrainConfig { grad_accum: v, ..c }))) };
     let on_ckpt = { let d = d.clone(); Callback::from(move |v: bool| d.dispatch(Action::SetConfig(TrainConfig { checkpointing: v, ..c }))) };
@@ -58,7 +52,7 @@ pub fn settings(p: &SettingsProps) -> Html {
         GpuChoice::Custom(_) => "custom".into(),
     };
     let mut gpu_options: Vec<(String, String)> =
-        GPUS.iter().map(|g| (g.id.to_string(), format!("{} — {}", g.name, ctx.bytes(g.bytes)))).collect();
+        GPUS.iter().map(|g| (g.id.to_string(), format!("{} — {}", card_name(g), card_capacity(g.bytes, ctx.unit)))).collect();
     gpu_options.push(("custom".into(), t.custom_capacity.into()));
     let on_gpu = {
         let d = d.clone();
@@ -73,7 +67,7 @@ pub fn settings(p: &SettingsProps) -> Html {
         let (d, draft) = (d.clone(), cap_draft.clone());
         Callback::from(move |e: InputEvent| {
             let text = e.target_unchecked_into::<HtmlInputElement>().value();
-            let parsed = parse_bytes(&text).filter(|&b| b > 0);
+            let parsed = parse_capacity(&text);
             draft.set(Some((text, parsed.is_some())));
             if let Some(b) = parsed {
                 d.dispatch(Action::SetGpu(GpuChoice::Custom(b)));
@@ -106,8 +100,9 @@ pub fn settings(p: &SettingsProps) -> Html {
 
     html! {
         <section class="panel settings" aria-labelledby="setup-h" data-testid="settings">
-            <h2 id="setup-h">{ t.setup }</h2>
-            <SelectField id="gpu" label={t.gpu} options={gpu_options} value={gpu_value} testid="gpu-select" on_change={on_gpu} />
+            <h2 id="setup-h">{ if train { t.setup } else { t.setup_infer } }</h2>
+            { select_field(SelectProps { id: "gpu".into(), label: t.gpu.into(), options: gpu_options, value: gpu_value.into(), testid: "gpu-select".into(), on_change: on_gpu }) }
+            if !custom { <small class="help gpu-source">{ t.gpu_source }</small> }
             if custom {
                 <div class={classes!("field", cap_invalid.then_some("invalid"))}>
                     <label for="capacity">{ t.capacity }</label>
@@ -118,48 +113,33 @@ pub fn settings(p: &SettingsProps) -> Html {
                 </div>
             }
             <div class="batch">
-                <NumberField id="batch" label={t.batch} value={c.batch} testid="batch-input" on_change={on_batch}
-                    invalid_text={t.must_be_whole} error={p.error.clone()} />
-                <input type="range" min="1" max={SLIDER_MAX.to_string()} value={c.batch.min(SLIDER_MAX).to_string()}
-                    oninput={on_slider} aria-label={t.batch} data-testid="batch-slider" />
+                { number_field(NumberProps { id: "batch", label: t.batch, value: c.batch, testid: "batch-input", on_change: on_batch.clone(), invalid_text: t.must_be_whole, error: p.error.clone() }, &batch_draft) }
+                { batch_slider(c.batch, t.batch, "batch-slider", on_batch.clone()) }
             </div>
             if let Some(s) = p.seq_len {
-                <NumberField id="seq" label={t.seq_len} value={s} testid="seq-input" on_change={on_seq} invalid_text={t.must_be_whole} />
+                { number_field(NumberProps { id: "seq", label: t.seq_len, value: s, testid: "seq-input", on_change: on_seq, invalid_text: t.must_be_whole, error: None }, &seq_draft) }
             }
             <div class="grid2">
-                <SelectField id="mode" label={t.mode} options={mode_options} value={c.mode.name()} testid="mode-select"
-                    on_change={set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m })} />
-                <SelectField id="precision" label={t.precision} options={enum_options(Precision::ALL, Precision::name)}
-                    value={c.precision.name()} testid="precision-select"
-                    on_change={set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x })} />
+                { select_field(SelectProps { id: "mode".into(), label: t.mode.into(), options: mode_options, value: c.mode.name().into(), testid: "mode-select".into(), on_change: set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m }) }) }
+                { select_field(SelectProps { id: "precision".into(), label: t.precision.into(), options: enum_options(Precision::ALL, Precision::name), value: c.precision.name().into(), testid: "precision-select".into(), on_change: set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x }) }) }
                 if train {
-                    <SelectField id="optimizer" label={t.optimizer} options={enum_options(OptimizerKind::ALL, OptimizerKind::name)}
-                        value={c.optimizer.name()} testid="optimizer-select"
-                        on_change={set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x })} />
-                    <SelectField id="optimizer-impl" label={t.optimizer_impl} options={enum_options(OptimizerImpl::ALL, OptimizerImpl::name)}
-                        value={c.optimizer_impl.name()} testid="optimizer-impl-select"
-                        on_change={set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x })} />
-                    <NumberField id="accum" label={t.grad_accum} value={c.grad_accum} testid="accum-input" on_change={on_accum}
-                        invalid_text={t.must_be_whole} />
+                    { select_field(SelectProps { id: "optimizer".into(), label: t.optimizer.into(), options: enum_options(OptimizerKind::ALL, OptimizerKind::name), value: c.optimizer.name().into(), testid: "optimizer-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x }) }) }
+                    { select_field(SelectProps { id: "optimizer-impl".into(), label: t.optimizer_impl.into(), options: enum_options(OptimizerImpl::ALL, OptimizerImpl::name), value: c.optimizer_impl.name().into(), testid: "optimizer-impl-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x }) }) }
+                    { number_field(NumberProps { id: "accum", label: t.grad_accum, value: c.grad_accum, testid: "accum-input", on_change: on_accum, invalid_text: t.must_be_whole, error: None }, &accum_draft) }
                 }
-                <SelectField id="attention" label={t.attention} options={enum_options(AttentionImpl::ALL, AttentionImpl::name)}
-                    value={c.attention.name()} testid="attention-select"
-                    on_change={set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x })} />
-                <SelectField id="inplace" label={t.inplace_relu} options={inplace_options} value={inplace_value} testid="inplace-select"
-                    on_change={set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None })} />
+                { select_field(SelectProps { id: "attention".into(), label: t.attention.into(), options: enum_options(AttentionImpl::ALL, AttentionImpl::name), value: c.attention.name().into(), testid: "attention-select".into(), on_change: set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x }) }) }
+                if p.has_relu {
+                    { select_field(SelectProps { id: "inplace".into(), label: t.inplace_relu.into(), options: inplace_options, value: inplace_value.into(), testid: "inplace-select".into(), on_change: set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None }) }) }
+                }
             </div>
             if train {
-                <CheckField id="ckpt" label={t.checkpointing} checked={c.checkpointing} testid="checkpointing" on_change={on_ckpt} />
+                { check_field(CheckProps { id: "ckpt".into(), label: t.checkpointing.into(), checked: c.checkpointing, testid: "checkpointing".into(), on_change: on_ckpt }) }
             }
             <details class="advanced">
                 <summary>{ t.advanced }</summary>
                 <div class="grid2">
-                    <SelectField id="device" label={t.device} options={enum_options(Device::ALL, Device::name)}
-                        value={c.device.name()} testid="device-select"
-                        on_change={set(|c, v| if let Some(x) = Device::parse(v) { c.device = x })} />
-                    <SelectField id="autocast" label={t.autocast_device} options={enum_options(AutocastDevice::ALL, AutocastDevice::name)}
-                        value={c.autocast_device.name()} testid="autocast-select"
-                        on_change={set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x })} />
+                    { select_field(SelectProps { id: "device".into(), label: t.device.into(), options: enum_options(Device::ALL, Device::name), value: c.device.name().into(), testid: "device-select".into(), on_change: set(|c, v| if let Some(x) = Device::parse(v) { c.device = x }) }) }
+                    { select_field(SelectProps { id: "autocast".into(), label: t.autocast_device.into(), options: enum_options(AutocastDevice::ALL, AutocastDevice::name), value: c.autocast_device.name().into(), testid: "autocast-select".into(), on_change: set(|c, v| if let Some(x) = AutocastDevice::parse(v) { c.autocast_device = x }) }) }
                 </div>
             </details>
         </section>

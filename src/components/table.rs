@@ -1,7 +1,7 @@
 //! The per-layer table (cs231n's VGG16 table for any model): path, kind, output shape, params,
 //! output values per sample, bytes saved for backward.
 
-use super::{use_ctx, Shared};
+use super::Ctx;
 use crate::analysis::Report;
 use vramcalc_core::thousands;
 use yew::prelude::*;
@@ -9,22 +9,19 @@ use yew::prelude::*;
 /// Rows shown before "show all".
 const FIRST_ROWS: usize = 30;
 
-#[derive(Properties, PartialEq)]
-pub struct TableProps {
-    pub report: Shared<Report>,
-}
-
-#[function_component(LayerTable)]
-pub fn layer_table(p: &TableProps) -> Html {
-    let ctx = use_ctx();
+/// A plain view function (no component's lifecycle code in the bundle): `all` ("show all rows")
+/// is kept by its panel, [`crate::components::results::Charts`], which re-renders it only when the
+/// report or that choice changes.
+pub fn layer_table(ctx: &Ctx, report: &Report, all: &UseStateHandle<bool>) -> Html {
     let t = ctx.tr();
-    let all = use_state(|| false);
-    let layers = &p.report.estimate.layers;
+    let layers = &report.estimate.layers;
     let n = layers.len();
-    let shown = if *all { n } else { n.min(FIRST_ROWS) };
+    let shown = if **all { n } else { n.min(FIRST_ROWS) };
     let toggle = { let all = all.clone(); Callback::from(move |_| all.set(!*all)) };
     html! {
         <div class="table-wrap">
+            <p class="scroll-hint muted small" aria-hidden="true">{ "⇠ ⇢" }</p>
+            <div class="table-scroll" tabindex="0" role="group" aria-label={t.per_layer}>
             <table class="layer-table" data-testid="layer-table">
                 <thead><tr>
                     <th scope="col">{ t.col_layer }</th><th scope="col">{ t.col_kind }</th><th scope="col">{ t.col_output }</th>
@@ -44,9 +41,10 @@ pub fn layer_table(p: &TableProps) -> Html {
                     }) }
                 </tbody>
             </table>
+            </div>
             if n > FIRST_ROWS {
                 <button onclick={toggle} data-testid="table-toggle">
-                    { if *all { t.show_fewer.to_string() } else { crate::i18n::fill(t.show_all, &[&n.to_string()]) } }
+                    { if **all { t.show_fewer.to_string() } else { crate::i18n::fill(t.show_all, &[&n.to_string()]) } }
                 </button>
             }
         </div>

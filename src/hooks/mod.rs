@@ -160,16 +160,21 @@ pub const LINK_DELAY_MS: u32 = 250;
 pub fn use_undo_shortcuts(dispatch: UseReducerDispatcher<State>) {
     use_effect_with((), move |_| {
         let listener = web_sys::window().and_then(|w| w.document()).map(|doc| {
-            gloo::events::EventListener::new(&doc, "keydown", move |e| {
+            // Not passive: it prevents the browser's default for the keys it handles.
+            let active = gloo::events::EventListenerOptions::enable_prevent_default();
+            gloo::events::EventListener::new_with_options(&doc, "keydown", active, move |e| {
                 let Some(e) = e.dyn_ref::<web_sys::KeyboardEvent>() else { return };
                 if !(e.ctrl_key() || e.meta_key()) {
                     return;
                 }
-                let typing = e
-                    .target()
-                    .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                    .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
-                    .unwrap_or(false);
+                // In a text field Ctrl+Z is the field's own undo; anywhere else (a checkbox, the
+                // slider, a select, a button) it is the app's.
+                let typing = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()).is_some_and(|el| {
+                    el.tag_name() == "TEXTAREA"
+                        || el.dyn_ref::<web_sys::HtmlInputElement>().is_some_and(|i| {
+                            !matches!(i.type_().as_str(), "checkbox" | "radio" | "range" | "button" | "submit" | "reset" | "color")
+                        })
+                });
                 if typing {
                     return;
                 }

@@ -17,11 +17,16 @@ pub fn timeline_chart(ctx: &Ctx, report: &Report) -> Html {
         <svg class="chart timeline" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.timeline} data-testid="chart-timeline">
             <title>{ t.timeline }</title>
             <g transform={format!("translate({left},8)")}>
-                { for g.phases.iter().map(|s| html! {
-                    <g>
-                        <rect x={f(s.x0)} y="0" width={f((s.x1 - s.x0).max(0.0))} height={f(h - bottom - 8.0)} class={classes!("phase", phase_class(s.phase))} />
-                        <text x={f((s.x0 + s.x1) / 2.0)} y={f(h - bottom + 8.0)} text-anchor="middle" class="axis-label">{ t.phase(s.phase) }</text>
-                    </g>
+                { for g.phases.iter().map(|s| {
+                    // Centred on its phase, but kept inside the plot (the card) at either end.
+                    let half = t.phase(s.phase).chars().count() as f64 * 3.0;
+                    let x = ((s.x0 + s.x1) / 2.0).min(cw - left - 8.0 - half).max(half);
+                    html! {
+                        <g>
+                            <rect x={f(s.x0)} y="0" width={f((s.x1 - s.x0).max(0.0))} height={f(h - bottom - 8.0)} class={classes!("phase", phase_class(s.phase))} />
+                            <text x={f(x)} y={f(h - bottom + 8.0)} text-anchor="middle" class="axis-label">{ t.phase(s.phase) }</text>
+                        </g>
+                    }
                 }) }
                 { for g.y_ticks.iter().map(|(y, b)| html! {
                     <g>

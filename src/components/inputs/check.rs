@@ -3,7 +3,6 @@
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
 pub struct CheckProps {
     pub id: AttrValue,
     pub label: AttrValue,
@@ -12,8 +11,8 @@ pub struct CheckProps {
     pub on_change: Callback<bool>,
 }
 
-#[function_component(CheckField)]
-pub fn check_field(p: &CheckProps) -> Html {
+/// A plain view function: no state, so no component (its lifecycle code) in the bundle.
+pub fn check_field(p: CheckProps) -> Html {
     let onchange = {
         let cb = p.on_change.clone();
         Callback::from(move |e: Event| cb.emit(e.target_unchecked_into::<HtmlInputElement>().checked()))

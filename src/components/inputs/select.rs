@@ -3,7 +3,6 @@
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
 pub struct SelectProps {
     pub id: AttrValue,
     pub label: AttrValue,
@@ -14,8 +13,8 @@ pub struct SelectProps {
     pub on_change: Callback<String>,
 }
 
-#[function_component(SelectField)]
-pub fn select_field(p: &SelectProps) -> Html {
+/// A plain view function: no state, so no component (its lifecycle code) in the bundle.
+pub fn select_field(p: SelectProps) -> Html {
     let onchange = {
         let cb = p.on_change.clone();
         Callback::from(move |e: Event| cb.emit(e.target_unchecked_into::<HtmlSelectElement>().value()))

@@ -21,6 +21,9 @@ use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{Error, TrainConfig};
 use yew::prelude::*;
 
+/// Models with at most this many rows open with every row's fields shown.
+const OPEN_UP_TO: usize = 12;
+
 /// Per-row figures by row path, and the saved bytes of the whole model.
 pub type RowMap = (HashMap<String, RowReport>, u64);
 
@@ -58,6 +61,33 @@ pub fn layers(p: &LayersProps) -> Html {
         html! { <button {onclick} disabled={!groupable} data-testid={format!("group-{}", k.name())}>{ k.name() }</button> }
     });
     let rows = tree::rows(&p.spec, &p.collapsed);
+    // Which rows are open: a small model's rows by default, a large one's closed (one line and
+    // one Tab stop each); a click on a row's name toggles it, "collapse all" closes every row and
+    // folds every block. A row with an error is always open.
+    // `(every row's state, the rows toggled from it)`; `None`: open if the model is small.
+    let open = use_state(|| (None::<bool>, Vec::<String>::new()));
+    let nodes = rows.iter().filter(|r| matches!(r, Row::Node { .. })).count();
+    let default_open = open.0.unwrap_or(nodes <= OPEN_UP_TO);
+    let on_toggle = {
+        let open = open.clone();
+        Callback::from(move |key: String| {
+            let (mode, mut toggled) = (*open).clone();
+            match toggled.iter().position(|k| *k == key) {
+                Some(i) => drop(toggled.swap_remove(i)),
+                None => toggled.push(key),
+            }
+            open.set((mode, toggled));
+        })
+    };
+    let collapse_all = {
+        let (open, d, spec, collapsed) = (open.clone(), d.clone(), p.spec.clone(), p.collapsed.clone());
+        Callback::from(move |_| {
+            open.set((Some(false), Vec::new()));
+            for b in tree::block_paths(&spec.layers).into_iter().filter(|b| !collapsed.contains(b)) {
+                d.dispatch(Action::ToggleCollapsed(b));
+            }
+        })
+    };
     let shape_for = |list: &ListPath, index: Option<usize>| input_shape_for(&p.spec, &p.config, list, index, map);
 
     let items = rows.into_iter().map(|row| match row {
@@ -73,7 +103,8 @@ pub fn layers(p: &LayersProps) -> Html {
             html! {
                 <LayerRow key={key.clone()} path={path.clone()} layer={layer.clone()} {depth} {collapsed}
                     selected={p.selected.contains(&path)} report={map.get(&key).cloned()} {total}
-                    first={index == 0} last={index + 1 >= len} {error} />
+                    first={index == 0} last={index + 1 >= len} open={error.is_some() || default_open != open.1.contains(&key)}
+                    {error} on_toggle={on_toggle.clone()} />
             }
         }
         Row::List { list, depth, len } => {
@@ -103,7 +134,8 @@ pub fn layers(p: &LayersProps) -> Html {
                     { for group_buttons }
                 </div>
             </div>
-            <p class="muted small">{ t.group_hint }{ " " }{ t.reorder_hint }</p>
+            <p class="muted small">{ t.group_hint }{ " " }{ t.reorder_hint }{ " " }
+                <button class="link" onclick={collapse_all} data-testid="collapse-all">{ t.collapse_all }</button></p>
             if p.spec.layers.is_empty() {
                 <p class="empty" data-testid="no-layers">{ t.no_layers }</p>
             }

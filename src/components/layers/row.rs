@@ -8,24 +8,7 @@ use crate::fields::fields;
 use crate::state::Action;
 use crate::tree::{can_ungroup, NodePath};
 use vramcalc_core::spec::Layer;
-use wasm_bindgen::JsCast;
-use web_sys::HtmlElement;
 use yew::prelude::*;
-
-/// Focuses the row handle at `path` once the next render has placed it.
-fn focus_row_later(path: String) {
-    gloo::timers::callback::Timeout::new(0, move || {
-        let sel = format!("[data-path=\"{path}\"] .row-handle");
-        if let Some(el) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.query_selector(&sel).ok().flatten())
-            .and_then(|e| e.dyn_into::<HtmlElement>().ok())
-        {
-            let _ = el.focus();
-        }
-    })
-    .forget();
-}
 
 #[derive(Properties, PartialEq)]
 pub struct RowProps {
@@ -40,6 +23,10 @@ pub struct RowProps {
     pub first: bool,
     pub last: bool,
     pub error: Option<String>,
+    /// Shows its hyper-parameters and actions; closed, the row is one line (kind, output shape,
+    /// parameters, share of saved memory) and one Tab stop.
+    pub open: bool,
+    pub on_toggle: Callback<String>,
 }
 
 #[function_component(LayerRow)]
@@ -58,7 +45,7 @@ pub fn layer_row(p: &RowProps) -> Html {
             if let (Some(l), Some(i)) = (path.list(), path.index()) {
                 d.dispatch(Action::MoveLayer { path: path.clone(), delta });
                 if let Some(j) = i.checked_add_signed(delta) {
-                    focus_row_later(l.node(j).to_string());
+                    crate::dom::focus_row_later(l.node(j).to_string());
                 }
             }
         })
@@ -78,7 +65,7 @@ pub fn layer_row(p: &RowProps) -> Html {
             if let (Some(l), Some(i)) = (path.list(), path.index()) {
                 d.dispatch(Action::MoveLayer { path: path.clone(), delta });
                 if let Some(j) = i.checked_add_signed(delta) {
-                    focus_row_later(l.node(j).to_string());
+                    crate::dom::focus_row_later(l.node(j).to_string());
                 }
             }
         })
@@ -115,19 +102,22 @@ pub fn layer_row(p: &RowProps) -> Html {
             </span>
         }
     });
-    let handle_label = format!("{key} ({kind})");
+    let handle_label = format!("{kind} {key}: {}", if p.open { t.collapse } else { t.expand });
     html! {
         <li class={classes!("layer-row", block.then_some("block"), p.error.is_some().then_some("has-error"), p.selected.then_some("selected"))}
-            style={format!("--depth:{}", p.depth)} data-testid="layer-row" data-path={key.clone()} data-kind={kind} {onkeydown}>
+            style={format!("--depth:{}", p.depth)} data-testid="layer-row" data-path={key.clone()} data-kind={kind} data-open={p.open.to_string()} {onkeydown}>
             <div class="row-head">
-                <input type="checkbox" checked={p.selected} onclick={on_select} aria-label={format!("{} {key}", t.select)} data-testid="layer-select" />
+                if p.open || p.selected {
+                    <input type="checkbox" checked={p.selected} onclick={on_select} aria-label={format!("{} {key}", t.select)} data-testid="layer-select" />
+                }
                 if block {
                     <button class="toggle" onclick={act(Action::ToggleCollapsed)} aria-expanded={(!p.collapsed).to_string()}
                         aria-label={if p.collapsed { t.expand } else { t.collapse }} data-testid="layer-toggle">
                         { if p.collapsed { "▸" } else { "▾" } }
                     </button>
                 }
-                <button class="row-handle" aria-label={handle_label} title={t.reorder_hint}>
+                <button class="row-handle" aria-label={handle_label} title={t.reorder_hint} aria-expanded={p.open.to_string()}
+                    onclick={{ let (cb, k) = (p.on_toggle.clone(), key.clone()); Callback::from(move |_| cb.emit(k.clone())) }}>
                     <span class="kind">{ kind }</span>
                 </button>
                 <code class="path">{ &key }</code>
@@ -138,7 +128,7 @@ pub fn layer_row(p: &RowProps) -> Html {
                     }
                 }
                 { for share }
-                <span class="row-actions">
+                if p.open { <span class="row-actions">
                     <button onclick={mover(-1)} disabled={p.first} aria-label={t.move_up} title={t.move_up} data-testid="layer-up">{ "↑" }</button>
                     <button onclick={mover(1)} disabled={p.last} aria-label={t.move_down} title={t.move_down} data-testid="layer-down">{ "↓" }</button>
                     <button onclick={act(Action::DuplicateLayer)} aria-label={t.duplicate} title={t.duplicate} data-testid="layer-duplicate">
@@ -151,14 +141,16 @@ pub fn layer_row(p: &RowProps) -> Html {
                     }
                     { for extra }
                     <button class="danger" onclick={act(Action::DeleteLayer)} aria-label={t.delete} title={t.delete} data-testid="layer-delete">{ "✕" }</button>
-                </span>
+                </span> }
             </div>
-            <div class="row-fields">
-                { for fields(&p.layer).into_iter().map(|f| {
-                    let key = f.name.clone();
-                    html! { <FieldInput {key} path={p.path.clone()} layer={p.layer.clone()} field={f} /> }
-                }) }
-            </div>
+            if p.open {
+                <div class="row-fields">
+                    { for fields(&p.layer).into_iter().map(|f| {
+                        let key = f.name.clone();
+                        html! { <FieldInput {key} path={p.path.clone()} layer={p.layer.clone()} field={f} /> }
+                    }) }
+                </div>
+            }
             if let Some(e) = &p.error {
                 <div class="error" role="alert" data-testid="layer-error">{ e }</div>
             }

@@ -2,7 +2,7 @@
 
 use crate::analysis::Report;
 use crate::components::charts::{batch_chart, timeline_chart, LayerChart};
-use crate::components::table::LayerTable;
+use crate::components::table::layer_table;
 use crate::components::{use_ctx, Shared};
 use crate::i18n::fill;
 use vramcalc_core::thousands;
@@ -17,6 +17,7 @@ pub struct ChartsProps {
 pub fn charts(p: &ChartsProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let all_rows = use_state(|| false);
     let Some(r) = &p.report else { return html! {} };
     let max = match r.max_batch {
         Some(m) => fill(t.max_batch, &[&thousands(m)]),
@@ -41,7 +42,7 @@ pub fn charts(p: &ChartsProps) -> Html {
             <section class="panel" aria-labelledby="layers-h">
                 <h2 id="layers-h">{ t.per_layer }</h2>
                 <LayerChart report={r.clone()} />
-                <LayerTable report={r.clone()} />
+                { layer_table(&ctx, r, &all_rows) }
             </section>
         </>
     }

@@ -1,48 +1,56 @@
-//! The headline figures against the GPU, the capacity bar and the breakdown.
+//! The headline figures, the capacity bar and the breakdown (the verdict is the sticky bar's).
 
 use crate::analysis::Report;
 use crate::components::charts::{breakdown_chart, capacity_chart};
-use crate::components::{percent, use_ctx, Shared};
+use crate::components::{percent, Ctx, Shared};
+use crate::fix;
 use crate::i18n::fill;
-use crate::state::GpuChoice;
-use vramcalc_core::{thousands, Error};
+use vramcalc_core::memory::param_copies;
+use vramcalc_core::{thousands, Error, Mode};
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
 pub struct SummaryProps {
     /// The last good report (kept on screen while the current input has an error).
     pub report: Option<Shared<Report>>,
-    pub gpu: GpuChoice,
-    #[prop_or_default]
     pub error: Option<Error>,
+    /// The repair the error suggests ([`fix::suggest`]): its field, value and action.
+    pub fix: Option<(&'static str, u64, Callback<MouseEvent>)>,
+    /// `(sequence length, context)` a Hugging Face import assumed.
+    pub assumed_seq: Option<(u64, u64)>,
 }
 
-#[function_component(Summary)]
-pub fn summary(p: &SummaryProps) -> Html {
-    let ctx = use_ctx();
+/// A plain view function (its figures change with nearly every render of the app).
+pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
     let t = ctx.tr();
-    let stale = p.error.as_ref().map(|e| html! {
-        <div class="stale" role="alert" data-testid="estimate-error"><b>{ t.stale }</b>{ " " }<span>{ e.to_string() }</span></div>
+    // The error names its row: a link there, and the one-click fix when the message implies one.
+    let stale = p.error.as_ref().map(|e| {
+        let goto = fix::error_path(e).map(|path| {
+            let path = path.to_string();
+            let onclick = { let path = path.clone(); Callback::from(move |_| crate::dom::focus_row_later(path.clone())) };
+            html! { <button class="link" {onclick} data-testid="error-goto">{ fill(t.go_to_row, &[&path]) }</button> }
+        });
+        let repair = p.fix.clone().map(|(field, value, onclick)| html! {
+            <button class="fix" {onclick} data-testid="error-fix">{ fill(t.fix_field, &[field, &value.to_string()]) }</button>
+        });
+        html! {
+            <div class="stale" role="alert" data-testid="estimate-error">
+                <b>{ t.stale }</b>{ " " }<span>{ e.to_string() }</span>{ " " }{ for goto }{ " " }{ for repair }
+            </div>
+        }
     });
     let Some(r) = &p.report else {
         return html! {
-            <section class="panel summary" data-testid="summary"><h2>{ t.results }</h2>{ for stale }<p>{ t.no_result }</p></section>
+            <section class="panel summary" data-testid="results"><h2>{ t.results }</h2>{ for stale }<p>{ t.no_result }</p></section>
         };
     };
     let e = &r.estimate;
-    let fits = e.device_total_bytes <= r.capacity;
-    let gpu_name = match &p.gpu {
-        GpuChoice::Listed(id) => vramcalc_core::memory::device::gpu(id).map(|g| g.name).unwrap_or(id.as_str()).to_string(),
-        GpuChoice::Custom(_) => t.custom_capacity.trim_end_matches('…').to_string(),
-    };
-    let fit_text = if fits {
-        fill(t.fits, &[&ctx.bytes(r.capacity - e.device_total_bytes)])
-    } else {
-        fill(t.does_not_fit, &[&ctx.bytes(e.device_total_bytes - r.capacity)])
-    };
     let rule = e.rule_of_thumb_bytes;
+    let rule_help = match e.config.mode {
+        Mode::Infer => t.rule_help_infer.to_string(),
+        Mode::Train => fill(t.rule_of_thumb_help, &[&param_copies(&e.config).to_string(), e.config.optimizer.name()]),
+    };
     html! {
-        <section class={classes!("panel", "summary", p.error.is_some().then_some("is-stale"))} aria-labelledby="summary-h" data-testid="summary">
+        <section class={classes!("panel", "summary", p.error.is_some().then_some("is-stale"))} aria-labelledby="summary-h" data-testid="results">
             <h2 id="summary-h">{ t.results }</h2>
             { for stale }
             <div class="headline">
@@ -62,19 +70,18 @@ pub fn summary(p: &SummaryProps) -> Html {
                     <small class="muted">{ format!("{} · {}", ctx.bytes(e.param_bytes), e.config.precision) }</small>
                 </div>
             </div>
-            <p class={classes!("fit", if fits { "ok" } else { "over" })} data-testid="fit-status" data-fits={fits.to_string()}>
-                <span class="fit-icon" aria-hidden="true">{ if fits { "✓" } else { "✗" } }</span>
-                { fit_text }{ " " }<span class="muted">{ fill(t.on_gpu, &[&gpu_name, &ctx.bytes(r.capacity)]) }</span>
-            </p>
-            { capacity_chart(&ctx, r) }
+            if let Some((l, c)) = p.assumed_seq {
+                <p class="assumed small" role="note" data-testid="import-assumed">{ fill(t.import_assumed, &[&l.to_string(), &c.to_string()]) }</p>
+            }
+            { capacity_chart(ctx, r) }
             <p class="small"><span class="muted">{ t.peak_at }{ ": " }</span><code data-testid="peak-at">{ &e.peak_at }</code></p>
             <p class="rule small" data-testid="rule-of-thumb" data-bytes={rule.to_string()}>
                 <b>{ t.rule_of_thumb }{ ": " }{ ctx.bytes(rule) }</b>{ " — " }
                 { fill(t.vs_rule, &[&percent(e.peak_bytes, rule)]) }
-                <br /><span class="muted">{ t.rule_of_thumb_help }</span>
+                <br /><span class="muted">{ rule_help }</span>
             </p>
             <h3>{ t.breakdown }</h3>
-            { breakdown_chart(&ctx, r) }
+            { breakdown_chart(ctx, r) }
         </section>
     }
 }

@@ -44,31 +44,36 @@ pub struct Gpu {
     pub bytes: u64,
 }
 
-const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
-/// Common cards, smallest first. Capacities are the boards' nominal memory (GiB).
+/// Common cards, smallest first. Each capacity is the total the driver reports, as
+/// `nvidia-smi --query-gpu=memory.total` prints it in MiB (Linux driver, ECC at its default),
+/// not the nominal "24 GB" of the box: the CUDA allocator can never use more than this.
+/// Read from `nvidia-smi` output people posted, e.g. RTX 3090 24576 MiB
+/// (noonghunna/club-3090#1127), RTX 4090 24564 MiB (RLinf/RLinf#255), L40S 46068 MiB
+/// (akash-network/provider-configs#99), H200 143771 MiB (issue 16's reading); the other
+/// figures are the totals commonly printed for those boards and were not each re-checked here.
 pub const GPUS: &[Gpu] = &[
-    Gpu { id: "rtx-3080", name: "GeForce RTX 3080 10 GB", bytes: 10 * GIB },
-    Gpu { id: "gtx-1080-ti", name: "GeForce GTX 1080 Ti 11 GB", bytes: 11 * GIB },
-    Gpu { id: "rtx-2080-ti", name: "GeForce RTX 2080 Ti 11 GB", bytes: 11 * GIB },
-    Gpu { id: "rtx-3060", name: "GeForce RTX 3060 12 GB", bytes: 12 * GIB },
-    Gpu { id: "rtx-4070", name: "GeForce RTX 4070 12 GB", bytes: 12 * GIB },
+    Gpu { id: "rtx-3080", name: "GeForce RTX 3080 10 GB", bytes: 10240 * MIB },
+    Gpu { id: "gtx-1080-ti", name: "GeForce GTX 1080 Ti 11 GB", bytes: 11264 * MIB },
+    Gpu { id: "rtx-2080-ti", name: "GeForce RTX 2080 Ti 11 GB", bytes: 11264 * MIB },
+    Gpu { id: "rtx-3060", name: "GeForce RTX 3060 12 GB", bytes: 12288 * MIB },
+    Gpu { id: "rtx-4070", name: "GeForce RTX 4070 12 GB", bytes: 12282 * MIB },
     Gpu { id: "t4", name: "Tesla T4 16 GB", bytes: 15360 * MIB },
-    Gpu { id: "v100-16gb", name: "Tesla V100 16 GB", bytes: 16 * GIB },
-    Gpu { id: "rtx-4060-ti-16gb", name: "GeForce RTX 4060 Ti 16 GB", bytes: 16 * GIB },
-    Gpu { id: "rtx-4080", name: "GeForce RTX 4080 16 GB", bytes: 16 * GIB },
-    Gpu { id: "rtx-3090", name: "GeForce RTX 3090 24 GB", bytes: 24 * GIB },
-    Gpu { id: "rtx-4090", name: "GeForce RTX 4090 24 GB", bytes: 24 * GIB },
-    Gpu { id: "a10", name: "A10 24 GB", bytes: 24 * GIB },
-    Gpu { id: "l4", name: "L4 24 GB", bytes: 24 * GIB },
-    Gpu { id: "rtx-5090", name: "GeForce RTX 5090 32 GB", bytes: 32 * GIB },
-    Gpu { id: "v100-32gb", name: "Tesla V100 32 GB", bytes: 32 * GIB },
-    Gpu { id: "a100-40gb", name: "A100 40 GB", bytes: 40 * GIB },
-    Gpu { id: "l40s", name: "L40S 48 GB", bytes: 48 * GIB },
-    Gpu { id: "a100-80gb", name: "A100 80 GB", bytes: 80 * GIB },
-    Gpu { id: "h100-80gb", name: "H100 80 GB", bytes: 80 * GIB },
-    Gpu { id: "h200", name: "H200 141 GB", bytes: 141 * GIB },
+    Gpu { id: "v100-16gb", name: "Tesla V100 16 GB", bytes: 16160 * MIB },
+    Gpu { id: "rtx-4060-ti-16gb", name: "GeForce RTX 4060 Ti 16 GB", bytes: 16380 * MIB },
+    Gpu { id: "rtx-4080", name: "GeForce RTX 4080 16 GB", bytes: 16376 * MIB },
+    Gpu { id: "rtx-3090", name: "GeForce RTX 3090 24 GB", bytes: 24576 * MIB },
+    Gpu { id: "rtx-4090", name: "GeForce RTX 4090 24 GB", bytes: 24564 * MIB },
+    Gpu { id: "a10", name: "A10 24 GB", bytes: 23028 * MIB },
+    Gpu { id: "l4", name: "L4 24 GB", bytes: 23034 * MIB },
+    Gpu { id: "rtx-5090", name: "GeForce RTX 5090 32 GB", bytes: 32607 * MIB },
+    Gpu { id: "v100-32gb", name: "Tesla V100 32 GB", bytes: 32510 * MIB },
+    Gpu { id: "a100-40gb", name: "A100 40 GB", bytes: 40960 * MIB },
+    Gpu { id: "l40s", name: "L40S 48 GB", bytes: 46068 * MIB },
+    Gpu { id: "a100-80gb", name: "A100 80 GB", bytes: 81920 * MIB },
+    Gpu { id: "h100-80gb", name: "H100 80 GB", bytes: 81559 * MIB },
+    Gpu { id: "h200", name: "H200 141 GB", bytes: 143771 * MIB },
 ];
 
 pub fn gpu(id: &str) -> Option<&'static Gpu> {

@@ -10,6 +10,7 @@ mod estimate;
 pub mod generate;
 pub mod optimizer;
 mod rule_of_thumb;
+pub use rule_of_thumb::param_copies;
 pub mod simulate;
 pub(crate) mod timeline;
 

@@ -5,17 +5,22 @@
 use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::resolve::Resolved;
 
-/// The rule's bytes for `resolved` under `cfg`.
-pub(crate) fn bytes(resolved: &Resolved, cfg: &TrainConfig) -> u64 {
-    let param_bytes = resolved.graph.param_bytes();
-    let copies = match cfg.mode {
+/// The rule's `n`: copies of the parameters (weights, gradients, optimizer state); 1 in inference.
+pub fn param_copies(cfg: &TrainConfig) -> u64 {
+    match cfg.mode {
         Mode::Infer | Mode::Generate => 1,
         Mode::Train => match cfg.optimizer {
             OptimizerKind::Sgd => 2,
             OptimizerKind::SgdMomentum | OptimizerKind::Adagrad | OptimizerKind::Rmsprop => 3,
             _ => 4,
         },
-    };
+    }
+}
+
+/// The rule's bytes for `resolved` under `cfg`.
+pub(crate) fn bytes(resolved: &Resolved, cfg: &TrainConfig) -> u64 {
+    let param_bytes = resolved.graph.param_bytes();
+    let copies = param_copies(cfg);
     let act_size = match cfg.precision {
         Precision::Fp32 => 4,
         _ => 2,

@@ -1,0 +1,83 @@
+//! The sticky one-line verdict: peak · fits or over by how much, on which GPU · largest batch
+//! that fits (the app's only verdict: `fit-status`), and
+//! when it does not fit, the fixes (use the largest batch, or the cheapest what-if that fits).
+//! It stays at the top of the viewport on every screen size, like a configurator's price bar,
+//! and is an `aria-live` region so screen readers hear the new verdict after each edit.
+
+use crate::analysis::Report;
+use crate::components::whatif::{apply, Applied};
+use crate::components::{Ctx, Shared};
+use crate::i18n::fill;
+use crate::capacity::gpu_label;
+use crate::state::{Action, GpuChoice};
+use vramcalc_core::whatif::{Trick, WhatIf};
+use yew::prelude::*;
+
+/// What the bar shows (a plain view function: it re-renders with the app, whose every render
+/// can change the verdict).
+pub struct BarProps {
+    pub report: Option<Shared<Report>>,
+    pub gpu: GpuChoice,
+    pub what_ifs: Option<Shared<Vec<WhatIf>>>,
+    /// The current input has an error: the figures are the last good ones.
+    pub stale: bool,
+    pub applied: Applied,
+}
+
+/// Tricks from the least to the most disruptive to training: mixed precision and in-place ReLU
+/// change nothing the model learns; checkpointing costs about one extra forward; accumulation
+/// keeps the effective batch; a shorter sequence, a smaller batch or another optimizer change
+/// the run itself.
+const BY_COST: [Trick; 7] =
+    [Trick::Amp, Trick::InplaceRelu, Trick::Checkpointing, Trick::GradAccum4, Trick::ShorterSeq, Trick::HalveBatch, Trick::Sgd];
+
+/// The least disruptive what-if whose device total fits `capacity`.
+pub fn cheapest_fix(items: &[WhatIf], capacity: u64) -> Option<&WhatIf> {
+    BY_COST.iter().find_map(|t| items.iter().find(|w| w.trick == *t && w.device_total <= capacity))
+}
+
+pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
+    let t = ctx.tr();
+    let Some(r) = &p.report else {
+        return html! { <div class="sumbar" data-testid="summary" data-empty="true" role="status" aria-live="polite">{ t.no_result }</div> };
+    };
+    let e = &r.estimate;
+    let fits = e.device_total_bytes <= r.capacity;
+    let verdict = if fits {
+        fill(t.fits, &[&ctx.bytes(r.capacity - e.device_total_bytes)])
+    } else {
+        fill(t.does_not_fit, &[&ctx.bytes(e.device_total_bytes - r.capacity)])
+    };
+    let (gpu_name, cap) = gpu_label(&p.gpu, r.capacity, ctx.unit, t.custom_capacity);
+    let max = match r.max_batch {
+        Some(m) => fill(t.max_batch, &[&m.to_string()]),
+        None => t.no_batch_fits.to_string(),
+    };
+    let use_max = r.max_batch.filter(|&m| !fits && m != e.config.batch).map(|m| {
+        let d = ctx.dispatch.clone();
+        html! {
+            <button class="fix" data-testid="use-max-batch" onclick={Callback::from(move |_| d.dispatch(Action::SetBatch(m)))}>
+                { fill(t.use_batch, &[&m.to_string()]) }
+            </button>
+        }
+    });
+    let fix = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(w, r.capacity))).flatten().map(|w| html! {
+        <button class="fix" data-testid="fix-whatif" data-trick={w.trick.id()}
+            onclick={apply(&ctx.dispatch, &p.applied, e.config, w)}>{ fill(t.or_fix, &[t.trick(w.trick)]) }</button>
+    });
+    let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
+    html! {
+        <div {class} data-testid="summary" data-fits={fits.to_string()} data-stale={p.stale.to_string()}>
+            <span role="status" aria-live="polite" aria-atomic="true">
+                if p.stale { <span class="tag">{ t.stale_tag }</span> }
+                <span class="muted">{ t.peak }{ " " }</span><b>{ ctx.bytes(e.peak_bytes) }</b>
+                <span class="sep" aria-hidden="true">{ " · " }</span>
+                <b class="verdict" data-testid="fit-status" data-fits={fits.to_string()}>{ if fits { "✓ " } else { "✗ " } }{ verdict }
+                    { " " }<span class="muted on-gpu">{ fill(t.on_gpu, &[&gpu_name, &cap]) }</span></b>
+                <span class="sep" aria-hidden="true">{ " · " }</span>
+                <span data-testid="summary-max">{ max }</span>
+            </span>
+            { for use_max }{ for fix }
+        </div>
+    }
+}
