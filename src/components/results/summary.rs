@@ -46,7 +46,7 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
     let e = &r.estimate;
     let rule = e.rule_of_thumb_bytes;
     let rule_help = match e.config.mode {
-        Mode::Infer => t.rule_help_infer.to_string(),
+        Mode::Infer | Mode::Generate => t.rule_help_infer.to_string(),
         Mode::Train => fill(t.rule_of_thumb_help, &[&param_copies(&e.config).to_string(), e.config.optimizer.name()]),
     };
     html! {
