@@ -11,8 +11,11 @@ fn llama() -> ModelSpec {
     crate::import::hf::from_config_json(LLAMA_31_8B).unwrap()
 }
 
+/// 80 GiB, the worked example's total (the device list now holds `nvidia-smi`'s 81,559 MiB, which
+/// is not what vLLM reads: it takes CUDA's `mem_get_info` total, `--gpu-memory` in the CLI).
 fn h100(context: u64) -> ServeConfig {
-    ServeConfig::new(gpu("h100-80gb").unwrap().bytes, context)
+    assert!(gpu("h100-80gb").is_some());
+    ServeConfig::new(80 << 30, context)
 }
 
 /// Llama-3.1-8B, bf16, one H100 80 GB (80 GiB = 85,899,345,920 B), defaults:
