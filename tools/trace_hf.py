@@ -100,7 +100,7 @@ def main():
             loss_fn = lambda: model(input_ids=x, labels=y).loss
         elif cfgd["model_type"] == "whisper":
             # log-mel frames: 2 x max_source_positions (transformers insists); --seq-len is ignored
-            x = torch.randn(a.batch, cfg.num_mel_bins, 2 * cfg.max_source_positions)
+            x = torch.randn(a.batch, cfg.num_mel_bins, 2 * cfg.max_source_positions, dtype=dtype)
             y = torch.randint(0, cfg.vocab_size, (a.batch, cfg.max_target_positions))
             loss_fn = lambda: model(input_features=x, labels=y).loss
         elif cfgd["model_type"] == "clip":

@@ -418,7 +418,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
                 ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
             })],
         },
-        Layer::RmsNorm(RmsNorm { normalized_shape: h, eps }),
+        Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }),
     ];
     if class == "LlamaForCausalLM" {
         let tied = c.flag("tie_word_embeddings", false)?;

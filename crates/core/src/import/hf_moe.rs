@@ -87,7 +87,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     c.finish(model_type)?;
     let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
     spec_layers.extend(group(layers, h, eps));
-    spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps }));
+    spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }));
     if head {
         spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
     }
@@ -144,7 +144,7 @@ type Block = (Layer, Layer);
 /// Runs of equal layers become `repeat`s (one activation-checkpointing unit per repetition) of
 /// `residual([rms_norm, attention]), residual([rms_norm, feed-forward])`.
 fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
-    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps });
+    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false });
     let res = |l: Layer| Layer::Residual { body: vec![norm(), l], shortcut: None, inplace: false };
     let mut out: Vec<(u64, Block)> = Vec::new();
     for block in layers {
@@ -211,6 +211,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         logit_softcap: None,
         key_bias: None,
         position_bias: false,
+        contiguous_heads: false,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" => ("num_local_experts", 8),

@@ -73,6 +73,9 @@ pub struct MultiheadAttention {
     /// T5) to the scores; under SDPA it is the explicit float mask.
     #[serde(default, skip_serializing_if = "is_false")]
     pub position_bias: bool,
+    /// Q/K/V made contiguous per head (Whisper): a flash kernel's output keeps that layout, so its transpose back is a copy.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub contiguous_heads: bool,
 }
 
 impl MultiheadAttention {
@@ -173,11 +176,8 @@ impl MultiheadAttention {
         let eager = b.opts.attention == AttentionImpl::Eager;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
         let explicit_mask = !eager && (self.position_bias || self.sliding_window.is_some_and(|w| seq >= w));
-        let position_bias = if self.position_bias {
-            Some(b.position_bias.ok_or("`position_bias` needs a `relative_position_bias` layer earlier in the model")?)
-        } else {
-            None
-        };
+        let no_bias = "`position_bias` needs a `relative_position_bias` layer earlier in the model";
+        let position_bias = if self.position_bias { Some(b.position_bias.ok_or(no_bias)?) } else { None };
         if !eager && self.causal && b.training() {
             // Hugging Face decoders train with `use_cache=True`: `DynamicCache.update` returns
             // `torch.cat` copies of K and V, which SDPA then saves; so a fused Q/K/V projection is
@@ -266,11 +266,10 @@ impl MultiheadAttention {
                     v = copy(b, v, Shape::new([h, seq, hd]));
                 }
                 let (mut ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
-                // transformers' `create_position_bias_mask`: the bias (or, causal, a
-                // `torch.where` copy of it) is SDPA's float mask, saved for its gradient
+                // transformers' `create_position_bias_mask`: a copy of the bias (causal: by
+                // `torch.where`; else `.contiguous()` of its permuted view) is SDPA's float mask
                 if let Some(pb) = position_bias {
-                    let pb = if self.causal { copy(b, pb, Shape::new([h, seq, seq])) } else { pb };
-                    ins.push(pb);
+                    ins.push(copy(b, pb, Shape::new([h, seq, seq])));
                 }
                 let fused = sdpa_backend(b.opts.device, dt, hd, explicit_mask, dropout_p);
                 // Flash (CUDA, CPU) keeps a [H, S] fp32 log-sum-exp; CUDA's memory-efficient
@@ -280,7 +279,7 @@ impl MultiheadAttention {
                 let lse = (Shape::new([h, lse_len]), true, DType::F32);
                 let out = b.op("sdpa", &ins, &[(Shape::new([h, seq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
                 // the kernel writes [S, H, hd] memory, so transpose(1, 2).contiguous() is free
-                b.view(out, Shape::new([seq, q_dim]))
+                if self.contiguous_heads && fused == SdpaBackend::Flash { copy(b, out, Shape::new([seq, q_dim])) } else { b.view(out, Shape::new([seq, q_dim])) }
             }
         };
         let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
@@ -308,7 +307,7 @@ pub(super) fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left
 /// A head-wise norm of `[H, S, hd]` (its input is a view of the projection, its output new).
 fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<ValueId> {
     match kind {
-        NormKind::RmsNorm => RmsNorm { normalized_shape: hd, eps: 1e-6 }.lower(b, x),
+        NormKind::RmsNorm => RmsNorm { normalized_shape: hd, eps: 1e-6, t5: false }.lower(b, x),
         NormKind::LayerNorm => LayerNorm { normalized_shape: hd, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, x),
     }
 }

@@ -95,7 +95,7 @@ impl MultiHeadLatentAttention {
         let (nope, rope, v) = (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim);
         let qk = nope.saturating_add(rope);
         let lin = |i, o, bias| Linear { in_features: i, out_features: o, bias, tied_weight: false };
-        let norm = |n| RmsNorm { normalized_shape: n, eps: self.eps };
+        let norm = |n| RmsNorm { normalized_shape: n, eps: self.eps, t5: false };
         let q = match self.q_lora_rank {
             Some(r) => {
                 let a = lin(d, r, self.bias).lower(b, x)?;

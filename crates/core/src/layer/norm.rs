@@ -147,6 +147,11 @@ pub struct RmsNorm {
     pub normalized_shape: u64,
     #[serde(default = "rms_eps")]
     pub eps: f64,
+    /// `T5LayerNorm` (transformers `modeling_t5.py`): `hidden_states * rsqrt(variance + eps)`
+    /// multiplies the input in its own dtype (promoted to fp32), so under half weights the
+    /// half input is saved besides its fp32 copy.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub t5: bool,
 }
 
 fn rms_eps() -> f64 {
@@ -167,7 +172,12 @@ impl RmsNorm {
         let _ = batched;
         let var = unary(b, "add_scalar", mean, Saves::Nothing);
         let inv = unary(b, "rsqrt", var, Saves::Output);
-        let normed = mul(b, xf, inv);
+        let normed = if self.t5 {
+            let shape = b.shape(x).clone();
+            b.op("mul", &[x, inv], &[(shape, DType::F32)], &[x, inv], false, &[], GradRule::Alloc)[0]
+        } else {
+            mul(b, xf, inv)
+        };
         let normed = b.cast(normed, in_dtype);
         Ok(mul(b, w, normed))
     }

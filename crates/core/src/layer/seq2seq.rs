@@ -102,6 +102,10 @@ pub struct CrossAttention {
     /// `has_relative_attention_bias`), a new scores tensor.
     #[serde(default, skip_serializing_if = "is_false")]
     pub position_bias: bool,
+    /// Q/K/V made contiguous per head (Whisper's `.transpose(1, 2).contiguous()`): a flash
+    /// kernel's output keeps that layout, so transposing it back is a copy.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub contiguous_heads: bool,
 }
 
 impl CrossAttention {
@@ -167,7 +171,11 @@ impl CrossAttention {
             let lse_len = if backend == SdpaBackend::MemEfficient { sq.div_ceil(32).saturating_mul(32) } else { sq };
             let lse = (Shape::new([h, lse_len]), true, DType::F32);
             let out = b.op("sdpa", &ins, &[(Shape::new([h, sq, hd]), dt)], &ins, true, &[lse], GradRule::Alloc)[0];
-            b.view(out, Shape::new([sq, inner]))
+            if self.contiguous_heads && backend == SdpaBackend::Flash {
+                copy(b, out, Shape::new([sq, inner]))
+            } else {
+                b.view(out, Shape::new([sq, inner]))
+            }
         };
         proj(inner, d, self.bias).lower(b, out)
     }

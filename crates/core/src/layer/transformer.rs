@@ -158,6 +158,7 @@ impl TransformerLayer {
             logit_softcap: self.logit_softcap,
             key_bias: None,
             position_bias: false,
+            contiguous_heads: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
@@ -217,7 +218,7 @@ impl TransformerLayer {
                 bias: self.norm_bias.unwrap_or(self.bias),
             }
             .lower(b, x),
-            NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps }.lower(b, x),
+            NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps, t5: false }.lower(b, x),
         }
     }
 

@@ -317,7 +317,7 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         embed_dim: h,
         after_embed,
         layers,
-        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps })),
+        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
         after_norm: vec![],
         head: head_for(class, causal_lm, h, vocab, tied, false),
         after_head: final_cap.map(|cap| Layer::LogitSoftcap(LogitSoftcap { cap })).into_iter().collect(),

@@ -83,7 +83,7 @@ pub(super) fn t5(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     };
     // the decoder's output is scaled by d_model^-0.5 unless `tie_word_embeddings` is false
     let scale = c.flag("tie_word_embeddings", true)?;
-    let norm = || layer(json!({"kind": "rms_norm", "normalized_shape": d, "eps": eps}));
+    let norm = || layer(json!({"kind": "rms_norm", "normalized_shape": d, "eps": eps, "t5": true}));
     let attention = |causal: bool| {
         layer(json!({"kind": "multihead_attention", "embed_dim": d, "num_heads": heads, "head_dim": dkv, "bias": false,
             "dropout": p, "causal": causal, "position_bias": true}))
@@ -172,10 +172,11 @@ pub(super) fn whisper(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         let ffn = c.size(ffn_key, 1536)?;
         let n = layers(c, layers_key, 4)?;
         let attn = json!({"kind": "multihead_attention", "embed_dim": d, "num_heads": heads, "dropout": attn_p, "causal": decoder,
-            "key_bias": false});
+            "key_bias": false, "contiguous_heads": true});
         let mut block = vec![residual(vec![norm()?, layer(attn)?, dropout(p)?])];
         if decoder {
-            let cross = json!({"kind": "cross_attention", "embed_dim": d, "num_heads": heads, "dropout": attn_p, "key_bias": false});
+            let cross = json!({"kind": "cross_attention", "embed_dim": d, "num_heads": heads, "dropout": attn_p, "key_bias": false,
+                "contiguous_heads": true});
             block.push(residual(vec![norm()?, layer(cross)?, dropout(p)?]));
         }
         let lin = |i: u64, o: u64| layer(json!({"kind": "linear", "in_features": i, "out_features": o}));
