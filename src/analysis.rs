@@ -152,13 +152,15 @@ mod tests {
         }
     }
 
-    /// Likewise the encoder–decoder and two-tower layers (core feature `seq2seq`: T5, Whisper, CLIP).
+    /// Likewise the encoder–decoder and two-tower layers (core feature `seq2seq`: T5, Whisper, CLIP):
+    /// the app's own core refuses them with a pointer to the CLI, so they take the lazy route.
     #[test]
-    fn encoder_decoder_layers_are_refused_in_the_web_build_with_a_pointer_to_the_cli() {
+    fn encoder_decoder_layers_take_the_lazy_route_the_apps_own_core_refuses_them() {
         let spec = vramcalc_core::ModelSpec::from_json(
             r#"{"input":{"shape":[8,16]},"layers":[{"kind":"token_input","seq_len":4},{"kind":"embedding","num_embeddings":10,"embedding_dim":16},{"kind":"cross_attention","embed_dim":16,"num_heads":2}]}"#,
         )
         .unwrap();
+        assert!(crate::lazy::needs_full_core(&spec, &Default::default()));
         let estimate = vramcalc_core::estimate(&spec, &Default::default());
         if vramcalc_core::layer::SEQ2SEQ_LOWERING {
             assert!(estimate.is_ok(), "{estimate:?}");
@@ -166,6 +168,30 @@ mod tests {
             let err = estimate.unwrap_err().to_string();
             assert!(err.contains("token_input") && err.contains("vramcalc estimate --hf-config"), "{err}");
         }
+    }
+
+    /// Likewise a fine-tuning setup (core feature `finetune`); layers a spec marks
+    /// `"trainable": false` freeze in the app's own core and stay on the fast path.
+    #[test]
+    fn fine_tuning_setups_take_the_lazy_route_frozen_layers_do_not() {
+        let spec = presets::build("resnet18").unwrap();
+        let mut cfg = TrainConfig::default();
+        cfg.finetune.method = vramcalc_core::finetune::Method::Lora;
+        assert!(crate::lazy::needs_full_core(&spec, &cfg));
+        let estimate = vramcalc_core::estimate(&spec, &cfg);
+        if vramcalc_core::finetune::LOWERING {
+            assert!(estimate.is_ok(), "{estimate:?}");
+        } else {
+            let err = estimate.unwrap_err().to_string();
+            assert!(err.contains("vramcalc estimate --finetune"), "{err}");
+        }
+        let frozen = vramcalc_core::ModelSpec::from_json(
+            r#"{"input":{"shape":[16]},"layers":[{"kind":"linear","in_features":16,"out_features":16,"trainable":false},{"kind":"linear","in_features":16,"out_features":4}]}"#,
+        )
+        .unwrap();
+        assert!(!crate::lazy::needs_full_core(&frozen, &TrainConfig::default()));
+        let e = vramcalc_core::estimate(&frozen, &TrainConfig::default()).unwrap();
+        assert_eq!((e.params, e.trainable_params), (16 * 16 + 16 + 16 * 4 + 4, 16 * 4 + 4));
     }
 
     #[test]

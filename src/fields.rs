@@ -95,7 +95,7 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
             let j = serde_json::to_value(join).ok().map(|v| text_of(&v)).unwrap_or_default();
             return vec![Field { name: "join".into(), value: FieldValue::Text(j), optional: false }];
         }
-        // a frozen block's only content is its layers, edited as its children
+        // a block of `"trainable": false` layers: nothing to edit but its children
         Layer::Frozen { .. } => return Vec::new(),
         _ if takes_no_arguments(layer) => return Vec::new(),
         _ => {}

@@ -43,7 +43,8 @@ pub const FULL_CORE_KINDS: [&str; 12] = [
 
 /// Whether `spec` under `config` needs the full core (the lazily loaded module): a layer kind
 /// above, or a setting the app's build leaves out (generate mode: feature `generate`; quantised
-/// weights: feature `formats`; a fine-tuning setup).
+/// weights: feature `formats`; a fine-tuning setup: feature `finetune`). Layers a spec marks
+/// `"trainable": false` (kind `frozen`) freeze in the app's build too: they stay on the fast path.
 pub fn needs_full_core(spec: &ModelSpec, config: &TrainConfig) -> bool {
     if config.mode == vramcalc_core::Mode::Generate || config.weights.is_some() || !config.finetune.is_default() {
         return true;

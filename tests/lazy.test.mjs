@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, URL as APP, bytes, waitAttr, setBatch, holdModule } from './helpers.mjs';
+import { launch, open, URL as APP, bytes, waitAttr, setBatch, holdModule, pickPreset } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -60,6 +60,20 @@ test('a MoE model is estimated by the lazily loaded module: "computing…" meanw
   assert.equal(await second.getByTestId('params').getAttribute('data-count'), String(at5.params));
   // what-ifs of a MoE model come from the module too
   await second.getByTestId('whatif').waitFor();
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+// The module is built with the whole core (crates/web-extras/Cargo.toml): an encoder–decoder
+// (core feature `seq2seq`, which the app's own build leaves out) is estimated in the browser too.
+// Before, the module lacked the feature and such a preset showed the CLI-only error.
+test('an encoder–decoder preset (T5) is estimated by the lazily loaded module: the CLI\'s parameter count, a peak, no error', async () => {
+  const { context, page, errors } = await open(browser);
+  await pickPreset(page, 't5-base');
+  const want = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'estimate', '--preset', 't5-base', '--json'],
+    { encoding: 'utf8' })).params;
+  await waitAttr(page, 'params', 'data-count', (v) => v === String(want), 30000);
+  await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) > 0, 30000);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -238,7 +238,8 @@ impl Builder {
     pub fn param_frozen(&self) -> bool {
         let ft = &self.opts.finetune;
         self.frozen
-            && !(ft.method == crate::finetune::Method::Freeze
+            && !(crate::finetune::LOWERING
+                && ft.method == crate::finetune::Method::Freeze
                 && !ft.train_only.is_empty()
                 && self.param_role.is_some_and(|r| crate::finetune::names::is_target(r, self.style, &ft.train_only)))
     }
@@ -261,6 +262,9 @@ impl Builder {
     }
 
     pub fn quant_format_of(&self, v: ValueId) -> Option<crate::finetune::BaseFormat> {
+        if !crate::finetune::LOWERING {
+            return None;
+        }
         self.quantised.iter().find(|(q, _)| *q == v).map(|&(_, f)| f)
     }
 

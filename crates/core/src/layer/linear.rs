@@ -47,7 +47,7 @@ impl Linear {
         b.param_role = None;
         quantise_frozen(b, w, role);
         let out = linear(b, x, w, bias);
-        Ok(if super::lora::is_targeted(b, role) { super::lora::adapt(b, x, out, self.in_features, self.out_features) } else { out })
+        Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) { super::lora::adapt(b, x, out, self.in_features, self.out_features) } else { out })
     }
 }
 
@@ -56,7 +56,7 @@ impl Linear {
 /// (`integrations/bitsandbytes.py`, `get_keys_to_not_convert`).
 fn quantise_frozen(b: &mut Builder, w: ValueId, role: Option<crate::finetune::LinearRole>) {
     let ft = b.opts.finetune;
-    let Some(format) = ft.quant_format() else { return };
+    let Some(format) = ft.quant_format().filter(|_| crate::finetune::LOWERING) else { return };
     if b.value(w).requires_grad || role == Some(crate::finetune::LinearRole::Head) || b.quant_format_of(w).is_some() {
         return;
     }

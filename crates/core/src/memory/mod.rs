@@ -255,7 +255,7 @@ impl Prepared {
             config: cfg,
             params: g.param_numel(),
             trainable_params: if cfg.mode == Mode::Train { g.trainable_numel() } else { 0 },
-            quantised_base: cfg.finetune.quant_format().filter(|f| f.is_quantised()),
+            quantised_base: cfg.finetune.quant_format().filter(|f| crate::finetune::LOWERING && f.is_quantised()),
             param_bytes: g.param_bytes(),
             buffer_bytes: g.buffer_bytes(),
             optimizer_state_bytes: self.opt.state,
@@ -289,7 +289,7 @@ impl Prepared {
 fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
     use crate::config::Precision;
     use crate::finetune::{BaseFormat, Method};
-    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
+    if crate::finetune::LOWERING && c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
         match c.finetune.base_format {
             Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
             Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
@@ -353,7 +353,13 @@ pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
-    c.finetune.validate().map_err(Error::Config)?;
+    if crate::finetune::LOWERING {
+        c.finetune.validate().map_err(Error::Config)?;
+    } else if !c.finetune.is_default() {
+        return Err(Error::Config(
+            "fine-tuning setups are estimated by the CLI (`vramcalc estimate --finetune freeze|lora|qlora`), not yet by the web app".into(),
+        ));
+    }
     if c.batch == 0 {
         return Err(Error::Config("batch size must be at least 1".into()));
     }

@@ -1,7 +1,6 @@
 //! vLLM's accounting identities, monotonicity, and one capacity worked out by hand.
 
 use super::*;
-use crate::memory::device::gpu;
 
 const LLAMA_31_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":4096,
 "intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,
@@ -11,10 +10,9 @@ fn llama() -> ModelSpec {
     crate::import::hf::from_config_json(LLAMA_31_8B).unwrap()
 }
 
-/// 80 GiB, the worked example's total (the device list now holds `nvidia-smi`'s 81,559 MiB, which
-/// is not what vLLM reads: it takes CUDA's `mem_get_info` total, `--gpu-memory` in the CLI).
+/// 80 GiB, the figure the worked examples below use (the GPU table's `h100-80gb` now holds the
+/// total CUDA reports, 81,559 MiB, since the `ux` merge).
 fn h100(context: u64) -> ServeConfig {
-    assert!(gpu("h100-80gb").is_some());
     ServeConfig::new(80 << 30, context)
 }
 
