@@ -46,6 +46,7 @@ pub struct ShareState {
     pub config: TrainConfig,
     /// The multi-GPU job (default: one GPU).
     #[serde(default, skip_serializing_if = "DistConfig::is_default")]
+    #[cfg_attr(not(feature = "llm-settings"), serde(skip))]
     pub dist: DistConfig,
     /// GPU id from [`crate::GPUS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,6 +160,10 @@ const V1_CONFIG_KEYS: &[(&str, &str, Kind)] = &[
 pub const GENERATE_DEFAULTS: &str = r#"{"new_tokens":256,"cache":"dynamic","logits_to_keep":1}"#;
 
 /// Short keys of `TrainConfig::generate`'s fields, frozen.
+/// Config fields added after v1 that links carry by their serde names (`llm-settings`).
+#[cfg(not(feature = "llm-settings"))]
+const LLM_KEYS: [&str; 2] = ["finetune", "weights"];
+
 const GENERATE_KEYS: &[(&str, &str, Kind)] = &[
     ("gp", "prompt_len", Kind::Int),
     ("gn", "new_tokens", Kind::Int),
@@ -351,6 +356,11 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                 }
             }
             "l" => state.lang = text,
+            #[cfg(not(feature = "llm-settings"))]
+            _ if LLM_KEYS.contains(&key) || GENERATE_KEYS.iter().any(|k| k.0 == key) || link::KEYS.contains(&key) => {
+                return Err(field_err(key, "a fine-tuning, generation, multi-GPU or weight-format setting, which this build does not read: open the link in the CLI (vramcalc estimate) for now"));
+            }
+            #[cfg(feature = "llm-settings")]
             _ if GENERATE_KEYS.iter().any(|k| k.0 == key) => {
                 let &(_, sub, kind) = GENERATE_KEYS.iter().find(|k| k.0 == key).unwrap_or(&GENERATE_KEYS[0]);
                 let value = typed(key, &text, kind)?;
@@ -359,6 +369,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                     g.insert(sub.to_string(), value);
                 }
             }
+            #[cfg(feature = "llm-settings")]
             k if link::KEYS.contains(&k) => link::set(&mut state.dist, k, &text).map_err(|m| field_err(key, m))?,
             _ => {
                 let (name, value) = match V1_CONFIG_KEYS.iter().find(|k| k.0 == key) {
