@@ -25,6 +25,9 @@ RUSTFLAGS="-D warnings" cargo test --release --workspace
 # route to it is decided by layer kind, never by a feature (`src/lazy.rs`); the wasm build's own
 # feature set (no moe, no sequence) is exercised by the browser tests.
 RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-web
+# The core as the app's first-load bundle builds it (no default features): its spec keeps the
+# kinds it does not parse as their JSON (`spec::DeferredLayer`); the share links carry them.
+RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-core --no-default-features --lib -- spec:: share::
 
 echo "== the README's generated sections match what their commands print =="
 RUSTFLAGS="-D warnings" python3 tools/readme.py --check

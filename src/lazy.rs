@@ -25,21 +25,8 @@ use vramcalc_core::whatif::{Trick, WhatIf};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
 /// Layer kinds the app's build does not lower (`crates/core`, features `sequence`, `moe` and
-/// `seq2seq`).
-pub const FULL_CORE_KINDS: [&str; 12] = [
-    "multihead_attention",
-    "transformer_encoder_layer",
-    "transformer_decoder_layer",
-    "lstm",
-    "gru",
-    "rnn",
-    "sparse_moe",
-    "multi_head_latent_attention",
-    "token_input",
-    "cross_attention",
-    "relative_position_bias",
-    "contrastive",
-];
+/// `seq2seq`): the ones it does not even parse (feature `typed-layers`).
+pub const FULL_CORE_KINDS: &[&str] = Layer::DEFERRED_KINDS;
 
 /// Whether `spec` under `config` needs the full core (the lazily loaded module): a layer kind
 /// above, or a setting the app's build leaves out (generate mode: feature `generate`; quantised

@@ -34,6 +34,7 @@ pub mod finetune;
 pub mod generation;
 pub mod formats;
 pub mod graph;
+#[cfg(feature = "typed-layers")]
 pub mod import;
 pub mod layer;
 pub mod lower;
@@ -41,6 +42,7 @@ pub mod memory;
 pub mod path;
 pub mod presets;
 pub mod resolve;
+#[cfg(feature = "typed-layers")]
 pub mod serve;
 mod serde_util;
 pub mod share;

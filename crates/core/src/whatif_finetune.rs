@@ -112,7 +112,8 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<FineTuneWh
         .collect())
 }
 
-#[cfg(test)]
+// The tests build a Llama by the importer and lower it: they need the full core.
+#[cfg(all(test, feature = "finetune", feature = "sequence"))]
 mod tests {
     use super::*;
 

@@ -3,21 +3,31 @@
 //! by the importer: [`crate::import::preset`]). Parameter counts equal PyTorch's exactly (tested
 //! in `tests/presets.rs`).
 
+#[cfg(feature = "typed-layers")]
 mod bert;
+#[cfg(feature = "typed-layers")]
 mod gpt2;
 mod inception;
+#[cfg(feature = "typed-layers")]
 mod lstm;
 mod resnet;
 mod vgg;
 
+#[cfg(feature = "typed-layers")]
 use crate::error::{Error, Result};
+#[cfg(feature = "typed-layers")]
 use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+#[cfg(feature = "typed-layers")]
+use crate::spec::InputDType;
+use crate::spec::{InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde::Serialize;
 
+#[cfg(feature = "typed-layers")]
 pub use bert::{bert, BertConfig};
+#[cfg(feature = "typed-layers")]
 pub use gpt2::{gpt2, Gpt2Config};
 pub use inception::inception_v3;
+#[cfg(feature = "typed-layers")]
 pub use lstm::{lstm_lm, LstmLmConfig};
 pub use resnet::resnet;
 pub use vgg::vgg;
@@ -106,6 +116,7 @@ pub const PRESETS: &[PresetInfo] = &[
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
+#[cfg(feature = "typed-layers")]
 /// The published `config.json` of preset `id` (Hugging Face hub, `config.json` at the model's
 /// main revision; DeepSeek-V3's without its FP8 `quantization_config`), for
 /// [`crate::import::preset`]. Only code that builds presets links these texts.
@@ -141,12 +152,14 @@ pub(crate) fn image_model(name: &str, shape: Vec<u64>, layers: Vec<Layer>) -> Mo
     ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy }
 }
 
+#[cfg(feature = "typed-layers")]
 /// A model over `seq_len` token ids from a vocabulary of `vocab_size`, with cross-entropy loss.
 pub(crate) fn token_model(name: &str, seq_len: u64, vocab_size: u64, layers: Vec<Layer>) -> ModelSpec {
     let input = InputSpec { shape: vec![seq_len], dtype: InputDType::Int64, vocab_size: Some(vocab_size) };
     ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy }
 }
 
+#[cfg(feature = "typed-layers")]
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
 /// (post-norm LayerNorm, ReLU, biases, dropout 0.1); presets and importers change fields with `..`.
 pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) -> TransformerLayer {
@@ -193,6 +206,7 @@ pub fn named(name: &str) -> Option<&'static PresetInfo> {
     PRESETS.iter().find(|p| p.spec_name == name)
 }
 
+#[cfg(feature = "typed-layers")]
 /// Builds the spec of preset `id` from its constructor; the presets of published Hugging Face
 /// configs ([`hf_config`]) are built by [`crate::import::preset`], which also builds these.
 pub fn build(id: &str) -> Result<ModelSpec> {
