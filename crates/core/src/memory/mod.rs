@@ -343,12 +343,14 @@ pub fn largest_batch(fits: impl Fn(u64) -> bool) -> Option<u64> {
 pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
     let top = batch.saturating_mul(2).max(max_batch.unwrap_or(1).saturating_mul(2)).clamp(64, 1 << 24);
     let mut v: Vec<u64> = (0..=24).map(|k| 1u64 << k).take_while(|&b| b <= top).collect();
-    v.push(batch.clamp(1, 1 << 24));
-    if let Some(m) = max_batch {
-        v.push(m.clamp(1, 1 << 24));
+    // The powers of two are in order: the two other points go in their places (no sort, whose
+    // instance for u64 would add 3 KB to the web app's wasm).
+    for extra in std::iter::once(batch).chain(max_batch) {
+        let extra = extra.clamp(1, 1 << 24);
+        if let Err(at) = v.binary_search(&extra) {
+            v.insert(at, extra);
+        }
     }
-    v.sort_unstable();
-    v.dedup();
     v
 }
 
@@ -381,4 +383,18 @@ fn validate(c: &TrainConfig) -> Result<()> {
 /// Resolves and simulates in one call.
 pub fn estimate(spec: &ModelSpec, config: &TrainConfig) -> Result<Estimate> {
     Ok(Prepared::new(spec, config)?.estimate())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sweep_points_are_sorted_distinct_and_hold_the_batch_and_the_largest_that_fits() {
+        let powers: Vec<u64> = (0..=9).map(|k| 1 << k).collect();
+        let mut want = powers.clone();
+        want.insert(6, 48);
+        want.insert(10, 370);
+        assert_eq!(super::sweep_points(48, Some(370)), want);
+        assert_eq!(super::sweep_points(64, Some(64)), (0..=7).map(|k| 1 << k).collect::<Vec<u64>>());
+        assert_eq!(super::sweep_points(0, None), (0..=6).map(|k| 1 << k).collect::<Vec<u64>>());
+    }
 }
