@@ -19,6 +19,8 @@ pub struct Report {
     pub max_batch: Option<u64>,
     /// `(batch, peak, device_total)`.
     pub sweep: Vec<(u64, u64, u64)>,
+    /// One rank of a multi-GPU job: `(GPUs, host bytes offload keeps)` (the lazy route's).
+    pub dist: Option<(u64, u64)>,
 }
 
 pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
@@ -45,7 +47,7 @@ impl PreparedCache {
         let estimate = prepared.estimate_at(config.batch)?;
         let max_batch = prepared.max_batch(capacity);
         let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
-        Ok(Report { estimate, capacity, max_batch, sweep })
+        Ok(Report { estimate, capacity, max_batch, sweep, dist: None })
     }
 
     /// The prepared model of `spec` under `cfg` (any batch), resolving it only when new.
@@ -140,7 +142,7 @@ mod tests {
             r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#,
         )
         .unwrap();
-        assert!(crate::lazy::needs_full_core(&spec, &Default::default()));
+        assert!(crate::lazy::needs_full_core(&spec, &Default::default(), &Default::default()));
         let estimate = vramcalc_core::estimate(&spec, &Default::default());
         // `cargo test --workspace` unifies features (the CLI's default has `moe`); `scripts/test.sh`
         // also runs this crate alone, as the wasm build compiles it.
@@ -160,7 +162,7 @@ mod tests {
             r#"{"input":{"shape":[8,16]},"layers":[{"kind":"token_input","seq_len":4},{"kind":"embedding","num_embeddings":10,"embedding_dim":16},{"kind":"cross_attention","embed_dim":16,"num_heads":2}]}"#,
         )
         .unwrap();
-        assert!(crate::lazy::needs_full_core(&spec, &Default::default()));
+        assert!(crate::lazy::needs_full_core(&spec, &Default::default(), &Default::default()));
         let estimate = vramcalc_core::estimate(&spec, &Default::default());
         if vramcalc_core::layer::SEQ2SEQ_LOWERING {
             assert!(estimate.is_ok(), "{estimate:?}");
@@ -170,14 +172,17 @@ mod tests {
         }
     }
 
-    /// Likewise a fine-tuning setup (core feature `finetune`); layers a spec marks
-    /// `"trainable": false` freeze in the app's own core and stay on the fast path.
+    /// Likewise a fine-tuning setup (core feature `finetune`, held by the app as the JSON of
+    /// `Model::llm`); layers a spec marks `"trainable": false` freeze in the app's own core and
+    /// stay on the fast path.
     #[test]
     fn fine_tuning_setups_take_the_lazy_route_frozen_layers_do_not() {
         let spec = presets::build("resnet18").unwrap();
         let mut cfg = TrainConfig::default();
         cfg.finetune.method = vramcalc_core::finetune::Method::Lora;
-        assert!(crate::lazy::needs_full_core(&spec, &cfg));
+        let mut llm = serde_json::Map::new();
+        llm.insert("finetune".into(), serde_json::to_value(cfg.finetune).unwrap());
+        assert!(crate::lazy::needs_full_core(&spec, &TrainConfig::default(), &llm));
         let estimate = vramcalc_core::estimate(&spec, &cfg);
         if vramcalc_core::finetune::LOWERING {
             assert!(estimate.is_ok(), "{estimate:?}");
@@ -189,7 +194,7 @@ mod tests {
             r#"{"input":{"shape":[16]},"layers":[{"kind":"linear","in_features":16,"out_features":16,"trainable":false},{"kind":"linear","in_features":16,"out_features":4}]}"#,
         )
         .unwrap();
-        assert!(!crate::lazy::needs_full_core(&frozen, &TrainConfig::default()));
+        assert!(!crate::lazy::needs_full_core(&frozen, &TrainConfig::default(), &Default::default()));
         let e = vramcalc_core::estimate(&frozen, &TrainConfig::default()).unwrap();
         assert_eq!((e.params, e.trainable_params), (16 * 16 + 16 + 16 * 4 + 4, 16 * 4 + 4));
     }

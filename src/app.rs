@@ -2,12 +2,13 @@
 
 use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
+use crate::components::llm::llm_panel;
+use crate::components::panels::{use_module_panel, use_panel_events, EXPORT_HOST};
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
-use crate::components::exports::exports;
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
 use crate::lazy;
@@ -34,11 +35,11 @@ pub fn app(p: &AppProps) -> Html {
     // Derived, never stored: the estimate with its batch analysis, and the what-ifs. What the
     // app's build of the core leaves out (attention, recurrent, MoE/MLA layers) takes the lazy
     // route: the lazily loaded module computes it asynchronously, the newest request winning.
-    let lazy_report = use_report(&model.spec, model.config, capacity);
+    let lazy_report = use_report(&model.spec, model.config, &model.llm, capacity);
     // What-ifs resolve the model once per trick: computed by the lazily loaded module (full core),
     // right after the main update is drawn, so the first chart never waits for that module.
-    let what_ifs = use_deferred_future((model.spec.clone(), model.config), 0, |(spec, config)| async move {
-        lazy::what_ifs(&spec, &config).await
+    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.llm.clone()), 0, |(spec, config, llm)| async move {
+        lazy::what_ifs(&spec, &config, &llm).await
     });
     // The last good report stays on screen while the input has an error, or while the lazy
     // route computes (shown as such).
@@ -82,6 +83,11 @@ pub fn app(p: &AppProps) -> Html {
         }
         m
     };
+    let llm_error = use_module_panel("render_llm", crate::components::llm::request(&model.spec, model.config.mode, &model.llm, state.prefs.lang.code()));
+    use_panel_events(state.dispatcher());
+    // (its buttons alert what goes wrong; the panel stays empty if the module cannot load)
+    use_module_panel("render_exports", lazy::request(&model.spec, &model.config, &model.llm,
+        &format!(r#","host":"{EXPORT_HOST}","lang":"{}""#, state.prefs.lang.code())));
     let applied = use_state(|| None);
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
@@ -98,6 +104,7 @@ pub fn app(p: &AppProps) -> Html {
                 <div class="col left">
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
                         has_relu={has_relu} error={config_error} />
+                    { llm_panel(&ctx, llm_error) }
                     <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                 </div>
@@ -111,7 +118,11 @@ pub fn app(p: &AppProps) -> Html {
                             applied: applied.clone(), stale: error.is_some() }) }
                     }
                     <Charts report={shown.clone()} />
-                    { for shown.as_ref().map(|_| exports(&ctx, model)) }
+                    // The downloads panel: drawn by the lazily loaded module once there are figures.
+                    <section class="panel exports" aria-labelledby="exports-h" data-testid="exports" hidden={shown.is_none()}>
+                        <h2 id="exports-h">{ ctx.tr().downloads }</h2>
+                        <div id={EXPORT_HOST}></div>
+                    </section>
                 </div>
             </main>
             <footer class="foot muted small">

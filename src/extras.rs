@@ -1,7 +1,8 @@
 //! The second wasm module (`crates/web-extras`), loaded on first use: the custom-model share-link
-//! codec (DEFLATE + base64 of the spec), the Hugging Face `config.json` importer, the preset
-//! constructors other than the default preset's, the paste box's reader, the CSV/JSON downloads
-//! and the full core for what the app's build leaves out (the lazy route, [`crate::lazy`]). The
+//! codec (DEFLATE + base64 of the spec) and the LLM settings' links, the preset constructors other
+//! than the default preset's, the full core for what the app's build leaves out (the lazy route,
+//! [`crate::lazy`]), and the panels it draws into the page itself (the LLM setup, the import panel
+//! with the Hugging Face hub and the paste box, the downloads: `components::panels`). The
 //! first chart needs none of them, so they stay out of the main bundle; a preset's link is written
 //! by the main bundle itself (`vramcalc_core::share::encode_preset`).
 //!
@@ -9,26 +10,43 @@
 //! fetch is retried on the next call); in native builds (tests) the same functions are called
 //! directly, so the tests exercise the same JSON interface.
 
+use serde_json::{Map, Value};
 use vramcalc_core::share::ShareState;
 use vramcalc_core::ModelSpec;
 
-/// The link fragment (without `#`) of any state, custom models included.
-pub async fn encode_link(state: &ShareState) -> Result<String, String> {
-    let json = serde_json::to_string(state).map_err(|e| e.to_string())?;
+/// The link fragment (without `#`) of any state, custom models and the LLM settings (`llm`,
+/// `Model::llm`: the config's `finetune`, `generate`, `weights`, the state's `dist`) included.
+pub async fn encode_link(state: &ShareState, llm: &Map<String, Value>) -> Result<String, String> {
+    let mut json = serde_json::to_string(state).map_err(|e| e.to_string())?;
+    if !llm.is_empty() {
+        let mut v: Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+        for (key, value) in llm {
+            let at = if key == "dist" { &mut v } else { &mut v["config"] };
+            if let Value::Object(m) = at {
+                m.insert(key.clone(), value.clone());
+            }
+        }
+        json = v.to_string();
+    }
     call("encode_link", &json).await
 }
 
-/// Any link fragment (`v1.…`) → its state; the error is the decoder's message.
-pub async fn decode_link(fragment: &str) -> Result<ShareState, String> {
+/// Any link fragment (`v1.…`) → its state and its LLM settings (as [`encode_link`] takes them);
+/// the error is the decoder's message.
+pub async fn decode_link(fragment: &str) -> Result<(ShareState, Map<String, Value>), String> {
     let json = call("decode_link", fragment).await?;
-    serde_json::from_str(&json).map_err(|e| e.to_string())
+    let mut v: Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    let mut llm = Map::new();
+    for key in ["finetune", "generate", "weights", "dist"] {
+        let from = if key == "dist" { &mut v } else { &mut v["config"] };
+        if let Some(value) = from.as_object_mut().and_then(|m| m.remove(key)) {
+            llm.insert(key.into(), value);
+        }
+    }
+    let state = serde_json::from_str(&v.to_string()).map_err(|e| e.to_string())?;
+    Ok((state, llm))
 }
 
-/// A Hugging Face `config.json` → a vramcalc spec; the error names the missing or unsupported field.
-pub async fn import_hf(config_json: &str) -> Result<ModelSpec, String> {
-    let json = call("import_hf", config_json).await?;
-    ModelSpec::from_json(&json).map_err(|e| e.to_string())
-}
 
 /// A preset's spec by id; the error is the module's (unknown id, module not loaded).
 pub async fn preset(id: &str) -> Result<ModelSpec, String> {
@@ -41,32 +59,29 @@ pub async fn analyse(request_json: &str) -> Result<String, String> {
     call("analyse", request_json).await
 }
 
+/// Has the module draw one of its panels into the page (`render_llm`, `render_import`:
+/// `components::panels`).
+pub async fn render_panel(render: &str, request_json: &str) -> Result<String, String> {
+    call(render, request_json).await
+}
+
 /// The full core's what-ifs (JSON request and answer, [`crate::lazy`]).
 pub async fn what_ifs(request_json: &str) -> Result<String, String> {
     call("what_ifs", request_json).await
 }
 
-/// A CSV or JSON download's text (`{"spec", "config", "format"}`).
-pub async fn export_file(request_json: &str) -> Result<String, String> {
-    call("export_file", request_json).await
-}
-
-/// The paste box's text → `spec` or `hf`, a newline and the spec's JSON (checked with the full core).
-pub async fn read_paste(text: &str) -> Result<String, String> {
-    call("read_paste", text).await
-}
 
 #[cfg(not(target_arch = "wasm32"))]
 async fn call(name: &str, arg: &str) -> Result<String, String> {
     match name {
         "encode_link" => vramcalc_web_extras::encode_link(arg),
         "decode_link" => vramcalc_web_extras::decode_link(arg),
-        "import_hf" => vramcalc_web_extras::import_hf(arg),
         "build_preset" => vramcalc_web_extras::build_preset(arg),
         "analyse" => vramcalc_web_extras::analyse(arg),
         "what_ifs" => vramcalc_web_extras::what_ifs(arg),
-        "export_file" => vramcalc_web_extras::export_file(arg),
-        "read_paste" => vramcalc_web_extras::read_paste(arg),
+        // no page to draw into: the request is checked
+        "render_llm" => vramcalc_web_extras::llm_form(arg).map(|_| String::new()),
+        "render_import" | "render_exports" => serde_json::from_str::<Value>(arg).map(|_| String::new()).map_err(|e| e.to_string()),
         other => Err(format!("no extras function `{other}`")),
     }
 }

@@ -13,7 +13,7 @@
 //! fetch). [`Requests`] numbers them: only the answer to the newest request is shown.
 
 use crate::analysis::Report;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use vramcalc_core::memory::breakdown::Breakdown;
 use vramcalc_core::memory::device::DeviceTotal;
 use vramcalc_core::memory::generate::GenerationReport;
@@ -29,11 +29,12 @@ use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 pub const FULL_CORE_KINDS: &[&str] = Layer::DEFERRED_KINDS;
 
 /// Whether `spec` under `config` needs the full core (the lazily loaded module): a layer kind
-/// above, or a setting the app's build leaves out (generate mode: feature `generate`; quantised
-/// weights: feature `formats`; a fine-tuning setup: feature `finetune`). Layers a spec marks
-/// `"trainable": false` (kind `frozen`) freeze in the app's build too: they stay on the fast path.
-pub fn needs_full_core(spec: &ModelSpec, config: &TrainConfig) -> bool {
-    if config.mode == vramcalc_core::Mode::Generate || config.weights.is_some() || !config.finetune.is_default() {
+/// above, generate mode (feature `generate`), or any LLM setting (`llm`: fine-tuning, weight
+/// formats, several GPUs; the app's build does not even type them, see `Model::llm`). Layers a
+/// spec marks `"trainable": false` (kind `frozen`) freeze in the app's build too: they stay on the
+/// fast path.
+pub fn needs_full_core(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>) -> bool {
+    if config.mode == vramcalc_core::Mode::Generate || !llm.is_empty() {
         return true;
     }
     fn any(layers: &[Layer]) -> bool {
@@ -63,10 +64,20 @@ impl Requests {
 }
 
 /// A request as JSON, written field by field: the spec's serialiser to text is in the bundle
-/// already (saved work), a JSON value type's is not.
-fn request(spec: &ModelSpec, config: &TrainConfig, extra: &str) -> String {
+/// already (saved work), a JSON value type's is not. The LLM settings join the config (by the
+/// core's serde names), the multi-GPU job stands beside it (`"dist"`).
+pub fn request(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>, extra: &str) -> String {
     let text = |v: Result<String, serde_json::Error>| v.unwrap_or_default();
-    format!(r#"{{"spec":{},"config":{}{extra}}}"#, text(serde_json::to_string(spec)), text(serde_json::to_string(config)))
+    let mut config_json = text(serde_json::to_string(config));
+    let mut dist = String::new();
+    for (key, value) in llm {
+        if key == "dist" {
+            dist = format!(r#","dist":{value}"#);
+        } else if config_json.pop() == Some('}') {
+            config_json.push_str(&format!(r#","{key}":{value}}}"#));
+        }
+    }
+    format!(r#"{{"spec":{},"config":{config_json}{dist}{extra}}}"#, text(serde_json::to_string(spec)))
 }
 
 /// The module's answer: `ok` and JSON, or `err` and the error's lines; a failed call (the module
@@ -204,25 +215,22 @@ pub fn error_from_text(text: &str) -> Error {
 }
 
 /// [`crate::analysis::analyse`] by the full core.
-pub async fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
-    let v = answer(crate::extras::analyse(&request(spec, config, &format!(r#","capacity":{capacity}"#))).await)?;
+pub async fn analyse(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>, capacity: u64) -> Result<Report, Error> {
+    let v = answer(crate::extras::analyse(&request(spec, config, llm, &format!(r#","capacity":{capacity}"#))).await)?;
     let estimate = estimate_from_json(&v["estimate"]).ok_or_else(|| malformed("estimate"))?;
     let sweep = v["sweep"].as_array().and_then(|s| {
         s.iter().map(|p| Some((p[0].as_u64()?, p[1].as_u64()?, p[2].as_u64()?))).collect::<Option<Vec<_>>>()
     });
-    Ok(Report { estimate, capacity, max_batch: v["max_batch"].as_u64(), sweep: sweep.ok_or_else(|| malformed("sweep"))? })
+    // one rank of a multi-GPU job: its GPUs and the host memory offload keeps
+    let d = &v["estimate"]["distributed"];
+    let dist = d["gpus"].as_u64().map(|g| (g, d["host_bytes"].as_u64().unwrap_or(0)));
+    Ok(Report { estimate, capacity, max_batch: v["max_batch"].as_u64(), sweep: sweep.ok_or_else(|| malformed("sweep"))?, dist })
 }
 
 /// The what-ifs by the full core; `None` where the setup itself is rejected.
-pub async fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Option<Vec<WhatIf>> {
-    let v = answer(crate::extras::what_ifs(&request(spec, config, "")).await).ok()?;
+pub async fn what_ifs(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>) -> Option<Vec<WhatIf>> {
+    let v = answer(crate::extras::what_ifs(&request(spec, config, llm, "")).await).ok()?;
     v.as_array()?.iter().map(what_if_from_json).collect()
-}
-
-/// A download's text: `format` is `"csv"` (the per-layer table) or `"json"` (the estimate as
-/// `vramcalc estimate --json` writes it), computed by the module with the full core.
-pub async fn export_file(spec: &ModelSpec, config: &TrainConfig, format: &str) -> Result<String, String> {
-    crate::extras::export_file(&request(spec, config, &format!(r#","format":"{format}""#))).await
 }
 
 #[cfg(test)]
@@ -241,15 +249,15 @@ mod tests {
     #[test]
     fn sequence_moe_and_mla_models_take_the_lazy_route_cnns_do_not() {
         let cfg = TrainConfig::default();
-        assert!(needs_full_core(&moe(), &cfg), "found inside a block");
+        assert!(needs_full_core(&moe(), &cfg, &Map::new()), "found inside a block");
         let mut mla = moe();
         mla.layers = vec![Layer::example("multi_head_latent_attention").unwrap()];
-        assert!(needs_full_core(&mla, &cfg));
+        assert!(needs_full_core(&mla, &cfg, &Map::new()));
         for id in ["resnet50", "vgg16", "inception_v3"] {
-            assert!(!needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}: a CNN stays on the synchronous path");
+            assert!(!needs_full_core(&presets::build(id).unwrap(), &cfg, &Map::new()), "{id}: a CNN stays on the synchronous path");
         }
         for id in ["gpt2", "bert-base", "lstm-ptb"] {
-            assert!(needs_full_core(&presets::build(id).unwrap(), &cfg), "{id}");
+            assert!(needs_full_core(&presets::build(id).unwrap(), &cfg, &Map::new()), "{id}");
         }
     }
 
@@ -259,12 +267,12 @@ mod tests {
     fn the_lazy_route_gives_the_full_cores_report() {
         let spec = moe();
         let cfg = TrainConfig { batch: 3, ..Default::default() };
-        let r = block_on(analyse(&spec, &cfg, 1 << 30)).unwrap();
+        let r = block_on(analyse(&spec, &cfg, &Map::new(), 1 << 30)).unwrap();
         let full = vramcalc_web_extras_reference(&spec, &cfg);
         assert_eq!(r.estimate, full);
         assert_eq!(r.capacity, 1 << 30);
         assert!(r.max_batch.is_some() && r.sweep.iter().any(|s| s.0 == 3));
-        let w = block_on(what_ifs(&spec, &cfg)).unwrap();
+        let w = block_on(what_ifs(&spec, &cfg, &Map::new())).unwrap();
         assert!(!w.is_empty());
     }
 
@@ -276,15 +284,47 @@ mod tests {
         full.estimate_at(cfg.batch).unwrap()
     }
 
+    /// GPUs × strategy and fine-tuning, as the app keeps them (`Model::llm`, the core's serde
+    /// JSON): the module's answer is rank 0's estimate under the strategy, what
+    /// `vramcalc_core::distributed::estimate` gives (the CLI's `--gpus --strategy`), with the host
+    /// memory offload keeps; a LoRA setup's trainable parameters are the CLI's.
+    #[test]
+    fn llm_settings_reach_the_full_core() {
+        use vramcalc_core::distributed::{self, DistConfig, Offload, Strategy};
+        let spec = presets::build("gpt2").unwrap();
+        let cfg = TrainConfig { batch: 2, seq_len: Some(64), ..Default::default() };
+        let dist = DistConfig { gpus: 4, strategy: Strategy::Zero3, offload: Offload::Optimizer, ..Default::default() };
+        let mut llm = Map::new();
+        llm.insert("dist".into(), serde_json::to_value(dist).unwrap());
+        let r = block_on(analyse(&spec, &cfg, &llm, 80 << 30)).unwrap();
+        let want = distributed::estimate(&spec, &cfg, &dist).unwrap();
+        assert_eq!(r.estimate, want.estimate);
+        let host = want.distributed.unwrap().host_bytes;
+        assert!(host > 0);
+        assert_eq!(r.dist, Some((4, host)));
+        let one = block_on(analyse(&spec, &cfg, &Map::new(), 80 << 30)).unwrap();
+        assert!(r.estimate.peak_bytes < one.estimate.peak_bytes, "ZeRO-3 shards the states");
+        assert_eq!(one.dist, None);
+        let mut lora = Map::new();
+        lora.insert("finetune".into(), serde_json::json!({ "method": "lora", "lora_r": 16 }));
+        let r = block_on(analyse(&spec, &cfg, &lora, 80 << 30)).unwrap();
+        let mut typed = cfg;
+        typed.finetune = serde_json::from_value(lora["finetune"].clone()).unwrap();
+        let want = vramcalc_core::estimate(&spec, &typed).unwrap();
+        assert_eq!((r.estimate.trainable_params, r.estimate.peak_bytes), (want.trainable_params, want.peak_bytes));
+        assert!(want.trainable_params < want.params / 100);
+        assert!(needs_full_core(&presets::build("resnet18").unwrap(), &TrainConfig::default(), &lora));
+    }
+
     #[test]
     fn errors_of_the_lazy_route_are_the_cores_errors() {
         let mut spec = moe();
         spec.input.shape = vec![16, 63];
-        let e = block_on(analyse(&spec, &TrainConfig::default(), 1 << 30)).unwrap_err();
+        let e = block_on(analyse(&spec, &TrainConfig::default(), &Map::new(), 1 << 30)).unwrap_err();
         assert!(matches!(&e, Error::Layer { path, .. } if path.starts_with("layers[0]")), "{e:?}");
         let bad = TrainConfig { batch: 2, grad_accum: 4, ..Default::default() };
-        assert!(matches!(block_on(analyse(&moe(), &bad, 1 << 30)), Err(Error::Config(_))));
-        assert_eq!(block_on(what_ifs(&moe(), &bad)), None);
+        assert!(matches!(block_on(analyse(&moe(), &bad, &Map::new(), 1 << 30)), Err(Error::Config(_))));
+        assert_eq!(block_on(what_ifs(&moe(), &bad, &Map::new())), None);
         let layer = Error::Layer { path: "layers[2]".into(), kind: "linear".into(), message: "two\nlines".into() };
         for e in [Error::Input("i".into()), Error::TooLarge("t".into()), Error::Config("c".into()), layer] {
             assert_eq!(error_from_text(&vramcalc_web_extras::error_text(&e)), e);
@@ -328,13 +368,4 @@ mod tests {
         assert!(r.is_current(third));
     }
 
-    #[test]
-    fn downloads_are_computed_by_the_module() {
-        let spec = moe();
-        let csv = block_on(export_file(&spec, &TrainConfig::default(), "csv")).unwrap();
-        assert!(csv.lines().nth(1).unwrap().contains("repeat"), "{csv}");
-        let json: Value = serde_json::from_str(&block_on(export_file(&spec, &TrainConfig::default(), "json")).unwrap()).unwrap();
-        assert_eq!(json["model"], spec.display_name());
-        assert!(block_on(export_file(&spec, &TrainConfig::default(), "xml")).is_err());
-    }
 }

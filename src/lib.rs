@@ -26,13 +26,12 @@
 pub mod analysis;
 pub mod capacity;
 pub mod charts;
-pub mod export;
+
 pub mod extras;
 pub mod fields;
 pub mod fix;
 pub mod i18n;
 pub mod lazy;
-pub mod paste;
 pub mod prefs;
 pub mod share_link;
 pub mod state;

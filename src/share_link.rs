@@ -13,6 +13,7 @@ use crate::extras;
 use crate::i18n::Lang;
 use crate::state::{GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
+use serde_json::{Map, Value};
 use vramcalc_core::{presets, TrainConfig};
 
 /// The share state of what the app shows.
@@ -36,17 +37,18 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
 pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
     let state = to_share(model, prefs);
     match state.model {
-        ModelSource::Preset { .. } => share::encode_preset(&state).ok(),
-        ModelSource::Spec(_) => extras::encode_link(&state).await.ok(),
+        ModelSource::Preset { .. } if model.llm.is_empty() => share::encode_preset(&state).ok(),
+        _ => extras::encode_link(&state, &model.llm).await.ok(),
     }
 }
 
-/// Decodes a link; one with a custom spec (`s=`) goes to the lazily loaded module's codec.
-pub async fn decode(fragment: &str) -> Result<ShareState, String> {
-    if share::carries_spec(fragment) {
+/// Decodes a link and its LLM settings (`Model::llm`); one with a custom spec (`s=`) or an LLM
+/// setting goes to the lazily loaded module's codec.
+pub async fn decode(fragment: &str) -> Result<(ShareState, Map<String, Value>), String> {
+    if share::carries_spec(fragment) || share::carries_llm_settings(fragment) {
         extras::decode_link(fragment).await
     } else {
-        share::decode_preset(fragment).map_err(|e| e.to_string())
+        Ok((share::decode_preset(fragment).map_err(|e| e.to_string())?, Map::new()))
     }
 }
 
@@ -64,7 +66,7 @@ fn field(key: &str, message: String) -> String {
 
 /// Maps a decoded link to the app's model; the error names the field that is wrong. A preset
 /// other than the default one comes from the lazily loaded module ([`extras`]).
-pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
+pub async fn from_share(s: ShareState, llm: Map<String, Value>, base: Prefs) -> Result<Linked, String> {
     let mut model = match s.model {
         ModelSource::Preset { id } => {
             if presets::info(&id).is_none() {
@@ -76,10 +78,11 @@ pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
             let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
-            Model { spec, preset, unedited: false, config: TrainConfig::default(), gpu: GpuChoice::default() }
+            Model { spec, preset, unedited: false, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
         }
     };
     model.config = s.config;
+    model.llm = llm;
     model.gpu = match (s.capacity_bytes, s.gpu) {
         (Some(0), _) => return Err(field("k", "the capacity must be more than 0 bytes".into())),
         (Some(b), _) => GpuChoice::Custom(b),
@@ -94,7 +97,8 @@ pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
 
 /// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
 pub async fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
-    from_share(decode(fragment).await?, base).await
+    let (state, llm) = decode(fragment).await?;
+    from_share(state, llm, base).await
 }
 
 /// Why the page shows something other than the saved work.
@@ -241,8 +245,30 @@ mod tests {
         assert_eq!(back.model.spec, model.spec, "{link}");
         assert_eq!(back.model.config, model.config);
         assert_eq!(back.model.gpu, model.gpu);
+        assert_eq!(back.model.llm, model.llm, "{link}");
         assert_eq!((back.prefs.lang, back.prefs.unit), (prefs.lang, prefs.unit));
         link
+    }
+
+    /// Fine-tuning, generate mode's settings and GPUs × strategy (`Model::llm`, as the module's
+    /// LLM panel writes them) travel in the link, on a preset's link and on a custom spec's.
+    #[test]
+    fn llm_settings_travel_in_the_link() {
+        let llm = |json: &str| match serde_json::from_str(json).unwrap() {
+            Value::Object(m) => Action::SetLlm(m),
+            _ => unreachable!(),
+        };
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("gpt2").unwrap()));
+        let s = reduce(s, llm(r#"{"finetune":{"method":"qlora","lora_r":16,"lora_alpha":32.0,"lora_dropout":0.05,"lora_targets":["all-linear"],"base_format":"nf4","double_quant":true},"dist":{"gpus":4,"strategy":"zero3","tp":1,"gradient_as_bucket_view":false,"reshard_after_forward":true,"fsdp_param_dtype":null,"fsdp_reduce_dtype":null,"offload":"optimizer"}}"#));
+        let link = round_trip(&s.model, s.prefs);
+        assert!(link.starts_with("v1.p=gpt2") && link.contains("st=zero3") && link.contains("double_quant"), "{link}");
+        let mut c = s.model.config;
+        c.mode = vramcalc_core::Mode::Generate;
+        let s = reduce(s, Action::SetConfig(c));
+        let mut s = reduce(s, llm(r#"{"generate":{"prompt_len":128,"new_tokens":64,"cache":"static","logits_to_keep":1,"kv_dtype":"fp8"}}"#));
+        s.model.unedited = false;
+        let link = round_trip(&s.model, s.prefs);
+        assert!(link.starts_with("v1.s=") && link.contains("gk=fp8"), "{link}");
     }
 
     #[test]

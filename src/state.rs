@@ -11,6 +11,7 @@ use crate::i18n::Lang;
 pub use crate::prefs::{Prefs, Theme};
 use crate::tree::{self, GroupKind, ListPath, NodePath};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
@@ -71,12 +72,18 @@ pub struct Model {
     pub config: TrainConfig,
     #[serde(default)]
     pub gpu: GpuChoice,
+    /// The LLM settings — fine-tuning, generate mode's settings, the weights' format, the
+    /// multi-GPU job — as the core's serde writes them (`{"finetune", "generate", "weights",
+    /// "dist"}`, defaults left out). The lazily loaded module reads and edits them
+    /// (`crates/web-extras/src/llm_form.rs`); the app's build passes them through untyped.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub llm: Map<String, Value>,
 }
 
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, config: TrainConfig::default(), gpu: GpuChoice::default() }
+        Model { spec, preset: Some(id.to_string()), unedited: true, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
     }
 
     /// A preset with the default training setup. Only the default preset is built by the main
@@ -112,6 +119,7 @@ impl Model {
             unedited: false,
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
+            llm: Map::new(),
         }
     }
 }
@@ -216,7 +224,7 @@ pub enum Action {
     /// A preset's model ([`Model::load_preset`]); the user's training setup and GPU are kept.
     LoadPreset(Model),
     StartEmpty,
-    /// A spec from the paste box (already parsed and checked by [`crate::paste`]).
+    /// A spec from the paste box (read and checked by the lazily loaded module: `components::panels`).
     LoadSpec(ModelSpec),
     /// A Hugging Face import and the context its `config.json` gives: runs at
     /// [`IMPORT_SEQ_LEN`] (or the importer's length, if shorter), and says so.
@@ -225,6 +233,8 @@ pub enum Action {
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
     SetConfig(TrainConfig),
+    /// The LLM settings as the lazily loaded module wrote them ([`Model::llm`]).
+    SetLlm(Map<String, Value>),
     SetGpu(GpuChoice),
     SetInput(InputSpec),
     AddLayer { list: ListPath, index: Option<usize>, layer: Layer },
@@ -319,7 +329,7 @@ impl State {
     fn load_spec(&mut self, spec: ModelSpec) {
         self.assumed_seq = None;
         let config = TrainConfig { seq_len: None, ..self.model.config };
-        let m = Model { spec, preset: None, unedited: false, config, gpu: self.model.gpu.clone() };
+        let m = Model { spec, preset: None, unedited: false, config, gpu: self.model.gpu.clone(), llm: self.model.llm.clone() };
         self.replace_model(m);
     }
 
@@ -344,6 +354,7 @@ impl Reducible for State {
                 // Keep the user's training setup and GPU; the sequence length belongs to the model.
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
                 m.gpu = s.model.gpu.clone();
+                m.llm = s.model.llm.clone();
                 s.replace_model(m);
             }
             Action::StartEmpty => {
@@ -351,6 +362,7 @@ impl Reducible for State {
                 let mut m = Model::empty();
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
                 m.gpu = s.model.gpu.clone();
+                m.llm = s.model.llm.clone();
                 s.replace_model(m);
             }
             Action::LoadSpec(spec) => s.load_spec(spec),
@@ -374,6 +386,11 @@ impl Reducible for State {
             Action::SetConfig(c) => {
                 let mut m = s.model.clone();
                 m.config = c;
+                s.commit(m, None);
+            }
+            Action::SetLlm(llm) => {
+                let mut m = s.model.clone();
+                m.llm = llm;
                 s.commit(m, None);
             }
             Action::SetGpu(g) => {

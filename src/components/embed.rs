@@ -52,7 +52,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let model = &state.model;
     let capacity = model.gpu.capacity();
     // By the card's own core, or (attention, recurrent, MoE layers) by the lazily loaded module.
-    let report = use_report(&model.spec, model.config, capacity).answer;
+    let report = use_report(&model.spec, model.config, &model.llm, capacity).answer;
     let fragment = use_link(model, state.prefs, 0).fragment;
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();

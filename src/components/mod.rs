@@ -6,12 +6,13 @@
 
 pub mod charts;
 pub mod embed;
-pub mod exports;
+
 pub mod header;
 pub mod inputs;
 pub mod layers;
+pub mod llm;
 pub mod model;
-pub mod paste;
+pub mod panels;
 pub mod results;
 pub mod settings;
 pub mod share;

@@ -2,7 +2,6 @@
 //! and the paste box.
 
 use super::layers::{Layers, RowMap};
-use super::paste::PasteBox;
 use super::{use_ctx, Shared};
 use crate::state::{Action, Model};
 use std::collections::BTreeSet;
@@ -38,6 +37,7 @@ pub fn parse_shape(text: &str) -> Option<Vec<u64>> {
 pub fn model_panel(p: &ModelProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
+    let import_error = super::panels::use_module_panel("render_import", format!(r#"{{"host":"{}","lang":"{}"}}"#, super::panels::IMPORT_HOST, ctx.lang.code()));
     let d = ctx.dispatch.clone();
     // A preset other than the default one is built by the lazily loaded module: the previous
     // model stays until it arrives; a module that fails to load is reported, not a panic.
@@ -155,7 +155,9 @@ pub fn model_panel(p: &ModelProps) -> Html {
             </div>
             <Layers spec={p.model.spec.clone()} config={p.model.config} collapsed={p.collapsed.clone()}
                 selected={p.selected.clone()} rows={p.rows.clone()} error={p.error.clone()} />
-            <PasteBox />
+            // The import panel (Hugging Face model id, paste box): drawn by the lazily loaded module.
+            <div id={super::panels::IMPORT_HOST} class="import"></div>
+            if let Some(e) = import_error { <p class="error small" role="alert" data-testid="import-error">{ e }</p> }
         </section>
     }
 }

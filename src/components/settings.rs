@@ -95,7 +95,11 @@ pub fn settings(p: &SettingsProps) -> Html {
         ("all".to_string(), t.inplace_all.to_string()),
         ("none".to_string(), t.inplace_none.to_string()),
     ];
-    let mode_options = vec![("train".to_string(), t.mode_train.to_string()), ("infer".to_string(), t.mode_infer.to_string())];
+    let mode_options = vec![
+        ("train".to_string(), t.mode_train.to_string()),
+        ("infer".to_string(), t.mode_infer.to_string()),
+        ("generate".to_string(), t.mode_generate.to_string()),
+    ];
     let train = c.mode == Mode::Train;
 
     html! {

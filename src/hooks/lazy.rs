@@ -6,11 +6,12 @@ use crate::analysis::{PreparedCache, Report};
 use crate::lazy::{self, Requests};
 use std::rc::Rc;
 use vramcalc_core::spec::ModelSpec;
+use serde_json::{Map, Value};
 use vramcalc_core::{Error, TrainConfig};
 use yew::prelude::*;
 
-/// A model, its setup and the GPU's capacity.
-pub type LazyRequest = (ModelSpec, TrainConfig, u64);
+/// A model, its setup, its LLM settings (`Model::llm`) and the GPU's capacity.
+pub type LazyRequest = (ModelSpec, TrainConfig, Map<String, Value>, u64);
 
 /// What the lazy route has for the current request.
 pub struct LazyReport {
@@ -33,7 +34,7 @@ pub fn use_lazy_report(request: Option<LazyRequest>) -> LazyReport {
             let n = requests.borrow_mut().issue();
             if let Some(req) = request.clone() {
                 wasm_bindgen_futures::spawn_local(async move {
-                    let r = lazy::analyse(&req.0, &req.1, req.2).await.map(Rc::new);
+                    let r = lazy::analyse(&req.0, &req.1, &req.2, req.3).await.map(Rc::new);
                     if requests.borrow().is_current(n) {
                         answered.set(Some(Rc::new((req, r))));
                     }
@@ -52,13 +53,13 @@ pub fn use_lazy_report(request: Option<LazyRequest>) -> LazyReport {
 /// computed at once by the app's core (resolved models kept per setup, so a batch change resolves
 /// nothing), or taking the lazy route ([`use_lazy_report`]) where [`lazy::needs_full_core`].
 #[hook]
-pub fn use_report(spec: &ModelSpec, config: TrainConfig, capacity: u64) -> LazyReport {
-    let full = lazy::needs_full_core(spec, &config);
+pub fn use_report(spec: &ModelSpec, config: TrainConfig, llm: &Map<String, Value>, capacity: u64) -> LazyReport {
+    let full = lazy::needs_full_core(spec, &config, llm);
     let cache = use_mut_ref(PreparedCache::default);
     let sync = use_memo((spec.clone(), config, capacity, full), move |(spec, config, cap, full)| {
         (!*full).then(|| cache.borrow_mut().analyse(spec, config, *cap).map(Rc::new))
     });
-    let lazy = use_lazy_report(full.then(|| (spec.clone(), config, capacity)));
+    let lazy = use_lazy_report(full.then(|| (spec.clone(), config, llm.clone(), capacity)));
     match &*sync {
         Some(r) => LazyReport { answer: Some(r.clone()), computing: false },
         None => lazy,

@@ -111,11 +111,6 @@ pub struct Tr {
     pub share_of_activations: &'static str,
     pub reorder_hint: &'static str,
 
-    pub paste: &'static str,
-    pub paste_help: &'static str,
-    pub paste_load: &'static str,
-    pub pasted_spec: &'static str,
-    pub pasted_hf: &'static str,
 
     pub setup: &'static str,
     pub gpu: &'static str,
@@ -127,6 +122,15 @@ pub struct Tr {
     pub mode: &'static str,
     pub mode_train: &'static str,
     pub mode_infer: &'static str,
+    pub mode_generate: &'static str,
+    /// The setup panel's LLM fields (their labels come with them from the lazily loaded module).
+    pub llm_setup: &'static str,
+    pub trainable: &'static str,
+    pub prefill_peak: &'static str,
+    pub decode_peak: &'static str,
+    pub kv_cache: &'static str,
+    pub rank0: &'static str,
+    pub host_memory: &'static str,
     pub precision: &'static str,
     pub optimizer: &'static str,
     pub optimizer_impl: &'static str,
@@ -231,9 +235,6 @@ pub struct Tr {
     pub preview: &'static str,
     pub open_in_app: &'static str,
     pub downloads: &'static str,
-    pub download_csv: &'static str,
-    pub download_json: &'static str,
-    pub download_svg: &'static str,
 }
 
 /// The strings of `lang`.

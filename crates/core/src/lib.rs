@@ -35,6 +35,8 @@ pub mod generation;
 pub mod formats;
 pub mod graph;
 #[cfg(feature = "typed-layers")]
+pub mod hub;
+#[cfg(feature = "typed-layers")]
 pub mod import;
 pub mod layer;
 pub mod lower;

@@ -127,7 +127,9 @@ pub const MAX_SPEC_EXPANDED: u64 = MAX_LAYERS;
 /// Largest sequence length a link may set.
 pub const MAX_SEQ_LEN: u64 = 1 << 32;
 const MAX_FIELDS: usize = 64;
-const MAX_TEXT: usize = 128;
+/// Longest value of one field: a fine-tuning setup's JSON (`finetune`, its LoRA targets up to
+/// `finetune::names::NAME_LIST_CAPACITY` bytes) needs more than a name's 128.
+const MAX_TEXT: usize = 512;
 
 /// `TrainConfig::default()` as of format v1, frozen: omitted config fields mean these values.
 pub const V1_CONFIG_DEFAULTS: &str = r#"{"batch":32,"optimizer":"adamw","optimizer_impl":"foreach","precision":"fp32","autocast_device":"cuda","device":"cuda","mode":"train","checkpointing":false,"grad_accum":1,"attention":"sdpa","framework":"pytorch-eager"}"#;
@@ -161,7 +163,6 @@ pub const GENERATE_DEFAULTS: &str = r#"{"new_tokens":256,"cache":"dynamic","logi
 
 /// Short keys of `TrainConfig::generate`'s fields, frozen.
 /// Config fields added after v1 that links carry by their serde names (`llm-settings`).
-#[cfg(not(feature = "llm-settings"))]
 const LLM_KEYS: [&str; 2] = ["finetune", "weights"];
 
 const GENERATE_KEYS: &[(&str, &str, Kind)] = &[
@@ -274,6 +275,16 @@ pub fn decode_preset(link: &str) -> Res<ShareState> {
 pub fn carries_spec(link: &str) -> bool {
     let body = fragment_of(link.trim()).split_once('.').map_or("", |(_, body)| body);
     body.split(',').any(|field| field.starts_with("s="))
+}
+
+/// Whether `link` carries an LLM setting (fine-tuning, generate mode's settings, a weight format,
+/// a multi-GPU job): what a build with feature `llm-settings` reads (the web app's lazily loaded
+/// module; the app's own build refuses such a link by name).
+pub fn carries_llm_settings(link: &str) -> bool {
+    let body = fragment_of(link.trim()).split_once('.').map_or("", |(_, body)| body);
+    body.split(',').filter_map(|field| field.split_once('=')).any(|(key, _)| {
+        LLM_KEYS.contains(&key) || GENERATE_KEYS.iter().any(|k| k.0 == key) || link::KEYS.contains(&key)
+    })
 }
 
 /// The part after `#` of a whole URL, or `link` itself.
@@ -596,6 +607,16 @@ pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_with_llm_settings_are_told_apart() {
+        for link in ["v1.p=gpt2,n=4,st=zero3", "#v1.p=gpt2,m=generate,gn=64", "https://x/#v1.p=gpt2,finetune=%7B%22method%22%3A%22lora%22%7D", "v1.p=gpt2,weights=nf4"] {
+            assert!(carries_llm_settings(link), "{link}");
+        }
+        for link in ["v1.p=resnet50,b=8,g=rtx-4090", "v1.s=abc", "", "v1."] {
+            assert!(!carries_llm_settings(link), "{link}");
+        }
+    }
 
     #[test]
     fn base64url_round_trips_every_length() {

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::cell::RefCell;
 use vramcalc_core::memory::{sweep_points, Prepared};
 use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::distributed::{DistConfig, DistPrepared};
 use vramcalc_core::{Error, TrainConfig};
 
 /// The request's model, training setup and GPU capacity.
@@ -20,6 +21,8 @@ struct Request {
     spec: ModelSpec,
     config: TrainConfig,
     capacity: u64,
+    /// The multi-GPU setup (absent: one GPU).
+    dist: DistConfig,
 }
 
 fn request(json: &str) -> Result<Request, String> {
@@ -27,7 +30,11 @@ fn request(json: &str) -> Result<Request, String> {
     let spec = serde_json::from_value(v["spec"].take()).map_err(|e| format!("request `spec`: {e}"))?;
     let config = serde_json::from_value(v["config"].take()).map_err(|e| format!("request `config`: {e}"))?;
     let capacity = v["capacity"].as_u64().unwrap_or(0);
-    Ok(Request { spec, config, capacity })
+    let dist = match v["dist"].take() {
+        Value::Null => DistConfig::default(),
+        d => serde_json::from_value(d).map_err(|e| format!("request `dist`: {e}"))?,
+    };
+    Ok(Request { spec, config, capacity, dist })
 }
 
 /// Setups kept per model, as the app's `PreparedCache` keeps them.
@@ -72,6 +79,9 @@ fn with_prepared<T>(spec: &ModelSpec, config: &TrainConfig, f: impl FnOnce(&Prep
 /// device total], …]}`.
 pub fn analyse(request_json: &str) -> Result<String, String> {
     let r = request(request_json)?;
+    if !r.dist.is_single() {
+        return Ok(answer_text(analyse_dist(&r)));
+    }
     let answer = with_prepared(&r.spec, &r.config, |p| {
         let estimate = p.estimate_at(r.config.batch)?;
         let max_batch = p.max_batch(r.capacity);
@@ -79,6 +89,16 @@ pub fn analyse(request_json: &str) -> Result<String, String> {
         Ok(json!({ "estimate": estimate, "max_batch": max_batch, "sweep": sweep }))
     });
     Ok(answer_text(answer))
+}
+
+/// [`analyse`] for one rank of a multi-GPU job (`vramcalc_core::distributed`): the estimate is
+/// rank 0's, with its `distributed` report (host memory for offload among it) flattened in.
+fn analyse_dist(r: &Request) -> Result<Value, Error> {
+    let p = DistPrepared::new(&r.spec, &r.config, &r.dist)?;
+    let estimate = p.estimate_at(r.config.batch)?;
+    let max_batch = p.max_batch(r.capacity);
+    let sweep: Vec<_> = sweep_points(r.config.batch, max_batch).into_iter().map(|b| { let (x, d) = p.peak_at(b); (b, x, d) }).collect();
+    Ok(json!({ "estimate": estimate, "max_batch": max_batch, "sweep": sweep }))
 }
 
 /// The what-ifs of the setup: `[{"trick", "config", "peak", "device_total"}, …]`.
@@ -141,6 +161,24 @@ mod tests {
             assert_eq!(v["max_batch"], json!(mb));
             assert_eq!(v["sweep"], json!(p.sweep(&sweep_points(batch, mb))));
         }
+    }
+
+    /// With `dist`, the answer is rank 0's estimate with its distributed report, as
+    /// `vramcalc_core::distributed::estimate` (the CLI's `--gpus --strategy`) gives it.
+    #[test]
+    fn a_multi_gpu_request_is_answered_for_rank_zero() {
+        use vramcalc_core::distributed::{estimate, Strategy};
+        let spec = vramcalc_core::presets::build("resnet18").unwrap();
+        let cfg = TrainConfig { batch: 8, ..Default::default() };
+        let dist = DistConfig { gpus: 8, strategy: Strategy::Zero2, ..Default::default() };
+        let mut r: Value = serde_json::from_str(&req(&spec, &cfg, 24 << 30)).unwrap();
+        r["dist"] = json!(dist);
+        let v = ok(&analyse(&r.to_string()).unwrap());
+        assert_eq!(v["estimate"], serde_json::to_value(estimate(&spec, &cfg, &dist).unwrap()).unwrap());
+        assert_eq!(v["estimate"]["distributed"]["gpus"], 8);
+        assert!(v["max_batch"].as_u64().is_some() && !v["sweep"].as_array().unwrap().is_empty());
+        r["dist"] = json!({ "gpus": "eight" });
+        assert!(analyse(&r.to_string()).unwrap_err().contains("request `dist`"));
     }
 
     #[test]

@@ -12,7 +12,15 @@ pub fn export_file(request_json: &str) -> Result<String, String> {
     let mut v: Value = serde_json::from_str(request_json).map_err(|e| format!("request: {e}"))?;
     let spec: ModelSpec = serde_json::from_value(v["spec"].take()).map_err(|e| format!("request `spec`: {e}"))?;
     let config: TrainConfig = serde_json::from_value(v["config"].take()).map_err(|e| format!("request `config`: {e}"))?;
-    let est = vramcalc_core::estimate(&spec, &config).map_err(|e| e.to_string())?;
+    // one rank of a multi-GPU job: rank 0's estimate, as the CLI's `--gpus --strategy` gives it
+    let est = match v["dist"].take() {
+        serde_json::Value::Null => vramcalc_core::estimate(&spec, &config),
+        d => {
+            let dist = serde_json::from_value(d).map_err(|e| format!("request `dist`: {e}"))?;
+            vramcalc_core::distributed::estimate(&spec, &config, &dist).map(|d| d.estimate)
+        }
+    }
+    .map_err(|e| e.to_string())?;
     match v["format"].as_str() {
         Some("csv") => Ok(layers_csv(&est)),
         Some("json") => Ok(estimate_json(&spec, &est)),
@@ -29,6 +37,21 @@ pub fn estimate_json(spec: &ModelSpec, est: &Estimate) -> String {
     let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
     out.push('\n');
     out
+}
+
+/// A download's file name from the model's name: ASCII letters, digits, `-`, `_` and `.` kept,
+/// anything else a `-`, at most 60 characters; `model` when nothing is left.
+pub fn file_stem(display_name: &str) -> String {
+    let stem: String = display_name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .take(60)
+        .collect();
+    if stem.trim_matches('-').is_empty() {
+        "model".into()
+    } else {
+        stem
+    }
 }
 
 /// Header of [`layers_csv`].
@@ -72,6 +95,14 @@ pub fn layers_csv(est: &Estimate) -> String {
 mod tests {
     use super::*;
     use vramcalc_core::presets;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_stem("GPT2LMHeadModel"), "GPT2LMHeadModel");
+        assert_eq!(file_stem("my net/v2 ✓"), "my-net-v2--");
+        assert_eq!(file_stem("custom model"), "custom-model");
+        assert_eq!(file_stem("✓✓"), "model");
+    }
 
     #[test]
     fn vgg16_csv_and_json() {

@@ -9,7 +9,17 @@
 //! every function returns `Err(message)` — a thrown JS string — instead of panicking.
 
 mod analysis;
-mod export;
+pub mod export;
+#[cfg(target_arch = "wasm32")]
+mod export_panel;
+pub mod hub;
+#[cfg(target_arch = "wasm32")]
+mod import_panel;
+mod llm_form;
+#[cfg(target_arch = "wasm32")]
+mod llm_panel;
+#[cfg(target_arch = "wasm32")]
+mod panel;
 mod paste;
 
 /// The core's error as the lazy route's answers carry it (the app's native tests read it back).
@@ -50,6 +60,39 @@ pub fn build_preset(id: &str) -> Result<String, String> {
 #[wasm_bindgen]
 pub fn analyse(request_json: &str) -> Result<String, String> {
     analysis::analyse(request_json)
+}
+
+/// The setup panel's LLM fields of `{"spec", "config", "dist", "lang", "set"?}` and the settings
+/// after `set` (`llm_form.rs`).
+#[wasm_bindgen]
+pub fn llm_form(request_json: &str) -> Result<String, String> {
+    llm_form::llm_form(request_json)
+}
+
+/// Draws the setup panel's LLM controls for `{"host", "spec", "config", "dist", "lang"}` into the
+/// page's element `host` and answers their changes (`llm_panel.rs`).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen]
+pub fn render_llm(request_json: &str) -> Result<String, String> {
+    let host: serde_json::Value = serde_json::from_str(request_json).map_err(|e| e.to_string())?;
+    llm_panel::render(host["host"].as_str().unwrap_or_default(), request_json).map(|()| String::new())
+}
+
+/// Draws the downloads panel for `{"host", "lang", "spec", "config", "dist"?}` into the page's
+/// element `host` (when the page has it) and answers its buttons (`export_panel.rs`).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen]
+pub fn render_exports(request_json: &str) -> Result<String, String> {
+    export_panel::render(request_json).map(|()| String::new())
+}
+
+/// Draws the import panel (Hugging Face model id, paste box) for `{"host", "lang"}` into the
+/// page's element `host` and answers it (`import_panel.rs`).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen]
+pub fn render_import(request_json: &str) -> Result<String, String> {
+    let r: serde_json::Value = serde_json::from_str(request_json).map_err(|e| e.to_string())?;
+    import_panel::render(r["host"].as_str().unwrap_or_default(), r["lang"].as_str().unwrap_or_default()).map(|()| String::new())
 }
 
 /// The full core's what-ifs of `{"spec", "config"}`: `ok` and `[what-if, …]`, or `err` and the error.

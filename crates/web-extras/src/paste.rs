@@ -5,6 +5,13 @@
 use serde_json::Value;
 use vramcalc_core::spec::ModelSpec;
 
+/// The context a Hugging Face `config.json` gives (`max_position_embeddings`, GPT-2's
+/// `n_positions`), for the app's note on what the import assumed.
+pub fn context_of(config_json: &str) -> Option<u64> {
+    let value = serde_json::from_str::<Value>(config_json).ok()?;
+    ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64())
+}
+
 /// Pasted text → what it was read as (`spec` or `hf`), a newline, and the spec's JSON; the error
 /// says what is wrong and where.
 pub fn read_paste(text: &str) -> Result<String, String> {
@@ -21,4 +28,41 @@ pub fn read_paste(text: &str) -> Result<String, String> {
     };
     vramcalc_core::memory::Prepared::new(&spec, &Default::default()).map_err(|e| e.to_string())?;
     Ok(format!("{kind}\n{}", serde_json::to_string(&spec).map_err(|e| e.to_string())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<(String, ModelSpec), String> {
+        let answer = read_paste(text)?;
+        let (kind, json) = answer.split_once('\n').unwrap();
+        Ok((kind.to_string(), ModelSpec::from_json(json).unwrap()))
+    }
+
+    #[test]
+    fn reads_a_spec_and_reports_errors() {
+        let spec = vramcalc_core::presets::build("vgg11").unwrap();
+        assert_eq!(read(&spec.to_json_pretty()).unwrap(), ("spec".to_string(), spec));
+        assert!(read("").is_err());
+        assert!(read("{not json").unwrap_err().contains("JSON"));
+        let e = read(r#"{"input":{"shape":[10]},"layers":[{"kind":"linear","in_features":3,"out_features":2}]}"#).unwrap_err();
+        assert!(e.contains("layers[0]"), "{e}");
+    }
+
+    #[test]
+    fn reads_a_bert_config_and_its_context() {
+        let text = include_str!("../../../tests/data/bert-base-uncased.config.json");
+        let (kind, spec) = read(text).unwrap();
+        assert_eq!((kind.as_str(), context_of(text)), ("hf", Some(512)));
+        assert!(!spec.layers.is_empty());
+    }
+
+    /// The app's own core leaves MoE out; the paste box reads with the full core.
+    #[test]
+    fn reads_a_moe_spec() {
+        let text = r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#;
+        let (kind, spec) = read(text).unwrap();
+        assert_eq!((kind.as_str(), spec.layers[0].kind()), ("spec", "sparse_moe"));
+    }
 }

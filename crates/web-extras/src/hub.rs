@@ -1,0 +1,96 @@
+//! Loading a model from the Hugging Face hub by id, in the browser: parse what the user typed
+//! ([`vramcalc_core::hub::HubRef::parse`]), fetch `config.json` from huggingface.co (no server of
+//! ours), import it. The request:
+//!
+//! - goes only to `https://huggingface.co/<id>/resolve/<revision>/config.json`;
+//! - sends no referrer (`referrerPolicy: "no-referrer"`) and no cookies (`credentials: "omit"`);
+//! - carries `Authorization: Bearer <token>` only when the user gave a token (a browser drops it
+//!   if the hub ever redirected to another origin);
+//! - is aborted after [`TIMEOUT_SECS`] (an `AbortController`).
+//!
+//! A failure is a [`HubError`]: its kind tells the import panel what to offer (a token field, a
+//! retry, the JSON paste).
+
+use vramcalc_core::hub::{read_answer, HubError, HubRef};
+#[cfg(target_arch = "wasm32")]
+use vramcalc_core::hub::TIMEOUT_SECS;
+use vramcalc_core::spec::ModelSpec;
+
+/// `input` (an id, `id@revision` or a hub URL) → the model's spec (named by its id) and the
+/// context its config gives; `token` empty for none.
+pub async fn load(input: &str, token: &str) -> Result<(ModelSpec, Option<u64>), HubError> {
+    let hub = HubRef::parse(input)?;
+    let token = token.trim();
+    let (status, body) = fetch(&hub.config_url(), token).await?;
+    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
+    Ok((spec, crate::paste::context_of(&body)))
+}
+
+/// Outside the browser there is no fetch: the native tests get a network failure.
+#[cfg(not(target_arch = "wasm32"))]
+async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
+    Err(HubError::Network("no network outside the browser".into()))
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
+    use wasm_bindgen::{closure::Closure, JsCast, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+    use web_sys::{AbortController, Headers, ReferrerPolicy, RequestCredentials, RequestInit, RequestMode, Response};
+    let net = |e: JsValue| {
+        let name = js_sys::Reflect::get(&e, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default();
+        if name == "AbortError" {
+            HubError::Timeout
+        } else {
+            let m = js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string());
+            HubError::Network(m.or_else(|| e.as_string()).unwrap_or_else(|| "the request failed".into()))
+        }
+    };
+    let window = web_sys::window().ok_or_else(|| HubError::Network("no window".into()))?;
+    let init = RequestInit::new();
+    init.set_method("GET");
+    init.set_mode(RequestMode::Cors);
+    init.set_credentials(RequestCredentials::Omit);
+    init.set_referrer_policy(ReferrerPolicy::NoReferrer);
+    if !token.is_empty() {
+        let headers = Headers::new().map_err(net)?;
+        headers.set("Authorization", &format!("Bearer {token}")).map_err(net)?;
+        init.set_headers(&headers);
+    }
+    let controller = AbortController::new().map_err(net)?;
+    init.set_signal(Some(&controller.signal()));
+    let abort = Closure::once_into_js(move || controller.abort());
+    let timer = window
+        .set_timeout_with_callback_and_timeout_and_arguments_0(abort.unchecked_ref(), (TIMEOUT_SECS * 1000) as i32)
+        .map_err(net)?;
+    let result = async {
+        let response: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await.map_err(net)?.unchecked_into();
+        let text = JsFuture::from(response.text().map_err(net)?).await.map_err(net)?;
+        Ok((response.status(), text.as_string().unwrap_or_default()))
+    }
+    .await;
+    window.clear_timeout_with_handle(timer);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramcalc_core::hub::HubErrorKind;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+
+    #[test]
+    fn an_invalid_id_is_refused_before_any_request() {
+        assert_eq!(block_on(load("not an id!", "")).unwrap_err().kind(), HubErrorKind::Invalid);
+        assert_eq!(block_on(load("Qwen/Qwen2.5-0.5B", "")).unwrap_err().kind(), HubErrorKind::Network);
+    }
+}

@@ -1,0 +1,101 @@
+//! The LLM setup (issues 13–15): fine-tuning (full, freeze, LoRA, QLoRA), generate mode's settings,
+//! the weights' format and GPUs × strategy; and the figures they add to the results. The lazily
+//! loaded module draws the controls into the panel and answers them
+//! (`crates/web-extras/src/llm_form.rs`, `llm_panel.rs`: which fields apply, their labels,
+//! options and checks), so the first-load bundle carries neither the settings' types nor their
+//! rules nor their controls; the app keeps the settings as the module writes them (`Model::llm`).
+//! Every such setting takes the lazy route (`crate::lazy::needs_full_core`): the figures are the
+//! full core's, the CLI's.
+
+use super::{percent, Ctx};
+use crate::analysis::Report;
+use serde_json::{Map, Value};
+use vramcalc_core::{thousands, Mode, ModelSpec, TrainConfig};
+use yew::prelude::*;
+
+/// The element the module draws the controls into.
+pub const HOST: &str = "llm-host";
+
+/// The module's request for the panel (`crates/web-extras/src/llm_form.rs`): the model, a setup
+/// of `mode` carrying the LLM settings (by the core's serde names), the job and the language.
+/// Only what the fields depend on: a batch change asks for nothing.
+pub fn request(spec: &ModelSpec, mode: Mode, llm: &Map<String, Value>, lang: &str) -> String {
+    let mut config = serde_json::to_string(&TrainConfig { mode, ..TrainConfig::default() }).unwrap_or_default();
+    let mut dist = String::new();
+    for (key, value) in llm {
+        if key == "dist" {
+            dist = format!(r#","dist":{value}"#);
+        } else if config.pop() == Some('}') {
+            config.push_str(&format!(r#","{key}":{value}}}"#));
+        }
+    }
+    let spec = serde_json::to_string(spec).unwrap_or_default();
+    format!(r#"{{"host":"{HOST}","lang":"{lang}","spec":{spec},"config":{config}{dist}}}"#)
+}
+
+/// The LLM panel: its heading and the host the module fills.
+pub fn llm_panel(ctx: &Ctx, error: Option<String>) -> Html {
+    html! {
+        <section class="panel llm" aria-labelledby="llm-h" data-testid="llm">
+            <h2 id="llm-h">{ ctx.tr().llm_setup }</h2>
+            <div id={HOST} class="grid2"></div>
+            if let Some(e) = error { <p class="error small" role="alert" data-testid="llm-error">{ e }</p> }
+        </section>
+    }
+}
+
+/// The figures the LLM settings add to the results: trainable parameters (fine-tuning), the
+/// generation's peaks and KV cache, rank 0 of a multi-GPU job and its host memory.
+pub fn llm_figures(ctx: &Ctx, r: &Report) -> Html {
+    let t = ctx.tr();
+    let e = &r.estimate;
+    let fig = |label: &str, testid: &'static str, bytes: u64| html! {
+        <span class="figure-inline">{ label }{ ": " }<b data-testid={testid} data-bytes={bytes.to_string()}>{ ctx.bytes(bytes) }</b>{ " " }</span>
+    };
+    let frozen = e.trainable_params != e.params && e.config.mode == Mode::Train;
+    if !frozen && e.generation.is_none() && e.breakdown.kv_cache == 0 && r.dist.is_none() {
+        return Html::default();
+    }
+    html! {
+        <p class="small llm-figures">
+            if frozen {
+                <span>{ t.trainable }{ ": " }<b data-testid="trainable" data-count={e.trainable_params.to_string()}>{ thousands(e.trainable_params) }</b>
+                    { format!(" ({}) ", percent(e.trainable_params, e.params)) }</span>
+            }
+            if let Some(g) = &e.generation {
+                { fig(t.prefill_peak, "prefill-peak", g.prefill_peak_bytes) }
+                { fig(t.decode_peak, "decode-peak", g.decode_peak_bytes) }
+            }
+            if e.breakdown.kv_cache > 0 { { fig(t.kv_cache, "kv-cache-bytes", e.breakdown.kv_cache) } }
+            if let Some((gpus, host)) = r.dist {
+                <span data-testid="rank0" data-gpus={gpus.to_string()}>{ t.rank0 }{ format!(" / {gpus} · ") }</span>
+                { fig(t.host_memory, "host-memory", host) }
+            }
+        </p>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The panel's request is what the module reads: the settings join the config, the job
+    /// stands beside it, and a change comes back as the module's settings.
+    #[test]
+    fn the_request_carries_the_settings_to_the_module() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let mut llm = Map::new();
+        llm.insert("finetune".into(), serde_json::json!({ "method": "lora" }));
+        llm.insert("dist".into(), serde_json::json!({ "gpus": 4 }));
+        let mut r: Value = serde_json::from_str(&request(&spec, Mode::Train, &llm, "en")).unwrap();
+        assert_eq!(r["host"], HOST);
+        r["set"] = serde_json::json!({ "field": "lora-r", "value": "16" });
+        let answer: Value = serde_json::from_str(&vramcalc_web_extras::llm_form(&r.to_string()).unwrap()).unwrap();
+        assert!(answer["error"].is_null(), "{answer}");
+        assert_eq!(answer["llm"]["finetune"]["lora_r"], 16);
+        assert_eq!(answer["llm"]["finetune"]["method"], "lora");
+        assert_eq!(answer["llm"]["dist"]["gpus"], 4);
+        let ids: Vec<&str> = answer["fields"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+        assert!(ids.contains(&"lora-targets") && ids.contains(&"gpus"), "{ids:?}");
+    }
+}

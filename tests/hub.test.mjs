@@ -1,0 +1,189 @@
+// End-to-end tests of loading a model from the Hugging Face hub by id (run by tests/e2e.sh).
+// The tests cannot reach the hub: Playwright's request routing answers every request to
+// https://huggingface.co/ with recorded config.json files (tests/data/hub/), error statuses or a
+// network failure, and records what the page sent.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { launch, open, waitAttr, shot } from './helpers.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const fixture = (name) => readFileSync(new globalThis.URL(`./data/hub/${name}.config.json`, import.meta.url), 'utf8');
+const TINYLLAMA = fixture('TinyLlama-1.1B-Chat-v1.0'); // 1,100,048,384 parameters (PyTorch)
+const LLAMA32 = fixture('Llama-3.2-1B'); // 1,235,814,400
+const MAMBA = fixture('mamba-130m-hf'); // model_type `mamba`: not importable
+const TOKEN = 'hf_testTOKEN0123456789';
+const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization', 'access-control-allow-methods': 'GET' };
+
+/** A fake hub on `context`: `answer(path, headers)` → `{ status, body }` or `'abort'`. Returns the
+ *  list of requests it saw (`{ url, method, headers }`); `hub.answer` can be swapped later. */
+async function fakeHub(context, answer) {
+  const hub = { answer, seen: [] };
+  await context.route('https://huggingface.co/**', async (route) => {
+    const req = route.request();
+    const headers = await req.allHeaders();
+    hub.seen.push({ url: req.url(), method: req.method(), headers });
+    if (req.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: CORS });
+    const a = hub.answer(new globalThis.URL(req.url()).pathname, headers);
+    if (a === 'abort') return route.abort('internetdisconnected');
+    return route.fulfill({ status: a.status, headers: { ...CORS, 'content-type': 'application/json' }, body: a.body ?? '' });
+  });
+  return hub;
+}
+
+const config = (body) => () => ({ status: 200, body });
+const gets = (hub) => hub.seen.filter((r) => r.method === 'GET');
+
+/** Every request the browser context makes, with its headers (to check where a token went). */
+function recordAll(context) {
+  const all = [];
+  context.on('request', (r) => all.push(r.allHeaders().then((headers) => ({ url: r.url(), headers }))));
+  return () => Promise.all(all);
+}
+
+/** Console errors other than the browser's own line for a failed or non-2xx request. */
+const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
+
+async function load(page, input) {
+  await page.getByTestId('hub-id').fill(input);
+  await page.getByTestId('hub-load').click();
+}
+
+const hubError = async (page) => {
+  const e = page.getByTestId('hub-error');
+  await e.waitFor();
+  return { kind: await e.getAttribute('data-kind'), text: await e.textContent() };
+};
+
+test('a model id or a pasted hub URL loads its config.json from huggingface.co, with no referrer, cookie or token', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await fakeHub(context, config(TINYLLAMA));
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0/tree/main');
+  await waitAttr(page, 'params', 'data-count', (v) => v === '1100048384', 20000);
+  assert.equal(await page.getByTestId('params').textContent(), '1,100,048,384');
+  assert.equal(await page.getByTestId('hub-load').getAttribute('data-status'), 'loaded');
+  assert.equal(await page.getByTestId('model-name').textContent(), 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
+  // what the import assumed (the context of the config, a shorter default) is said next to the result
+  assert.match(await page.getByTestId('import-assumed').textContent(), /2048/);
+  const [req] = gets(hub);
+  assert.equal(req.url, 'https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/main/config.json');
+  assert.equal(req.headers.referer, undefined, 'no referrer');
+  assert.equal(req.headers.authorization, undefined, 'no token given, none sent');
+  assert.equal(req.headers.cookie, undefined);
+  // a revision in `@` form, a blob URL: the right config.json address (`/` of the revision escaped)
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0@refs/pr/1');
+  await page.waitForFunction(() => document.querySelector('[data-testid=hub-load]')?.dataset.status === 'loaded');
+  await load(page, 'https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0/blob/v1.0/config.json');
+  await page.waitForFunction(() => document.querySelector('[data-testid=hub-load]')?.dataset.status === 'loaded');
+  assert.deepEqual(gets(hub).map((r) => new globalThis.URL(r.url).pathname), [
+    '/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/main/config.json',
+    '/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/refs%2Fpr%2F1/config.json',
+    '/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/v1.0/config.json',
+  ]);
+  await shot(page, '40-hub-loaded');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('an unknown model (404) and an invalid id say so; the model shown stays', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await fakeHub(context, () => ({ status: 404, body: '{"error":"Repository not found"}' }));
+  const { page, errors } = await open(browser, { context });
+  const params = await page.getByTestId('params').getAttribute('data-count');
+  await load(page, 'Qwen/Qwen2.5-0.5B');
+  const e = await hubError(page);
+  assert.equal(e.kind, 'not_found');
+  assert.match(e.text, /no model `Qwen\/Qwen2\.5-0\.5B` \(HTTP 404\)/);
+  assert.equal(gets(hub)[0].url, 'https://huggingface.co/Qwen/Qwen2.5-0.5B/resolve/main/config.json');
+  assert.equal(await page.getByTestId('params').getAttribute('data-count'), params);
+  assert.equal(await page.getByTestId('preset-select').inputValue(), 'resnet50');
+  // not an id: no request, a message that says what is expected
+  for (const bad of ['not a model id!', 'https://example.com/Qwen/Qwen2.5-0.5B', 'https://huggingface.co/datasets/squad']) {
+    await load(page, bad);
+    await page.waitForFunction(() => document.querySelector('[data-testid=hub-error]')?.dataset.kind === 'invalid');
+    assert.match(await page.getByTestId('hub-error').textContent(), /not a Hugging Face model id or address/);
+  }
+  assert.equal(gets(hub).length, 1);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a gated model (401): the token field, then a retry with the token; the token goes only to huggingface.co and is stored nowhere', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const requests = recordAll(context);
+  const hub = await fakeHub(context, (path, headers) => {
+    if (headers.authorization === `Bearer ${TOKEN}`) return { status: 200, body: LLAMA32 };
+    return { status: 401, body: '{"error":"Access to model meta-llama/Llama-3.2-1B is restricted."}' };
+  });
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'meta-llama/Llama-3.2-1B');
+  const e = await hubError(page);
+  assert.equal(e.kind, 'gated');
+  assert.match(e.text, /`meta-llama\/Llama-3\.2-1B` is gated or private on Hugging Face \(HTTP 401\).*access token/);
+  await shot(page, '41-hub-gated', { fullPage: false });
+  await page.getByTestId('hub-token').fill(TOKEN);
+  await page.getByTestId('hub-retry').click();
+  await waitAttr(page, 'params', 'data-count', (v) => v === '1235814400', 20000);
+  // the header went with the retry, to huggingface.co only
+  const sent = (await requests()).filter((r) => r.headers.authorization);
+  assert.ok(sent.length >= 1);
+  for (const r of sent) {
+    assert.equal(new globalThis.URL(r.url).hostname, 'huggingface.co', r.url);
+    assert.equal(r.headers.authorization, `Bearer ${TOKEN}`);
+  }
+  assert.equal(gets(hub).filter((r) => r.headers.authorization).length, 1);
+  // …and nowhere else: not in the address, the share link, the saved work
+  await page.waitForFunction(() => location.hash.startsWith('#v1.s='));
+  assert.ok(!page.url().includes(TOKEN));
+  const storage = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)]));
+  assert.ok(storage.includes('meta-llama/Llama-3.2-1B'), 'the work is saved…');
+  assert.ok(!storage.includes(TOKEN), '…without the token');
+  // a refused token says so
+  hub.answer = () => ({ status: 403, body: '' });
+  await load(page, 'meta-llama/Llama-3.1-8B');
+  assert.match((await hubError(page)).text, /access token was refused .*HTTP 403/);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('offline: a network failure says so and the retry loads the model', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await fakeHub(context, () => 'abort');
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
+  const e = await hubError(page);
+  assert.equal(e.kind, 'network');
+  assert.match(e.text, /could not reach huggingface\.co/);
+  assert.equal(await page.getByTestId('preset-select').inputValue(), 'resnet50');
+  hub.answer = config(TINYLLAMA);
+  await page.getByTestId('hub-retry').click();
+  await waitAttr(page, 'params', 'data-count', (v) => v === '1100048384', 20000);
+  // a server error is worth a retry too
+  hub.answer = () => ({ status: 503, body: '' });
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
+  assert.match((await hubError(page)).text, /HTTP 503/);
+  assert.equal(await page.getByTestId('hub-retry').count(), 1);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('an unsupported model_type names it, lists what is supported and offers the JSON paste', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await fakeHub(context, config(MAMBA));
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'state-spaces/mamba-130m-hf');
+  const e = await hubError(page);
+  assert.equal(e.kind, 'unsupported');
+  assert.match(e.text, /`state-spaces\/mamba-130m-hf` is a `mamba` model.*supported: [^)]*llama/);
+  assert.equal(await page.getByTestId('preset-select').inputValue(), 'resnet50');
+  await page.getByTestId('hub-paste').click();
+  assert.equal(await page.getByTestId('paste').getAttribute('open'), '');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'paste-text');
+  await shot(page, '42-hub-unsupported', { fullPage: false });
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
