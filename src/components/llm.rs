@@ -20,17 +20,8 @@ pub const HOST: &str = "llm-host";
 /// of `mode` carrying the LLM settings (by the core's serde names), the job and the language.
 /// Only what the fields depend on: a batch change asks for nothing.
 pub fn request(spec: &ModelSpec, mode: Mode, llm: &Map<String, Value>, lang: &str) -> String {
-    let mut config = serde_json::to_string(&TrainConfig { mode, ..TrainConfig::default() }).unwrap_or_default();
-    let mut dist = String::new();
-    for (key, value) in llm {
-        if key == "dist" {
-            dist = format!(r#","dist":{value}"#);
-        } else if config.pop() == Some('}') {
-            config.push_str(&format!(r#","{key}":{value}}}"#));
-        }
-    }
-    let spec = serde_json::to_string(spec).unwrap_or_default();
-    format!(r#"{{"host":"{HOST}","lang":"{lang}","spec":{spec},"config":{config}{dist}}}"#)
+    let config = TrainConfig { mode, ..TrainConfig::default() };
+    crate::lazy::request(spec, &config, llm, &format!(r#","host":"{HOST}","lang":"{lang}""#))
 }
 
 /// The LLM panel: its heading and the host the module fills.
