@@ -83,7 +83,7 @@ pub fn app(p: &AppProps) -> Html {
         }
         m
     };
-    let llm_error = use_module_panel("render_llm", crate::components::llm::request(&model.spec, model.config.mode, &model.llm, state.prefs.lang.code()));
+    let llm_error = use_module_panel("render_llm", crate::components::llm::request(&model.spec, &model.config, &model.llm, capacity, state.prefs.unit, state.prefs.lang.code()));
     use_panel_events(state.dispatcher());
     // (its buttons alert what goes wrong; the panel stays empty if the module cannot load)
     use_module_panel("render_exports", lazy::request(&model.spec, &model.config, &model.llm,

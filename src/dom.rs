@@ -133,6 +133,13 @@ pub fn height_message(e: &web_sys::MessageEvent) -> Option<f64> {
     (kind == "vramcalc:height").then(|| js_sys::Reflect::get(&data, &"height".into()).ok()?.as_f64())?
 }
 
+/// Opens the blocks around the row at `path` and focuses its handle (a chart's or the peak's link
+/// to its layer).
+pub fn go_to_row(dispatch: &yew::UseReducerDispatcher<crate::state::State>, path: String) {
+    dispatch.dispatch(crate::state::Action::Reveal(path.clone()));
+    focus_row_later(path);
+}
+
 /// Focuses the row handle at `path` once the next render has placed it.
 pub fn focus_row_later(path: String) {
     gloo::timers::callback::Timeout::new(0, move || {

@@ -247,6 +247,8 @@ pub enum Action {
     GroupSelected(GroupKind),
     Ungroup(NodePath),
     ToggleCollapsed(NodePath),
+    /// Opens every block around the row at this path (`layers[2].body[1]`), so it can be shown.
+    Reveal(String),
     ToggleSelected(NodePath),
     Undo,
     Redo,
@@ -441,6 +443,14 @@ impl Reducible for State {
                 }
             }
             Action::Ungroup(path) => s.edit_spec(None, |spec| tree::ungroup(spec, &path)),
+            Action::Reveal(path) => {
+                // each block around it: the path up to each `.`
+                for (i, _) in path.match_indices('.') {
+                    if let Ok(block) = path[..i].parse::<NodePath>() {
+                        s.collapsed.remove(&block);
+                    }
+                }
+            }
             Action::ToggleCollapsed(path) => {
                 if !s.collapsed.remove(&path) {
                     s.collapsed.insert(path);
@@ -705,4 +715,15 @@ mod tests {
         assert_eq!(r.prefs.lang, Lang::Zh);
         assert_eq!(State::from_saved(None).model, State::default().model);
     }
+
+    #[test]
+    fn reveal_opens_the_blocks_around_a_row() {
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("resnet18").unwrap()));
+        let inner: NodePath = "layers[4].layers[0]".parse().unwrap();
+        assert!(s.collapsed.contains(&"layers[4]".parse().unwrap()), "blocks start collapsed");
+        let s = reduce(s, Action::Reveal("layers[4].layers[0].body[1]".into()));
+        assert!(!s.collapsed.contains(&"layers[4]".parse().unwrap()) && !s.collapsed.contains(&inner));
+        assert!(s.collapsed.contains(&"layers[5]".parse().unwrap()), "others stay collapsed");
+    }
+
 }

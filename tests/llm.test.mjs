@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, bytes, waitAttr, pickPreset } from './helpers.mjs';
+import { launch, open, bytes, waitAttr, pickPreset, setBatch } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -131,5 +131,61 @@ test('GPUs × strategy: rank 0\'s peak and host memory are the CLI\'s; the link 
   for (const [id, v] of [['gpus', '4'], ['strategy', 'zero3'], ['offload', 'optimizer']]) {
     assert.equal(await second.getByTestId(id).inputValue(), v, id);
   }
+  assert.deepEqual(errors, []);
+});
+
+/** A CLI subcommand's `--json` answer. */
+function cliJson(...args) {
+  return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', ...args, '--json'], { encoding: 'utf8' }));
+}
+
+test('inference of a language model shows its serving capacity under vLLM, the CLI\'s `vramcalc serve`', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await page.getByTestId('mode-select').selectOption('infer');
+  const batch = await batchOf(page);
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  const seq = await page.getByTestId('seq-input').inputValue();
+  const want = cliJson('serve', '--preset', 'gpt2', '--gpu', gpu, '--context', seq, '--concurrency', batch);
+  await waitAttr(page, 'serve-kv-pool', 'data-bytes', (v) => Number(v) === want.kv_pool_bytes, 20000);
+  assert.equal(await page.getByTestId('serve-tokens').getAttribute('data-count'), String(want.kv_tokens));
+  assert.equal(await page.getByTestId('serve-max-concurrency').getAttribute('data-count'), String(want.max_concurrency));
+  assert.equal(await page.getByTestId('serve-max-context').getAttribute('data-count'), String(want.max_context_at_concurrency));
+  assert.deepEqual(errors, []);
+});
+
+test('a multi-GPU job shows the fewest GPUs that fit (the CLI\'s `vramcalc fewest-gpus`) and rank 0 against the number of GPUs', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await setBatch(page, 4);
+  await type(page, 'gpus', 2);
+  await page.getByTestId('strategy').selectOption('zero3');
+  const batch = await batchOf(page);
+  assert.equal(batch, '4');
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  const want = cliJson('fewest-gpus', '--preset', 'gpt2', '--batch', batch, '--gpu', gpu, '--gpus', '2', '--strategy', 'zero3');
+  await page.getByTestId('fewest-gpus').waitFor();
+  assert.ok(want.gpus >= 2, JSON.stringify(want));
+  await waitAttr(page, 'fewest-gpus', 'data-gpus', (v) => v === String(want.gpus), 20000);
+  assert.equal(await page.getByTestId('fewest-gpus').getAttribute('data-batch'), String(want.max_batch_per_gpu));
+  const bars = page.locator('[data-testid=chart-gpus] rect');
+  assert.ok(await bars.count() >= 6);
+  // the bar at the job's size is rank 0's device total the app shows
+  const at2 = await page.locator('[data-testid=chart-gpus] rect[data-gpus="2"]').getAttribute('data-bytes');
+  await waitAttr(page, 'device-total', 'data-bytes', (v) => v === at2, 20000);
+  assert.deepEqual(errors, []);
+});
+
+test('full training of GPT-2 offers "LoRA r=16 instead": its peak is the CLI\'s, and Apply sets it up', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  const batch = await batchOf(page);
+  const want = cli('--preset', 'gpt2', '--batch', batch, '--finetune', 'lora', '--lora-r', '16', '--lora-alpha', '32');
+  await waitAttr(page, 'ft-whatif-lora-r16', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  await page.getByTestId('ft-apply-lora-r16').click();
+  await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  assert.equal(await page.getByTestId('finetune').inputValue(), 'lora');
+  assert.equal(await page.getByTestId('lora-r').inputValue(), '16');
+  assert.equal(await page.getByTestId('trainable').getAttribute('data-count'), String(want.trainable_params));
   assert.deepEqual(errors, []);
 });

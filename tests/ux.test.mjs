@@ -276,3 +276,30 @@ test('a layer editor that scales: one-line rows that open on click, collapse all
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('charts you can ask: the timeline names the layer under the pointer and a click goes to its row; "Peak at" links to its row; a click on the batch chart sets the batch', async () => {
+  const { page, errors } = await open(browser);
+  // the timeline's strip under the pointer: its layer, phase and bytes
+  const hits = page.locator('[data-testid=timeline-hits] rect[data-path]');
+  assert.ok(await hits.count() >= 50);
+  const deep = page.locator('[data-testid=timeline-hits] rect[data-path*="."]').first();
+  const path = await deep.getAttribute('data-path');
+  const tip = await deep.locator('title').textContent();
+  assert.ok(tip.startsWith(path) && /(forward|backward)/.test(tip) && /B/.test(tip), tip);
+  await deep.hover();
+  await deep.click();
+  // its row (inside a block that was folded) is opened and focused
+  await page.waitForFunction((p) => document.activeElement?.closest('[data-testid=layer-row]')?.dataset.path === p, path);
+  // "Peak at": a link to the row of the layer whose op reaches the peak
+  const link = page.getByTestId('peak-at-link');
+  const peakPath = await link.getAttribute('data-path');
+  await link.click();
+  await page.waitForFunction((p) => document.activeElement?.closest('[data-testid=layer-row]')?.dataset.path === p, peakPath);
+  // the batch chart: a click on a swept batch sets it
+  const current = await page.getByTestId('batch-input').inputValue();
+  const column = page.locator(`[data-testid=batch-hits] rect:not([data-batch="${current}"])`).nth(2);
+  const batch = await column.getAttribute('data-batch');
+  await column.click();
+  await page.waitForFunction((b) => document.querySelector('[data-testid=batch-input]')?.value === b, batch);
+  assert.deepEqual(errors, []);
+});

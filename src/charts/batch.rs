@@ -19,6 +19,8 @@ pub struct BatchGeom {
     pub current: Option<(f64, f64)>,
     pub x_ticks: Vec<(f64, u64)>,
     pub y_ticks: Vec<(f64, u64)>,
+    /// `(x0, x1, batch)`: the strip of the plot nearest to each swept batch (a click sets it).
+    pub columns: Vec<(f64, f64, u64)>,
 }
 
 /// `sweep` holds `(batch, peak, device_total)` sorted by batch.
@@ -50,6 +52,16 @@ pub fn geometry(
         s
     };
     let current_pt = sweep.iter().find(|p| p.0 == current).map(|p| (x.map(lg(p.0)), y.map(p.2 as f64)));
+    let xs: Vec<f64> = sweep.iter().map(|p| x.map(lg(p.0))).collect();
+    let columns = sweep
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let x0 = if i == 0 { 0.0 } else { (xs[i - 1] + xs[i]) / 2.0 };
+            let x1 = if i + 1 == xs.len() { width } else { (xs[i] + xs[i + 1]) / 2.0 };
+            (x0, x1, p.0)
+        })
+        .collect();
     let mut x_ticks: Vec<(f64, u64)> = Vec::new();
     let span = (lg(b1) - lg(b0)).max(1.0);
     let every = (span / 6.0).ceil().max(1.0) as u32;
@@ -66,6 +78,7 @@ pub fn geometry(
         current: current_pt,
         x_ticks,
         y_ticks: ticks.into_iter().map(|t| (y.map(t as f64), t)).collect(),
+        columns,
     }
 }
 
@@ -80,6 +93,15 @@ mod tests {
         assert!(p.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(*sweep_points(1, None).last().unwrap(), 64);
         assert!(sweep_points(u64::MAX, Some(u64::MAX)).len() <= 27);
+    }
+
+    #[test]
+    fn columns_tile_the_plot_one_per_swept_batch() {
+        let sweep: Vec<(u64, u64, u64)> = sweep_points(48, Some(370)).into_iter().map(|b| (b, b, b)).collect();
+        let g = geometry(&sweep, 500, Some(370), 48, 600.0, 200.0, ByteUnit::Mb);
+        assert_eq!(g.columns.iter().map(|c| c.2).collect::<Vec<_>>(), sweep.iter().map(|s| s.0).collect::<Vec<_>>());
+        assert_eq!((g.columns[0].0, g.columns.last().unwrap().1), (0.0, 600.0));
+        assert!(g.columns.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
     }
 
     #[test]

@@ -25,6 +25,21 @@ pub struct TimelineGeom {
     pub y_ticks: Vec<(f64, u64)>,
 }
 
+/// The hover and click targets of the timeline: the plot cut into at most `slices` strips of
+/// equal width, each `(x0, width, index of its highest point)`.
+pub fn hits(points: &[TimelinePoint], width: f64, slices: usize) -> Vec<(f64, f64, usize)> {
+    let n = points.len();
+    let slices = slices.min(n).max(1);
+    let w = width / slices as f64;
+    (0..slices)
+        .filter_map(|s| {
+            let range = s * n / slices..((s + 1) * n / slices).max(s * n / slices + 1).min(n);
+            let best = range.clone().max_by(|&a, &b| points[a].bytes.cmp(&points[b].bytes).then(b.cmp(&a)))?;
+            Some((s as f64 * w, w, best))
+        })
+        .collect()
+}
+
 pub fn geometry(points: &[TimelinePoint], width: f64, height: f64, unit: ByteUnit) -> TimelineGeom {
     let max = points.iter().map(|p| p.bytes).max().unwrap_or(0);
     let ticks = byte_ticks(max.max(1), 4, unit);
@@ -93,6 +108,18 @@ mod tests {
         assert_eq!(g.phases.last().unwrap().x1, 600.0);
         assert!(g.phases.iter().any(|p| p.phase == Phase::Backward));
         assert!(g.area.ends_with('Z') && g.line.starts_with('M'));
+    }
+
+    #[test]
+    fn hits_cover_the_plot_and_find_the_peak() {
+        let e = vramcalc_core::estimate(&presets::build("resnet18").unwrap(), &Default::default()).unwrap();
+        let h = hits(&e.timeline, 600.0, 120);
+        assert_eq!(h.len(), 120.min(e.timeline.len()));
+        assert_eq!(h[0].0, 0.0);
+        assert!((h.last().unwrap().0 + h.last().unwrap().1 - 600.0).abs() < 1e-6);
+        let max = e.timeline.iter().map(|p| p.bytes).max().unwrap();
+        assert!(h.iter().any(|&(_, _, i)| e.timeline[i].bytes == max), "the peak is a target");
+        assert!(hits(&[], 600.0, 120).is_empty());
     }
 
     #[test]

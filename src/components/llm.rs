@@ -10,18 +10,18 @@
 use super::{percent, Ctx};
 use crate::analysis::Report;
 use serde_json::{Map, Value};
-use vramcalc_core::{thousands, Mode, ModelSpec, TrainConfig};
+use vramcalc_core::{thousands, ByteUnit, Mode, ModelSpec, TrainConfig};
 use yew::prelude::*;
 
 /// The element the module draws the controls into.
 pub const HOST: &str = "llm-host";
 
-/// The module's request for the panel (`crates/web-extras/src/llm_form.rs`): the model, a setup
-/// of `mode` carrying the LLM settings (by the core's serde names), the job and the language.
-/// Only what the fields depend on: a batch change asks for nothing.
-pub fn request(spec: &ModelSpec, mode: Mode, llm: &Map<String, Value>, lang: &str) -> String {
-    let config = TrainConfig { mode, ..TrainConfig::default() };
-    crate::lazy::request(spec, &config, llm, &format!(r#","host":"{HOST}","lang":"{lang}""#))
+/// The module's request for the panel (`crates/web-extras/src/llm_form.rs`): the model, its
+/// setup carrying the LLM settings (by the core's serde names), the job, the GPU's memory and how
+/// the page shows bytes (for the answers below the fields: fewest GPUs, serving capacity).
+pub fn request(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>, capacity: u64, unit: ByteUnit, lang: &str) -> String {
+    let unit = if unit == ByteUnit::Mib { "MiB" } else { "MB" };
+    crate::lazy::request(spec, config, llm, &format!(r#","host":"{HOST}","lang":"{lang}","capacity":{capacity},"unit":"{unit}""#))
 }
 
 /// The LLM panel: its heading and the host the module fills.
@@ -78,7 +78,7 @@ mod tests {
         let mut llm = Map::new();
         llm.insert("finetune".into(), serde_json::json!({ "method": "lora" }));
         llm.insert("dist".into(), serde_json::json!({ "gpus": 4 }));
-        let mut r: Value = serde_json::from_str(&request(&spec, Mode::Train, &llm, "en")).unwrap();
+        let mut r: Value = serde_json::from_str(&request(&spec, &TrainConfig::default(), &llm, 24 << 30, ByteUnit::Mib, "en")).unwrap();
         assert_eq!(r["host"], HOST);
         r["set"] = serde_json::json!({ "field": "lora-r", "value": "16" });
         let answer: Value = serde_json::from_str(&vramcalc_web_extras::llm_form(&r.to_string()).unwrap()).unwrap();

@@ -11,7 +11,7 @@ use vramcalc_core::finetune::names::{default_targets, module_names, NameStyle};
 use vramcalc_core::finetune::{BaseFormat, LinearRole, Method, NameList};
 use vramcalc_core::formats::{WeightFormat, WEIGHT_NAMES};
 use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::{KvCacheKind, KvDType, Mode, TrainConfig};
+use vramcalc_core::{ByteUnit, KvCacheKind, KvDType, Mode, TrainConfig};
 
 /// The form's request: the model, its setup (with the LLM settings), the multi-GPU job, the
 /// language, and optionally one field's new text.
@@ -21,6 +21,9 @@ struct Request {
     dist: DistConfig,
     zh: bool,
     set: Option<(String, String)>,
+    /// The GPU's memory in bytes (0: not given) and the app's byte unit, for the answers.
+    capacity: u64,
+    unit: ByteUnit,
 }
 
 fn request(json: &str) -> Result<Request, String> {
@@ -35,7 +38,8 @@ fn request(json: &str) -> Result<Request, String> {
         (Some(f), Some(t)) => Some((f.to_string(), t.to_string())),
         _ => None,
     };
-    Ok(Request { spec, config, dist, zh: v["lang"] == "zh", set })
+    let unit = if v["unit"] == "MiB" { ByteUnit::Mib } else { ByteUnit::Mb };
+    Ok(Request { spec, config, dist, zh: v["lang"] == "zh", set, capacity: v["capacity"].as_u64().unwrap_or(0), unit })
 }
 
 /// `{"llm": settings, "fields": [field, …], "html": the fields' controls}`, plus
@@ -53,7 +57,7 @@ pub fn llm_form(request_json: &str) -> Result<String, String> {
         }
     }
     let fields = fields(&r);
-    let html: String = fields.iter().map(control).collect();
+    let html: String = fields.iter().map(control).collect::<String>() + &crate::llm_answers::answers(&r.spec, &r.config, &r.dist, r.capacity, r.unit, r.zh);
     let mut answer = json!({ "llm": settings(&r.config, &r.dist), "fields": fields, "html": html });
     if !error.is_null() {
         answer["error"] = error;
@@ -62,7 +66,7 @@ pub fn llm_form(request_json: &str) -> Result<String, String> {
 }
 
 /// The LLM settings as the core's serde writes them, defaults left out.
-fn settings(c: &TrainConfig, dist: &DistConfig) -> Map<String, Value> {
+pub(crate) fn settings(c: &TrainConfig, dist: &DistConfig) -> Map<String, Value> {
     let mut out = Map::new();
     if let Ok(Value::Object(cfg)) = serde_json::to_value(c) {
         for key in ["finetune", "generate", "weights"] {

@@ -22,7 +22,17 @@ pub fn render(host_id: &str, request_json: &str) -> Result<(), String> {
     SHOWN.with(|s| *s.borrow_mut() = Some((host_id.to_string(), request_json.to_string())));
     draw(&host, answer["html"].as_str().unwrap_or_default());
     listen(&host, "change", on_change);
+    listen(&host, "click", on_click);
     Ok(())
+}
+
+/// A what-if's "Apply": its `data-apply` is the settings it gives.
+fn on_click(e: web_sys::Event) {
+    let Some((_, settings)) = target_with(&e, "data-apply") else { return };
+    let Some((host_id, _)) = SHOWN.with(|s| s.borrow().clone()) else { return };
+    if let Ok(host) = element(&host_id) {
+        emit(&host, "vramcalc-llm", &settings);
+    }
 }
 
 /// A control changed: its `data-llm` names the field, its value (or a checkbox's `data-next`) is

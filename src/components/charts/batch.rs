@@ -35,6 +35,20 @@ pub fn batch_chart(ctx: &Ctx, report: &Report) -> Html {
                     <text x={f(x)} y="10" dx={if x > pw * 0.8 { "-4" } else { "4" }}
                         text-anchor={if x > pw * 0.8 { "end" } else { "start" }} class="axis-label max">{ crate::i18n::fill(ctx.tr().chart_max, &[&r.max_batch.unwrap_or(0).to_string()]) }</text>
                 }
+                // A click on the plot sets the batch nearest to it.
+                <g class="hits" data-testid="batch-hits" onclick={{
+                    let d = ctx.dispatch.clone();
+                    Callback::from(move |e: MouseEvent| {
+                        let batch = e.target_dyn_into::<web_sys::Element>().and_then(|t| t.get_attribute("data-batch")?.parse().ok());
+                        if let Some(b) = batch {
+                            d.dispatch(crate::state::Action::SetBatch(b));
+                        }
+                    })
+                }}>
+                    { for g.columns.iter().map(|&(x0, x1, b)| html! {
+                        <rect x={f(x0)} y="0" width={f(x1 - x0)} height={f(ph)} data-batch={b.to_string()}><title>{ format!("{} {b}", t.batch) }</title></rect>
+                    }) }
+                </g>
                 if let Some((x, y)) = g.current {
                     <circle cx={f(x)} cy={f(y)} r="4" class="current-dot"><title>{ format!("{} {}", t.batch, r.estimate.config.batch) }</title></circle>
                 }

@@ -36,6 +36,27 @@ pub fn timeline_chart(ctx: &Ctx, report: &Report) -> Html {
                 }) }
                 <path d={g.area.clone()} class="area" />
                 <path d={g.line.clone()} class="line" />
+                // The crosshair: a strip per slice of the step, lit on hover with its highest op's
+                // layer, phase and bytes; a click goes to that layer's row.
+                <g class="hits" data-testid="timeline-hits" onclick={{
+                    let d = ctx.dispatch.clone();
+                    Callback::from(move |e: MouseEvent| {
+                        if let Some(path) = e.target_dyn_into::<web_sys::Element>().and_then(|t| t.get_attribute("data-path")) {
+                            crate::dom::go_to_row(&d, path);
+                        }
+                    })
+                }}>
+                    { for timeline::hits(&report.estimate.timeline, cw - left - 8.0, 120).into_iter().map(|(x, w, i)| {
+                        let p = report.estimate.timeline[i];
+                        let layer = report.estimate.layers.get(p.layer as usize).map(|l| (crate::tree::normalize_core_path(&l.info.path), l.info.kind.clone()));
+                        let what = layer.as_ref().map_or_else(|| t.phase(p.phase).to_string(), |(path, kind)| format!("{path} ({kind}) · {}", t.phase(p.phase)));
+                        html! {
+                            <rect x={f(x)} y="0" width={f(w)} height={f(h - bottom - 8.0)} data-path={layer.map(|l| l.0)} data-bytes={p.bytes.to_string()}>
+                                <title>{ format!("{what} · {}", ctx.bytes(p.bytes)) }</title>
+                            </rect>
+                        }
+                    }) }
+                </g>
                 if let Some((x, y, bytes)) = g.peak {
                     <g data-testid="timeline-peak">
                         <circle cx={f(x)} cy={f(y)} r="4" class="peak-dot" />

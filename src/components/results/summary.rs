@@ -26,7 +26,7 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
     let stale = p.error.as_ref().map(|e| {
         let goto = fix::error_path(e).map(|path| {
             let path = path.to_string();
-            let onclick = { let path = path.clone(); Callback::from(move |_| crate::dom::focus_row_later(path.clone())) };
+            let onclick = { let (path, d) = (path.clone(), ctx.dispatch.clone()); Callback::from(move |_| crate::dom::go_to_row(&d, path.clone())) };
             html! { <button class="link" {onclick} data-testid="error-goto">{ fill(t.go_to_row, &[&path]) }</button> }
         });
         let repair = p.fix.clone().map(|(field, value, onclick)| html! {
@@ -75,7 +75,20 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
                 <p class="assumed small" role="note" data-testid="import-assumed">{ fill(t.import_assumed, &[&l.to_string(), &c.to_string()]) }</p>
             }
             { capacity_chart(ctx, r) }
-            <p class="small"><span class="muted">{ t.peak_at }{ ": " }</span><code data-testid="peak-at">{ &e.peak_at }</code></p>
+            <p class="small"><span class="muted">{ t.peak_at }{ ": " }</span>
+                // a link to the row of the layer whose op reaches the peak
+                { match peak_row(e) {
+                    Some(path) => html! {
+                        <button class="link" data-testid="peak-at-link" data-path={path.clone()} onclick={{
+                            let d = ctx.dispatch.clone();
+                            Callback::from(move |_| crate::dom::go_to_row(&d, path.clone()))
+                        }}>
+                            <code data-testid="peak-at">{ &e.peak_at }</code>
+                        </button>
+                    },
+                    None => html! { <code data-testid="peak-at">{ &e.peak_at }</code> },
+                } }
+            </p>
             <p class="rule small" data-testid="rule-of-thumb" data-bytes={rule.to_string()}>
                 <b>{ t.rule_of_thumb }{ ": " }{ ctx.bytes(rule) }</b>{ " — " }
                 { fill(t.vs_rule, &[&percent(e.peak_bytes, rule)]) }
@@ -85,4 +98,12 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
             { breakdown_chart(ctx, r) }
         </section>
     }
+}
+
+/// The editor row of the layer whose op reaches the step's peak (the timeline's highest point, the
+/// first of equals), if it is a layer's (not the optimizer step's).
+fn peak_row(e: &vramcalc_core::Estimate) -> Option<String> {
+    let peak = e.timeline.iter().max_by(|a, b| a.bytes.cmp(&b.bytes))?;
+    let first = e.timeline.iter().find(|p| p.bytes == peak.bytes)?;
+    e.layers.get(first.layer as usize).map(|l| crate::tree::normalize_core_path(&l.info.path))
 }

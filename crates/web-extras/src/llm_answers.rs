@@ -1,0 +1,214 @@
+//! What the LLM panel answers below its fields (issues 14–15), as HTML: for a multi-GPU job, the
+//! fewest GPUs on which it fits and rank 0's device total against the number of GPUs (a bar
+//! chart); for a language model in inference or generate mode, its serving capacity under vLLM on
+//! the chosen GPU (`vramcalc_core::serve`), with the batch as the concurrency and the sequence as
+//! the context. The figures are the CLI's (`vramcalc fewest-gpus`, `vramcalc serve`).
+
+use crate::llm_form::escape;
+use vramcalc_core::distributed::{fewest_gpus, sweep_gpus, DistConfig};
+use vramcalc_core::formats::KvDtype;
+use vramcalc_core::serve::{self, ServeConfig};
+use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::whatif::finetune::FineTuneTrick;
+use vramcalc_core::{format_bytes, thousands, ByteUnit, Mode, Precision, TrainConfig};
+
+/// The largest job the panel tries (the CLI's `fewest-gpus --max-gpus` default).
+const MAX_GPUS: u64 = 4096;
+/// The world sizes of the chart.
+const CHART_GPUS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The answers' HTML (empty when none applies).
+pub fn answers(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, unit: ByteUnit, zh: bool) -> String {
+    if capacity == 0 {
+        return String::new();
+    }
+    let tr = |en: &'static str, cn: &'static str| if zh { cn } else { en };
+    let b = |x: u64| format_bytes(x, unit);
+    let mut out = String::new();
+    if c.mode == Mode::Train && !d.is_default() {
+        out.push_str(&gpus(spec, c, d, capacity, &b, &tr));
+    }
+    if c.mode != Mode::Train && spec.is_token_input() {
+        out.push_str(&serving(spec, c, d, capacity, &b, &tr));
+    }
+    if c.mode == Mode::Train && spec.is_token_input() && d.is_default() {
+        out.push_str(&finetune_what_ifs(spec, c, d, &b, &tr, zh));
+    }
+    out
+}
+
+/// The fine-tuning what-ifs (`vramcalc_core::whatif::finetune`: LoRA instead of full training,
+/// QLoRA instead of LoRA, the loss kernels), each with its peak, its saving and a button that
+/// applies it (`data-apply`: the settings it gives, which the panel sends to the app).
+fn finetune_what_ifs(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr, zh: bool) -> String {
+    let (Ok(base), Ok(list)) = (vramcalc_core::estimate(spec, c), vramcalc_core::whatif::finetune::what_ifs(spec, c)) else {
+        return String::new();
+    };
+    if list.is_empty() {
+        return String::new();
+    }
+    let items: String = list
+        .iter()
+        .map(|w| {
+            let id = w.trick.id();
+            let label = match w.trick {
+                t if !zh => t.describe(),
+                FineTuneTrick::LoraR16 => "LoRA r=16 代替全量微调",
+                FineTuneTrick::Qlora => "QLoRA（NF4 基座）代替 LoRA",
+                FineTuneTrick::ChunkedLoss => "分块线性交叉熵（Liger）",
+                FineTuneTrick::Bf16Logits => "logits 保持半精度",
+            };
+            let saving = base.peak_bytes.saturating_sub(w.peak);
+            let settings = serde_json::Value::Object(crate::llm_form::settings(&w.config, d)).to_string();
+            format!(
+                r#"<li>{label}: <b data-testid="ft-whatif-{id}" data-bytes="{}">{}</b> (−{}) <button type="button" data-apply="{}" data-testid="ft-apply-{id}">{}</button></li>"#,
+                w.peak,
+                b(w.peak),
+                b(saving),
+                escape(&settings),
+                tr("Apply", "应用")
+            )
+        })
+        .collect();
+    format!(r#"<div class="ft-whatifs" data-testid="ft-whatifs"><h3>{}</h3><ul class="small">{items}</ul></div>"#, tr("Fine-tuning what-ifs", "微调的假设方案"))
+}
+
+type Tr<'a> = dyn Fn(&'static str, &'static str) -> &'static str + 'a;
+type Bytes<'a> = dyn Fn(u64) -> String + 'a;
+
+/// The fewest GPUs that fit and the per-GPU chart.
+fn gpus(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &Bytes, tr: &Tr) -> String {
+    let fewest = match fewest_gpus(spec, c, d, capacity, MAX_GPUS) {
+        Ok(Some((n, batch))) => format!(
+            r#"<p class="small" data-testid="fewest-gpus" data-gpus="{n}" data-batch="{batch}">{} <b>{n}</b> ({}) · {} <b>{batch}</b></p>"#,
+            tr("Fewest GPUs that fit:", "能放下的最少 GPU 数："),
+            d.strategy.name(),
+            tr("largest batch per GPU there:", "此时每卡最大批大小：")
+        ),
+        Ok(None) => format!(r#"<p class="small" data-testid="fewest-gpus" data-gpus="">{} {MAX_GPUS}</p>"#, tr("Does not fit on up to", "最多")),
+        Err(e) => format!(r#"<p class="small error" data-testid="fewest-gpus">{}</p>"#, escape(&e.to_string())),
+    };
+    let points = sweep_gpus(spec, c, d, &CHART_GPUS);
+    let top = points.iter().map(|p| p.2).max().unwrap_or(0).max(capacity).max(1);
+    let (w, h, bar) = (360u64, 120u64, 40u64);
+    let y = |v: u64| h - (v as f64 / top as f64 * (h - 16) as f64) as u64;
+    let bars: String = points
+        .iter()
+        .enumerate()
+        .map(|(i, &(n, _, total))| {
+            let x = 8 + i as u64 * (bar + 10);
+            let cls = if total <= capacity { "fits" } else { "over" };
+            format!(
+                r#"<rect class="{cls}" x="{x}" y="{}" width="{bar}" height="{}" data-gpus="{n}" data-bytes="{total}"><title>{n} × GPU: {}</title></rect><text x="{}" y="{}" text-anchor="middle">{n}</text>"#,
+                y(total),
+                h - y(total),
+                b(total),
+                x + bar / 2,
+                h + 12
+            )
+        })
+        .collect();
+    let cap = y(capacity);
+    format!(
+        r#"<div class="gpu-chart">{fewest}<svg class="chart" viewBox="0 0 {w} {}" role="img" aria-label="{label}" data-testid="chart-gpus"><title>{label}</title>{bars}<line class="capacity" x1="0" x2="{w}" y1="{cap}" y2="{cap}"></line></svg></div>"#,
+        h + 16,
+        label = tr("Rank 0's device total against the number of GPUs (line: the GPU's memory)", "0 号进程的显存总量与 GPU 数（线：单卡显存）"),
+    )
+}
+
+/// Serving capacity under vLLM: the batch as the concurrency, the sequence as the context.
+fn serving(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &Bytes, tr: &Tr) -> String {
+    let g = &c.generate;
+    let context = match c.mode {
+        Mode::Generate => g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1).saturating_add(g.new_tokens),
+        _ => spec.seq_len(c.seq_len).unwrap_or(1),
+    };
+    let precision = if c.precision == Precision::Fp16 { Precision::Fp16 } else { Precision::Bf16 };
+    let default_kv = if precision == Precision::Fp16 { KvDtype::Fp16 } else { KvDtype::Bf16 };
+    let cfg = ServeConfig {
+        tensor_parallel: if d.strategy == vramcalc_core::distributed::Strategy::Tp { d.tp_degree() } else { 1 },
+        concurrency: Some(c.batch),
+        kv_dtype: g.kv_dtype.and_then(|k| KvDtype::parse(k.name())).unwrap_or(default_kv),
+        precision,
+        weights: c.weights,
+        ..ServeConfig::new(capacity, context)
+    };
+    let cap = match serve::capacity(spec, &cfg) {
+        Ok(cap) => cap,
+        Err(e) => return format!(r#"<p class="small error" data-testid="serve-error">{}</p>"#, escape(&e.to_string())),
+    };
+    let longest = cap.max_context_at_concurrency.map_or_else(|| "—".to_string(), thousands);
+    format!(
+        r#"<div class="serve" data-testid="serve"><h3>{}</h3><p class="small">{} <b data-testid="serve-kv-pool" data-bytes="{}">{}</b> ({} {}, {} {}) · <b data-testid="serve-tokens" data-count="{}">{}</b> {} · <b data-testid="serve-max-concurrency" data-count="{}">{}</b> {} · <b data-testid="serve-max-context" data-count="{}">{longest}</b> {}</p><p class="small muted">{}</p></div>"#,
+        tr("Serving with vLLM (per GPU)", "用 vLLM 服务（每卡）"),
+        tr("KV cache pool:", "KV 缓存池："),
+        cap.kv_pool_bytes,
+        b(cap.kv_pool_bytes),
+        tr("weights", "权重"),
+        b(cap.weights_bytes),
+        tr("activations*", "激活*"),
+        b(cap.activation_peak_bytes),
+        cap.kv_tokens,
+        thousands(cap.kv_tokens),
+        tr("tokens", "个 token"),
+        cap.max_concurrency,
+        thousands(cap.max_concurrency),
+        escape(&format!("{} {}", tr("sequences of", "条序列，每条"), thousands(context))),
+        cap.max_context_at_concurrency.unwrap_or(0),
+        escape(&format!("{} {} {}", tr("tokens of context at", "token 上下文，并发"), thousands(c.batch), tr("concurrent sequences", "条"))),
+        tr(
+            "* modelled from vLLM's profiling code (activation peak, non-torch memory, CUDA graphs); the batch is the concurrency, the sequence the context (vramcalc serve).",
+            "* 按 vLLM 的显存分析代码建模（激活峰值、非 torch 显存、CUDA graph）；批大小即并发数，序列长度即上下文（vramcalc serve）。"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramcalc_core::distributed::Strategy;
+
+    #[test]
+    fn a_multi_gpu_job_gets_the_fewest_gpus_and_a_bar_per_world_size() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 4, seq_len: Some(256), ..Default::default() };
+        let d = DistConfig { gpus: 2, strategy: Strategy::Zero3, ..Default::default() };
+        let html = answers(&spec, &c, &d, 8 << 30, ByteUnit::Mib, false);
+        let (n, batch) = fewest_gpus(&spec, &c, &d, 8 << 30, MAX_GPUS).unwrap().unwrap();
+        assert!(html.contains(&format!(r#"data-gpus="{n}" data-batch="{batch}""#)), "{html}");
+        for (gpus, _, total) in sweep_gpus(&spec, &c, &d, &CHART_GPUS) {
+            assert!(html.contains(&format!(r#"data-gpus="{gpus}" data-bytes="{total}""#)), "{gpus}: {html}");
+        }
+        assert!(!answers(&spec, &c, &DistConfig::default(), 8 << 30, ByteUnit::Mib, false).contains("fewest-gpus"), "one GPU: no job to size");
+    }
+
+    #[test]
+    fn inference_of_a_language_model_gets_its_serving_capacity() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { mode: Mode::Infer, batch: 8, seq_len: Some(1024), ..Default::default() };
+        let html = answers(&spec, &c, &DistConfig::default(), 24 << 30, ByteUnit::Mib, true);
+        let want = serve::capacity(&spec, &ServeConfig { concurrency: Some(8), ..ServeConfig::new(24 << 30, 1024) }).unwrap();
+        assert!(html.contains(&format!(r#"data-testid="serve-kv-pool" data-bytes="{}""#, want.kv_pool_bytes)), "{html}");
+        assert!(html.contains(&format!(r#"data-testid="serve-max-concurrency" data-count="{}""#, want.max_concurrency)));
+        assert!(html.contains("用 vLLM"));
+        let cnn = vramcalc_core::presets::build("resnet18").unwrap();
+        assert!(answers(&cnn, &c, &DistConfig::default(), 24 << 30, ByteUnit::Mib, false).is_empty());
+    }
+
+    /// Full training of a language model offers LoRA r=16 (and the loss kernels); "Apply" carries
+    /// the settings the what-if gives, which read back as its setup.
+    #[test]
+    fn full_training_of_a_language_model_offers_the_fine_tuning_what_ifs() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 2, seq_len: Some(128), ..Default::default() };
+        let html = answers(&spec, &c, &DistConfig::default(), 24 << 30, ByteUnit::Mib, false);
+        let list = vramcalc_core::whatif::finetune::what_ifs(&spec, &c).unwrap();
+        let lora = list.iter().find(|w| w.trick == FineTuneTrick::LoraR16).unwrap();
+        assert!(html.contains(&format!(r#"data-testid="ft-whatif-lora-r16" data-bytes="{}""#, lora.peak)), "{html}");
+        let settings = escape(&serde_json::Value::Object(crate::llm_form::settings(&lora.config, &DistConfig::default())).to_string());
+        assert!(html.contains(&format!(r#"data-apply="{settings}""#)), "{html}");
+        let mut back = serde_json::to_value(c).unwrap();
+        back.as_object_mut().unwrap().extend(crate::llm_form::settings(&lora.config, &DistConfig::default()));
+        assert_eq!(serde_json::from_value::<TrainConfig>(back).unwrap(), lora.config);
+    }
+}
