@@ -19,8 +19,6 @@ pub struct Report {
     pub max_batch: Option<u64>,
     /// `(batch, peak, device_total)`.
     pub sweep: Vec<(u64, u64, u64)>,
-    /// One rank of a multi-GPU job: `(GPUs, host bytes offload keeps)` (the lazy route's).
-    pub dist: Option<(u64, u64)>,
 }
 
 pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
@@ -47,7 +45,7 @@ impl PreparedCache {
         let estimate = prepared.estimate_at(config.batch)?;
         let max_batch = prepared.max_batch(capacity);
         let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
-        Ok(Report { estimate, capacity, max_batch, sweep, dist: None })
+        Ok(Report { estimate, capacity, max_batch, sweep })
     }
 
     /// The prepared model of `spec` under `cfg` (any batch), resolving it only when new.

@@ -221,10 +221,7 @@ pub async fn analyse(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, V
     let sweep = v["sweep"].as_array().and_then(|s| {
         s.iter().map(|p| Some((p[0].as_u64()?, p[1].as_u64()?, p[2].as_u64()?))).collect::<Option<Vec<_>>>()
     });
-    // one rank of a multi-GPU job: its GPUs and the host memory offload keeps
-    let d = &v["estimate"]["distributed"];
-    let dist = d["gpus"].as_u64().map(|g| (g, d["host_bytes"].as_u64().unwrap_or(0)));
-    Ok(Report { estimate, capacity, max_batch: v["max_batch"].as_u64(), sweep: sweep.ok_or_else(|| malformed("sweep"))?, dist })
+    Ok(Report { estimate, capacity, max_batch: v["max_batch"].as_u64(), sweep: sweep.ok_or_else(|| malformed("sweep"))? })
 }
 
 /// The what-ifs by the full core; `None` where the setup itself is rejected.
@@ -299,12 +296,8 @@ mod tests {
         let r = block_on(analyse(&spec, &cfg, &llm, 80 << 30)).unwrap();
         let want = distributed::estimate(&spec, &cfg, &dist).unwrap();
         assert_eq!(r.estimate, want.estimate);
-        let host = want.distributed.unwrap().host_bytes;
-        assert!(host > 0);
-        assert_eq!(r.dist, Some((4, host)));
         let one = block_on(analyse(&spec, &cfg, &Map::new(), 80 << 30)).unwrap();
         assert!(r.estimate.peak_bytes < one.estimate.peak_bytes, "ZeRO-3 shards the states");
-        assert_eq!(one.dist, None);
         let mut lora = Map::new();
         lora.insert("finetune".into(), serde_json::json!({ "method": "lora", "lora_r": 16 }));
         let r = block_on(analyse(&spec, &cfg, &lora, 80 << 30)).unwrap();

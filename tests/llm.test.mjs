@@ -44,7 +44,7 @@ test('a Llama-style import with QLoRA r=16 shows the trainable count peft report
   await type(page, 'lora-r', 16);
   const want = cli('--hf-config', TINYLLAMA, '--finetune', 'qlora', '--lora-r', '16');
   await waitAttr(page, 'trainable', 'data-count', (v) => v === String(want.trainable_params), 20000);
-  assert.match(await page.getByTestId('results').innerText(), /%\)/, 'the trainable share in percent');
+  assert.match(await page.getByTestId('llm-figures').innerText(), /%\)/, 'the trainable share in percent');
   // the checklist names the model's linears; all-linear ticks every one
   assert.equal(await page.getByTestId('target-q_proj').isChecked(), true, 'peft\'s default targets for Llama');
   assert.equal(await page.getByTestId('target-gate_proj').isChecked(), false);
@@ -187,5 +187,17 @@ test('full training of GPT-2 offers "LoRA r=16 instead": its peak is the CLI\'s,
   assert.equal(await page.getByTestId('finetune').inputValue(), 'lora');
   assert.equal(await page.getByTestId('lora-r').inputValue(), '16');
   assert.equal(await page.getByTestId('trainable').getAttribute('data-count'), String(want.trainable_params));
+  assert.deepEqual(errors, []);
+});
+
+test('with LoRA the per-layer table marks the adapted linears and the frozen layers', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await page.getByTestId('finetune').selectOption('lora');
+  await waitAttr(page, 'trainable', 'data-count', (v) => v !== null, 20000);
+  await page.locator('[data-testid=layer-table-row][data-train=adapter]').first().waitFor({ timeout: 20000 });
+  assert.ok(await page.locator('[data-testid=layer-table-row][data-train=frozen]').count() >= 1);
+  const title = await page.locator('[data-testid=layer-table-row][data-train=adapter] .train-mark').first().getAttribute('title');
+  assert.match(title, /Trainable: [\d,]+/);
   assert.deepEqual(errors, []);
 });

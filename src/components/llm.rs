@@ -1,5 +1,6 @@
 //! The LLM setup (issues 13–15): fine-tuning (full, freeze, LoRA, QLoRA), generate mode's settings,
-//! the weights' format and GPUs × strategy; and the figures they add to the results. The lazily
+//! the weights' format and GPUs × strategy, and what they give (trainable parameters, the
+//! generation's peaks, rank 0's host memory, the fewest GPUs, serving capacity). The lazily
 //! loaded module draws the controls into the panel and answers them
 //! (`crates/web-extras/src/llm_form.rs`, `llm_panel.rs`: which fields apply, their labels,
 //! options and checks), so the first-load bundle carries neither the settings' types nor their
@@ -7,10 +8,9 @@
 //! Every such setting takes the lazy route (`crate::lazy::needs_full_core`): the figures are the
 //! full core's, the CLI's.
 
-use super::{percent, Ctx};
-use crate::analysis::Report;
+use super::Ctx;
 use serde_json::{Map, Value};
-use vramcalc_core::{thousands, ByteUnit, Mode, ModelSpec, TrainConfig};
+use vramcalc_core::{ByteUnit, ModelSpec, TrainConfig};
 use yew::prelude::*;
 
 /// The element the module draws the controls into.
@@ -32,37 +32,6 @@ pub fn llm_panel(ctx: &Ctx, error: Option<String>) -> Html {
             <div id={HOST} class="grid2"></div>
             if let Some(e) = error { <p class="error small" role="alert" data-testid="llm-error">{ e }</p> }
         </section>
-    }
-}
-
-/// The figures the LLM settings add to the results: trainable parameters (fine-tuning), the
-/// generation's peaks and KV cache, rank 0 of a multi-GPU job and its host memory.
-pub fn llm_figures(ctx: &Ctx, r: &Report) -> Html {
-    let t = ctx.tr();
-    let e = &r.estimate;
-    let fig = |label: &str, testid: &'static str, bytes: u64| html! {
-        <span class="figure-inline">{ label }{ ": " }<b data-testid={testid} data-bytes={bytes.to_string()}>{ ctx.bytes(bytes) }</b>{ " " }</span>
-    };
-    let frozen = e.trainable_params != e.params && e.config.mode == Mode::Train;
-    if !frozen && e.generation.is_none() && e.breakdown.kv_cache == 0 && r.dist.is_none() {
-        return Html::default();
-    }
-    html! {
-        <p class="small llm-figures">
-            if frozen {
-                <span>{ t.trainable }{ ": " }<b data-testid="trainable" data-count={e.trainable_params.to_string()}>{ thousands(e.trainable_params) }</b>
-                    { format!(" ({}) ", percent(e.trainable_params, e.params)) }</span>
-            }
-            if let Some(g) = &e.generation {
-                { fig(t.prefill_peak, "prefill-peak", g.prefill_peak_bytes) }
-                { fig(t.decode_peak, "decode-peak", g.decode_peak_bytes) }
-            }
-            if e.breakdown.kv_cache > 0 { { fig(t.kv_cache, "kv-cache-bytes", e.breakdown.kv_cache) } }
-            if let Some((gpus, host)) = r.dist {
-                <span data-testid="rank0" data-gpus={gpus.to_string()}>{ t.rank0 }{ format!(" / {gpus} · ") }</span>
-                { fig(t.host_memory, "host-memory", host) }
-            }
-        </p>
     }
 }
 

@@ -29,16 +29,26 @@ pub fn layer_table(ctx: &Ctx, report: &Report, all: &UseStateHandle<bool>) -> Ht
                     <th scope="col" class="num">{ t.col_saved }</th>
                 </tr></thead>
                 <tbody>
-                    { for layers[..shown].iter().map(|l| html! {
-                        <tr class={classes!(l.info.block.then_some("block"))} data-testid="layer-table-row">
+                    { for layers[..shown].iter().map(|l| {
+                        // fine-tuning: a layer whose weights all freeze, or one that trains only its adapters
+                        let (p, tr) = (l.info.params, l.info.trainable_params);
+                        let mark = match () {
+                            _ if l.info.block || p == 0 || tr == p => None,
+                            _ if tr == 0 => Some(("frozen", "❄", t.frozen.to_string())),
+                            _ => Some(("adapter", "+", format!("{}: {}", t.trainable, thousands(tr)))),
+                        };
+                        html! {
+                        <tr class={classes!(l.info.block.then_some("block"))} data-testid="layer-table-row" data-train={mark.as_ref().map(|m| m.0)}>
                             <td style={format!("padding-left:{}em", 0.4 + l.info.depth as f64 * 0.9)}><code>{ &l.info.path }</code></td>
                             <td>{ &l.info.kind }</td>
                             <td>{ l.info.output_shape.to_string() }</td>
-                            <td class="num">{ thousands(l.info.params) }</td>
+                            <td class="num">{ thousands(l.info.params) }
+                                if let Some((_, sign, title)) = mark { <span class="train-mark" {title}>{ sign }</span> }
+                            </td>
                             <td class="num">{ thousands(l.info.activation_values) }</td>
                             <td class="num">{ ctx.bytes(l.saved_bytes) }</td>
                         </tr>
-                    }) }
+                    }}) }
                 </tbody>
             </table>
             </div>

@@ -66,6 +66,7 @@ pub const EN: Tr = Tr {
     mode_generate: "Generate (KV cache)",
     llm_setup: "LLM: fine-tuning, generation, GPUs",
     trainable: "Trainable",
+    frozen: "Frozen: no gradient, no optimizer state",
     prefill_peak: "Prefill peak",
     decode_peak: "Decode peak",
     kv_cache: "KV cache",

@@ -126,6 +126,8 @@ pub struct Tr {
     /// The setup panel's LLM fields (their labels come with them from the lazily loaded module).
     pub llm_setup: &'static str,
     pub trainable: &'static str,
+    /// A layer whose weights all freeze (the per-layer table's mark).
+    pub frozen: &'static str,
     pub prefill_peak: &'static str,
     pub decode_peak: &'static str,
     pub kv_cache: &'static str,

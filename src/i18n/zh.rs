@@ -66,6 +66,7 @@ pub const ZH: Tr = Tr {
     mode_generate: "生成（KV 缓存）",
     llm_setup: "大模型：微调、生成、多 GPU",
     trainable: "可训练参数",
+    frozen: "已冻结：无梯度、无优化器状态",
     prefill_peak: "预填充峰值",
     decode_peak: "解码峰值",
     kv_cache: "KV 缓存",

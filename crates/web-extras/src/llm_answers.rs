@@ -24,7 +24,7 @@ pub fn answers(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64,
     }
     let tr = |en: &'static str, cn: &'static str| if zh { cn } else { en };
     let b = |x: u64| format_bytes(x, unit);
-    let mut out = String::new();
+    let mut out = figures(spec, c, d, &b, &tr);
     if c.mode == Mode::Train && !d.is_default() {
         out.push_str(&gpus(spec, c, d, capacity, &b, &tr));
     }
@@ -75,6 +75,43 @@ fn finetune_what_ifs(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Byte
 
 type Tr<'a> = dyn Fn(&'static str, &'static str) -> &'static str + 'a;
 type Bytes<'a> = dyn Fn(u64) -> String + 'a;
+
+/// What the LLM settings give (the estimate of the setup, rank 0's for a multi-GPU job):
+/// trainable parameters under fine-tuning, the generation's prefill and decode peaks and its KV
+/// cache, and for a job on several GPUs the host memory offload keeps.
+fn figures(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr) -> String {
+    let tuned = c.mode == Mode::Train && !c.finetune.is_default();
+    if !tuned && c.mode != Mode::Generate && d.is_default() {
+        return String::new();
+    }
+    let Ok(r) = vramcalc_core::distributed::estimate(spec, c, d) else { return String::new() };
+    let e = &r.estimate;
+    let fig = |label: &str, testid: &str, bytes: u64| {
+        format!(r#"<span class="figure-inline">{label}: <b data-testid="{testid}" data-bytes="{bytes}">{}</b></span> "#, b(bytes))
+    };
+    let mut out = String::new();
+    if tuned {
+        let percent = e.trainable_params as f64 * 100.0 / e.params.max(1) as f64;
+        out += &format!(
+            r#"<span>{}: <b data-testid="trainable" data-count="{}">{}</b> ({percent:.2} %)</span> "#,
+            tr("Trainable", "可训练参数"),
+            e.trainable_params,
+            thousands(e.trainable_params)
+        );
+    }
+    if let Some(g) = &e.generation {
+        out += &fig(tr("Prefill peak", "预填充峰值"), "prefill-peak", g.prefill_peak_bytes);
+        out += &fig(tr("Decode peak", "解码峰值"), "decode-peak", g.decode_peak_bytes);
+    }
+    if e.breakdown.kv_cache > 0 {
+        out += &fig(tr("KV cache", "KV 缓存"), "kv-cache-bytes", e.breakdown.kv_cache);
+    }
+    if let Some(dr) = &r.distributed {
+        out += &format!(r#"<span data-testid="rank0" data-gpus="{}">{} / {}</span> "#, d.gpus, tr("Rank 0", "0 号进程"), d.gpus);
+        out += &fig(tr("Host memory (offload)", "主机内存（卸载）"), "host-memory", dr.host_bytes);
+    }
+    format!(r#"<p class="small llm-figures" data-testid="llm-figures">{out}</p>"#)
+}
 
 /// The fewest GPUs that fit and the per-GPU chart.
 fn gpus(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &Bytes, tr: &Tr) -> String {
@@ -180,6 +217,24 @@ mod tests {
             assert!(html.contains(&format!(r#"data-gpus="{gpus}" data-bytes="{total}""#)), "{gpus}: {html}");
         }
         assert!(!answers(&spec, &c, &DistConfig::default(), 8 << 30, ByteUnit::Mib, false).contains("fewest-gpus"), "one GPU: no job to size");
+    }
+
+    /// Rank 0's host memory under offload and a LoRA setup's trainable count, as the CLI's
+    /// `estimate --gpus --strategy --offload` and `--finetune lora` give them.
+    #[test]
+    fn the_figures_are_the_estimates() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 2, seq_len: Some(64), ..Default::default() };
+        let d = DistConfig { gpus: 4, strategy: Strategy::Zero3, offload: vramcalc_core::distributed::Offload::Optimizer, ..Default::default() };
+        let host = vramcalc_core::distributed::estimate(&spec, &c, &d).unwrap().distributed.unwrap().host_bytes;
+        assert!(host > 0);
+        let html = answers(&spec, &c, &d, 80 << 30, ByteUnit::Mib, false);
+        assert!(html.contains(&format!(r#"data-testid="host-memory" data-bytes="{host}""#)) && html.contains(r#"data-gpus="4""#), "{html}");
+        let mut lora = c;
+        lora.finetune.method = vramcalc_core::finetune::Method::Lora;
+        let e = vramcalc_core::estimate(&spec, &lora).unwrap();
+        let html = answers(&spec, &lora, &DistConfig::default(), 80 << 30, ByteUnit::Mib, false);
+        assert!(html.contains(&format!(r#"data-testid="trainable" data-count="{}""#, e.trainable_params)), "{html}");
     }
 
     #[test]

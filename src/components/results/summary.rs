@@ -70,7 +70,6 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
                     <small class="muted">{ format!("{} · {}", ctx.bytes(e.param_bytes), e.config.precision) }</small>
                 </div>
             </div>
-            { crate::components::llm::llm_figures(ctx, r) }
             if let Some((l, c)) = p.assumed_seq {
                 <p class="assumed small" role="note" data-testid="import-assumed">{ fill(t.import_assumed, &[&l.to_string(), &c.to_string()]) }</p>
             }
