@@ -81,7 +81,7 @@ test('a share link with LoRA reopens identical', async () => {
   const trainable = await waitAttr(page, 'trainable', 'data-count', (v) => v !== null, 20000);
   await waitAttr(page, 'params', 'data-count', (v) => v !== null);
   const peak = await waitAttr(page, 'peak', 'data-bytes', () => true);
-  const { second, errors } = await reopen(page, (f) => f.includes('double_quant'));
+  const { second, errors, url } = await reopen(page, (f) => f.includes('double_quant'));
   await waitAttr(second, 'trainable', 'data-count', (v) => v === trainable, 20000);
   assert.equal(String(await bytes(second, 'peak')), peak);
   for (const [id, v] of [['finetune', 'lora'], ['lora-r', '16'], ['lora-alpha', '32'], ['lora-dropout', '0.05'], ['base-format', 'nf4']]) {
@@ -89,6 +89,12 @@ test('a share link with LoRA reopens identical', async () => {
   }
   assert.equal(await second.getByTestId('double-quant').inputValue(), 'on');
   assert.equal(await second.getByTestId('target-all-linear').isChecked(), true);
+  // the embed card of the same link shows the same peak (its module computes the LoRA setup)
+  const embed = await browser.newPage();
+  await embed.goto(url.replace('/#', '/embed.html?embed#'));
+  await embed.getByTestId('embed-card').waitFor();
+  await waitAttr(embed, 'peak', 'data-bytes', (v) => v === peak, 20000);
+  await embed.close();
   assert.deepEqual(errors, []);
 });
 
@@ -105,6 +111,8 @@ test('generate mode shows the prefill and decode peaks and the KV cache the CLI 
   await waitAttr(page, 'decode-peak', 'data-bytes', (v) => Number(v) === want.decode_peak_bytes, 20000);
   assert.equal(await bytes(page, 'prefill-peak'), want.prefill_peak_bytes);
   assert.equal(await bytes(page, 'kv-cache-bytes'), want.breakdown.kv_cache);
+  // memory over the decode steps: the last step's peak is the decode peak
+  assert.equal(await page.getByTestId('chart-decode').getAttribute('data-last'), String(want.decode_series.at(-1)[1]));
   assert.equal(await bytes(page, 'peak'), want.peak_bytes);
   const { second, errors } = await reopen(page, (f) => f.includes('gn=64') && f.includes('gk=fp8'));
   await waitAttr(second, 'decode-peak', 'data-bytes', (v) => Number(v) === want.decode_peak_bytes, 20000);
@@ -124,6 +132,7 @@ test('GPUs × strategy: rank 0\'s peak and host memory are the CLI\'s; the link 
   const want = cli('--preset', 'gpt2', '--batch', batch, '--gpus', '4', '--strategy', 'zero3', '--offload', 'optimizer');
   await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
   assert.equal(await bytes(page, 'host-memory'), want.distributed.host_bytes);
+  assert.equal(await bytes(page, 'rank-sharded-parameters'), want.distributed.breakdown.sharded_parameters);
   assert.ok(want.distributed.host_bytes > 0);
   assert.equal(await page.getByTestId('rank0').getAttribute('data-gpus'), '4');
   const { second, errors } = await reopen(page, (f) => f.includes('off=optimizer'));

@@ -357,3 +357,44 @@ fn per_gpu_peak_against_gpus() {
     let curve = distributed::sweep_gpus(&spec, &c, &tp, &[1, 2, 3, 8, 16]);
     assert_eq!(curve.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1, 2, 8]);
 }
+
+/// A sweep over the number of GPUs keeps the resolved model (`DistPrepared::on_gpus`) and gets
+/// exactly what preparing each size afresh gives, for every strategy, with and without offload,
+/// accumulation and a TP degree that stays; the fewest GPUs that fit agrees with a search that
+/// prepares every size afresh.
+#[test]
+fn a_resized_job_is_the_job_prepared_afresh() {
+    use distributed::DistPrepared;
+    let spec = tiny(512, 2);
+    let c = TrainConfig { batch: 2, seq_len: Some(128), grad_accum: 2, ..TrainConfig::default() };
+    let gpus = [1, 2, 4, 8, 16, 64];
+    for (strategy, tp, offload) in [
+        (Strategy::Ddp, 1, Offload::None),
+        (Strategy::Zero1, 1, Offload::None),
+        (Strategy::Zero2, 1, Offload::Optimizer),
+        (Strategy::Zero3, 1, Offload::Params),
+        (Strategy::Fsdp, 1, Offload::None),
+        (Strategy::Fsdp, 2, Offload::None),
+        (Strategy::Tp, 1, Offload::None),
+    ] {
+        let d = DistConfig { strategy, tp, offload, ..DistConfig::default() };
+        let afresh: Vec<_> = gpus
+            .iter()
+            .filter_map(|&n| {
+                let p = DistPrepared::new(&spec, &c, &DistConfig { gpus: n, ..d }).ok()?;
+                let (peak, total) = p.peak_at(c.batch);
+                Some((n, peak, total))
+            })
+            .collect();
+        assert_eq!(distributed::sweep_gpus(&spec, &c, &d, &gpus), afresh, "{strategy:?} tp {tp}");
+        let est = |n: u64| distributed::estimate(&spec, &c, &DistConfig { gpus: n, ..d }).ok().map(|e| e.estimate.device_total_bytes);
+        for cap in afresh.iter().map(|p| p.2) {
+            let want = [1u64, 2, 4, 8, 16, 32, 64]
+                .into_iter()
+                .filter(|&n| n >= d.tp.max(if strategy == Strategy::Ddp { 1 } else { 2 }))
+                .find(|&n| est(n).is_some_and(|t| t <= cap));
+            let got = distributed::fewest_gpus(&spec, &c, &d, cap, 64).unwrap().map(|f| f.0);
+            assert_eq!(got, want, "{strategy:?} tp {tp} capacity {cap}");
+        }
+    }
+}

@@ -15,7 +15,7 @@ mod export_panel;
 pub mod hub;
 #[cfg(target_arch = "wasm32")]
 mod import_panel;
-mod llm_answers;
+pub mod llm_answers;
 mod llm_form;
 #[cfg(target_arch = "wasm32")]
 mod llm_panel;

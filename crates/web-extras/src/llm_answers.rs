@@ -5,7 +5,7 @@
 //! the context. The figures are the CLI's (`vramcalc fewest-gpus`, `vramcalc serve`).
 
 use crate::llm_form::escape;
-use vramcalc_core::distributed::{fewest_gpus, sweep_gpus, DistConfig};
+use vramcalc_core::distributed::{first_gpus, DistConfig, GpuSteps};
 use vramcalc_core::formats::KvDtype;
 use vramcalc_core::serve::{self, ServeConfig};
 use vramcalc_core::spec::ModelSpec;
@@ -26,7 +26,8 @@ pub fn answers(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64,
     let b = |x: u64| format_bytes(x, unit);
     let mut out = figures(spec, c, d, &b, &tr);
     if c.mode == Mode::Train && !d.is_default() {
-        out.push_str(&gpus(spec, c, d, capacity, &b, &tr));
+        // filled by `gpus`, step by step, once the panel is on the page
+        out.push_str(&format!(r#"<div class="gpu-chart" data-testid="gpu-answers"><p class="small muted">{}</p></div>"#, tr("Sizing the job…", "正在计算所需 GPU…")));
     }
     if c.mode != Mode::Train && spec.is_token_input() {
         out.push_str(&serving(spec, c, d, capacity, &b, &tr));
@@ -110,12 +111,107 @@ fn figures(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr
         out += &format!(r#"<span data-testid="rank0" data-gpus="{}">{} / {}</span> "#, d.gpus, tr("Rank 0", "0 号进程"), d.gpus);
         out += &fig(tr("Host memory (offload)", "主机内存（卸载）"), "host-memory", dr.host_bytes);
     }
-    format!(r#"<p class="small llm-figures" data-testid="llm-figures">{out}</p>"#)
+    let mut html = format!(r#"<p class="small llm-figures" data-testid="llm-figures">{out}</p>"#);
+    if let Some(dr) = &r.distributed {
+        html += &rank_breakdown(&dr.breakdown, b, tr);
+    }
+    if let Some(g) = e.generation.as_ref().filter(|g| g.decode_series.len() > 1) {
+        html += &decode_chart(&g.decode_series, b, tr);
+    }
+    html
 }
 
-/// The fewest GPUs that fit and the per-GPU chart.
-fn gpus(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &Bytes, tr: &Tr) -> String {
-    let fewest = match fewest_gpus(spec, c, d, capacity, MAX_GPUS) {
+/// What the strategy puts into rank 0's peak (`DistBreakdown`: the parameters it keeps sharded
+/// and gathered, its gradient shards and buckets, its collectives' buffers), the parts present.
+fn rank_breakdown(x: &vramcalc_core::distributed::DistBreakdown, b: &Bytes, tr: &Tr) -> String {
+    let parts = [
+        ("sharded-parameters", tr("sharded parameters", "分片参数"), x.sharded_parameters),
+        ("gathered-parameters", tr("gathered (unsharded) parameters", "聚合（未分片）参数"), x.unsharded_parameters),
+        ("sharded-gradients", tr("sharded gradients", "分片梯度"), x.sharded_gradients),
+        ("gradient-buckets", tr("gradient buckets", "梯度桶"), x.gradient_buckets),
+        ("all-gather-buffers", tr("all-gather buffers", "all-gather 缓冲"), x.all_gather_buffers),
+        ("reduce-scatter-buffers", tr("reduce-scatter buffers", "reduce-scatter 缓冲"), x.reduce_scatter_buffers),
+    ];
+    let items: String = parts
+        .iter()
+        .filter(|p| p.2 > 0)
+        .map(|(id, label, bytes)| format!(r#"<li>{label}: <b data-testid="rank-{id}" data-bytes="{bytes}">{}</b></li>"#, b(*bytes)))
+        .collect();
+    format!(r#"<div class="rank-breakdown" data-testid="rank-breakdown"><h3>{}</h3><ul class="small">{items}</ul></div>"#, tr("Rank 0's peak, by what the strategy allocates", "0 号进程的峰值中，并行策略分配的部分"))
+}
+
+/// Memory over the decode steps (`GenerationReport::decode_series`): the peak of each step as
+/// the cache grows.
+fn decode_chart(series: &[(u64, u64)], b: &Bytes, tr: &Tr) -> String {
+    let (w, h) = (360.0, 100.0);
+    let (first, last) = (series[0].0 as f64, series[series.len() - 1].0 as f64);
+    let lo = series.iter().map(|p| p.1).min().unwrap_or(0) as f64;
+    let hi = series.iter().map(|p| p.1).max().unwrap_or(1) as f64;
+    let x = |s: u64| (s as f64 - first) / (last - first).max(1.0) * w;
+    let y = |v: u64| h - 4.0 - (v as f64 - lo) / (hi - lo).max(1.0) * (h - 8.0);
+    let path: String = series.iter().enumerate().map(|(i, p)| format!("{}{:.1},{:.1}", if i == 0 { "M" } else { "L" }, x(p.0), y(p.1))).collect();
+    let label = tr("Memory over the decode steps (peak of each step)", "解码各步的显存（每步峰值）");
+    format!(
+        r#"<div class="decode-chart"><svg class="chart" viewBox="0 0 {w} {}" role="img" aria-label="{label}" data-testid="chart-decode" data-steps="{}" data-last="{}"><title>{label}</title><path class="line" d="{path}"></path><text x="0" y="{}" class="axis-label">{} {}</text><text x="{w}" y="{}" text-anchor="end" class="axis-label">{} {}</text></svg><p class="small muted">{}: {} → {}</p></div>"#,
+        h + 14.0,
+        series.len(),
+        series[series.len() - 1].1,
+        h + 12.0,
+        tr("step", "步"),
+        series[0].0,
+        h + 12.0,
+        tr("step", "步"),
+        series[series.len() - 1].0,
+        label,
+        b(series[0].1),
+        b(series[series.len() - 1].1),
+    )
+}
+
+/// The fewest GPUs that fit and the per-GPU chart, one world size per step
+/// (`distributed::GpuSteps`); `pause` runs before each step (in the browser it yields to the page,
+/// so a large model's sizes never hold up typing). `None` when `stop` says a newer request came.
+pub async fn gpus<F: std::future::Future<Output = ()>>(
+    spec: &ModelSpec,
+    c: &TrainConfig,
+    d: &DistConfig,
+    capacity: u64,
+    unit: ByteUnit,
+    zh: bool,
+    pause: impl Fn() -> F,
+    stop: impl Fn() -> bool,
+) -> Option<String> {
+    let tr = |en: &'static str, cn: &'static str| if zh { cn } else { en };
+    let b = |x: u64| format_bytes(x, unit);
+    let chart_end = *CHART_GPUS.last().unwrap_or(&1);
+    let first = first_gpus(d);
+    let mut points = Vec::new();
+    let mut fewest: Option<Result<Option<(u64, u64)>, String>> = None;
+    let mut steps = GpuSteps::new(spec, c, d, 1);
+    loop {
+        pause().await;
+        if stop() {
+            return None;
+        }
+        let Some((n, peak)) = steps.step() else { break };
+        if n >= first && fewest.is_none() {
+            match &peak {
+                Ok((_, total)) if *total <= capacity => {
+                    pause().await;
+                    fewest = Some(Ok(Some((n, steps.max_batch(capacity).unwrap_or(c.batch)))));
+                }
+                Err(e) => fewest = Some(Err(e.to_string())),
+                _ => {}
+            }
+        }
+        if let (Ok((peak, total)), true) = (peak, n <= chart_end) {
+            points.push((n, peak, total));
+        }
+        if (fewest.is_some() && n >= chart_end) || n >= MAX_GPUS {
+            break;
+        }
+    }
+    let fewest = match fewest.unwrap_or(Ok(None)) {
         Ok(Some((n, batch))) => format!(
             r#"<p class="small" data-testid="fewest-gpus" data-gpus="{n}" data-batch="{batch}">{} <b>{n}</b> ({}) · {} <b>{batch}</b></p>"#,
             tr("Fewest GPUs that fit:", "能放下的最少 GPU 数："),
@@ -123,9 +219,8 @@ fn gpus(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &By
             tr("largest batch per GPU there:", "此时每卡最大批大小：")
         ),
         Ok(None) => format!(r#"<p class="small" data-testid="fewest-gpus" data-gpus="">{} {MAX_GPUS}</p>"#, tr("Does not fit on up to", "最多")),
-        Err(e) => format!(r#"<p class="small error" data-testid="fewest-gpus">{}</p>"#, escape(&e.to_string())),
+        Err(e) => format!(r#"<p class="small error" data-testid="fewest-gpus">{}</p>"#, escape(&e)),
     };
-    let points = sweep_gpus(spec, c, d, &CHART_GPUS);
     let top = points.iter().map(|p| p.2).max().unwrap_or(0).max(capacity).max(1);
     let (w, h, bar) = (360u64, 120u64, 40u64);
     let y = |v: u64| h - (v as f64 / top as f64 * (h - 16) as f64) as u64;
@@ -146,11 +241,11 @@ fn gpus(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: &By
         })
         .collect();
     let cap = y(capacity);
-    format!(
-        r#"<div class="gpu-chart">{fewest}<svg class="chart" viewBox="0 0 {w} {}" role="img" aria-label="{label}" data-testid="chart-gpus"><title>{label}</title>{bars}<line class="capacity" x1="0" x2="{w}" y1="{cap}" y2="{cap}"></line></svg></div>"#,
+    Some(format!(
+        r#"{fewest}<svg class="chart" viewBox="0 0 {w} {}" role="img" aria-label="{label}" data-testid="chart-gpus"><title>{label}</title>{bars}<line class="capacity" x1="0" x2="{w}" y1="{cap}" y2="{cap}"></line></svg>"#,
         h + 16,
         label = tr("Rank 0's device total against the number of GPUs (line: the GPU's memory)", "0 号进程的显存总量与 GPU 数（线：单卡显存）"),
-    )
+    ))
 }
 
 /// Serving capacity under vLLM: the batch as the concurrency, the sequence as the context.
@@ -205,15 +300,35 @@ mod tests {
     use super::*;
     use vramcalc_core::distributed::Strategy;
 
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+
+    /// A newer request stops the sizing.
+    #[test]
+    fn sizing_stops_for_a_newer_request() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 4, seq_len: Some(256), ..Default::default() };
+        let d = DistConfig { gpus: 2, strategy: Strategy::Zero3, ..Default::default() };
+        assert_eq!(block_on(gpus(&spec, &c, &d, 8 << 30, ByteUnit::Mib, false, || std::future::ready(()), || true)), None);
+    }
+
     #[test]
     fn a_multi_gpu_job_gets_the_fewest_gpus_and_a_bar_per_world_size() {
         let spec = vramcalc_core::presets::build("gpt2").unwrap();
         let c = TrainConfig { batch: 4, seq_len: Some(256), ..Default::default() };
         let d = DistConfig { gpus: 2, strategy: Strategy::Zero3, ..Default::default() };
-        let html = answers(&spec, &c, &d, 8 << 30, ByteUnit::Mib, false);
-        let (n, batch) = fewest_gpus(&spec, &c, &d, 8 << 30, MAX_GPUS).unwrap().unwrap();
+        let html = block_on(gpus(&spec, &c, &d, 8 << 30, ByteUnit::Mib, false, || std::future::ready(()), || false)).unwrap();
+        assert!(answers(&spec, &c, &d, 8 << 30, ByteUnit::Mib, false).contains("gpu-answers"));
+        let (n, batch) = vramcalc_core::distributed::fewest_gpus(&spec, &c, &d, 8 << 30, MAX_GPUS).unwrap().unwrap();
         assert!(html.contains(&format!(r#"data-gpus="{n}" data-batch="{batch}""#)), "{html}");
-        for (gpus, _, total) in sweep_gpus(&spec, &c, &d, &CHART_GPUS) {
+        for (gpus, _, total) in vramcalc_core::distributed::sweep_gpus(&spec, &c, &d, &CHART_GPUS) {
             assert!(html.contains(&format!(r#"data-gpus="{gpus}" data-bytes="{total}""#)), "{gpus}: {html}");
         }
         assert!(!answers(&spec, &c, &DistConfig::default(), 8 << 30, ByteUnit::Mib, false).contains("fewest-gpus"), "one GPU: no job to size");
@@ -226,10 +341,21 @@ mod tests {
         let spec = vramcalc_core::presets::build("gpt2").unwrap();
         let c = TrainConfig { batch: 2, seq_len: Some(64), ..Default::default() };
         let d = DistConfig { gpus: 4, strategy: Strategy::Zero3, offload: vramcalc_core::distributed::Offload::Optimizer, ..Default::default() };
-        let host = vramcalc_core::distributed::estimate(&spec, &c, &d).unwrap().distributed.unwrap().host_bytes;
+        let report = vramcalc_core::distributed::estimate(&spec, &c, &d).unwrap().distributed.unwrap();
+        let host = report.host_bytes;
         assert!(host > 0);
         let html = answers(&spec, &c, &d, 80 << 30, ByteUnit::Mib, false);
         assert!(html.contains(&format!(r#"data-testid="host-memory" data-bytes="{host}""#)) && html.contains(r#"data-gpus="4""#), "{html}");
+        let sharded = report.breakdown.sharded_parameters;
+        assert!(sharded > 0 && html.contains(&format!(r#"data-testid="rank-sharded-parameters" data-bytes="{sharded}""#)), "{html}");
+        // generation: the decode steps' chart ends at the decode peak
+        let mut g = TrainConfig { mode: Mode::Generate, batch: 1, ..Default::default() };
+        (g.generate.prompt_len, g.generate.new_tokens) = (Some(64), 32);
+        let e = vramcalc_core::estimate(&spec, &g).unwrap().generation.unwrap();
+        let html = answers(&spec, &g, &DistConfig::default(), 80 << 30, ByteUnit::Mib, false);
+        let last = e.decode_series.last().unwrap().1;
+        assert_eq!(last, e.decode_peak_bytes);
+        assert!(html.contains(&format!(r#"data-last="{last}""#)), "{html}");
         let mut lora = c;
         lora.finetune.method = vramcalc_core::finetune::Method::Lora;
         let e = vramcalc_core::estimate(&spec, &lora).unwrap();

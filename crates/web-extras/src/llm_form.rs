@@ -15,18 +15,18 @@ use vramcalc_core::{ByteUnit, KvCacheKind, KvDType, Mode, TrainConfig};
 
 /// The form's request: the model, its setup (with the LLM settings), the multi-GPU job, the
 /// language, and optionally one field's new text.
-struct Request {
-    spec: ModelSpec,
-    config: TrainConfig,
-    dist: DistConfig,
-    zh: bool,
+pub(crate) struct Request {
+    pub spec: ModelSpec,
+    pub config: TrainConfig,
+    pub dist: DistConfig,
+    pub zh: bool,
     set: Option<(String, String)>,
     /// The GPU's memory in bytes (0: not given) and the app's byte unit, for the answers.
-    capacity: u64,
-    unit: ByteUnit,
+    pub capacity: u64,
+    pub unit: ByteUnit,
 }
 
-fn request(json: &str) -> Result<Request, String> {
+pub(crate) fn request(json: &str) -> Result<Request, String> {
     let mut v: Value = serde_json::from_str(json).map_err(|e| format!("request: {e}"))?;
     let spec = serde_json::from_value(v["spec"].take()).map_err(|e| format!("request `spec`: {e}"))?;
     let config = serde_json::from_value(v["config"].take()).map_err(|e| format!("request `config`: {e}"))?;

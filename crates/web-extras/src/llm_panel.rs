@@ -7,11 +7,13 @@
 use crate::llm_form::{escape, llm_form};
 use crate::panel::{draw, element, emit, listen, target_with, value_of};
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 thread_local! {
     /// The host's id and the request the panel now shows (a change is applied to it).
     static SHOWN: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    /// Panels drawn so far: a job's sizing stops when a newer panel is drawn.
+    static DRAWN: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Draws the panel of `request_json` (`llm_form`'s request, without `set`) into the element
@@ -23,7 +25,28 @@ pub fn render(host_id: &str, request_json: &str) -> Result<(), String> {
     draw(&host, answer["html"].as_str().unwrap_or_default());
     listen(&host, "change", on_change);
     listen(&host, "click", on_click);
+    let drawn = DRAWN.with(|d| d.get() + 1);
+    DRAWN.with(|d| d.set(drawn));
+    if let Some(slot) = host.query_selector("[data-testid=gpu-answers]").ok().flatten() {
+        let r = crate::llm_form::request(request_json)?;
+        wasm_bindgen_futures::spawn_local(async move {
+            let html = crate::llm_answers::gpus(&r.spec, &r.config, &r.dist, r.capacity, r.unit, r.zh, yield_to_page, || DRAWN.with(|d| d.get()) != drawn).await;
+            if let Some(html) = html {
+                slot.set_inner_html(&html);
+            }
+        });
+    }
     Ok(())
+}
+
+/// Resolves after the page has had its turn (a macrotask: input and rendering go first).
+async fn yield_to_page() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback(&resolve);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// A what-if's "Apply": its `data-apply` is the settings it gives.

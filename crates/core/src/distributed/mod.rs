@@ -242,13 +242,16 @@ pub struct DistPrepared {
     prepared: Prepared,
     dist: DistConfig,
     rank: Option<Box<dyn Rank + Send + Sync>>,
+    /// The setup as given, and as the ranks compute (FSDP's `param_dtype` as the precision).
+    config: TrainConfig,
+    compute: TrainConfig,
 }
 
 impl DistPrepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
         dist.validate(config)?;
         if dist.is_single() {
-            return Ok(DistPrepared { prepared: Prepared::new(spec, config)?, dist: *dist, rank: None });
+            return Ok(DistPrepared { prepared: Prepared::new(spec, config)?, dist: *dist, rank: None, config: *config, compute: *config });
         }
         let t = dist.tp_degree();
         let spec = if t > 1 { tp::split(spec, t)? } else { spec.clone() };
@@ -264,17 +267,21 @@ impl DistPrepared {
             }
         }
         let prepared = Prepared::new(&spec, &cfg)?;
-        let layout = Layout::new(&prepared.resolved);
-        let n = dist.dp();
-        let training = cfg.mode == crate::config::Mode::Train;
-        let accumulating = cfg.grad_accum > 1;
-        let rank: Option<Box<dyn Rank + Send + Sync>> = match dist.strategy {
-            _ if n == 1 || !training => None,
-            Strategy::Ddp | Strategy::Tp => Some(Box::new(ddp::Ddp::new(layout, cfg, dist.gradient_as_bucket_view, accumulating))),
-            Strategy::Fsdp => Some(Box::new(fsdp::Fsdp::new(layout, config, dist, n, accumulating))),
-            Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3 => Some(Box::new(zero::Zero::new(layout, config, dist, n, accumulating))),
-        };
-        Ok(DistPrepared { prepared, dist: *dist, rank })
+        let rank = rank_of(&prepared, &cfg, config, dist);
+        Ok(DistPrepared { prepared, dist: *dist, rank, config: *config, compute: cfg })
+    }
+
+    /// The same job on `gpus` GPUs. The resolved model is kept when the tensor-parallel degree
+    /// stays (it depends on that and the precision only) and only the rank is new: a sweep over
+    /// the number of GPUs resolves the model once, not once per size.
+    pub fn on_gpus(self, spec: &ModelSpec, gpus: u64) -> Result<DistPrepared> {
+        let dist = DistConfig { gpus, ..self.dist };
+        if dist.is_single() || self.dist.is_single() || dist.tp_degree() != self.dist.tp_degree() {
+            return DistPrepared::new(spec, &self.config, &dist);
+        }
+        dist.validate(&self.config)?;
+        let rank = rank_of(&self.prepared, &self.compute, &self.config, &dist);
+        Ok(DistPrepared { rank, dist, ..self })
     }
 
     pub fn estimate_at(&self, batch: u64) -> Result<DistEstimate> {
@@ -328,6 +335,21 @@ impl DistPrepared {
     }
 }
 
+/// The rank's overlay of a job (`None`: one data-parallel rank, or not training). `compute` is the
+/// setup the ranks compute in, `config` the one given.
+fn rank_of(prepared: &Prepared, compute: &TrainConfig, config: &TrainConfig, dist: &DistConfig) -> Option<Box<dyn Rank + Send + Sync>> {
+    let layout = Layout::new(&prepared.resolved);
+    let n = dist.dp();
+    let training = compute.mode == crate::config::Mode::Train;
+    let accumulating = compute.grad_accum > 1;
+    match dist.strategy {
+        _ if n == 1 || !training => None,
+        Strategy::Ddp | Strategy::Tp => Some(Box::new(ddp::Ddp::new(layout, *compute, dist.gradient_as_bucket_view, accumulating))),
+        Strategy::Fsdp => Some(Box::new(fsdp::Fsdp::new(layout, config, dist, n, accumulating))),
+        Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3 => Some(Box::new(zero::Zero::new(layout, config, dist, n, accumulating))),
+    }
+}
+
 /// Rank 0's model states under `dist` (`None` on one GPU, or for inference).
 pub fn model_states(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<Option<ModelStates>> {
     Ok(DistPrepared::new(spec, config, dist)?.rank.map(|r| r.model_states()))
@@ -338,19 +360,66 @@ pub fn estimate(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Re
     DistPrepared::new(spec, config, dist)?.estimate_at(config.batch)
 }
 
+/// Rank 0 of the same job on 1, 2, 4, … GPUs, one world size per step, keeping the resolved
+/// model from size to size ([`DistPrepared::on_gpus`]). [`fewest_gpus`] walks it; the web app's
+/// panel walks it too, yielding to the page between sizes.
+pub struct GpuSteps<'a> {
+    spec: &'a ModelSpec,
+    config: TrainConfig,
+    dist: DistConfig,
+    next: u64,
+    last: Option<DistPrepared>,
+}
+
+impl<'a> GpuSteps<'a> {
+    /// Steps from `first` GPUs (a power of two) on.
+    pub fn new(spec: &'a ModelSpec, config: &TrainConfig, dist: &DistConfig, first: u64) -> GpuSteps<'a> {
+        GpuSteps { spec, config: *config, dist: *dist, next: first.max(1), last: None }
+    }
+
+    /// The next size's `(gpus, Ok((peak allocated, device total)))` at the config's batch, or its
+    /// error (a size the setup refuses); `None` past [`MAX_GPUS`].
+    pub fn step(&mut self) -> Option<(u64, Result<(u64, u64)>)> {
+        let n = self.next;
+        if n > MAX_GPUS {
+            return None;
+        }
+        self.next = n.saturating_mul(2);
+        let prepared = match self.last.take() {
+            Some(prev) => prev.on_gpus(self.spec, n),
+            None => DistPrepared::new(self.spec, &self.config, &DistConfig { gpus: n, ..self.dist }),
+        };
+        Some((n, prepared.map(|p| {
+            let peak = p.peak_at(self.config.batch);
+            self.last = Some(p);
+            peak
+        })))
+    }
+
+    /// The largest batch per GPU that fits `capacity` at the last size stepped to.
+    pub fn max_batch(&self, capacity: u64) -> Option<u64> {
+        self.last.as_ref()?.max_batch(capacity)
+    }
+}
+
+/// The first size [`fewest_gpus`] tries: one GPU for DDP only (the other strategies mean a
+/// sharded or split job), and at least the tensor-parallel degree.
+pub fn first_gpus(dist: &DistConfig) -> u64 {
+    let first = if dist.strategy == Strategy::Ddp { 1 } else { 2 };
+    dist.tp_degree().max(first)
+}
+
 /// The fewest GPUs (powers of two up to `max_gpus`, multiples of the TP degree) on which rank 0's
 /// device total fits `capacity` at the config's batch per GPU, with the largest batch per GPU there.
-/// One GPU is tried for DDP only: the other strategies mean a sharded (or split) job.
 pub fn fewest_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, capacity: u64, max_gpus: u64) -> Result<Option<(u64, u64)>> {
-    let first = if dist.strategy == Strategy::Ddp { 1 } else { 2 };
-    let mut n = dist.tp_degree().max(first);
-    while n <= max_gpus.min(MAX_GPUS) {
-        let d = DistConfig { gpus: n, ..*dist };
-        let p = DistPrepared::new(spec, config, &d)?;
-        if p.peak_at(config.batch).1 <= capacity {
-            return Ok(Some((n, p.max_batch(capacity).unwrap_or(config.batch))));
+    let mut steps = GpuSteps::new(spec, config, dist, first_gpus(dist));
+    while let Some((n, peak)) = steps.step() {
+        if n > max_gpus {
+            break;
         }
-        n = n.saturating_mul(2);
+        if peak?.1 <= capacity {
+            return Ok(Some((n, steps.max_batch(capacity).unwrap_or(config.batch))));
+        }
     }
     Ok(None)
 }
@@ -358,10 +427,16 @@ pub fn fewest_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, ca
 /// Rank 0's `(gpus, peak allocated, device total)` for each world size in `gpus` (the app's
 /// per-GPU-peak-against-N chart); sizes the setup refuses (TP not dividing) are left out.
 pub fn sweep_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, gpus: &[u64]) -> Vec<(u64, u64, u64)> {
+    let mut p: Option<DistPrepared> = None;
     gpus.iter()
         .filter_map(|&n| {
-            let p = DistPrepared::new(spec, config, &DistConfig { gpus: n, ..*dist }).ok()?;
-            let (peak, total) = p.peak_at(config.batch);
+            let next = match p.take() {
+                Some(prev) => prev.on_gpus(spec, n),
+                None => DistPrepared::new(spec, config, &DistConfig { gpus: n, ..*dist }),
+            };
+            let next = next.ok()?;
+            let (peak, total) = next.peak_at(config.batch);
+            p = Some(next);
             Some((n, peak, total))
         })
         .collect()
