@@ -131,12 +131,4 @@ fn message(e: &wasm_bindgen::JsValue) -> String {
 
 /// Runs a future that never waits (native calls above) to completion: for native tests.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    loop {
-        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-}
+pub use vramcalc_web_extras::test_util::block_on;

@@ -76,17 +76,8 @@ async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::block_on;
     use vramcalc_core::hub::HubErrorKind;
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-        }
-    }
 
     #[test]
     fn an_invalid_id_is_refused_before_any_request() {

@@ -113,3 +113,18 @@ pub fn export_file(request_json: &str) -> Result<String, String> {
 pub fn read_paste(text: &str) -> Result<String, String> {
     paste::read_paste(text)
 }
+
+/// For native tests, here and in the app's (which call this module's functions directly).
+#[cfg(not(target_arch = "wasm32"))]
+pub mod test_util {
+    /// Runs a future that never waits on anything outside it (no fetch, no timer) to the end.
+    pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+}

@@ -298,17 +298,8 @@ fn serving(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::block_on;
     use vramcalc_core::distributed::Strategy;
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-        }
-    }
 
     /// A newer request stops the sizing.
     #[test]
