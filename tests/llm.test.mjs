@@ -114,7 +114,15 @@ test('generate mode shows the prefill and decode peaks and the KV cache the CLI 
   // memory over the decode steps: the last step's peak is the decode peak
   assert.equal(await page.getByTestId('chart-decode').getAttribute('data-last'), String(want.decode_series.at(-1)[1]));
   assert.equal(await bytes(page, 'peak'), want.peak_bytes);
-  const { second, errors } = await reopen(page, (f) => f.includes('gn=64') && f.includes('gk=fp8'));
+  // the generation what-ifs: a paged cache, as the CLI computes it; Apply is covered by the LoRA test
+  const paged = cli('--preset', 'gpt2', '--batch', batch, '--mode', 'generate', '--prompt-len', '128', '--new-tokens', '64', '--kv-cache', 'paged', '--kv-dtype', 'fp8');
+  await waitAttr(page, 'llm-whatif-paged-cache', 'data-bytes', (v) => Number(v) === paged.peak_bytes, 20000);
+  const { second, errors, url } = await reopen(page, (f) => f.includes('gn=64') && f.includes('gk=fp8'));
+  // the embed card of the link shows the same peak
+  const embed = await browser.newPage();
+  await embed.goto(url.replace('/#', '/embed.html?embed#'));
+  await waitAttr(embed, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  await embed.close();
   await waitAttr(second, 'decode-peak', 'data-bytes', (v) => Number(v) === want.decode_peak_bytes, 20000);
   for (const [id, v] of [['mode-select', 'generate'], ['prompt-len', '128'], ['new-tokens', '64'], ['kv-cache', 'static'], ['kv-dtype', 'fp8']]) {
     assert.equal(await second.getByTestId(id).inputValue(), v, id);
@@ -135,8 +143,13 @@ test('GPUs × strategy: rank 0\'s peak and host memory are the CLI\'s; the link 
   assert.equal(await bytes(page, 'rank-sharded-parameters'), want.distributed.breakdown.sharded_parameters);
   assert.ok(want.distributed.host_bytes > 0);
   assert.equal(await page.getByTestId('rank0').getAttribute('data-gpus'), '4');
-  const { second, errors } = await reopen(page, (f) => f.includes('off=optimizer'));
+  const { second, errors, url } = await reopen(page, (f) => f.includes('off=optimizer'));
   await waitAttr(second, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  // the embed card of the link shows rank 0's peak
+  const embed = await browser.newPage();
+  await embed.goto(url.replace('/#', '/embed.html?embed#'));
+  await waitAttr(embed, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  await embed.close();
   for (const [id, v] of [['gpus', '4'], ['strategy', 'zero3'], ['offload', 'optimizer']]) {
     assert.equal(await second.getByTestId(id).inputValue(), v, id);
   }
@@ -160,6 +173,12 @@ test('inference of a language model shows its serving capacity under vLLM, the C
   assert.equal(await page.getByTestId('serve-tokens').getAttribute('data-count'), String(want.kv_tokens));
   assert.equal(await page.getByTestId('serve-max-concurrency').getAttribute('data-count'), String(want.max_concurrency));
   assert.equal(await page.getByTestId('serve-max-context').getAttribute('data-count'), String(want.max_context_at_concurrency));
+  for (const [id, key] of [['serve-requested', 'requested_bytes'], ['serve-weights', 'weights_bytes'], ['serve-activations', 'activation_peak_bytes']]) {
+    assert.equal(await bytes(page, id), want[key], id);
+  }
+  // the link reopens the same serving view
+  const { second } = await reopen(page, (f) => f.includes('m=infer'));
+  await waitAttr(second, 'serve-kv-pool', 'data-bytes', (v) => Number(v) === want.kv_pool_bytes, 20000);
   assert.deepEqual(errors, []);
 });
 
@@ -190,8 +209,8 @@ test('full training of GPT-2 offers "LoRA r=16 instead": its peak is the CLI\'s,
   await pickPreset(page, 'gpt2');
   const batch = await batchOf(page);
   const want = cli('--preset', 'gpt2', '--batch', batch, '--finetune', 'lora', '--lora-r', '16', '--lora-alpha', '32');
-  await waitAttr(page, 'ft-whatif-lora-r16', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
-  await page.getByTestId('ft-apply-lora-r16').click();
+  await waitAttr(page, 'llm-whatif-lora-r16', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  await page.getByTestId('llm-apply-lora-r16').click();
   await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
   assert.equal(await page.getByTestId('finetune').inputValue(), 'lora');
   assert.equal(await page.getByTestId('lora-r').inputValue(), '16');

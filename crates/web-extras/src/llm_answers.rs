@@ -10,6 +10,7 @@ use vramcalc_core::formats::KvDtype;
 use vramcalc_core::serve::{self, ServeConfig};
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::whatif::finetune::FineTuneTrick;
+use vramcalc_core::whatif_gen::GenTrick;
 use vramcalc_core::{format_bytes, thousands, ByteUnit, Mode, Precision, TrainConfig};
 
 /// The largest job the panel tries (the CLI's `fewest-gpus --max-gpus` default).
@@ -32,46 +33,68 @@ pub fn answers(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64,
     if c.mode != Mode::Train && spec.is_token_input() {
         out.push_str(&serving(spec, c, d, capacity, &b, &tr));
     }
-    if c.mode == Mode::Train && spec.is_token_input() && d.is_default() {
-        out.push_str(&finetune_what_ifs(spec, c, d, &b, &tr, zh));
+    if c.mode != Mode::Infer && spec.is_token_input() && d.is_default() {
+        out.push_str(&what_ifs(spec, c, d, &b, &tr, zh));
     }
     out
 }
 
-/// The fine-tuning what-ifs (`vramcalc_core::whatif::finetune`: LoRA instead of full training,
-/// QLoRA instead of LoRA, the loss kernels), each with its peak, its saving and a button that
-/// applies it (`data-apply`: the settings it gives, which the panel sends to the app).
-fn finetune_what_ifs(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr, zh: bool) -> String {
-    let (Ok(base), Ok(list)) = (vramcalc_core::estimate(spec, c), vramcalc_core::whatif::finetune::what_ifs(spec, c)) else {
-        return String::new();
+/// The LLM what-ifs, each with its peak, its saving and a button that applies it (`data-apply`:
+/// the settings it gives, which the panel sends to the app): for training, the fine-tuning ones
+/// (`vramcalc_core::whatif::finetune`: LoRA instead of full training, QLoRA instead of LoRA, the
+/// loss kernels); for generation, the KV cache ones (`vramcalc_core::whatif_gen`: static or paged
+/// cache, half the prompt, an fp8 cache).
+fn what_ifs(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr, zh: bool) -> String {
+    let Ok(base) = vramcalc_core::estimate(spec, c) else { return String::new() };
+    let list: Vec<(&'static str, &'static str, u64, TrainConfig)> = match c.mode {
+        Mode::Train => vramcalc_core::whatif::finetune::what_ifs(spec, c)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| {
+                let label = match w.trick {
+                    t if !zh => t.describe(),
+                    FineTuneTrick::LoraR16 => "LoRA r=16 代替全量微调",
+                    FineTuneTrick::Qlora => "QLoRA（NF4 基座）代替 LoRA",
+                    FineTuneTrick::ChunkedLoss => "分块线性交叉熵（Liger）",
+                    FineTuneTrick::Bf16Logits => "logits 保持半精度",
+                };
+                (w.trick.id(), label, w.peak, w.config)
+            })
+            .collect(),
+        Mode::Generate => vramcalc_core::whatif_gen::what_ifs(spec, c)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| {
+                let label = match w.trick {
+                    t if !zh => t.describe(),
+                    GenTrick::StaticCache => "静态 KV 缓存",
+                    GenTrick::PagedCache => "分页 KV 缓存（16 token 一块）",
+                    GenTrick::ShorterPrompt => "提示长度减半",
+                    GenTrick::Fp8KvCache => "fp8 KV 缓存",
+                };
+                (w.trick.id(), label, w.peak, w.config)
+            })
+            .collect(),
+        Mode::Infer => Vec::new(),
     };
     if list.is_empty() {
         return String::new();
     }
     let items: String = list
         .iter()
-        .map(|w| {
-            let id = w.trick.id();
-            let label = match w.trick {
-                t if !zh => t.describe(),
-                FineTuneTrick::LoraR16 => "LoRA r=16 代替全量微调",
-                FineTuneTrick::Qlora => "QLoRA（NF4 基座）代替 LoRA",
-                FineTuneTrick::ChunkedLoss => "分块线性交叉熵（Liger）",
-                FineTuneTrick::Bf16Logits => "logits 保持半精度",
-            };
-            let saving = base.peak_bytes.saturating_sub(w.peak);
-            let settings = serde_json::Value::Object(crate::llm_form::settings(&w.config, d)).to_string();
+        .map(|(id, label, peak, config)| {
+            let saving = base.peak_bytes.saturating_sub(*peak);
+            let settings = serde_json::Value::Object(crate::llm_form::settings(config, d)).to_string();
             format!(
-                r#"<li>{label}: <b data-testid="ft-whatif-{id}" data-bytes="{}">{}</b> (−{}) <button type="button" data-apply="{}" data-testid="ft-apply-{id}">{}</button></li>"#,
-                w.peak,
-                b(w.peak),
+                r#"<li>{label}: <b data-testid="llm-whatif-{id}" data-bytes="{peak}">{}</b> (−{}) <button type="button" data-apply="{}" data-testid="llm-apply-{id}">{}</button></li>"#,
+                b(*peak),
                 b(saving),
                 escape(&settings),
                 tr("Apply", "应用")
             )
         })
         .collect();
-    format!(r#"<div class="ft-whatifs" data-testid="ft-whatifs"><h3>{}</h3><ul class="small">{items}</ul></div>"#, tr("Fine-tuning what-ifs", "微调的假设方案"))
+    format!(r#"<div class="ft-whatifs" data-testid="llm-whatifs"><h3>{}</h3><ul class="small">{items}</ul></div>"#, tr("What-ifs for this setup", "此设置的假设方案"))
 }
 
 type Tr<'a> = dyn Fn(&'static str, &'static str) -> &'static str + 'a;
@@ -270,27 +293,47 @@ fn serving(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64, b: 
         Err(e) => return format!(r#"<p class="small error" data-testid="serve-error">{}</p>"#, escape(&e.to_string())),
     };
     let longest = cap.max_context_at_concurrency.map_or_else(|| "—".to_string(), thousands);
+    // vLLM's accounting of one GPU, in its order (`vramcalc serve` prints the same rows)
+    let graphs = if cap.cuda_graph_in_budget { cap.cuda_graph_bytes } else { 0 };
+    let rows = [
+        (format!("{} × {}", tr("GPU memory", "GPU 显存"), cap.gpu_memory_utilization), cap.requested_bytes, "serve-requested"),
+        (format!("− {} ({})", tr("weights", "权重"), cap.weights_format), cap.weights_bytes, "serve-weights"),
+        (format!("− {}*", tr("activation peak of the profile run", "分析运行的激活峰值")), cap.activation_peak_bytes, "serve-activations"),
+        (format!("− {}*", tr("non-torch memory", "非 torch 显存")), cap.non_torch_bytes, "serve-non-torch"),
+        (format!("− {}*", tr("CUDA graphs", "CUDA graph")), graphs, "serve-cuda-graphs"),
+        (format!("= {} ({})", tr("KV cache pool", "KV 缓存池"), cap.kv_dtype), cap.kv_pool_bytes, "serve-kv-pool"),
+    ];
+    let table: String = rows
+        .iter()
+        .map(|(label, bytes, id)| format!(r#"<tr><td>{}</td><td class="num" data-testid="{id}" data-bytes="{bytes}">{}</td></tr>"#, escape(label), b(*bytes)))
+        .collect();
+    let outside = if cap.cuda_graph_in_budget {
+        String::new()
+    } else {
+        format!(
+            " {} {}*, {} {}*.",
+            tr("Outside the budget: CUDA graphs", "预算之外：CUDA graph"),
+            b(cap.cuda_graph_bytes),
+            tr("the CUDA context", "CUDA 上下文"),
+            b(vramcalc_core::memory::device::CUDA_CONTEXT_BYTES)
+        )
+    };
     format!(
-        r#"<div class="serve" data-testid="serve"><h3>{}</h3><p class="small">{} <b data-testid="serve-kv-pool" data-bytes="{}">{}</b> ({} {}, {} {}) · <b data-testid="serve-tokens" data-count="{}">{}</b> {} · <b data-testid="serve-max-concurrency" data-count="{}">{}</b> {} · <b data-testid="serve-max-context" data-count="{}">{longest}</b> {}</p><p class="small muted">{}</p></div>"#,
+        r#"<div class="serve" data-testid="serve"><h3>{}</h3><table class="small"><tbody>{table}</tbody></table><p class="small"><b data-testid="serve-tokens" data-count="{}">{}</b> {} ({} {}) · <b data-testid="serve-max-concurrency" data-count="{}">{}</b> {} · <b data-testid="serve-max-context" data-count="{}">{longest}</b> {}</p><p class="small muted">{}{outside}</p></div>"#,
         tr("Serving with vLLM (per GPU)", "用 vLLM 服务（每卡）"),
-        tr("KV cache pool:", "KV 缓存池："),
-        cap.kv_pool_bytes,
-        b(cap.kv_pool_bytes),
-        tr("weights", "权重"),
-        b(cap.weights_bytes),
-        tr("activations*", "激活*"),
-        b(cap.activation_peak_bytes),
         cap.kv_tokens,
         thousands(cap.kv_tokens),
-        tr("tokens", "个 token"),
+        tr("tokens of KV cache", "个 token 的 KV 缓存"),
+        b(cap.kv_bytes_per_token),
+        tr("per token", "每 token"),
         cap.max_concurrency,
         thousands(cap.max_concurrency),
         escape(&format!("{} {}", tr("sequences of", "条序列，每条"), thousands(context))),
         cap.max_context_at_concurrency.unwrap_or(0),
         escape(&format!("{} {} {}", tr("tokens of context at", "token 上下文，并发"), thousands(c.batch), tr("concurrent sequences", "条"))),
         tr(
-            "* modelled from vLLM's profiling code (activation peak, non-torch memory, CUDA graphs); the batch is the concurrency, the sequence the context (vramcalc serve).",
-            "* 按 vLLM 的显存分析代码建模（激活峰值、非 torch 显存、CUDA graph）；批大小即并发数，序列长度即上下文（vramcalc serve）。"
+            "* modelled from vLLM's profiling code (gpu_worker.py, gpu_model_runner.py); the batch is the concurrency, the sequence the context (vramcalc serve).",
+            "* 按 vLLM 的显存分析代码建模（gpu_worker.py、gpu_model_runner.py）；批大小即并发数，序列长度即上下文（vramcalc serve）。"
         ),
     )
 }
@@ -376,7 +419,7 @@ mod tests {
         let html = answers(&spec, &c, &DistConfig::default(), 24 << 30, ByteUnit::Mib, false);
         let list = vramcalc_core::whatif::finetune::what_ifs(&spec, &c).unwrap();
         let lora = list.iter().find(|w| w.trick == FineTuneTrick::LoraR16).unwrap();
-        assert!(html.contains(&format!(r#"data-testid="ft-whatif-lora-r16" data-bytes="{}""#, lora.peak)), "{html}");
+        assert!(html.contains(&format!(r#"data-testid="llm-whatif-lora-r16" data-bytes="{}""#, lora.peak)), "{html}");
         let settings = escape(&serde_json::Value::Object(crate::llm_form::settings(&lora.config, &DistConfig::default())).to_string());
         assert!(html.contains(&format!(r#"data-apply="{settings}""#)), "{html}");
         let mut back = serde_json::to_value(c).unwrap();
