@@ -45,6 +45,9 @@ test('a Llama-style import with QLoRA r=16 shows the trainable count peft report
   const want = cli('--hf-config', TINYLLAMA, '--finetune', 'qlora', '--lora-r', '16');
   await waitAttr(page, 'trainable', 'data-count', (v) => v === String(want.trainable_params), 20000);
   assert.match(await page.getByTestId('llm-figures').innerText(), /%\)/, 'the trainable share in percent');
+  // the frozen weights and the adapters, kept apart as the CLI's breakdown keeps them
+  assert.equal(await bytes(page, 'frozen-bytes'), want.breakdown.frozen_parameters);
+  assert.equal(await bytes(page, 'adapter-bytes'), want.breakdown.adapter_parameters);
   // the checklist names the model's linears; all-linear ticks every one
   assert.equal(await page.getByTestId('target-q_proj').isChecked(), true, 'peft\'s default targets for Llama');
   assert.equal(await page.getByTestId('target-gate_proj').isChecked(), false);

@@ -122,6 +122,12 @@ fn figures(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr
             e.trainable_params,
             thousands(e.trainable_params)
         );
+        // the parameters' bytes, kept apart as the breakdown keeps them
+        let bk = &e.breakdown;
+        out += &fig(tr("frozen weights", "冻结权重"), "frozen-bytes", bk.frozen_parameters);
+        if bk.adapter_parameters > 0 {
+            out += &fig(tr("adapters", "适配器"), "adapter-bytes", bk.adapter_parameters);
+        }
     }
     if let Some(g) = &e.generation {
         out += &fig(tr("Prefill peak", "预填充峰值"), "prefill-peak", g.prefill_peak_bytes);
@@ -395,6 +401,9 @@ mod tests {
         let e = vramcalc_core::estimate(&spec, &lora).unwrap();
         let html = answers(&spec, &lora, &DistConfig::default(), 80 << 30, ByteUnit::Mib, false);
         assert!(html.contains(&format!(r#"data-testid="trainable" data-count="{}""#, e.trainable_params)), "{html}");
+        let (frozen, adapters) = (e.breakdown.frozen_parameters, e.breakdown.adapter_parameters);
+        assert!(frozen > 0 && adapters > 0);
+        assert!(html.contains(&format!(r#"data-testid="frozen-bytes" data-bytes="{frozen}""#)) && html.contains(&format!(r#"data-testid="adapter-bytes" data-bytes="{adapters}""#)), "{html}");
     }
 
     #[test]
