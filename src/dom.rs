@@ -154,14 +154,3 @@ pub fn focus_row_later(path: String) {
     })
     .forget();
 }
-
-/// Focuses the element with `id`, if the page has one (a control the module's HTML replaced).
-pub fn focus_id(id: &str) {
-    if let Some(el) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(id))
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-    {
-        let _ = el.focus();
-    }
-}

@@ -1,9 +1,10 @@
-//! The web app's second wasm module, loaded on first use (`src/extras.rs` in the app): the
-//! share-link codec (DEFLATE, base64, the v1 field format), the Hugging Face `config.json`
-//! importer, the preset constructors (all but the default preset's), the paste box's reader, the
-//! CSV/JSON downloads, and the full core (every feature, `moe` included) for the models and
-//! settings the app's own build leaves out (`analysis`). None is needed to draw the first chart,
-//! so they stay out of the main bundle.
+//! The web app's second wasm module, loaded right after the first chart (`src/extras.rs` in the
+//! app): the share-link codec (DEFLATE, base64, the v1 field format), the preset constructors (all
+//! but the default preset's), the full core (every feature but candle) for the models and settings
+//! the app's own build leaves out (`analysis`), and the panels it draws into the page and answers
+//! itself (`panel.rs`: the LLM setup, the import panel with the Hugging Face hub and the paste
+//! box, the downloads). None is needed to draw the first chart, so they stay out of the main
+//! bundle.
 //!
 //! The interface is JSON text both ways (the app already carries serde for its saved state), and
 //! every function returns `Err(message)` — a thrown JS string — instead of panicking.
@@ -21,7 +22,7 @@ mod llm_form;
 mod llm_panel;
 #[cfg(target_arch = "wasm32")]
 mod panel;
-mod paste;
+pub mod paste;
 
 /// The core's error as the lazy route's answers carry it (the app's native tests read it back).
 pub use analysis::error_text;
@@ -40,13 +41,6 @@ pub fn encode_link(state_json: &str) -> Result<String, String> {
 pub fn decode_link(fragment: &str) -> Result<String, String> {
     let state = share::decode(fragment).map_err(|e| e.to_string())?;
     serde_json::to_string(&state).map_err(|e| e.to_string())
-}
-
-/// A Hugging Face `config.json` → the vramcalc spec (JSON).
-#[wasm_bindgen]
-pub fn import_hf(config_json: &str) -> Result<String, String> {
-    let spec = vramcalc_core::import::hf::from_config_json(config_json).map_err(|e| e.to_string())?;
-    serde_json::to_string(&spec).map_err(|e| e.to_string())
 }
 
 /// A preset's spec (JSON) by id (`vgg16`).
@@ -102,17 +96,6 @@ pub fn what_ifs(request_json: &str) -> Result<String, String> {
     analysis::what_ifs(request_json)
 }
 
-/// A download of `{"spec", "config", "format": "csv" | "json"}`: the file's text.
-#[wasm_bindgen]
-pub fn export_file(request_json: &str) -> Result<String, String> {
-    export::export_file(request_json)
-}
-
-/// The paste box's text → `spec` or `hf`, a newline, and the spec's JSON.
-#[wasm_bindgen]
-pub fn read_paste(text: &str) -> Result<String, String> {
-    paste::read_paste(text)
-}
 
 /// For native tests, here and in the app's (which call this module's functions directly).
 #[cfg(not(target_arch = "wasm32"))]
