@@ -50,8 +50,17 @@ pub async fn decode_link(fragment: &str) -> Result<(ShareState, Map<String, Valu
 
 /// A preset's spec by id; the error is the module's (unknown id, module not loaded).
 pub async fn preset(id: &str) -> Result<ModelSpec, String> {
-    let json = call("build_preset", id).await?;
-    ModelSpec::from_json(&json).map_err(|e| e.to_string())
+    spec_of("build_preset", id).await
+}
+
+/// A Hugging Face model's spec by id (`id@revision`), its config fetched again by the module with
+/// the tab's access token; the error is the fetch's message.
+pub async fn hub_model(id: &str) -> Result<ModelSpec, String> {
+    spec_of("load_hub", id).await
+}
+
+async fn spec_of(function: &str, arg: &str) -> Result<ModelSpec, String> {
+    ModelSpec::from_json(&call(function, arg).await?).map_err(|e| e.to_string())
 }
 
 /// The full core's batch analysis (JSON request and answer, [`crate::lazy`]).
@@ -77,6 +86,7 @@ async fn call(name: &str, arg: &str) -> Result<String, String> {
         "encode_link" => vramcalc_web_extras::encode_link(arg),
         "decode_link" => vramcalc_web_extras::decode_link(arg),
         "build_preset" => vramcalc_web_extras::build_preset(arg),
+        "load_hub" => vramcalc_web_extras::load_hub(arg.to_string()).await,
         "analyse" => vramcalc_web_extras::analyse(arg),
         "what_ifs" => vramcalc_web_extras::what_ifs(arg),
         // no page to draw into: the request is checked
@@ -93,7 +103,7 @@ const MODULE_JS: &str = "vramcalc-web-extras.js";
 #[cfg(target_arch = "wasm32")]
 #[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
 let loading;
-export function load_extras(file) {
+function load_extras(file) {
   if (!loading) {
     const url = new URL(file, document.baseURI).href;
     loading = import(url).then(async (m) => { await m.default(); return m; });
@@ -101,32 +111,30 @@ export function load_extras(file) {
   }
   return loading;
 }
+export async function call_extras(file, name, arg) {
+  let m;
+  try { m = await load_extras(file); } catch (e) { throw `could not load ${file}: ${e?.message ?? e}`; }
+  if (typeof m[name] !== 'function') throw `${file} has no \`${name}\``;
+  const out = await m[name](arg);
+  if (typeof out !== 'string') throw `${file}: \`${name}\` returned no text`;
+  return out;
+}
 "#)]
 extern "C" {
-    /// The module's namespace once it is fetched and instantiated (one fetch per page).
-    fn load_extras(file: &str) -> js_sys::Promise;
+    /// The module's function `name` called with `arg`, awaited if it is async (`load_hub`); the
+    /// module is fetched and instantiated once per page (a failed fetch is retried next time).
+    fn call_extras(file: &str, name: &str, arg: &str) -> js_sys::Promise;
 }
 
 #[cfg(target_arch = "wasm32")]
 async fn call(name: &str, arg: &str) -> Result<String, String> {
-    use wasm_bindgen::{JsCast, JsValue};
-    let module = wasm_bindgen_futures::JsFuture::from(load_extras(MODULE_JS))
-        .await
-        .map_err(|e| format!("could not load {MODULE_JS}: {}", message(&e)))?;
-    let function = js_sys::Reflect::get(&module, &JsValue::from_str(name))
-        .ok()
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        .ok_or_else(|| format!("{MODULE_JS} has no `{name}`"))?;
-    let out = function.call1(&JsValue::NULL, &JsValue::from_str(arg)).map_err(|e| message(&e))?;
-    out.as_string().ok_or_else(|| format!("{MODULE_JS}: `{name}` returned no text"))
-}
-
-/// A thrown value's text: the module throws strings; a failed `import()` throws an `Error`.
-#[cfg(target_arch = "wasm32")]
-fn message(e: &wasm_bindgen::JsValue) -> String {
-    e.as_string()
-        .or_else(|| js_sys::Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()))
-        .unwrap_or_else(|| "unknown error".into())
+    let out = wasm_bindgen_futures::JsFuture::from(call_extras(MODULE_JS, name, arg)).await;
+    out.map(|v| v.as_string().unwrap_or_default()).map_err(|e| {
+        // the module throws strings; a failed call throws an `Error`
+        e.as_string()
+            .or_else(|| js_sys::Reflect::get(&e, &"message".into()).ok().and_then(|m| m.as_string()))
+            .unwrap_or_else(|| "unknown error".into())
+    })
 }
 
 /// Runs a future that never waits (native calls above) to completion: for native tests.

@@ -19,10 +19,10 @@ use vramcalc_core::{presets, TrainConfig};
 /// The share state of what the app shows.
 pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
     // Tracked by the reducer (every spec edit clears it): the preset is not rebuilt to compare.
-    let unedited = model.preset.as_deref().filter(|_| model.unedited);
-    let source = match unedited {
-        Some(id) => ModelSource::Preset { id: id.to_string() },
-        None => ModelSource::Spec(model.spec.clone()),
+    let source = match (&model.hub, &model.preset) {
+        (Some(id), _) if model.unedited => ModelSource::Hub(id.clone()),
+        (_, Some(id)) if model.unedited => ModelSource::Preset { id: id.clone() },
+        _ => ModelSource::Spec(model.spec.clone()),
     };
     let (gpu, capacity_bytes) = match &model.gpu {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
@@ -37,7 +37,7 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
 pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
     let state = to_share(model, prefs);
     match state.model {
-        ModelSource::Preset { .. } if model.llm.is_empty() => share::encode_preset(&state).ok(),
+        ModelSource::Preset { .. } | ModelSource::Hub(_) if model.llm.is_empty() => share::encode_preset(&state).ok(),
         _ => extras::encode_link(&state, &model.llm).await.ok(),
     }
 }
@@ -74,11 +74,16 @@ pub async fn from_share(s: ShareState, llm: Map<String, Value>, base: Prefs) -> 
             }
             Model::load_preset(&id).await?
         }
+        // the hub's config, fetched again by the module (a failure offers a retry: `Notice`)
+        ModelSource::Hub(id) => {
+            let spec = crate::extras::hub_model(&id).await.map_err(|e| field("h", e))?;
+            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+        }
         ModelSource::Spec(spec) => {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
             let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
-            Model { spec, preset, unedited: false, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
         }
     };
     model.config = s.config;
@@ -108,6 +113,9 @@ pub enum Notice {
     Opened,
     /// The link could not be read (the decoder's message); the default model is shown.
     Broken(String),
+    /// The link (second field) names a Hugging Face model whose config could not be fetched
+    /// (the message); the default model is shown and the notice offers to open the link again.
+    Unfetched(String, String),
 }
 
 /// The state a page load starts with.
@@ -128,6 +136,7 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     }
     let (state, notice) = match open(hash, restored.prefs).await {
         Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
+        Err(e) if share::names_hub_model(hash) => (State::new(Model::default(), restored.prefs), Notice::Unfetched(e, hash.to_string())),
         Err(e) => (State::new(Model::default(), restored.prefs), Notice::Broken(e)),
     };
     let guard = Some(state.saved());
@@ -347,6 +356,34 @@ mod tests {
         assert_eq!(s.state.model, Model::default());
         assert!(matches!(&s.notice, Some(Notice::Broken(m)) if m.contains("`s`")), "{:?}", s.notice);
         assert_eq!(s.guard, Some(s.state.saved()));
+    }
+
+    /// A model read from the hub is linked by its id while unedited; an edit makes the link
+    /// carry the spec. Reopening fetches again: natively there is no network, so the notice
+    /// says why and offers a retry (the browser tests serve recorded configs).
+    #[test]
+    fn a_hub_model_is_linked_by_id_and_fetched_again() {
+        let spec = presets::build("bert-base").unwrap();
+        let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(512), Some("Qwen/Qwen2.5-0.5B@v2".into())));
+        let link = fragment_now(&s.model, &s.prefs).unwrap();
+        assert!(link.starts_with("v1.h=Qwen%2FQwen2.5-0.5B%40v2,"), "{link}");
+        // a pasted config has no id: its link carries the spec
+        let pasted = reduce(State::default(), Action::ImportHf(spec, Some(512), None));
+        assert!(share::carries_spec(&fragment_now(&pasted.model, &pasted.prefs).unwrap()));
+        // an edit of the spec: the link carries the spec; undo brings the id back
+        let edited = reduce(s.clone(), Action::DeleteLayer(crate::tree::NodePath::top(0)));
+        assert!(share::carries_spec(&fragment_now(&edited.model, &edited.prefs).unwrap()));
+        let undone = reduce(edited, Action::Undo);
+        assert_eq!(fragment_now(&undone.model, &undone.prefs).unwrap(), link);
+        // a setting is not an edit of the spec
+        let batch = reduce(s, Action::SetBatch(3));
+        assert!(fragment_now(&batch.model, &batch.prefs).unwrap().starts_with("v1.h="));
+        // reopened without a network: the fetch's message, the default model, a retry
+        let start = start_now(&format!("#{link}"), None);
+        assert_eq!(start.state.model, Model::default());
+        assert!(matches!(&start.notice, Some(Notice::Unfetched(m, l)) if m.contains("`h`") && m.contains("huggingface.co") && *l == link), "{:?}", start.notice);
+        // an invalid id is refused before any request, naming the field
+        assert!(matches!(open_now("#v1.h=not%20an%20id", Prefs::default()), Err(m) if m.contains("`h`") && m.contains("not a Hugging Face model id")));
     }
 
     #[test]

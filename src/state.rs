@@ -69,6 +69,10 @@ pub struct Model {
     /// (their links carry the spec), except the default preset's ([`State::from_saved`]).
     #[serde(default)]
     pub unedited: bool,
+    /// The Hugging Face model the spec was read from (`id` or `id@revision`): while `unedited`,
+    /// its link names it (`h=`) and reopens by fetching the config again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<String>,
     pub config: TrainConfig,
     #[serde(default)]
     pub gpu: GpuChoice,
@@ -83,7 +87,7 @@ pub struct Model {
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
     }
 
     /// A preset with the default training setup. Only the default preset is built by the main
@@ -117,6 +121,7 @@ impl Model {
             },
             preset: None,
             unedited: false,
+            hub: None,
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
             llm: Map::new(),
@@ -226,9 +231,10 @@ pub enum Action {
     StartEmpty,
     /// A spec from the paste box (read and checked by the lazily loaded module: `components::panels`).
     LoadSpec(ModelSpec),
-    /// A Hugging Face import and the context its `config.json` gives: runs at
-    /// [`IMPORT_SEQ_LEN`] (or the importer's length, if shorter), and says so.
-    ImportHf(ModelSpec, Option<u64>),
+    /// A Hugging Face import, the context its `config.json` gives and the hub id it came from
+    /// (none for a pasted config): runs at [`IMPORT_SEQ_LEN`] (or the importer's length, if
+    /// shorter), and says so.
+    ImportHf(ModelSpec, Option<u64>, Option<String>),
     SetBatch(u64),
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
@@ -331,7 +337,7 @@ impl State {
     fn load_spec(&mut self, spec: ModelSpec) {
         self.assumed_seq = None;
         let config = TrainConfig { seq_len: None, ..self.model.config };
-        let m = Model { spec, preset: None, unedited: false, config, gpu: self.model.gpu.clone(), llm: self.model.llm.clone() };
+        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), llm: self.model.llm.clone() };
         self.replace_model(m);
     }
 
@@ -373,10 +379,12 @@ impl Reducible for State {
                 m.config.batch = b;
                 s.commit(m, Some(EditKind::Batch));
             }
-            Action::ImportHf(spec, context) => {
+            Action::ImportHf(spec, context, hub) => {
                 let seq = spec.seq_len(None).map(|l| l.min(IMPORT_SEQ_LEN));
                 s.load_spec(spec);
                 s.model.config.seq_len = seq;
+                s.model.unedited = hub.is_some();
+                s.model.hub = hub;
                 s.assumed_seq = seq.map(|l| (l, context.unwrap_or(l)));
             }
             Action::SetSeqLen(l) => {

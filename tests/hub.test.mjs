@@ -112,7 +112,7 @@ test('an unknown model (404) and an invalid id say so; the model shown stays', a
   await context.close();
 });
 
-test('a gated model (401): the token field, then a retry with the token; the token goes only to huggingface.co and is stored nowhere', async () => {
+test('a gated model (401): the token field, then a retry with the token; the token goes only to huggingface.co and stays in this tab (sessionStorage)', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const requests = recordAll(context);
   const hub = await fakeHub(context, (path, headers) => {
@@ -136,12 +136,27 @@ test('a gated model (401): the token field, then a retry with the token; the tok
     assert.equal(r.headers.authorization, `Bearer ${TOKEN}`);
   }
   assert.equal(gets(hub).filter((r) => r.headers.authorization).length, 1);
-  // …and nowhere else: not in the address, the share link, the saved work
-  await page.waitForFunction(() => location.hash.startsWith('#v1.s='));
+  // …kept for this tab only: not in the address, the share link (the model's id), the saved work
+  await page.waitForFunction(() => location.hash.startsWith('#v1.h=meta-llama%2FLlama-3.2-1B'));
   assert.ok(!page.url().includes(TOKEN));
-  const storage = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)]));
-  assert.ok(storage.includes('meta-llama/Llama-3.2-1B'), 'the work is saved…');
-  assert.ok(!storage.includes(TOKEN), '…without the token');
+  const saved = await page.evaluate(() => JSON.stringify(Object.entries(localStorage)));
+  assert.ok(saved.includes('meta-llama/Llama-3.2-1B'), 'the work is saved…');
+  assert.ok(!saved.includes(TOKEN), '…without the token');
+  assert.deepEqual(await page.evaluate(() => Object.entries(sessionStorage)), [['vramcalc-hf-token', TOKEN]]);
+  // the link reopens in this tab with the tab's token: fetched again, nothing typed
+  const before = gets(hub).length;
+  const link = page.url();
+  await page.goto('about:blank');
+  await page.goto(link);
+  await waitAttr(page, 'params', 'data-count', (v) => v === '1235814400', 20000);
+  assert.equal(gets(hub).length, before + 1);
+  assert.equal(gets(hub).at(-1).headers.authorization, `Bearer ${TOKEN}`);
+  // in another tab (no token) the gated model's link says why and offers a retry
+  const other = await context.newPage();
+  await other.goto(link);
+  await other.getByTestId('link-retry').waitFor({ timeout: 20000 });
+  assert.match(await other.getByTestId('link-notice-text').textContent(), /`h`.*gated or private.*HTTP 401/);
+  await other.close();
   // a refused token says so
   hub.answer = () => ({ status: 403, body: '' });
   await load(page, 'meta-llama/Llama-3.1-8B');
@@ -184,6 +199,43 @@ test('an unsupported model_type names it, lists what is supported and offers the
   assert.equal(await page.getByTestId('paste').getAttribute('open'), '');
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'paste-text');
   await shot(page, '42-hub-unsupported', { fullPage: false });
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test("a hub model's share link carries its id, not its spec; reopening fetches again, a failed fetch offers a retry; its embed card too", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await fakeHub(context, config(TINYLLAMA));
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0@v1.0');
+  await waitAttr(page, 'params', 'data-count', (v) => v === '1100048384', 20000);
+  await page.getByTestId('batch-input').fill('3');
+  await page.getByTestId('batch-input').press('Enter');
+  await page.waitForFunction(() => /^#v1\.h=TinyLlama%2FTinyLlama-1\.1B-Chat-v1\.0%40v1\.0,b=3,/.test(location.hash));
+  const link = page.url();
+  assert.ok(link.length < 160, `a short link: ${link}`);
+  const peak = await page.getByTestId('peak').getAttribute('data-bytes');
+  // reopened: the config fetched again (same revision), the same estimate
+  const fresh = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub2 = await fakeHub(fresh, () => 'abort');
+  const p2 = await fresh.newPage();
+  await p2.goto(link);
+  // offline: the notice says the fetch failed and offers a retry; the default model meanwhile
+  await p2.getByTestId('link-retry').waitFor({ timeout: 20000 });
+  assert.match(await p2.getByTestId('link-notice-text').textContent(), /`h`.*could not reach huggingface\.co/);
+  hub2.answer = config(TINYLLAMA);
+  await p2.getByTestId('link-retry').click();
+  await waitAttr(p2, 'params', 'data-count', (v) => v === '1100048384', 20000);
+  assert.equal(await p2.getByTestId('peak').getAttribute('data-bytes'), peak);
+  assert.equal(await p2.getByTestId('batch-input').inputValue(), '3');
+  assert.equal(new globalThis.URL(gets(hub2).at(-1).url).pathname, '/TinyLlama/TinyLlama-1.1B-Chat-v1.0/resolve/v1.0/config.json');
+  // the embed card of the same link fetches the same way and shows the same peak
+  const embed = new globalThis.URL(`embed.html${new globalThis.URL(link).hash}`, link).href;
+  await p2.goto(embed);
+  await waitAttr(p2, 'peak', 'data-bytes', (v) => v === peak, 20000);
+  assert.equal(await p2.getByTestId('link-notice').count(), 0);
+  await fresh.close();
+  assert.equal(gets(hub).length, 1);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

@@ -31,6 +31,7 @@ fn title(model: &Model) -> String {
     match share.model {
         ModelSource::Preset { id } => presets::list().iter().find(|p| p.id == id).map_or(id, |p| p.title.to_string()),
         ModelSource::Spec(spec) => spec.display_name(),
+        ModelSource::Hub(id) => id,
     }
 }
 
@@ -60,8 +61,11 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let c = model.config;
 
     let broken = match &start.notice {
-        Some(Notice::Broken(e)) => Some(html! {
-            <p class="stale small" role="alert" data-testid="link-notice" data-kind="broken">{ fill(t.link_broken, &[e]) }</p>
+        Some(n @ (Notice::Broken(e) | Notice::Unfetched(e, _))) => Some(html! {
+            <p class="stale small" role="alert" data-testid="link-notice" data-kind="broken">
+                { fill(t.link_broken, &[e]) }
+                { for if let Notice::Unfetched(_, link) = n { Some(crate::components::share::retry_button(t.retry, link)) } else { None } }
+            </p>
         }),
         _ => None,
     };

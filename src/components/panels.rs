@@ -3,7 +3,7 @@
 //! their controls nor their rules are in the first-load bundle. The app gives each an empty host
 //! element, asks the module to draw it whenever what it shows changes, and takes what the panels
 //! report as events on the page: `vramcalc-llm` (the LLM settings, `Model::llm`) and
-//! `vramcalc-import` (a model read from the hub or the paste box).
+//! `vramcalc-import` (a model read from the hub, with its id, or from the paste box).
 
 use crate::state::{Action, State};
 use serde_json::Value;
@@ -56,7 +56,7 @@ pub fn action(event: &str, detail: &str) -> Option<Action> {
         "vramcalc-import" => {
             let spec = ModelSpec::from_json(&v["spec"].to_string()).ok()?;
             Some(match v["kind"].as_str()? {
-                "hf" => Action::ImportHf(spec, v["context"].as_u64()),
+                "hf" => Action::ImportHf(spec, v["context"].as_u64(), v["hub"].as_str().map(str::to_string)),
                 _ => Action::LoadSpec(spec),
             })
         }
@@ -72,7 +72,9 @@ mod tests {
     fn the_panels_events_become_actions() {
         let spec = vramcalc_core::presets::build("vgg11").unwrap();
         let detail = format!(r#"{{"kind":"hf","context":512,"spec":{}}}"#, serde_json::to_string(&spec).unwrap());
-        assert!(matches!(action("vramcalc-import", &detail), Some(Action::ImportHf(s, Some(512))) if s == spec));
+        assert!(matches!(action("vramcalc-import", &detail), Some(Action::ImportHf(s, Some(512), None)) if s == spec));
+        let detail = format!(r#"{{"kind":"hf","hub":"Qwen/Qwen2.5-0.5B@v2","context":null,"spec":{}}}"#, serde_json::to_string(&spec).unwrap());
+        assert!(matches!(action("vramcalc-import", &detail), Some(Action::ImportHf(_, None, Some(h))) if h == "Qwen/Qwen2.5-0.5B@v2"));
         let detail = format!(r#"{{"kind":"spec","context":null,"spec":{}}}"#, serde_json::to_string(&spec).unwrap());
         assert!(matches!(action("vramcalc-import", &detail), Some(Action::LoadSpec(s)) if s == spec));
         assert!(matches!(action("vramcalc-llm", r#"{"dist":{"gpus":4}}"#), Some(Action::SetLlm(m)) if m["dist"]["gpus"] == 4));

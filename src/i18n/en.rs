@@ -164,6 +164,7 @@ pub const EN: Tr = Tr {
     link_broken: "This link could not be opened: {}. Showing the default model; your saved work is untouched.",
     back_to_saved: "Back to my saved model",
     dismiss: "Dismiss",
+    retry: "Retry",
     embed: "Embed",
     embed_title: "Embed this estimate in a page",
     embed_help: "Paste this <iframe> into your page: a read-only card, at most 720 px wide, with a link back to the full calculator.",

@@ -227,6 +227,7 @@ pub struct Tr {
     pub link_broken: &'static str,
     pub back_to_saved: &'static str,
     pub dismiss: &'static str,
+    pub retry: &'static str,
     pub embed: &'static str,
     pub embed_title: &'static str,
     pub embed_help: &'static str,

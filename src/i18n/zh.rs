@@ -164,6 +164,7 @@ pub const ZH: Tr = Tr {
     link_broken: "无法打开此链接：{}。已显示默认模型；你保存的内容未被改动。",
     back_to_saved: "返回我保存的模型",
     dismiss: "关闭提示",
+    retry: "重试",
     embed: "嵌入",
     embed_title: "将此估算嵌入网页",
     embed_help: "把这段 <iframe> 代码粘贴到你的网页中：只读卡片，宽度不超过 720 像素，并附有返回完整计算器的链接。",

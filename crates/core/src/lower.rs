@@ -308,8 +308,15 @@ impl Builder {
                 saved.push(s);
             }
         }
-        saved.sort_unstable();
-        saved.dedup();
+        // a storage saved twice (an input that is also saved as an output) is kept once; the
+        // order does not matter, and not sorting keeps a sort out of the web app's bundle
+        let mut unique = Vec::with_capacity(saved.len());
+        for s in saved {
+            if !unique.contains(&s) {
+                unique.push(s);
+            }
+        }
+        let saved = unique;
         self.g.ops.push(Op {
             name,
             layer: self.layer,

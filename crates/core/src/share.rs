@@ -8,6 +8,7 @@
 //! ```text
 //! v1.p=gpt2,b=8,sl=512,pr=amp-bf16,ck=1,g=a100-80gb,u=MiB
 //! v1.s=AXVTy….,b=64,g=rtx-4090
+//! v1.h=Qwen%2FQwen2.5-7B-Instruct,b=1,sl=4096,pr=amp-bf16
 //! ```
 //! `v1.` then comma-separated `key=value` fields. Values use only URL-fragment-safe characters
 //! (`A–Z a–z 0–9 - . _ ~`, anything else `%XX`-escaped UTF-8), so a preset link stays readable.
@@ -15,7 +16,8 @@
 //!
 //! | key | meaning | v1 default |
 //! |---|---|---|
-//! | `p` | preset id ([`ModelSource::Preset`]) | — (one of `p`/`s` is required) |
+//! | `p` | preset id ([`ModelSource::Preset`]) | — (one of `p`/`s`/`h` is required) |
+//! | `h` | Hugging Face model id, `id@revision` allowed ([`ModelSource::Hub`]): the reader fetches its `config.json` again | — |
 //! | `s` | custom spec ([`ModelSource::Spec`]): base64url (no padding) of one codec byte + the spec's compact JSON, codec `0` = as is, `1` = raw DEFLATE (RFC 1951) | — |
 //! | `b` `sl` `o` `oi` `pr` `ad` `dv` `m` `ck` `ga` `at` `ir` `fw` | [`TrainConfig`] `batch`, `seq_len`, `optimizer`, `optimizer_impl`, `precision`, `autocast_device`, `device`, `mode`, `checkpointing` (`1`/`0`), `grad_accum`, `attention`, `inplace_relu` (`1`/`0`), `framework`; values are the serde names (`adamw`, `amp-fp16`, …) | [`V1_CONFIG_DEFAULTS`] |
 //! | `gp` `gn` `gc` `gl` `gk` | `TrainConfig::generate` (`--mode generate`): `prompt_len`, `new_tokens`, `cache`, `logits_to_keep`, `kv_dtype` | [`GENERATE_DEFAULTS`] |
@@ -88,6 +90,9 @@ pub enum ModelSource {
     Preset { id: String },
     /// A custom or edited model.
     Spec(ModelSpec),
+    /// A Hugging Face model by id (`Qwen/Qwen2.5-7B-Instruct`, `id@revision`), imported
+    /// unedited: a short link whose reader fetches `config.json` again (`crate::hub`).
+    Hub(String),
 }
 
 /// Why a link could not be read. The app shows it and opens the default model instead.
@@ -208,6 +213,7 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
     let mut fields: Vec<(String, String)> = Vec::new();
     match &state.model {
         ModelSource::Preset { id } => fields.push(("p".into(), escape(id))),
+        ModelSource::Hub(id) => fields.push(("h".into(), escape(id))),
         ModelSource::Spec(spec) => {
             let payload = spec_payload(spec);
             if payload.is_empty() {
@@ -273,8 +279,18 @@ pub fn decode_preset(link: &str) -> Res<ShareState> {
 
 /// Whether `link` carries a custom spec (an `s=` field), which only [`decode`] reads.
 pub fn carries_spec(link: &str) -> bool {
+    has_field(link, "s=")
+}
+
+/// Whether one of `link`'s fields starts with `key_eq` (`s=`).
+fn has_field(link: &str, key_eq: &str) -> bool {
     let body = fragment_of(link.trim()).split_once('.').map_or("", |(_, body)| body);
-    body.split(',').any(|field| field.starts_with("s="))
+    body.split(',').any(|field| field.starts_with(key_eq))
+}
+
+/// Whether `link` names a Hugging Face model (`h=`), which opens only after a fetch.
+pub fn names_hub_model(link: &str) -> bool {
+    has_field(link, "h=")
 }
 
 /// Whether `link` carries an LLM setting (fine-tuning, generate mode's settings, a weight format,
@@ -310,6 +326,8 @@ fn decode_with(link: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<
     }
 }
 
+const ONE_MODEL: &str = "a link names one model (`p`, `s` or `h`), not several";
+
 fn field_err(key: &str, message: impl Into<String>) -> ShareError {
     ShareError::Field { key: key.chars().take(24).collect(), message: message.into() }
 }
@@ -335,7 +353,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
         seen.push(key);
         if key == "s" {
             if model.is_some() {
-                return Err(field_err(key, "a link names one model (`p` or `s`), not both"));
+                return Err(field_err(key, ONE_MODEL));
             }
             model = Some(ModelSource::Spec(decode_spec(raw)?));
             continue;
@@ -348,14 +366,14 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
             return Err(field_err(key, "value too long"));
         }
         match key {
-            "p" => {
+            "p" | "h" => {
                 if model.is_some() {
-                    return Err(field_err(key, "a link names one model (`p` or `s`), not both"));
+                    return Err(field_err(key, ONE_MODEL));
                 }
                 if text.is_empty() {
-                    return Err(field_err(key, "empty preset id"));
+                    return Err(field_err(key, "empty model id"));
                 }
-                model = Some(ModelSource::Preset { id: text });
+                model = Some(if key == "p" { ModelSource::Preset { id: text } } else { ModelSource::Hub(text) });
             }
             "g" => state.gpu = Some(text),
             "k" => state.capacity_bytes = Some(text.parse().map_err(|_| field_err(key, "expected a number of bytes"))?),
@@ -392,7 +410,7 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
             }
         }
     }
-    state.model = model.ok_or_else(|| ShareError::Malformed("no model (`p` or `s`)".into()))?;
+    state.model = model.ok_or_else(|| ShareError::Malformed("no model (`p`, `s` or `h`)".into()))?;
     state.config = serde_json::from_value(Value::Object(config))
         .map_err(|e| ShareError::Field { key: "config".into(), message: e.to_string() })?;
     check_state(&state)?;
@@ -439,7 +457,8 @@ fn check_state(s: &ShareState) -> Res<()> {
     }
     match &s.model {
         ModelSource::Preset { id } if id.is_empty() || id.len() > MAX_TEXT => Err(field_err("p", "invalid preset id")),
-        ModelSource::Preset { .. } => Ok(()),
+        ModelSource::Hub(id) if id.is_empty() || id.len() > MAX_TEXT => Err(field_err("h", "invalid model id")),
+        ModelSource::Preset { .. } | ModelSource::Hub(_) => Ok(()),
         ModelSource::Spec(spec) => check_spec(spec),
     }
 }

@@ -7,7 +7,7 @@ mod fuzz_share;
 
 use vramcalc_core::presets;
 use vramcalc_core::share::{
-    carries_spec, decode, decode_preset, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
+    carries_spec, decode, decode_preset, names_hub_model, encode, encode_preset, ModelSource, ShareError, ShareState, MAX_LINK_LEN,
 };
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{ByteUnit, OptimizerKind, Precision, TrainConfig};
@@ -149,6 +149,12 @@ fn saved(name: &str) -> ShareState {
             ..Default::default()
         },
         "gpt2-fsdp" => gpt2_fsdp(),
+        "qwen-hub" => ShareState {
+            model: ModelSource::Hub("Qwen/Qwen2.5-7B-Instruct@main".into()),
+            config: TrainConfig { batch: 1, seq_len: Some(4096), precision: Precision::AmpBf16, ..Default::default() },
+            gpu: Some("rtx-4090".into()),
+            ..Default::default()
+        },
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
@@ -171,7 +177,7 @@ fn gpt2_fsdp() -> ShareState {
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate", "gpt2-fsdp"];
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate", "gpt2-fsdp", "qwen-hub"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]
@@ -212,12 +218,13 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (4, 2));
+    assert_eq!(checked, (5, 2));
     // a preset link's other errors are the full decoder's
     for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");
     }
     assert!(!carries_spec("v1.p=vgg16,sl=128"), "`sl=` is not `s=`");
+    assert!(names_hub_model("https://x.org/#v1.h=gpt2,b=2") && !names_hub_model("v1.p=gpt2,ch=1"));
 }
 
 /// Prints the saved links for today's encoder (to extend `share_links.txt`):
@@ -240,6 +247,9 @@ fn bad_links_say_what_is_wrong() {
     assert!(matches!(err("v1."), ShareError::Malformed(_)));
     assert!(matches!(err("v1.b=8"), ShareError::Malformed(m) if m.contains("no model")));
     assert!(matches!(err("v1.p=gpt2,p=bert-base"), ShareError::Field { key, .. } if key == "p"));
+    // a hub model's id: one model per link, never empty
+    assert!(matches!(err("v1.p=gpt2,h=Qwen%2FQwen2.5-7B"), ShareError::Field { key, .. } if key == "h"));
+    assert!(matches!(err("v1.h="), ShareError::Field { key, message } if key == "h" && message.contains("empty")));
     assert!(matches!(err("v1.p=gpt2,b=0"), ShareError::Field { key, .. } if key == "b"));
     assert!(matches!(err("v1.p=gpt2,b=99999999999999999999"), ShareError::Field { key, .. } if key == "b"));
     assert!(matches!(err("v1.p=gpt2,ck=yes"), ShareError::Field { key, .. } if key == "ck"));

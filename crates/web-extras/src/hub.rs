@@ -16,15 +16,53 @@ use vramcalc_core::hub::{read_answer, HubError, HubRef};
 use vramcalc_core::hub::TIMEOUT_SECS;
 use vramcalc_core::spec::ModelSpec;
 
-/// `input` (an id, `id@revision` or a hub URL) → the model's spec (named by its id) and the
-/// context its config gives; `token` empty for none.
-pub async fn load(input: &str, token: &str) -> Result<(ModelSpec, Option<u64>), HubError> {
+/// `input` (an id, `id@revision` or a hub URL) → where it is, the model's spec (named by its id)
+/// and the context its config gives. `token`: one the user just typed, kept for this tab
+/// ([`remember_token`]); empty: the tab's token, if any.
+pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>), HubError> {
     let hub = HubRef::parse(input)?;
-    let token = token.trim();
-    let (status, body) = fetch(&hub.config_url(), token).await?;
+    let token = match token.trim() {
+        "" => session_token(),
+        typed => {
+            remember_token(typed);
+            typed.to_string()
+        }
+    };
+    let (status, body) = fetch(&hub.config_url(), &token).await?;
     let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((spec, crate::paste::context_of(&body)))
+    Ok((hub, spec, crate::paste::context_of(&body)))
 }
+
+/// The `sessionStorage` key of the access token: this tab only, gone when it closes, never in
+/// a link, an export or the saved work.
+#[cfg(target_arch = "wasm32")]
+const TOKEN_KEY: &str = "vramcalc-hf-token";
+
+#[cfg(target_arch = "wasm32")]
+fn session() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok()?
+}
+
+/// The token this tab was given, or empty.
+#[cfg(target_arch = "wasm32")]
+fn session_token() -> String {
+    session().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten()).unwrap_or_default()
+}
+
+#[cfg(target_arch = "wasm32")]
+fn remember_token(token: &str) {
+    if let Some(s) = session() {
+        let _ = s.set_item(TOKEN_KEY, token);
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn session_token() -> String {
+    String::new()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn remember_token(_token: &str) {}
 
 /// Outside the browser there is no fetch: the native tests get a network failure.
 #[cfg(not(target_arch = "wasm32"))]

@@ -2,7 +2,8 @@
 //! `config.json` this module fetches from huggingface.co (`hub.rs`), and the paste box for a
 //! vramcalc JSON spec or a `config.json`. This module draws it into the app's host element and
 //! answers it, so none of it is in the app's first-load bundle. A model read reaches the app as a
-//! `vramcalc-import` event on the host, `detail` `{"kind": "spec" | "hf", "spec", "context"}`;
+//! `vramcalc-import` event on the host, `detail` `{"kind": "spec" | "hf", "spec", "context",
+//! "hub"?}` (`hub`: the model's id, `id@revision`, when it came from the hub: its link names it);
 //! a failure is shown in the panel and says what to do next (a token field for a gated model, a
 //! retry after a network failure, the paste box for a `model_type` the importer does not know).
 
@@ -133,9 +134,9 @@ fn load_hub(host: web_sys::Element) {
     set_state("loading");
     wasm_bindgen_futures::spawn_local(async move {
         match crate::hub::load(&input, &token).await {
-            Ok((spec, context)) => {
-                let spec = serde_json::to_string(&spec).unwrap_or_default();
-                emit(&host, "vramcalc-import", &format!(r#"{{"kind":"hf","context":{},"spec":{spec}}}"#, json!(context)));
+            Ok((hub, spec, context)) => {
+                let detail = json!({"kind": "hf", "hub": hub.to_string(), "context": context, "spec": spec});
+                emit(&host, "vramcalc-import", &detail.to_string());
                 // a token the user typed stays in its field (this page only) for the next load
                 if find(&host, "[data-testid=hub-token]").is_none() {
                     status(&host, ".hub-status", "");

@@ -43,6 +43,14 @@ pub fn decode_link(fragment: &str) -> Result<String, String> {
     serde_json::to_string(&state).map_err(|e| e.to_string())
 }
 
+/// A hub model's spec (JSON) by id (`id@revision`, as a link's `h=` names it): fetches its
+/// `config.json` with the tab's access token, if any; the error is the failure's message (`hub.rs`).
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen)]
+pub async fn load_hub(id: String) -> Result<String, String> {
+    let (_, spec, _) = hub::load(&id, "").await.map_err(|e| e.to_string())?;
+    serde_json::to_string(&spec).map_err(|e| e.to_string())
+}
+
 /// A preset's spec (JSON) by id (`vgg16`).
 #[wasm_bindgen]
 pub fn build_preset(id: &str) -> Result<String, String> {

@@ -8,4 +8,4 @@ mod notice;
 
 pub use buttons::{ShareButtons, ShareProps};
 pub use embed_builder::{EmbedBuilder, EmbedBuilderProps};
-pub use notice::link_notice;
+pub use notice::{link_notice, retry_button};
