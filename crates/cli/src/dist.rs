@@ -32,6 +32,9 @@ pub struct DistArgs {
     /// Tensor-parallel degree (Megatron layout); with --strategy tp it defaults to --gpus.
     #[arg(long, default_value_t = 1)]
     pub tp: u64,
+    /// Megatron's sequence parallelism with --tp: norms, dropouts and residuals on S/t tokens.
+    #[arg(long)]
+    pub sequence_parallel: bool,
     /// DeepSpeed offload to CPU: optimizer | params
     #[arg(long)]
     pub offload: Option<String>,
@@ -76,12 +79,13 @@ impl DistArgs {
             fsdp_param_dtype: self.fsdp_param_dtype.as_deref().map(|v| parse(v, "fsdp-param-dtype", param, &["bf16", "fp16"])).transpose()?,
             fsdp_reduce_dtype: self.fsdp_reduce_dtype.as_deref().map(|v| parse(v, "fsdp-reduce-dtype", reduce, &["fp32", "bf16"])).transpose()?,
             offload: self.offload.as_deref().map(|v| parse(v, "offload", offload, &["optimizer", "params"])).transpose()?.unwrap_or_default(),
+            sequence_parallel: self.sequence_parallel,
         })
     }
 
     /// Whether any multi-GPU setting was given (otherwise today's single-GPU path runs).
     pub fn is_single(&self) -> bool {
-        self.gpus <= 1 && self.tp <= 1 && self.strategy.is_none() && self.offload.is_none()
+        self.gpus <= 1 && self.tp <= 1 && self.strategy.is_none() && self.offload.is_none() && !self.sequence_parallel
     }
 }
 
@@ -107,7 +111,8 @@ pub fn estimate_text(e: &DistEstimate, unit: ByteUnit) -> Result<String> {
     let Some(d) = &e.distributed else { return Ok(o) };
     let f = |b: u64| format_bytes(b, unit);
     writeln!(o)?;
-    writeln!(o, "rank 0 of {} GPUs: {} (data-parallel {}, tensor-parallel {})", d.gpus, d.strategy, d.data_parallel, d.tensor_parallel)?;
+    let sp = if d.sequence_parallel { ", sequence-parallel" } else { "" };
+    writeln!(o, "rank 0 of {} GPUs: {} (data-parallel {}, tensor-parallel {}{sp})", d.gpus, d.strategy, d.data_parallel, d.tensor_parallel)?;
     let b = &d.breakdown;
     for (k, v) in [
         ("sharded parameters", b.sharded_parameters),

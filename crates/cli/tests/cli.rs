@@ -185,6 +185,30 @@ fn estimate_json_gains_the_distributed_object_and_breakdown_keys() {
     assert!(ddp["breakdown"]["gradient_buckets"].as_u64().unwrap() > 0);
 }
 
+/// `--sequence-parallel` (Megatron's flag) with tensor parallelism: a lower peak for a TinyLlama
+/// whose peak holds activations, the flag in the `distributed` object, the gather buffer in the
+/// breakdown and the text; without tensor parallelism it is refused by name.
+#[test]
+fn sequence_parallel_with_tensor_parallelism() {
+    let config = format!("{}/../core/tests/data/tinyllama-1.1b.config.json", env!("CARGO_MANIFEST_DIR"));
+    let args = ["estimate", "--hf-config", config.as_str(), "--batch", "2", "--seq-len", "2048", "--precision", "bf16", "--gpus", "8", "--strategy", "tp"];
+    let tp = json(&[&args[..], &["--json"]].concat());
+    let sp = json(&[&args[..], &["--json", "--sequence-parallel"]].concat());
+    assert_eq!(tp["distributed"]["sequence_parallel"], false);
+    assert_eq!(sp["distributed"]["sequence_parallel"], true);
+    assert_eq!(sp["distributed"]["tensor_parallel"], 8);
+    let peak = |v: &serde_json::Value| v["peak_bytes"].as_u64().unwrap();
+    assert!(peak(&sp) < peak(&tp), "{} ≥ {}", peak(&sp), peak(&tp));
+    // one bf16 [seq, batch, hidden] gather buffer
+    assert_eq!(sp["breakdown"]["all_gather_buffers"], 2048 * 2 * 2048 * 2);
+    let (code, out, err) = vramcalc(&[&args[..], &["--sequence-parallel"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tensor-parallel 8, sequence-parallel") && out.contains("all-gather buffers"), "{out}");
+    let (code, _, err) = vramcalc(&[&args[..9], &["--sequence-parallel"]].concat());
+    assert_ne!(code, 0);
+    assert!(err.contains("--sequence-parallel needs tensor parallelism"), "{err}");
+}
+
 #[test]
 fn one_gpu_is_todays_estimate() {
     let plain = json(&[&["estimate", "--json"][..], &MODEL[..]].concat());

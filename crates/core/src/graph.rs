@@ -163,11 +163,13 @@ impl Graph {
     pub fn adapter_bytes(&self) -> u64 {
         self.adapters.iter().map(|&p| self.value(p).bytes().fixed).fold(0, u64::saturating_add)
     }
-    pub fn buffer_bytes(&self) -> u64 {
+    /// Bytes of the buffers at `batch` samples: a module's (`m.buffers()`) are batch-independent,
+    /// a communication buffer holding activations (sequence parallelism's gather) is not.
+    pub fn buffer_bytes(&self, batch: u64) -> u64 {
         self.storages
             .iter()
             .filter(|s| s.class == StorageClass::Buffer)
-            .map(|s| s.bytes.fixed)
+            .map(|s| s.bytes.at(batch))
             .fold(0, u64::saturating_add)
     }
 }

@@ -27,6 +27,9 @@ pub struct LowerOptions {
     pub finetune: FineTune,
     /// One forward of `generate()` against a KV cache (`layer/kv_cache.rs`); `None` otherwise.
     pub generation: Option<crate::generation::GenStep>,
+    /// Megatron's sequence parallelism over this many tensor-parallel ranks (`layer/seq_parallel.rs`);
+    /// 1: off.
+    pub sequence_parallel: u64,
 }
 
 impl Default for LowerOptions {
@@ -42,6 +45,7 @@ impl Default for LowerOptions {
             framework: Framework::PytorchEager,
             finetune: FineTune::default(),
             generation: None,
+            sequence_parallel: 1,
         }
     }
 }
@@ -96,11 +100,16 @@ pub struct Builder {
     pub style: NameStyle,
     /// Weights stored in a bitsandbytes format: `(value, format)`.
     pub quantised: Vec<(ValueId, crate::finetune::BaseFormat)>,
+    /// Into how many parts the residual stream's token dimension is split right now (sequence
+    /// parallelism: `t` between the embedding and the output head, else 1).
+    pub seq_shards: u64,
+    /// Persistent buffers shared by name and dtype (see [`Builder::shared_buffer`]).
+    shared_buffers: Vec<(&'static str, DType, u32)>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -272,6 +281,23 @@ impl Builder {
     pub fn buffer(&mut self, numel: u64, dtype: DType) {
         let bytes = numel.saturating_mul(dtype.size());
         self.new_storage(Lin { fixed: bytes, per_sample: 0 }, StorageClass::Buffer);
+    }
+
+    /// A buffer that lives across steps, shared by every caller asking for `name` in `dtype` and
+    /// grown to the largest request: Megatron's `GlobalMemoryBuffer.get_tensor(shape, dtype, name)`
+    /// (`megatron/core/utils.py`), which re-allocates only when a request outgrows it and never
+    /// frees it. In a steady-state step it exists from the start.
+    pub fn shared_buffer(&mut self, name: &'static str, dtype: DType, bytes: Lin) {
+        match self.shared_buffers.iter().find(|(n, d, _)| *n == name && *d == dtype) {
+            Some(&(_, _, s)) => {
+                let have = &mut self.g.storages[s as usize].bytes;
+                *have = Lin { fixed: have.fixed.max(bytes.fixed), per_sample: have.per_sample.max(bytes.per_sample) };
+            }
+            None => {
+                let s = self.new_storage(bytes, StorageClass::Buffer);
+                self.shared_buffers.push((name, dtype, s));
+            }
+        }
     }
 
     /// The general op: `outputs` are new storages; `extras` are saved-only tensors (masks, stats).

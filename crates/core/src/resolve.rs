@@ -88,7 +88,9 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         && matches!(spec.loss, Loss::CausalLm | Loss::CrossEntropy)
         && head == Some(spec.layers.len() - 1))
         .then_some(spec.layers.len() - 1);
-    let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None };
+    // the split region holds transformer layers: a build without them never enters it
+    let sp = (cfg!(feature = "sequence") && opts.sequence_parallel > 1).then_some(crate::layer::seq_parallel::Region::Before);
+    let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None, sp };
     let out = match lm_head_keeps(spec, opts) {
         // `generate()`'s `logits_to_keep`: the LM head reads `hidden_states[:, -k:, :]`, a view
         // (`modeling_utils.slice_logits_to_keep`)
@@ -104,6 +106,9 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         }
         None => r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?,
     };
+    if let Some(sp) = r.sp {
+        sp.finish().map_err(Error::Config)?;
+    }
     let loss = match (opts.training, r.fused_loss) {
         (true, Some(loss)) => loss,
         (true, None) => r.loss(spec.loss, out, x)?,
@@ -129,6 +134,8 @@ struct Resolver {
     fuse_head: Option<usize>,
     /// That fused op's loss.
     fused_loss: Option<ValueId>,
+    /// Sequence parallelism: where the lowering stands against the split region.
+    sp: Option<crate::layer::seq_parallel::Region>,
 }
 
 /// Where the top-level landmarks of the spec are, for the fine-tuning setup's freezing rules.
@@ -193,6 +200,16 @@ impl Resolver {
 
     fn layer(&mut self, layer: &Layer, x: ValueId, at: &LayerPath, depth: u32) -> Result<ValueId> {
         let path = &at.to_string();
+        let top = if depth == 0 { at.index() } else { None };
+        let x = match self.sp.as_mut() {
+            Some(sp) => {
+                let head = matches!(layer, Layer::Linear(_)) && top.is_some() && top == self.freeze.head;
+                // a split on entering the region belongs to the layers before (the embedding's)
+                sp.enter(&mut self.b, layer.kind(), top == Some(0), head, x)
+                    .map_err(|m| Error::Config(format!("{path} ({}): {m}", layer.kind())))?
+            }
+            None => x,
+        };
         self.count += 1;
         if self.count > MAX_LAYERS || self.b.g.ops.len() > MAX_OPS {
             return Err(Error::TooLarge(format!(
@@ -215,7 +232,6 @@ impl Resolver {
         self.b.set_layer(row as u32);
         let parent_frozen = self.b.frozen;
         let ft = self.b.opts.finetune;
-        let top = if depth == 0 { at.index() } else { None };
         self.b.frozen = parent_frozen
             || matches!(layer, Layer::Frozen { .. })
             || (finetune::LOWERING

@@ -8,7 +8,7 @@ mod common;
 use common::reference::{cases_from, rel_err};
 use serde_json::Value;
 use vramcalc_core::distributed::{self, DistConfig, MpDtype, Offload, Strategy};
-use vramcalc_core::{ModelSpec, Precision, TrainConfig};
+use vramcalc_core::{ModelSpec, Phase, Precision, TrainConfig};
 
 const FSDP: &str = include_str!("data/fsdp.jsonl");
 
@@ -128,6 +128,7 @@ fn ds_zero3_gpu(total: u64, largest_layer: u64, gpus: u64, cpu_offload: bool, cp
 ///   gradient partition buffer (`2Ψ/N`, allocated at start by stage3.py) and whole parameters under
 ///   `stage3_param_persistence_threshold`; their `4 × largest layer` (gathered parameters and
 ///   gradients) is, in ours, part of the step's peak rather than of the model states.
+///
 /// The 4-byte Adam `step` tensor and the rounding of `Ψ/N` up make ours a few bytes larger.
 #[test]
 fn zero_model_states_agree_with_deepspeeds_estimators() {
@@ -194,12 +195,13 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
     /// Every setting that goes together (offload with ZeRO, mixed precision with FSDP on fp32
-    /// parameters, TP dividing the GPUs and the heads) is an estimate keeping the invariants: the
+    /// parameters, TP dividing the GPUs and the heads, sequence parallelism with TP) is an estimate keeping the invariants: the
     /// breakdown sums to the peak, gathered parameters and shards never exceed the model (but for
     /// FSDP's padding), the peak holds at least the parameters on the GPU; and it never panics.
     #[test]
     fn every_valid_setting_is_an_estimate_with_its_invariants(s in 0usize..6, dp in 1u64..9, tp_log in 0u32..3, off in 0usize..3,
-        mp in 0usize..3, raf in proptest::bool::ANY, view in proptest::bool::ANY, prec in 0usize..3, accum in 1u64..3, ckpt in proptest::bool::ANY) {
+        mp in 0usize..3, raf in proptest::bool::ANY, view in proptest::bool::ANY, prec in 0usize..3, accum in 1u64..3, ckpt in proptest::bool::ANY,
+        sp in proptest::bool::ANY) {
         let spec = tiny(256, 2);
         let strategy = Strategy::ALL[s];
         let precision = [Precision::Fp32, Precision::Bf16, Precision::AmpBf16][prec];
@@ -217,6 +219,7 @@ proptest::proptest! {
                 (true, o) => o,
                 _ => Offload::None,
             },
+            sequence_parallel: sp && (strategy == Strategy::Tp || tp > 1),
         };
         let e = distributed::estimate(&spec, &c, &d).unwrap_or_else(|e| panic!("{d:?} {c:?}: {e}"));
         let est = &e.estimate;
@@ -292,6 +295,130 @@ fn tensor_parallel_activations_follow_korthikanti() {
     let saved = per_layer(1) - per_layer(2);
     let expected = theirs(1) - theirs(2);
     assert!((saved - expected).abs() / expected < 0.01, "saved {saved}, expected {expected}");
+}
+
+/// Megatron's sequence parallelism (`--sequence-parallel`, `layer/seq_parallel.rs`) on the same
+/// layer: the per-layer activations come from simulating the rank's ops and are checked against
+/// Korthikanti et al.'s formula with sequence parallelism (their section 4.2.2):
+/// `s·b·h·(34/t + 5·a·s/(h·t))` bytes. Now every term divides: the LayerNorm inputs, the saved
+/// (un-gathered) inputs of the column-parallel QKV and FC1 and the two dropout masks are `s/t`
+/// tokens. The one difference is again the LayerNorms' fp32 mean and rstd, now of `s/t` rows:
+/// `2 · 2 · (s/t)·b·4` bytes. The all-gather buffer the column-parallel linears share
+/// (`get_global_memory_buffer()`, `s·b·h` 16-bit elements) is per model, not per layer, so the
+/// two-layer minus one-layer difference leaves it out; it is checked once, in the one-layer peak.
+#[test]
+fn sequence_parallel_activations_follow_korthikanti() {
+    let (h, a, s, b) = (1024u64, 16u64, 1024u64, 2u64);
+    let c = TrainConfig { batch: b, seq_len: Some(s), precision: Precision::Fp16, attention: vramcalc_core::AttentionImpl::Eager, ..TrainConfig::default() };
+    let est = |t: u64, layers: u64| {
+        let d = DistConfig { gpus: t, strategy: Strategy::Tp, sequence_parallel: true, ..DistConfig::default() };
+        distributed::estimate(&gpt(h, a, layers, s, 32000), &c, &d).unwrap()
+    };
+    let kept = |e: &distributed::DistEstimate| {
+        let e = &e.estimate;
+        e.phase_peaks[0] as f64 - e.param_bytes as f64 - e.optimizer_state_bytes as f64
+    };
+    let sbh = (s * b * h) as f64;
+    for t in [2u64, 4, 8] {
+        let one = est(t, 1);
+        let ours = kept(&est(t, 2)) - kept(&one);
+        let theirs = sbh * (34.0 / t as f64 + 5.0 * (a * s) as f64 / (h * t) as f64);
+        let stats = 2.0 * 2.0 * (s / t * b * 4) as f64;
+        let err = (ours - stats - theirs) / theirs;
+        eprintln!("t={t}: ours {ours} (less LayerNorm stats {}), Korthikanti {theirs} ({:+.3} %)", ours - stats, err * 100.0);
+        assert!(err.abs() < 0.001, "t={t}: {:+.3} %", err * 100.0);
+        // the gather buffer: once per model, in every sample of the step, so in the peak
+        let buffer = s * b * h * 2;
+        assert_eq!(one.estimate.breakdown.buffers, buffer, "t={t}");
+        let rep = one.distributed.unwrap();
+        assert!(rep.sequence_parallel);
+        assert_eq!(rep.breakdown.all_gather_buffers, buffer, "t={t}");
+    }
+}
+
+/// Sequence parallelism against plain tensor parallelism of the same degree (Llama-style models):
+/// where the peak holds activations (forward or backward) it is lower; where it is the optimizer
+/// step, after the activations are gone, it is higher by exactly the gather buffer, which Megatron
+/// never frees (`GlobalMemoryBuffer` in `megatron/core/utils.py`). So it never costs more than
+/// that buffer. Without tensor parallelism it is refused, not silently ignored.
+#[test]
+fn sequence_parallel_lowers_activation_peaks_and_costs_at_most_its_buffer() {
+    for (hidden, layers) in [(256u64, 1u64), (256, 3), (512, 2)] {
+        let spec = tiny(hidden, layers);
+        for t in [2u64, 4] {
+            for (batch, seq, precision, ckpt) in [(1u64, 64u64, Precision::Bf16, false), (4, 256, Precision::Fp32, false), (2, 128, Precision::AmpBf16, true)] {
+                let c = TrainConfig { batch, seq_len: Some(seq), precision, checkpointing: ckpt, ..TrainConfig::default() };
+                let tp = DistConfig { gpus: t, strategy: Strategy::Tp, ..DistConfig::default() };
+                let plain = distributed::estimate(&spec, &c, &tp).unwrap().estimate;
+                let split = distributed::estimate(&spec, &c, &DistConfig { sequence_parallel: true, ..tp }).unwrap().estimate;
+                let what = format!("h{hidden} l{layers} t{t} b{batch} s{seq} {precision:?} ckpt {ckpt}");
+                let buffer = split.buffer_bytes;
+                assert_eq!(buffer, batch * seq * hidden * if precision == Precision::Bf16 { 2 } else { 4 }, "{what}");
+                assert!(split.peak_bytes <= plain.peak_bytes + buffer, "{what}: {} > {} + {buffer}", split.peak_bytes, plain.peak_bytes);
+                match (plain.peak_phase, split.peak_phase) {
+                    (Phase::Optimizer, Phase::Optimizer) => assert_eq!(split.peak_bytes, plain.peak_bytes + buffer, "{what}"),
+                    (Phase::Optimizer, _) => panic!("{what}: plain TP peaks in the optimizer step, SP in {:?}", split.peak_phase),
+                    _ => assert!(split.peak_bytes < plain.peak_bytes, "{what}: {} ≥ {}", split.peak_bytes, plain.peak_bytes),
+                }
+            }
+        }
+    }
+    let spec = tiny(256, 1);
+    let c = TrainConfig { batch: 1, seq_len: Some(64), ..TrainConfig::default() };
+    for d in [
+        DistConfig { gpus: 1, sequence_parallel: true, ..DistConfig::default() },
+        DistConfig { gpus: 4, strategy: Strategy::Fsdp, sequence_parallel: true, ..DistConfig::default() },
+    ] {
+        let e = distributed::estimate(&spec, &c, &d).unwrap_err().to_string();
+        assert!(e.contains("--sequence-parallel needs tensor parallelism"), "{e}");
+    }
+    // settings it is not modelled with name themselves
+    let lora = TrainConfig { finetune: vramcalc_core::finetune::FineTune { method: vramcalc_core::finetune::Method::Lora, ..Default::default() }, ..c };
+    let d = DistConfig { gpus: 2, strategy: Strategy::Tp, sequence_parallel: true, ..DistConfig::default() };
+    let e = distributed::estimate(&spec, &lora, &d).unwrap_err().to_string();
+    assert!(e.contains("LoRA"), "{e}");
+    // a sequence that does not split over the ranks: Megatron's reduce-scatter asserts it divides
+    let odd = TrainConfig { seq_len: Some(63), ..c };
+    let e = distributed::estimate(&spec, &odd, &d).unwrap_err().to_string();
+    assert!(e.contains("does not split over --tp 2"), "{e}");
+}
+
+/// Inside the split region only what Megatron's sequence parallelism is modelled for runs; any
+/// other layer is an error that names it (its path and kind), never a silent approximation.
+#[test]
+fn sequence_parallel_names_the_layer_it_does_not_model() {
+    let c = TrainConfig { batch: 1, seq_len: Some(64), ..TrainConfig::default() };
+    let d = DistConfig { gpus: 2, strategy: Strategy::Tp, sequence_parallel: true, ..DistConfig::default() };
+    // a mixture-of-experts decoder (transformers' Mixtral, scaled down)
+    let mut v: serde_json::Map<String, Value> = serde_json::from_str(include_str!("data/hf/mixtral.config.json")).unwrap();
+    for (k, n) in [("num_hidden_layers", 1u64), ("hidden_size", 256), ("intermediate_size", 512), ("num_attention_heads", 4), ("num_key_value_heads", 2), ("vocab_size", 1024)] {
+        v.insert(k.into(), n.into());
+    }
+    let moe = vramcalc_core::import::hf::from_config(&v).unwrap();
+    let e = distributed::estimate(&moe, &c, &d).unwrap_err().to_string();
+    // its decoder layer is a residual block around `multihead_attention`, then one around `sparse_moe`
+    assert!(e.contains("layers[1].body#0[0] (residual): sequence parallelism") && e.contains("not `residual`"), "{e}");
+    // a layer the region does not model, by path and kind
+    let mut spec = serde_json::to_value(tiny(256, 1)).unwrap();
+    let layers = spec["layers"].as_array_mut().unwrap();
+    layers.insert(2, serde_json::json!({"kind": "gelu"}));
+    let spec = ModelSpec::from_json(&spec.to_string()).unwrap();
+    let e = distributed::estimate(&spec, &c, &d).unwrap_err().to_string();
+    assert!(e.contains("layers[2] (gelu)") && e.contains("not `gelu`"), "{e}");
+    // plain tensor parallelism still estimates it
+    assert!(distributed::estimate(&spec, &c, &DistConfig { sequence_parallel: false, ..d }).is_ok());
+    // learned positions are added on the whole sequence before the split (GPT-2), as in
+    // Megatron's `LanguageModelEmbedding`; inside the region they are not modelled
+    let gpt2 = vramcalc_core::presets::build("gpt2").unwrap();
+    let (plain, split) = (distributed::estimate(&gpt2, &c, &DistConfig { sequence_parallel: false, ..d }).unwrap(), distributed::estimate(&gpt2, &c, &d).unwrap());
+    let saved = |e: &distributed::DistEstimate| e.estimate.layers.iter().filter(|l| l.info.depth == 0).map(|l| l.saved_bytes).sum::<u64>();
+    assert!(saved(&split) < saved(&plain), "{} ≥ {}", saved(&split), saved(&plain));
+    let mut spec = serde_json::to_value(&gpt2).unwrap();
+    let pos = spec["layers"][1].clone();
+    assert_eq!(pos["kind"], "positional_embedding");
+    spec["layers"].as_array_mut().unwrap().insert(4, pos);
+    let e = distributed::estimate(&ModelSpec::from_json(&spec.to_string()).unwrap(), &c, &d).unwrap_err().to_string();
+    assert!(e.contains("layers[4] (positional_embedding)"), "{e}");
 }
 
 /// The combinations people run: FSDP × TP (2-D), ZeRO-3 with offload, DDP with gradient

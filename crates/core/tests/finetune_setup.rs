@@ -39,7 +39,7 @@ fn lora_parameters_are_what_peft_reports() {
     let e = estimate(&spec, &bf16).unwrap();
     assert_eq!(e.breakdown.adapter_parameters, 4 * per_layer(16) * 4);
     assert_eq!(e.breakdown.frozen_parameters, 110_633_984 * 2);
-    assert_eq!(e.breakdown.gradients + e.breakdown.optimizer_state > 0, true);
+    assert!(e.breakdown.gradients + e.breakdown.optimizer_state > 0);
 }
 
 #[test]

@@ -11,11 +11,12 @@
 //! | `fpd` | `fsdp_param_dtype` | `bf16` `fp16` |
 //! | `frd` | `fsdp_reduce_dtype` | `fp32` `bf16` |
 //! | `off` | `offload` | `optimizer` `params` |
+//! | `sp` | `sequence_parallel` | `1` / `0` |
 
 use super::{DistConfig, MpDtype, Offload, Strategy, MAX_GPUS};
 
 /// The keys this module owns.
-pub const KEYS: [&str; 8] = ["n", "st", "tp", "bv", "raf", "fpd", "frd", "off"];
+pub const KEYS: [&str; 9] = ["n", "st", "tp", "bv", "raf", "fpd", "frd", "off", "sp"];
 
 /// `(key, value)` pairs for a link.
 pub fn fields(d: &DistConfig) -> Vec<(&'static str, String)> {
@@ -46,6 +47,9 @@ pub fn fields(d: &DistConfig) -> Vec<(&'static str, String)> {
     if d.offload != z.offload {
         out.push(("off", d.offload.name().to_string()));
     }
+    if d.sequence_parallel != z.sequence_parallel {
+        out.push(("sp", flag(d.sequence_parallel)));
+    }
     out
 }
 
@@ -69,6 +73,7 @@ pub fn set(d: &mut DistConfig, key: &str, text: &str) -> Result<(), String> {
         "raf" => d.reshard_after_forward = flag()?,
         "fpd" => d.fsdp_param_dtype = Some(MpDtype::parse(text).filter(|p| *p != MpDtype::Fp32).ok_or_else(|| one_of(&["bf16", "fp16"]))?),
         "frd" => d.fsdp_reduce_dtype = Some(MpDtype::parse(text).ok_or_else(|| one_of(&["fp32", "bf16", "fp16"]))?),
+        "sp" => d.sequence_parallel = flag()?,
         "off" => d.offload = Offload::parse(text).ok_or_else(|| one_of(&["none", "optimizer", "params"]))?,
         _ => return Err("not a multi-GPU setting".into()),
     }
@@ -91,6 +96,7 @@ mod tests {
             fsdp_param_dtype: Some(MpDtype::Bf16),
             fsdp_reduce_dtype: Some(MpDtype::Fp32),
             offload: Offload::Params,
+            sequence_parallel: true,
         };
         let f = fields(&d);
         assert_eq!(f.len(), KEYS.len());
@@ -101,5 +107,6 @@ mod tests {
         assert_eq!(back, d);
         assert!(set(&mut back, "n", "0").is_err());
         assert!(set(&mut back, "st", "zero4").is_err());
+        assert!(set(&mut back, "sp", "yes").is_err());
     }
 }

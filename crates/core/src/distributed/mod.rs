@@ -9,7 +9,7 @@
 //! | `ddp.rs` | DDP reducer buckets | `torch/nn/parallel/distributed.py`, `torch/csrc/distributed/c10d/reducer.cpp` |
 //! | `zero.rs` | ZeRO-1/2/3, offload | `deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`, `partitioned_param_coordinator.py` |
 //! | `fsdp.rs` | FSDP2 `fully_shard` | `torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py`, `_fsdp_collectives.py` |
-//! | `tp.rs` | tensor (+ data) parallel | Megatron-LM `core/tensor_parallel/layers.py` |
+//! | `tp.rs` | tensor (+ data) parallel, sequence parallelism (lowered in `layer/seq_parallel.rs`) | Megatron-LM `core/tensor_parallel/layers.py`, `mappings.py` |
 //!
 //! With `gpus == 1` every strategy is today's single-GPU estimate (no wrapper).
 
@@ -91,6 +91,9 @@ pub struct DistConfig {
     /// FSDP2 `MixedPrecisionPolicy(reduce_dtype)`; `None`: `param_dtype`.
     pub fsdp_reduce_dtype: Option<MpDtype>,
     pub offload: Offload,
+    /// Megatron's `--sequence-parallel` with tensor parallelism (`tp.rs`): norms, dropouts and
+    /// residuals keep `S/t` tokens per rank.
+    pub sequence_parallel: bool,
 }
 
 impl Default for DistConfig {
@@ -104,6 +107,7 @@ impl Default for DistConfig {
             fsdp_param_dtype: None,
             fsdp_reduce_dtype: None,
             offload: Offload::None,
+            sequence_parallel: false,
         }
     }
 }
@@ -141,7 +145,7 @@ impl DistConfig {
             return bad(format!("--gpus {} must be between 1 and {MAX_GPUS}", self.gpus));
         }
         let t = self.tp_degree();
-        if self.gpus % t != 0 {
+        if !self.gpus.is_multiple_of(t) {
             return bad(format!("--tp {t} must divide --gpus {}", self.gpus));
         }
         if self.offload != Offload::None && !matches!(self.strategy, Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3) {
@@ -162,6 +166,9 @@ impl DistConfig {
         if config.mode != crate::config::Mode::Train && !self.is_single() && self.strategy != Strategy::Tp {
             return bad(format!("--strategy {} simulates training; for inference use --strategy tp", self.strategy.name()));
         }
+        if self.sequence_parallel {
+            tp::check_sequence_parallel(t, config).map_err(Error::Config)?;
+        }
         Ok(())
     }
 }
@@ -180,6 +187,9 @@ pub struct DistReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsdp_reduce_dtype: Option<MpDtype>,
     pub offload: Offload,
+    /// `--sequence-parallel` (with tensor parallelism); absent in reports written before it.
+    #[serde(default)]
+    pub sequence_parallel: bool,
     /// The peak's strategy-specific parts (also inside the estimate's categories).
     pub breakdown: DistBreakdown,
     /// CPU memory the strategy keeps per rank (offloaded states), not in the GPU peak.
@@ -189,7 +199,8 @@ pub struct DistReport {
 }
 
 /// Parts of the peak by what the strategy allocates. Parameters are
-/// `sharded_parameters + unsharded_parameters`; the buffers sit in temporaries or gradients.
+/// `sharded_parameters + unsharded_parameters`; the buffers sit in temporaries or gradients
+/// (sequence parallelism's persistent gather buffer in buffers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct DistBreakdown {
     pub sharded_parameters: u64,
@@ -266,7 +277,8 @@ impl DistPrepared {
                 };
             }
         }
-        let prepared = Prepared::new(&spec, &cfg)?;
+        let sp = if dist.sequence_parallel { t } else { 1 };
+        let prepared = Prepared::with_sequence_parallel(&spec, &cfg, sp)?;
         let rank = rank_of(&prepared, &cfg, config, dist);
         Ok(DistPrepared { prepared, dist: *dist, rank, config: *config, compute: cfg })
     }
@@ -287,13 +299,15 @@ impl DistPrepared {
     pub fn estimate_at(&self, batch: u64) -> Result<DistEstimate> {
         let Some(rank) = &self.rank else {
             let estimate = self.prepared.estimate_at(batch)?;
-            let distributed = (!self.dist.is_single()).then(|| self.report(DistBreakdown::default(), 0, tp::BASIS));
+            let detail = DistBreakdown { all_gather_buffers: self.gather_buffer(&estimate), ..DistBreakdown::default() };
+            let distributed = (!self.dist.is_single()).then(|| self.report(detail, 0, self.tp_basis()));
             return Ok(DistEstimate { estimate, distributed });
         };
         let (estimate, op) = self.prepared.estimate_overlaid(batch, rank.optimizer(), rank.as_ref() as &dyn Overlay)?;
         let mut detail = rank.detail(estimate.peak_phase, op);
         detail.host_memory = rank.host_bytes();
-        let basis = if self.dist.tp_degree() > 1 { format!("{}; {}", rank.basis(), tp::BASIS) } else { rank.basis().to_string() };
+        detail.all_gather_buffers = detail.all_gather_buffers.saturating_add(self.gather_buffer(&estimate));
+        let basis = if self.dist.tp_degree() > 1 { format!("{}; {}", rank.basis(), self.tp_basis()) } else { rank.basis().to_string() };
         Ok(DistEstimate { distributed: Some(self.report(detail, rank.host_bytes(), &basis)), estimate })
     }
 
@@ -316,6 +330,16 @@ impl DistPrepared {
         crate::memory::largest_batch(|b| self.prepared.check_batch(b).is_ok() && self.peak_at(b).1 <= capacity)
     }
 
+    fn tp_basis(&self) -> &'static str {
+        if self.dist.sequence_parallel { tp::SP_BASIS } else { tp::BASIS }
+    }
+
+    /// Sequence parallelism's persistent all-gather buffer at the estimate's batch: the buffers
+    /// that grow with the batch (a module's do not).
+    fn gather_buffer(&self, e: &Estimate) -> u64 {
+        e.buffer_bytes.saturating_sub(self.prepared.resolved.graph.buffer_bytes(0))
+    }
+
     fn report(&self, breakdown: DistBreakdown, host_bytes: u64, basis: &str) -> DistReport {
         let d = &self.dist;
         DistReport {
@@ -328,6 +352,7 @@ impl DistPrepared {
             fsdp_param_dtype: d.fsdp_param_dtype,
             fsdp_reduce_dtype: d.fsdp_reduce_dtype,
             offload: d.offload,
+            sequence_parallel: d.sequence_parallel,
             breakdown,
             host_bytes,
             basis: basis.to_string(),

@@ -9,13 +9,43 @@
 //! - MLP: FC1 (gate and up) column-parallel, FC2 (down) row-parallel: `dim_feedforward / t`.
 //! - Embedding and head vocab-parallel (`VocabParallelEmbedding`, the head a column-parallel
 //!   linear with `vocab / t` outputs after padding the vocabulary to a multiple of 128·t, the loss `vocab_parallel_cross_entropy` on the local logits).
-//! - Norms, residuals and their activations are replicated (no sequence parallelism here).
+//! - Norms, residuals and their activations are replicated, unless `--sequence-parallel`
+//!   (`DistConfig::sequence_parallel`) splits them along the sequence between the embedding and
+//!   the head; the lowering does that (`layer/seq_parallel.rs`: Megatron's reduce-scatters,
+//!   all-gathers and persistent gather buffer), on the model split here.
 
+use crate::config::{Framework, Mode, TrainConfig};
 use crate::error::{Error, Result};
 use crate::spec::ModelSpec;
 use serde_json::Value;
 
 pub const BASIS: &str = "TP: each rank's split layers simulated op by op (Megatron-LM layout); per-layer activations equal Korthikanti et al. 2022";
+
+/// With `--sequence-parallel`, in place of [`BASIS`].
+pub const SP_BASIS: &str = "TP with sequence parallelism: each rank's split layers and sequence shards simulated op by op (Megatron-LM's reduce-scatters, all-gathers and persistent gather buffer); per-layer activations equal Korthikanti et al. 2022 with sequence parallelism";
+
+/// Whether `--sequence-parallel` is modelled for tensor-parallel degree `t` and this setup.
+/// Megatron turns it off, with a warning, at `t = 1` (`ColumnParallelLinear.__init__`); here that
+/// is an error, so a figure never claims what it did not model.
+pub fn check_sequence_parallel(t: u64, config: &TrainConfig) -> std::result::Result<(), String> {
+    let ft = &config.finetune;
+    let why = if !cfg!(feature = "sequence") {
+        "is lowered with the transformer layers, by the full core (the CLI, or the web app's lazily loaded module)"
+    } else if t <= 1 {
+        "needs tensor parallelism (--tp > 1, or --strategy tp on more than one GPU): it splits the sequence over the tensor-parallel ranks"
+    } else if config.mode == Mode::Generate {
+        "is modelled for --mode train and infer, not for generate's KV-cache steps"
+    } else if config.framework != Framework::PytorchEager {
+        "is Megatron-LM's (PyTorch); not modelled for --framework candle"
+    } else if ft.has_adapters() {
+        "with LoRA or QLoRA adapters is not modelled (the adapters would read the split input)"
+    } else if ft.loss == crate::finetune::LossKernel::Chunked {
+        "with --loss chunked is not modelled (the fused head would read the split input)"
+    } else {
+        return Ok(());
+    };
+    Err(format!("--sequence-parallel {why}"))
+}
 
 /// The model one tensor-parallel rank runs.
 pub fn split(spec: &ModelSpec, t: u64) -> Result<ModelSpec> {
@@ -68,7 +98,7 @@ fn split_layer(l: &mut Value, t: u64, vocab: Option<u64>, last: bool, path: &str
             let heads = div(l, "nhead", t, path)?;
             let kv = match l.get("num_kv_heads").and_then(Value::as_u64) {
                 Some(kv) if kv % t == 0 => Some(kv / t),
-                Some(kv) if t % kv == 0 => Some(1), // Megatron replicates a KV head over t / kv ranks
+                Some(kv) if t.is_multiple_of(kv) => Some(1), // Megatron replicates a KV head over t / kv ranks
                 Some(kv) => return Err(Error::Config(format!("{path}: num_kv_heads = {kv} does not split over --tp {t}"))),
                 None => None,
             };

@@ -132,7 +132,8 @@ impl MultiheadAttention {
             return Err(format!("expected a [S, {}] input, got {}", self.embed_dim, b.shape(x)));
         }
         super::expect_last(b.shape(x), self.embed_dim, "features")?;
-        let (seq, d, h) = (s[0], self.embed_dim, self.num_heads);
+        // under sequence parallelism the input is this rank's `S/t` tokens; attention sees all `S`
+        let (seq, d, h) = (s[0].saturating_mul(b.seq_shards), self.embed_dim, self.num_heads);
         let kv_dim = kvh.saturating_mul(hd);
         let q_dim = h.saturating_mul(hd);
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };

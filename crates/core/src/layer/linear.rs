@@ -46,7 +46,7 @@ impl Linear {
         let bias = self.bias.then(|| b.param(Shape::new([self.out_features])));
         b.param_role = None;
         quantise_frozen(b, w, role);
-        let out = linear(b, x, w, bias);
+        let out = if cfg!(feature = "sequence") && b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
         Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) { super::lora::adapt(b, x, out, self.in_features, self.out_features) } else { out })
     }
 }

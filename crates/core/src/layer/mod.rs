@@ -19,6 +19,7 @@ pub mod pool;
 pub mod recurrent;
 pub mod reshape;
 pub mod sdpa;
+pub mod seq_parallel;
 pub mod transformer;
 pub mod seq2seq;
 
@@ -84,7 +85,7 @@ pub(crate) mod test_util {
         Ok(One {
             shape: row.output_shape.0.clone(),
             params: row.params,
-            buffer_bytes: resolved.graph.buffer_bytes(),
+            buffer_bytes: resolved.graph.buffer_bytes(1),
             resolved,
         })
     }

@@ -48,6 +48,12 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig) -> Result<Prepared> {
+        Prepared::with_sequence_parallel(spec, config, 1)
+    }
+
+    /// [`Prepared::new`] for a tensor-parallel rank running Megatron's sequence parallelism over
+    /// `t` ranks (`layer/seq_parallel.rs`; 1: off). `spec` is the rank's split model.
+    pub fn with_sequence_parallel(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
         validate(config)?;
         let config = &with_base_precision(*config);
         let training = config.mode == Mode::Train;
@@ -62,6 +68,7 @@ impl Prepared {
             framework: config.framework,
             finetune: config.finetune,
             generation: None,
+            sequence_parallel: t.max(1),
         };
         #[cfg(feature = "generate")]
         let (resolved, plan, generation) = match config.mode {
@@ -257,7 +264,7 @@ impl Prepared {
             trainable_params: if cfg.mode == Mode::Train { g.trainable_numel() } else { 0 },
             quantised_base: cfg.finetune.quant_format().filter(|f| crate::finetune::LOWERING && f.is_quantised()),
             param_bytes: g.param_bytes(),
-            buffer_bytes: g.buffer_bytes(),
+            buffer_bytes: g.buffer_bytes(self.micro(cfg.batch)),
             optimizer_state_bytes: self.opt.state,
             peak_bytes: r.peak,
             peak_phase: r.peak_phase,
