@@ -159,6 +159,26 @@ test('GPUs × strategy: rank 0\'s peak and host memory are the CLI\'s; the link 
   assert.deepEqual(errors, []);
 });
 
+test('tensor parallelism with sequence parallelism: rank 0 is the CLI\'s, its gather buffer shows in the bar of the peak, and the link carries it', async () => {
+  const { page } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await setBatch(page, 4);
+  await type(page, 'gpus', 4);
+  await page.getByTestId('strategy').selectOption('tp');
+  const plain = cli('--preset', 'gpt2', '--batch', '4', '--gpus', '4', '--strategy', 'tp');
+  await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === plain.peak_bytes, 20000);
+  await page.getByTestId('sequence-parallel').selectOption('on');
+  const want = cli('--preset', 'gpt2', '--batch', '4', '--gpus', '4', '--strategy', 'tp', '--sequence-parallel');
+  assert.notEqual(want.peak_bytes, plain.peak_bytes);
+  await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  assert.equal(await bytes(page, 'rank-all-gather-buffers'), want.distributed.breakdown.all_gather_buffers);
+  assert.equal(await bytes(page, 'rank-bar-all-gather-buffers'), want.distributed.breakdown.all_gather_buffers);
+  const { second, errors } = await reopen(page, (f) => f.includes('sp=1'));
+  await waitAttr(second, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  assert.equal(await second.getByTestId('sequence-parallel').inputValue(), 'on');
+  assert.deepEqual(errors, []);
+});
+
 /** A CLI subcommand's `--json` answer. */
 function cliJson(...args) {
   return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', ...args, '--json'], { encoding: 'utf8' }));

@@ -142,7 +142,7 @@ fn figures(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr
     }
     let mut html = format!(r#"<p class="small llm-figures" data-testid="llm-figures">{out}</p>"#);
     if let Some(dr) = &r.distributed {
-        html += &rank_breakdown(&dr.breakdown, b, tr);
+        html += &rank_breakdown(&dr.breakdown, e.peak_bytes, b, tr);
     }
     if let Some(g) = e.generation.as_ref().filter(|g| g.decode_series.len() > 1) {
         html += &decode_chart(&g.decode_series, b, tr);
@@ -151,22 +151,37 @@ fn figures(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, b: &Bytes, tr: &Tr
 }
 
 /// What the strategy puts into rank 0's peak (`DistBreakdown`: the parameters it keeps sharded
-/// and gathered, its gradient shards and buckets, its collectives' buffers), the parts present.
-fn rank_breakdown(x: &vramcalc_core::distributed::DistBreakdown, b: &Bytes, tr: &Tr) -> String {
+/// and gathered, its gradient shards and buckets, its collectives' buffers), the parts present:
+/// a bar of the peak, one segment per part and one for the rest (activations, optimizer state,
+/// …), with the figures as its legend.
+fn rank_breakdown(x: &vramcalc_core::distributed::DistBreakdown, peak: u64, b: &Bytes, tr: &Tr) -> String {
     let parts = [
-        ("sharded-parameters", tr("sharded parameters", "分片参数"), x.sharded_parameters),
-        ("gathered-parameters", tr("gathered (unsharded) parameters", "聚合（未分片）参数"), x.unsharded_parameters),
-        ("sharded-gradients", tr("sharded gradients", "分片梯度"), x.sharded_gradients),
-        ("gradient-buckets", tr("gradient buckets", "梯度桶"), x.gradient_buckets),
-        ("all-gather-buffers", tr("all-gather buffers", "all-gather 缓冲"), x.all_gather_buffers),
-        ("reduce-scatter-buffers", tr("reduce-scatter buffers", "reduce-scatter 缓冲"), x.reduce_scatter_buffers),
+        ("sharded-parameters", tr("sharded parameters", "分片参数"), x.sharded_parameters, "#4e79a7"),
+        ("gathered-parameters", tr("gathered (unsharded) parameters", "聚合（未分片）参数"), x.unsharded_parameters, "#f28e2b"),
+        ("sharded-gradients", tr("sharded gradients", "分片梯度"), x.sharded_gradients, "#e15759"),
+        ("gradient-buckets", tr("gradient buckets", "梯度桶"), x.gradient_buckets, "#76b7b2"),
+        ("all-gather-buffers", tr("all-gather buffers", "all-gather 缓冲"), x.all_gather_buffers, "#59a14f"),
+        ("reduce-scatter-buffers", tr("reduce-scatter buffers", "reduce-scatter 缓冲"), x.reduce_scatter_buffers, "#b07aa1"),
     ];
-    let items: String = parts
+    let present: Vec<_> = parts.iter().filter(|p| p.2 > 0).collect();
+    let rest = present.iter().fold(peak, |left, p| left.saturating_sub(p.2));
+    let rest_label = tr("the rest (activations, optimizer state, …)", "其余（激活、优化器状态等）");
+    let swatch = |colour: &str| format!(r#"<i aria-hidden="true" style="display:inline-block;width:.8em;height:.8em;margin-right:.3em;background:{colour}"></i>"#);
+    let segment = |id: &str, label: &str, bytes: u64, colour: &str| {
+        format!(r#"<span data-testid="rank-bar-{id}" data-bytes="{bytes}" title="{label}: {}" style="flex:{bytes} 1 0;min-width:1px;background:{colour}"></span>"#, b(bytes))
+    };
+    let mut bar: String = present.iter().map(|(id, label, bytes, colour)| segment(id, label, *bytes, colour)).collect();
+    bar += &segment("rest", rest_label, rest, "#bab0ac");
+    let mut items: String = present
         .iter()
-        .filter(|p| p.2 > 0)
-        .map(|(id, label, bytes)| format!(r#"<li>{label}: <b data-testid="rank-{id}" data-bytes="{bytes}">{}</b></li>"#, b(*bytes)))
+        .map(|(id, label, bytes, colour)| format!(r#"<li>{}{label}: <b data-testid="rank-{id}" data-bytes="{bytes}">{}</b></li>"#, swatch(colour), b(*bytes)))
         .collect();
-    format!(r#"<div class="rank-breakdown" data-testid="rank-breakdown"><h3>{}</h3><ul class="small">{items}</ul></div>"#, tr("Rank 0's peak, by what the strategy allocates", "0 号进程的峰值中，并行策略分配的部分"))
+    items += &format!(r#"<li>{}{rest_label}: <b data-testid="rank-rest" data-bytes="{rest}">{}</b></li>"#, swatch("#bab0ac"), b(rest));
+    format!(
+        r#"<div class="rank-breakdown" data-testid="rank-breakdown"><h3>{}</h3><div role="img" aria-label="{}" data-testid="chart-rank" style="display:flex;height:1.1em;border-radius:3px;overflow:hidden">{bar}</div><ul class="small">{items}</ul></div>"#,
+        tr("Rank 0's peak, by what the strategy allocates", "0 号进程的峰值中，并行策略分配的部分"),
+        tr("Rank 0's peak by part", "0 号进程峰值的组成"),
+    )
 }
 
 /// Memory over the decode steps (`GenerationReport::decode_series`): the peak of each step as
@@ -388,6 +403,15 @@ mod tests {
         assert!(html.contains(&format!(r#"data-testid="host-memory" data-bytes="{host}""#)) && html.contains(r#"data-gpus="4""#), "{html}");
         let sharded = report.breakdown.sharded_parameters;
         assert!(sharded > 0 && html.contains(&format!(r#"data-testid="rank-sharded-parameters" data-bytes="{sharded}""#)), "{html}");
+        // the bar of rank 0's peak: its segments add up to the peak
+        let peak = vramcalc_core::distributed::estimate(&spec, &c, &d).unwrap().estimate.peak_bytes;
+        let segments: u64 = html
+            .split(r#"data-testid="rank-bar-"#)
+            .skip(1)
+            .map(|s| s.split(r#"data-bytes=""#).nth(1).and_then(|b| b.split('"').next()).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(segments, peak);
+        assert!(html.contains(r#"data-testid="rank-bar-sharded-parameters""#), "{html}");
         // generation: the decode steps' chart ends at the decode peak
         let mut g = TrainConfig { mode: Mode::Generate, batch: 1, ..Default::default() };
         (g.generate.prompt_len, g.generate.new_tokens) = (Some(64), 32);

@@ -127,6 +127,7 @@ fn set(c: &mut TrainConfig, d: &mut DistConfig, id: &str, text: &str) -> Result<
         "gpus" => d.gpus = whole(text, 1)?,
         "strategy" => d.strategy = one_of(Strategy::parse(text), &["ddp", "zero1", "zero2", "zero3", "fsdp", "tp"])?,
         "offload" => d.offload = one_of(Offload::parse(text), &["none", "optimizer", "params"])?,
+        "sequence-parallel" => d.sequence_parallel = text == "on",
         other => return Err(format!("no LLM setting `{other}`")),
     }
     Ok(())
@@ -151,6 +152,7 @@ fn label(zh: bool, id: &str) -> &'static str {
         "gpus" => ("GPUs", "GPU 数"),
         "strategy" => ("Strategy", "并行策略"),
         "offload" => ("Offload", "卸载"),
+        "sequence-parallel" => ("Sequence parallelism (Megatron)", "序列并行（Megatron）"),
         _ => ("", ""),
     };
     if zh { cn } else { en }
@@ -226,6 +228,10 @@ fn fields(r: &Request) -> Vec<Value> {
     out.push(text("gpus", d.gpus.to_string()));
     out.push(field("strategy", "select", d.strategy.name().into(), &["ddp", "zero1", "zero2", "zero3", "fsdp", "tp"]));
     out.push(field("offload", "select", d.offload.name().into(), &["none", "optimizer", "params"]));
+    // sequence parallelism splits what tensor parallelism replicates: offered with a TP degree
+    if !d.is_single() && d.tp_degree() > 1 {
+        out.push(field("sequence-parallel", "select", (if d.sequence_parallel { "on" } else { "off" }).into(), &["off", "on"]));
+    }
     out
 }
 
@@ -387,5 +393,19 @@ mod tests {
         assert_eq!(form(&zh.to_string())["fields"][0]["label"], "微调");
         let d: Value = serde_json::from_str(&req(&spec, &TrainConfig::default(), Some(("gpus", "4")))).unwrap();
         assert_eq!(form(&d.to_string())["llm"], json!({ "dist": DistConfig { gpus: 4, ..Default::default() } }));
+    }
+
+    /// Sequence parallelism is offered once the job has a tensor-parallel degree, and sets the
+    /// core's `DistConfig::sequence_parallel`.
+    #[test]
+    fn sequence_parallelism_comes_with_tensor_parallelism() {
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let mut r: Value = serde_json::from_str(&req(&spec, &TrainConfig::default(), Some(("strategy", "tp")))).unwrap();
+        assert!(!ids(&form(&r.to_string())).contains(&"sequence-parallel".to_string()), "one GPU: no TP degree");
+        r["dist"] = json!({ "gpus": 4, "strategy": "tp" });
+        r["set"] = json!({ "field": "sequence-parallel", "value": "on" });
+        let answer = form(&r.to_string());
+        assert_eq!(ids(&answer).last().unwrap(), "sequence-parallel");
+        assert_eq!(answer["llm"]["dist"]["sequence_parallel"], true);
     }
 }

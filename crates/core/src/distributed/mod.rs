@@ -92,7 +92,8 @@ pub struct DistConfig {
     pub fsdp_reduce_dtype: Option<MpDtype>,
     pub offload: Offload,
     /// Megatron's `--sequence-parallel` with tensor parallelism (`tp.rs`): norms, dropouts and
-    /// residuals keep `S/t` tokens per rank.
+    /// residuals keep `S/t` tokens per rank. Left out of JSON when off, as saved before it.
+    #[serde(skip_serializing_if = "crate::serde_util::is_false")]
     pub sequence_parallel: bool,
 }
 

@@ -58,40 +58,39 @@ pub(crate) fn device_total(peak: u64, live: &[Lin], batch: u64) -> DeviceTotal {
     DeviceTotal::new(rounded, reserved)
 }
 
-/// Indices of the lines that are the maximum somewhere on `batch ≥ 1`, in increasing slope.
+/// Indices of the lines that are the maximum somewhere on `batch ≥ 1`, in increasing slope (of
+/// identical lines, the last). Gift wrapping: from the top line at batch 1, the line that
+/// overtakes the current one first, until none does. That is O(lines × hull lines), a few
+/// passes since the hull is short, and needs no sort: the web app's first-load bundle carries
+/// no sort for it.
 fn upper_hull(lines: &[Lin]) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..lines.len()).collect();
-    idx.sort_by_key(|&i| (lines[i].per_sample, lines[i].fixed));
-    // among equal slopes only the highest line matters
-    let mut by_slope: Vec<usize> = Vec::with_capacity(idx.len());
-    for i in idx {
-        if let Some(&last) = by_slope.last() {
-            if lines[last].per_sample == lines[i].per_sample {
-                by_slope.pop();
-            }
-        }
-        by_slope.push(i);
-    }
     let a = |i: usize| lines[i].fixed as i128;
     let b = |i: usize| lines[i].per_sample as i128;
-    let mut hull: Vec<usize> = Vec::new();
-    for i in by_slope {
-        while hull.len() >= 2 {
-            let (l1, l2) = (hull[hull.len() - 2], hull[hull.len() - 1]);
-            // l2 is never above both neighbours if l1 and l3 cross no later than l1 and l2
-            if (a(l1) - a(i)).saturating_mul(b(l2) - b(l1)) <= (a(l1) - a(l2)).saturating_mul(b(i) - b(l1)) {
-                hull.pop();
-            } else {
-                break;
+    // the top line at batch 1; of lines equal there the steeper, then the last
+    let at1 = |i: usize| (lines[i].at(1), lines[i].per_sample);
+    let Some(mut current) = (0..lines.len()).reduce(|best, i| if at1(i) >= at1(best) { i } else { best }) else {
+        return Vec::new();
+    };
+    let mut hull = vec![current];
+    loop {
+        let c = current;
+        // a steeper line j overtakes `c` at batch (a_c − a_j) / (b_j − b_c); the first to do so
+        // is next (of lines crossing at the same batch, the steeper, then the last)
+        let overtakes_first = |j: usize, n: usize| {
+            let (lhs, rhs) = ((a(c) - a(j)).saturating_mul(b(n) - b(c)), (a(c) - a(n)).saturating_mul(b(j) - b(c)));
+            lhs < rhs || (lhs == rhs && (b(j), j) >= (b(n), n))
+        };
+        let next = (0..lines.len())
+            .filter(|&j| b(j) > b(c))
+            .reduce(|n, j| if overtakes_first(j, n) { j } else { n });
+        match next {
+            Some(j) => {
+                hull.push(j);
+                current = j;
             }
+            None => return hull,
         }
-        hull.push(i);
     }
-    // drop lines that are only on top for batch < 1
-    while hull.len() >= 2 && lines[hull[0]].at(1) <= lines[hull[1]].at(1) {
-        hull.remove(0);
-    }
-    hull
 }
 
 #[cfg(test)]
@@ -109,5 +108,31 @@ mod tests {
             assert_eq!(best, from_hull, "batch {batch}");
         }
         assert!(!hull.contains(&4) && !hull.contains(&3), "{hull:?}");
+    }
+
+    /// The hull of many random lines (with repeats and ties) is the envelope at every batch, has
+    /// only lines that are strictly on top somewhere, and of identical lines keeps the last.
+    #[test]
+    fn hull_of_random_lines_is_the_envelope() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..300 {
+            let n = 1 + next(40) as usize;
+            let lines: Vec<Lin> = (0..n).map(|_| Lin { fixed: next(2000), per_sample: next(30) }).collect();
+            let hull = upper_hull(&lines);
+            for batch in 1..300u64 {
+                let best = lines.iter().map(|x| x.at(batch)).max().unwrap();
+                assert_eq!(best, hull.iter().map(|&i| lines[i].at(batch)).max().unwrap(), "batch {batch}: {lines:?} {hull:?}");
+            }
+            assert!(hull.windows(2).all(|w| lines[w[0]].per_sample < lines[w[1]].per_sample), "{hull:?}");
+            for &i in &hull {
+                assert!(lines.iter().enumerate().all(|(j, l)| *l != lines[i] || j <= i), "the last of identical lines: {i}");
+            }
+        }
     }
 }
