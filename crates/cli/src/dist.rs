@@ -190,6 +190,7 @@ fn rows() -> Vec<Row> {
         Row { label: "FSDP2, fp32 + MP(bf16, fp32)", precision: Fp32, dist: fsdp_mp },
         Row { label: "FSDP2 × TP 8, fp32 + MP(bf16, fp32)", precision: Fp32, dist: DistConfig { tp: 8, ..fsdp_mp } },
         Row { label: "TP 8 × DDP, AMP bf16", precision: AmpBf16, dist: d(Strategy::Tp, 8, Offload::None) },
+        Row { label: "TP 8 + sequence parallelism × DDP, AMP bf16", precision: AmpBf16, dist: DistConfig { sequence_parallel: true, ..d(Strategy::Tp, 8, Offload::None) } },
     ]
 }
 

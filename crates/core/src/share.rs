@@ -22,7 +22,7 @@
 //! | `b` `sl` `o` `oi` `pr` `ad` `dv` `m` `ck` `ga` `at` `ir` `fw` | [`TrainConfig`] `batch`, `seq_len`, `optimizer`, `optimizer_impl`, `precision`, `autocast_device`, `device`, `mode`, `checkpointing` (`1`/`0`), `grad_accum`, `attention`, `inplace_relu` (`1`/`0`), `framework`; values are the serde names (`adamw`, `amp-fp16`, …) | [`V1_CONFIG_DEFAULTS`] |
 //! | `gp` `gn` `gc` `gl` `gk` | `TrainConfig::generate` (`--mode generate`): `prompt_len`, `new_tokens`, `cache`, `logits_to_keep`, `kv_dtype` | [`GENERATE_DEFAULTS`] |
 //! | any other key | a `TrainConfig` field by its serde name (fields added after v1; ignored when unknown) | — |
-//! | `n` `st` `tp` `bv` `raf` `fpd` `frd` `off` | [`crate::distributed::DistConfig`]: GPUs, strategy, … (`distributed/link.rs`) | one GPU |
+//! | `n` `st` `tp` `bv` `raf` `fpd` `frd` `off` `sp` | [`crate::distributed::DistConfig`]: GPUs, strategy, … (`distributed/link.rs`) | one GPU |
 //! | `g` | GPU id (`a100-80gb`) | none |
 //! | `k` | custom capacity in bytes | none |
 //! | `u` | `MB` or `MiB` | `MB` |
