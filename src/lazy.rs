@@ -117,6 +117,7 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
             activation_values: n(l, "activation_values")?,
             block: l["block"].as_bool()?,
             trainable_params: n(l, "trainable_params").unwrap_or(0),
+            name: s(l, "name"),
         };
         Some(LayerReport { info, saved_bytes: n(l, "saved_bytes")? })
     });
@@ -277,7 +278,7 @@ mod tests {
     use vramcalc_core::memory::Prepared;
     fn vramcalc_web_extras_reference(spec: &ModelSpec, cfg: &TrainConfig) -> Estimate {
         let full = Prepared::new(spec, cfg).unwrap();
-        assert!(vramcalc_core::layer::MOE_LOWERING, "native tests have the full core (the module's)");
+        const { assert!(vramcalc_core::layer::MOE_LOWERING, "native tests have the full core (the module's)") };
         full.estimate_at(cfg.batch).unwrap()
     }
 

@@ -118,6 +118,7 @@ impl Model {
                 input: InputSpec { shape: vec![3, 224, 224], dtype: Default::default(), vocab_size: None },
                 layers: Vec::new(),
                 loss: Default::default(),
+                names: Default::default(),
             },
             preset: None,
             unedited: false,

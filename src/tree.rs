@@ -97,7 +97,15 @@ pub fn insert(spec: &mut ModelSpec, list: &ListPath, index: Option<usize>, layer
     let Some(v) = list_mut(spec, list) else { return false };
     let at = index.unwrap_or(v.len()).min(v.len());
     v.insert(at, layer);
+    restructured(spec);
     true
+}
+
+/// After a structural edit the model's own layer names (`ModelSpec::names`, by path) no longer
+/// describe it: rows show their paths from then on, never a name on another layer. (Undo brings
+/// them back.)
+fn restructured(spec: &mut ModelSpec) {
+    spec.names.clear();
 }
 
 pub fn replace(spec: &mut ModelSpec, path: &NodePath, layer: Layer) -> bool {
@@ -113,7 +121,9 @@ pub fn replace(spec: &mut ModelSpec, path: &NodePath, layer: Layer) -> bool {
 pub fn remove(spec: &mut ModelSpec, path: &NodePath) -> Option<Layer> {
     let (list, i) = (path.list()?, path.index()?);
     let v = list_mut(spec, &list)?;
-    (i < v.len()).then(|| v.remove(i))
+    let removed = (i < v.len()).then(|| v.remove(i))?;
+    restructured(spec);
+    Some(removed)
 }
 
 /// Moves a node by `delta` places within its list; returns its new path.
@@ -126,6 +136,7 @@ pub fn move_node(spec: &mut ModelSpec, path: &NodePath, delta: isize) -> Option<
     }
     let item = v.remove(i);
     v.insert(j, item);
+    restructured(spec);
     Some(list.node(j))
 }
 
@@ -148,6 +159,7 @@ pub fn group(spec: &mut ModelSpec, list: &ListPath, start: usize, end: usize, ki
         GroupKind::Sequential => Layer::Sequential { layers: body, checkpoint: false },
     };
     v.insert(start, block);
+    restructured(spec);
     true
 }
 
@@ -169,6 +181,7 @@ pub fn ungroup(spec: &mut ModelSpec, path: &NodePath) -> bool {
     let Some(v) = list_mut(spec, &list) else { return false };
     let at = i.min(v.len());
     v.splice(at..at, body);
+    restructured(spec);
     true
 }
 
@@ -278,6 +291,32 @@ mod tests {
                 let key = normalize_core_path(&l.info.path);
                 assert!(all.contains(&key), "{id}: {key} has no editor row");
             }
+        }
+    }
+
+    /// The model's own names (VGG-16's `features.<i>`) survive a field edit; a structural edit
+    /// drops them, so a name never shows on another layer.
+    #[test]
+    fn a_structural_edit_drops_the_models_names() {
+        use vramcalc_core::layer_names::full_name;
+        let vgg = vramcalc_core::presets::build("vgg16").unwrap();
+        let named = |s: &ModelSpec| full_name(s, &NodePath::top(2));
+        assert_eq!(named(&vgg).as_deref(), Some("features.2"));
+        let mut s = vgg.clone();
+        assert!(replace(&mut s, &NodePath::top(1), Layer::example("gelu").unwrap()));
+        assert_eq!(named(&s).as_deref(), Some("features.2"), "a field edit keeps them");
+        let edits: [fn(&mut ModelSpec) -> bool; 6] = [
+            |s| insert(s, &ListPath::top(), Some(0), Layer::example("relu").unwrap()),
+            |s| remove(s, &NodePath::top(0)).is_some(),
+            |s| move_node(s, &NodePath::top(0), 1).is_some(),
+            |s| duplicate(s, &NodePath::top(0)),
+            |s| group(s, &ListPath::top(), 0, 1, GroupKind::Sequential),
+            |s| group(s, &ListPath::top(), 0, 1, GroupKind::Sequential) && ungroup(s, &NodePath::top(0)),
+        ];
+        for (i, edit) in edits.iter().enumerate() {
+            let mut s = vgg.clone();
+            assert!(edit(&mut s), "edit {i}");
+            assert!(s.names.is_empty() && named(&s).is_none(), "edit {i}");
         }
     }
 

@@ -277,6 +277,39 @@ test('a layer editor that scales: one-line rows that open on click, collapse all
   await context.close();
 });
 
+test('rows read as the model\'s own names (torchvision, transformers) with the path in the title; a structural edit goes back to paths', async () => {
+  const { context, page, errors } = await open(browser, { viewport: { width: 1440, height: 900 } });
+  await pickPreset(page, 'vgg16');
+  const label = (path) => page.locator(`[data-testid=layer-row][data-path="${path}"] code.path`);
+  assert.equal(await label('layers[0]').textContent(), 'features.0');
+  assert.equal(await label('layers[0]').getAttribute('title'), 'layers[0]');
+  assert.equal(await label('layers[31]').textContent(), 'avgpool');
+  assert.equal(await label('layers[39]').textContent(), 'classifier.6');
+  assert.equal(await label('layers[32]').textContent(), 'layers[32]', 'torch.flatten is no module: its path');
+  // the per-layer table: the same names, the path in the title
+  const cell = (path) => page.locator(`[data-testid=layer-table-row][data-path="${path}"] code`);
+  assert.equal(await cell('layers[0]').textContent(), 'features.0');
+  // ResNet: blocks numbered, the layers inside by torchvision's names
+  await pickPreset(page, 'resnet50');
+  await page.getByTestId('table-toggle').click();
+  assert.equal(await cell('layers[5].layers[0].layers[0].shortcut[0]').textContent(), 'layer2.0.downsample.0');
+  assert.equal(await cell('layers[4].layers[2].layers[0].body[6]').textContent(), 'layer1.2.conv3');
+  // a language model: every repetition of the decoder layer is `model.layers.<i>`
+  await pickPreset(page, 'llama-3.1-8b');
+  await page.locator('[data-testid=layer-table-row][data-path="layers[1].body#31[0]"]').waitFor({ timeout: 20000 });
+  assert.equal(await cell('layers[1].body#31[0]').textContent(), 'model.layers.31');
+  assert.equal(await cell('layers[3]').textContent(), 'lm_head');
+  // a structural edit: the rows show their paths (a name never lands on another layer); undo brings them back
+  await pickPreset(page, 'vgg16');
+  await page.locator('[data-testid=layer-row][data-path="layers[0]"] .row-handle').click();
+  await page.locator('[data-testid=layer-row][data-path="layers[0]"]').getByTestId('layer-delete').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=layer-row][data-path="layers[0]"] code.path')?.textContent === 'layers[0]');
+  await page.keyboard.press('Control+z');
+  await page.waitForFunction(() => document.querySelector('[data-testid=layer-row][data-path="layers[0]"] code.path')?.textContent === 'features.0');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('charts you can ask: the timeline names the layer under the pointer and a click goes to its row; "Peak at" links to its row; a click on the batch chart sets the batch', async () => {
   const { page, errors } = await open(browser);
   // the timeline's strip under the pointer: its layer, phase and bytes

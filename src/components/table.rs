@@ -1,5 +1,5 @@
-//! The per-layer table (cs231n's VGG16 table for any model): path, kind, output shape, params,
-//! output values per sample, bytes saved for backward.
+//! The per-layer table (cs231n's VGG16 table for any model): name (the model's own, else the
+//! path), kind, output shape, params, output values per sample, bytes saved for backward.
 
 use super::Ctx;
 use crate::analysis::Report;
@@ -38,8 +38,8 @@ pub fn layer_table(ctx: &Ctx, report: &Report, all: &UseStateHandle<bool>) -> Ht
                             _ => Some(("adapter", "+", format!("{}: {}", t.trainable, thousands(tr)))),
                         };
                         html! {
-                        <tr class={classes!(l.info.block.then_some("block"))} data-testid="layer-table-row" data-train={mark.as_ref().map(|m| m.0)}>
-                            <td style={format!("padding-left:{}em", 0.4 + l.info.depth as f64 * 0.9)}><code>{ &l.info.path }</code></td>
+                        <tr class={classes!(l.info.block.then_some("block"))} data-testid="layer-table-row" data-train={mark.as_ref().map(|m| m.0)} data-path={l.info.path.clone()}>
+                            <td style={format!("padding-left:{}em", 0.4 + l.info.depth as f64 * 0.9)}>{ row_name(l) }</td>
                             <td>{ &l.info.kind }</td>
                             <td>{ l.info.output_shape.to_string() }</td>
                             <td class="num">{ thousands(l.info.params) }
@@ -59,4 +59,11 @@ pub fn layer_table(ctx: &Ctx, report: &Report, all: &UseStateHandle<bool>) -> Ht
             }
         </div>
     }
+}
+
+/// A row's label: the model's own name for the layer (`model.layers.3`) with its path as the
+/// title, or the path where the model names nothing.
+fn row_name(l: &vramcalc_core::memory::LayerReport) -> Html {
+    let path = &l.info.path;
+    html! { <code title={l.info.name.is_some().then(|| path.clone())}>{ l.info.name.as_ref().unwrap_or(path) }</code> }
 }

@@ -39,6 +39,7 @@ pub mod hub;
 #[cfg(feature = "typed-layers")]
 pub mod import;
 pub mod layer;
+pub mod layer_names;
 pub mod lower;
 pub mod memory;
 pub mod path;

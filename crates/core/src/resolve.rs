@@ -36,6 +36,10 @@ pub struct LayerInfo {
     /// counts its adapters, which `params` includes).
     #[serde(default)]
     pub trainable_params: u64,
+    /// The model's own name for this row (`model.layers.3`, `features.0`), where it has one
+    /// (`crate::layer_names`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The resolved model for one set of lowering options.
@@ -116,7 +120,13 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     };
     let mut graph = r.b.g;
     graph.output = loss;
-    Ok(Resolved { graph, layers: r.layers, model_output: out, input_shape })
+    let mut layers = r.layers;
+    if !spec.names.is_empty() {
+        for l in &mut layers {
+            l.name = l.path.parse().ok().and_then(|p| crate::layer_names::full_name(spec, &p));
+        }
+    }
+    Ok(Resolved { graph, layers, model_output: out, input_shape })
 }
 
 /// Positions the final `linear` (the LM head) computes in a generation forward, when limited.
@@ -226,6 +236,7 @@ impl Resolver {
             activation_values: 0,
             block: false,
             trainable_params: 0,
+            name: None,
         });
         let trainable_before = self.b.trainable_numel;
         let params_before = self.b.param_numel;
@@ -479,7 +490,7 @@ mod tests {
                     ],
                     _ => vec![layer.clone()],
                 };
-                let spec = ModelSpec { version: 1, name: None, input, layers, loss: Loss::Mse };
+                let spec = ModelSpec { version: 1, name: None, input, layers, loss: Loss::Mse, names: Default::default() };
                 resolve(&spec, None, LowerOptions::default()).is_ok()
             });
             assert!(lowers, "{kind}: its example lowers on none of the test inputs");

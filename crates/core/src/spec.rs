@@ -50,7 +50,15 @@ pub struct ModelSpec {
     /// The training loss applied to the last layer's output.
     #[serde(default)]
     pub loss: Loss,
+    /// The model's own names for its layers (PyTorch module names) by spec path:
+    /// `{"layers[0]": "model.embed_tokens"}` (`crate::layer_names`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub names: LayerNames,
 }
+
+/// Layers' own names (JSON strings) by spec path (`layers[1].body[0]`): see
+/// `crate::layer_names`. A JSON map, whose code the web app's bundle has already.
+pub type LayerNames = serde_json::Map<String, serde_json::Value>;
 
 fn spec_version() -> u32 {
     SPEC_VERSION

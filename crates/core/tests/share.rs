@@ -123,6 +123,8 @@ fn saved(name: &str) -> ShareState {
         "resnet18-edited" => {
             let mut spec = presets::build("resnet18").unwrap();
             spec.input.shape = vec![3, 128, 128];
+            // made before specs carried their layers' own names
+            spec.names.clear();
             ShareState {
                 model: ModelSource::Spec(spec),
                 config: TrainConfig { batch: 256, optimizer: OptimizerKind::SgdMomentum, precision: Precision::AmpFp16, ..Default::default() },

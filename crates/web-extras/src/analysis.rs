@@ -40,10 +40,13 @@ fn request(json: &str) -> Result<Request, String> {
 /// Setups kept per model, as the app's `PreparedCache` keeps them.
 const KEPT: usize = 16;
 
+/// The last model and its prepared setups.
+type Cache = (Option<ModelSpec>, Vec<(TrainConfig, Prepared)>);
+
 thread_local! {
     /// The last model and its resolved setups (batch left out), most recently used last: dragging
     /// the batch slider over a large MoE model resolves it once, and the what-ifs reuse it.
-    static CACHE: RefCell<(Option<ModelSpec>, Vec<(TrainConfig, Prepared)>)> = const { RefCell::new((None, Vec::new())) };
+    static CACHE: RefCell<Cache> = const { RefCell::new((None, Vec::new())) };
 }
 
 /// `f` with the prepared model of `spec` under `config` (any batch), resolving it only when new.

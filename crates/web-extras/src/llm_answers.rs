@@ -215,6 +215,7 @@ fn decode_chart(series: &[(u64, u64)], b: &Bytes, tr: &Tr) -> String {
 /// The fewest GPUs that fit and the per-GPU chart, one world size per step
 /// (`distributed::GpuSteps`); `pause` runs before each step (in the browser it yields to the page,
 /// so a large model's sizes never hold up typing). `None` when `stop` says a newer request came.
+#[allow(clippy::too_many_arguments)] // the panel's request, and the two hooks that let the page breathe
 pub async fn gpus<F: std::future::Future<Output = ()>>(
     spec: &ModelSpec,
     c: &TrainConfig,

@@ -15,7 +15,9 @@ pub fn slider_pos(batch: u64) -> u32 {
     }
     // floor(log2), then up when batch is nearer the next power (integers: no libm in the bundle)
     let low = 63 - batch.leading_zeros();
-    let up = (batch - (1 << low)) >= ((2u64 << low) - batch).min(u64::MAX);
+    // batch = 2^low + below; the next power is `2^low - below` away (no overflow at 2^63)
+    let below = batch - (1 << low);
+    let up = below >= (1u64 << low) - below;
     (low + up as u32).min(SLIDER_TOP_LOG2)
 }
 
@@ -48,5 +50,6 @@ mod tests {
             assert_eq!(slider_pos(slider_batch(p)), p);
         }
         assert_eq!((slider_pos(0), slider_pos(48), slider_pos(90), slider_pos(100_000)), (0, 6, 6, 12));
+        assert_eq!((slider_pos(u64::MAX), slider_pos(1 << 63)), (12, 12), "no overflow at the top");
     }
 }

@@ -13,6 +13,8 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct RowProps {
     pub path: NodePath,
+    /// The model's own name for the layer (`model.layers`, `features.0`), if it has one.
+    pub name: Option<String>,
     pub layer: Layer,
     pub depth: usize,
     pub collapsed: bool,
@@ -102,7 +104,8 @@ pub fn layer_row(p: &RowProps) -> Html {
             </span>
         }
     });
-    let handle_label = format!("{kind} {key}: {}", if p.open { t.collapse } else { t.expand });
+    let label = p.name.as_deref().unwrap_or(&key);
+    let handle_label = format!("{kind} {label}: {}", if p.open { t.collapse } else { t.expand });
     html! {
         <li class={classes!("layer-row", block.then_some("block"), p.error.is_some().then_some("has-error"), p.selected.then_some("selected"))}
             style={format!("--depth:{}", p.depth)} data-testid="layer-row" data-path={key.clone()} data-kind={kind} data-open={p.open.to_string()} {onkeydown}>
@@ -120,7 +123,7 @@ pub fn layer_row(p: &RowProps) -> Html {
                     onclick={{ let (cb, k) = (p.on_toggle.clone(), key.clone()); Callback::from(move |_| cb.emit(k.clone())) }}>
                     <span class="kind">{ kind }</span>
                 </button>
-                <code class="path">{ &key }</code>
+                <code class="path" title={p.name.is_some().then(|| key.clone())}>{ label }</code>
                 if let Some(r) = &p.report {
                     <span class="shape" data-testid="layer-shape" title={t.output}>{ format!("→ {}", r.output_shape) }</span>
                     if r.params > 0 {

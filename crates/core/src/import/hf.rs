@@ -375,6 +375,23 @@ fn gpt2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     Ok(spec)
 }
 
+/// `modeling_llama.py`'s module names of a decoder laid out as embedding, `runs` repeats (one
+/// layer each), final norm, head (with `head`; a base model's names lose `model.`).
+fn decoder_names(head: bool, runs: usize) -> crate::layer_names::LayerNames {
+    use crate::layer_names::{name_module_list, name_top};
+    let own = |n: &str| if head { format!("model.{n}") } else { n.to_string() };
+    let mut names = Default::default();
+    name_top(&mut names, 0, &own("embed_tokens"));
+    for i in 1..=runs {
+        name_module_list(&mut names, i, &own("layers"));
+    }
+    name_top(&mut names, runs + 1, &own("norm"));
+    if head {
+        name_top(&mut names, runs + 2, "lm_head");
+    }
+    names
+}
+
 /// `LlamaConfig` (transformers): defaults are LLaMA-7B's.
 fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let (class, name) = pick(arch, &["LlamaForCausalLM", "LlamaModel"], "LlamaModel");
@@ -430,6 +447,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
         layers,
         loss: if class == "LlamaForCausalLM" { Loss::CausalLm } else { Loss::CrossEntropy },
+        names: decoder_names(class == "LlamaForCausalLM", 1),
     })
 }
 
@@ -501,5 +519,6 @@ fn vit(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape: vec![channels, image[0], image[1]], dtype: InputDType::Float32, vocab_size: None },
         layers,
         loss: Loss::CrossEntropy,
+        names: Default::default(),
     })
 }

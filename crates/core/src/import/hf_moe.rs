@@ -28,6 +28,8 @@ use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
 use crate::layer::moe::{Router, SparseMoe};
 use crate::layer::norm::RmsNorm;
+use crate::layer_names::{name_top, set, LayerNames};
+use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -87,6 +89,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     c.finish(model_type)?;
     let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
     spec_layers.extend(group(layers, h, eps));
+    let names = module_names(head, spec_layers.len() - 1);
     spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }));
     if head {
         spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
@@ -97,7 +100,33 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
         layers: spec_layers,
         loss: Loss::CrossEntropy,
+        names,
     })
+}
+
+/// The transformers module names of embedding, `runs` repeats of a decoder layer (`group`: its
+/// attention and MoE residuals are the layer's, not modules) and final norm and head; a base
+/// model's lose `model.`.
+fn module_names(head: bool, runs: usize) -> LayerNames {
+    let own = |n: &str| if head { format!("model.{n}") } else { n.to_string() };
+    let mut names = LayerNames::new();
+    name_top(&mut names, 0, &own("embed_tokens"));
+    for i in 1..=runs {
+        name_top(&mut names, i, &own("layers"));
+        let block = LayerPath::top(i);
+        for (slot, parts) in [(0, ["input_layernorm", "self_attn"]), (1, ["post_attention_layernorm", "mlp"])] {
+            let residual = block.child(Slot::Body, slot);
+            set(&mut names, &residual, "");
+            for (j, part) in parts.into_iter().enumerate() {
+                set(&mut names, &residual.child(Slot::Body, j), part);
+            }
+        }
+    }
+    name_top(&mut names, runs + 1, &own("norm"));
+    if head {
+        name_top(&mut names, runs + 2, "lm_head");
+    }
+    names
 }
 
 /// `…ForCausalLM` (with `lm_head`) or `…Model`; another class falls back to the base model.

@@ -98,5 +98,20 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
         layers.push(serde_json::from_value(json!({"kind": "linear", "in_features": d, "out_features": c.num_labels})).ok()?);
     }
     let name = if classifier { "BertForSequenceClassification" } else { "BertModel" };
-    Some(super::token_model(name, c.seq_len, c.vocab_size, layers))
+    let mut spec = super::token_model(name, c.seq_len, c.vocab_size, layers);
+    // `modeling_bert.py`'s modules; the first token is taken inside `pooler`'s forward
+    let inner = if classifier { "bert." } else { "" };
+    let own = [
+        "embeddings.word_embeddings", "embeddings.token_type_embeddings", "embeddings.position_embeddings", "embeddings.LayerNorm",
+        "embeddings.dropout", "encoder.layer", "pooler", "pooler.dense", "pooler.activation",
+    ];
+    for (i, n) in own.into_iter().enumerate() {
+        crate::layer_names::name_top(&mut spec.names, i, &format!("{inner}{n}"));
+    }
+    crate::layer_names::name_module_list(&mut spec.names, 5, &format!("{inner}encoder.layer"));
+    if classifier {
+        crate::layer_names::name_top(&mut spec.names, 9, "dropout");
+        crate::layer_names::name_top(&mut spec.names, 10, "classifier");
+    }
+    Some(spec)
 }

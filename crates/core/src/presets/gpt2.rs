@@ -86,6 +86,15 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
     }
     let name = if lm_head { "GPT2LMHeadModel" } else { "GPT2Model" };
     let mut spec = super::token_model(name, c.seq_len, c.vocab_size, layers);
+    // `modeling_gpt2.py`: `transformer.wte`, …, `transformer.h.<i>`, `lm_head`
+    let inner = if lm_head { "transformer." } else { "" };
+    for (i, own) in ["wte", "wpe", "drop", "h", "ln_f"].into_iter().enumerate() {
+        crate::layer_names::name_top(&mut spec.names, i, &format!("{inner}{own}"));
+    }
+    crate::layer_names::name_module_list(&mut spec.names, 3, &format!("{inner}h"));
+    if lm_head {
+        crate::layer_names::name_top(&mut spec.names, 5, "lm_head");
+    }
     if lm_head {
         // `GPT2LMHeadModel.forward` calls `self.loss_function` = transformers' `ForCausalLMLoss`
         spec.loss = Loss::CausalLm;

@@ -3,6 +3,7 @@
 //! Each stage is one activation-checkpointing unit.
 
 use super::{image_model, layer};
+use crate::spec::LayerNames;
 use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
@@ -63,5 +64,38 @@ pub fn resnet(id: &str) -> Option<ModelSpec> {
     layers.push(layer(json!({"kind": "adaptive_avg_pool2d", "output_size": 1})));
     layers.push(layer(json!({"kind": "flatten"})));
     layers.push(layer(json!({"kind": "linear", "in_features": inp, "out_features": 1000})));
-    Some(image_model(id, vec![3, 224, 224], layers))
+    let mut spec = image_model(id, vec![3, 224, 224], layers);
+    spec.names = module_names(&blocks, bottleneck);
+    Some(spec)
+}
+
+/// torchvision's module names (`conv1`, …, `layer1.0.conv1`, `layer1.0.downsample.0`, `fc`; the
+/// residual inside a block is its `forward`, not a module, and `torch.flatten` is no module).
+fn module_names(blocks: &[u64; 4], bottleneck: bool) -> LayerNames {
+    let mut names = LayerNames::new();
+    for (i, n) in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "", "fc"].into_iter().enumerate() {
+        if !n.is_empty() {
+            names.insert(format!("layers[{i}]"), n.into());
+        }
+    }
+    // inside block `layers[4 + stage].layers[b]`: its residual (transparent), the residual's
+    // body and shortcut, the ReLU after the sum
+    let body: &[&str] = if bottleneck { &["conv1", "bn1", "relu", "conv2", "bn2", "relu", "conv3", "bn3"] } else { &["conv1", "bn1", "relu", "conv2", "bn2"] };
+    let parts = body.iter().enumerate().map(|(j, n)| (format!(".layers[0].body[{j}]"), *n));
+    let parts: Vec<(String, &str)> = parts.chain([(".layers[0]".into(), ""), (".layers[1]".into(), "relu")]).collect();
+    for (stage, &n) in blocks.iter().enumerate() {
+        for b in 0..n {
+            let block = format!("layers[{}].layers[{b}]", 4 + stage);
+            for (suffix, name) in &parts {
+                names.insert(format!("{block}{suffix}"), (*name).into());
+            }
+            // the first block of a stage that changes the width or the stride (see `block`)
+            if b == 0 && (stage > 0 || bottleneck) {
+                for j in 0..2 {
+                    names.insert(format!("{block}.layers[0].shortcut[{j}]"), format!("downsample.{j}").into());
+                }
+            }
+        }
+    }
+    names
 }

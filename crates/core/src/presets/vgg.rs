@@ -21,6 +21,9 @@ pub fn vgg(id: &str) -> Option<ModelSpec> {
         _ => return None,
     };
     let mut layers = Vec::new();
+    // torchvision's module names: `features.<i>`, `avgpool`, `classifier.<i>` (`torch.flatten`
+    // in `forward` is no module)
+    let mut names = Vec::new();
     let mut c = 3;
     for &v in cfg {
         if v == M {
@@ -34,13 +37,23 @@ pub fn vgg(id: &str) -> Option<ModelSpec> {
             c = v;
         }
     }
+    names.extend((0..layers.len()).map(|i| format!("features.{i}")));
+    names.push("avgpool".into());
     layers.push(layer(json!({"kind": "adaptive_avg_pool2d", "output_size": 7})));
     layers.push(layer(json!({"kind": "flatten"})));
+    let classifier = layers.len();
     for (i, o) in [(512 * 7 * 7, 4096), (4096, 4096)] {
         layers.push(layer(json!({"kind": "linear", "in_features": i, "out_features": o})));
         layers.push(layer(json!({"kind": "relu", "inplace": true})));
         layers.push(layer(json!({"kind": "dropout", "p": 0.5})));
     }
     layers.push(layer(json!({"kind": "linear", "in_features": 4096, "out_features": 1000})));
-    Some(image_model(id, vec![3, 224, 224], layers))
+    let mut spec = image_model(id, vec![3, 224, 224], layers);
+    for (i, n) in names.iter().enumerate() {
+        crate::layer_names::name_top(&mut spec.names, i, n);
+    }
+    for i in classifier..spec.layers.len() {
+        crate::layer_names::name_top(&mut spec.names, i, &format!("classifier.{}", i - classifier));
+    }
+    Some(spec)
 }

@@ -119,5 +119,6 @@ pub(super) fn clip(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape, dtype: InputDType::Float32, vocab_size: None },
         layers,
         loss: Loss::CrossEntropy,
+        names: Default::default(),
     })
 }

@@ -28,6 +28,7 @@ use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::{LayerNorm, RmsNorm};
 use crate::presets;
+use crate::layer_names::{name_module_list, name_top, LayerNames};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::Value;
 
@@ -46,17 +47,48 @@ struct Decoder {
     head: Option<Linear>,
     after_head: Vec<Layer>,
     seq_len: u64,
+    modules: Modules,
 }
 
+/// The transformers module names of a decoder's embedding, layers, final norm and head (of the
+/// `…ForCausalLM` class; the base model's are the same without the first part).
+#[derive(Clone, Copy)]
+struct Modules {
+    embed: &'static str,
+    layers: &'static str,
+    norm: &'static str,
+    head: &'static str,
+}
+
+/// LLaMA's and the families built like it (`modeling_llama.py`: `model.embed_tokens`, …).
+const LLAMA_MODULES: Modules = Modules { embed: "model.embed_tokens", layers: "model.layers", norm: "model.norm", head: "lm_head" };
+
 impl Decoder {
+    /// The spec, its parts named `modules`.
+    fn named(self, modules: Modules) -> ModelSpec {
+        Decoder { modules, ..self }.build()
+    }
+
     fn build(self) -> ModelSpec {
+        let mut names = LayerNames::new();
+        // a base model (no head) is the causal LM's inner module: its names lose the first part
+        let m = self.modules;
+        let own = |n: &'static str| if self.head.is_some() { n } else { n.split_once('.').map_or(n, |(_, rest)| rest) };
+        name_top(&mut names, 0, own(m.embed));
         let mut layers =
             vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None, tied_weight: false })];
         layers.extend(self.after_embed);
-        layers.extend(runs(self.layers));
-        layers.extend(self.final_norm);
+        for run in runs(self.layers) {
+            name_module_list(&mut names, layers.len(), own(m.layers));
+            layers.push(run);
+        }
+        if let Some(norm) = self.final_norm {
+            name_top(&mut names, layers.len(), own(m.norm));
+            layers.push(norm);
+        }
         layers.extend(self.after_norm);
         if let Some(h) = self.head {
+            name_top(&mut names, layers.len(), m.head);
             layers.push(Layer::Linear(h));
             layers.extend(self.after_head);
         }
@@ -66,6 +98,7 @@ impl Decoder {
             input: InputSpec { shape: vec![self.seq_len], dtype: InputDType::Int64, vocab_size: Some(self.vocab) },
             layers,
             loss: Loss::CrossEntropy,
+            names,
         }
     }
 }
@@ -161,7 +194,7 @@ fn layer_norm_decoder(
     n: u64,
     head: Option<Linear>,
     max_pos: u64,
-) -> ModelSpec {
+) -> Decoder {
     let (h, eps) = (layer.d_model, layer.layer_norm_eps);
     Decoder {
         name,
@@ -174,8 +207,8 @@ fn layer_norm_decoder(
         head,
         after_head: vec![],
         seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
     }
-    .build()
 }
 
 fn head_for(class: &str, causal_lm: &str, h: u64, vocab: u64, tied: bool, bias: bool) -> Option<Linear> {
@@ -322,6 +355,7 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         head: head_for(class, causal_lm, h, vocab, tied, false),
         after_head: final_cap.map(|cap| Layer::LogitSoftcap(LogitSoftcap { cap })).into_iter().collect(),
         seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
     }
     .build())
 }
@@ -355,7 +389,7 @@ pub(super) fn phi(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let embd = c.prob("embd_pdrop", 0.0)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("phi", &[])?;
-    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "PhiForCausalLM", h, vocab, tied, true), max_pos))
+    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "PhiForCausalLM", h, vocab, tied, true), max_pos).named(Modules { norm: "model.final_layernorm", ..LLAMA_MODULES }))
 }
 
 /// `GPTNeoXConfig` (transformers): defaults are GPT-NeoX-20B's.
@@ -388,7 +422,7 @@ pub(super) fn gpt_neox(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let max_pos = c.size("max_position_embeddings", 2048)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("gpt_neox", &["rotary_emb_base", "classifier_dropout"])?;
-    Ok(layer_norm_decoder(name, vocab, vec![dropout(hidden_dropout)?], layer, n, head_for(class, "GPTNeoXForCausalLM", h, vocab, tied, false), max_pos))
+    Ok(layer_norm_decoder(name, vocab, vec![dropout(hidden_dropout)?], layer, n, head_for(class, "GPTNeoXForCausalLM", h, vocab, tied, false), max_pos).named(Modules { embed: "gpt_neox.embed_in", layers: "gpt_neox.layers", norm: "gpt_neox.final_layer_norm", head: "embed_out" }))
 }
 
 /// `FalconConfig` (transformers): defaults are Falcon-7B's (multi-query, parallel attention).
@@ -457,7 +491,7 @@ pub(super) fn falcon(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let max_pos = c.size("max_position_embeddings", 2048)?;
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("falcon", &[])?;
-    Ok(layer_norm_decoder(name, vocab, vec![], layer, n, head_for(class, "FalconForCausalLM", h, vocab, tied, false), max_pos))
+    Ok(layer_norm_decoder(name, vocab, vec![], layer, n, head_for(class, "FalconForCausalLM", h, vocab, tied, false), max_pos).named(Modules { embed: "transformer.word_embeddings", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" }))
 }
 
 /// `OPTConfig` (transformers): defaults are OPT-125m's.
@@ -513,6 +547,7 @@ pub(super) fn opt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         head: head_for(class, "OPTForCausalLM", proj, vocab, tied, false),
         after_head: vec![],
         seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: Modules { embed: "model.decoder.embed_tokens", layers: "model.decoder.layers", norm: "model.decoder.final_layer_norm", head: "lm_head" },
     }
     .build();
     Ok(spec)
@@ -550,5 +585,5 @@ pub(super) fn starcoder2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let embd = c.prob("embedding_dropout", 0.0)?;
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("starcoder2", &[])?;
-    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "Starcoder2ForCausalLM", h, vocab, tied, false), max_pos))
+    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "Starcoder2ForCausalLM", h, vocab, tied, false), max_pos).named(LLAMA_MODULES))
 }

@@ -37,6 +37,16 @@ pub(super) fn roberta(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         // drop the pooler (dense + tanh); keep `[CLS]`
         spec.layers.truncate(spec.layers.len() - 2);
         spec.layers.extend([dropout(p)?, linear(h, h), Layer::Tanh, dropout(p)?, linear(h, cfg.num_labels)]);
+        // `modeling_roberta.py`: the encoder under `roberta.`, then `RobertaClassificationHead`
+        // (its forward takes `[CLS]` and applies `torch.tanh`; one dropout module, used twice)
+        let base = std::mem::take(&mut spec.names);
+        for (i, n) in (0..6).filter_map(|i| Some((i, base.get(&format!("layers[{i}]"))?.as_str()?))) {
+            crate::layer_names::name_top(&mut spec.names, i, &format!("roberta.{n}"));
+        }
+        crate::layer_names::name_module_list(&mut spec.names, 5, "roberta.encoder.layer");
+        for (i, n) in [(6, "classifier"), (7, "classifier.dropout"), (8, "classifier.dense"), (10, "classifier.dropout"), (11, "classifier.out_proj")] {
+            crate::layer_names::name_top(&mut spec.names, i, n);
+        }
     }
     spec.name = Some(name);
     Ok(spec)
