@@ -1,6 +1,8 @@
 // Measures the release bundle: wasm + JS gzipped (and brotli) sizes, the time from navigation to
-// the first chart in headless Chromium on localhost, and how long a live edit of ResNet-152 takes.
-// Usage: trunk build --release --offline && node tests/measure.mjs   (serves dist/ itself)
+// the first chart in headless Chromium on localhost, and how long a live edit takes: ResNet-152
+// (the app's own core) and DeepSeek-V3 (671 B parameters, MoE and MLA: the lazily loaded module).
+// Usage: bash scripts/build.sh && node tests/measure.mjs   (serves dist/ itself); `--markdown`
+// prints the README's table instead (`tools/readme.py` runs it).
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join, extname } from 'node:path';
@@ -9,11 +11,14 @@ import { bundles } from './bundles.mjs';
 
 const DIST = process.env.VRAMCALC_DIST ?? 'dist';
 const RUNS = Number(process.env.RUNS ?? 7);
+const MARKDOWN = process.argv.includes('--markdown');
+const log = (line) => { if (!MARKDOWN) console.log(line); };
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const labels = { app: 'APP (index.html, before the first chart)', extras: 'EXTRAS (loaded on first use)', embed: 'EMBED (embed.html)' };
-for (const [name, g] of Object.entries(bundles(DIST))) {
-  for (const f of g.files) console.log(`  ${f.name}: ${kb(f.raw)} raw, ${kb(f.gz)} gzip -9, ${kb(f.br)} brotli`);
-  console.log(`${labels[name]} wasm+js: ${kb(g.gz)} gzipped (${g.gz} bytes), ${kb(g.br)} brotli${name === 'app' ? '; target ≤ 300 KB gzipped' : ''}`);
+const sizes = bundles(DIST);
+for (const [name, g] of Object.entries(sizes)) {
+  for (const f of g.files) log(`  ${f.name}: ${kb(f.raw)} raw, ${kb(f.gz)} gzip -9, ${kb(f.br)} brotli`);
+  log(`${labels[name]} wasm+js: ${kb(g.gz)} gzipped (${g.gz} bytes), ${kb(g.br)} brotli${name === 'app' ? '; target ≤ 300 KB gzipped' : ''}`);
 }
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
@@ -57,31 +62,58 @@ for (let i = 0; i < RUNS; i++) {
   await context.close();
 }
 
+/** Picks `preset`, waits for its parameter count, then times `RUNS` batch changes from `from`
+ *  until the peak figure changes on screen. */
+async function batchEdits(page, preset, params, from) {
+  await page.getByTestId('preset-select').selectOption(preset);
+  await page.waitForFunction((n) => document.querySelector('[data-testid=params]')?.dataset.count === n, params, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=peak]')?.dataset.bytes, null, { timeout: 60000 });
+  const edits = [];
+  for (let b = from; b < from + RUNS; b++) {
+    edits.push(await page.evaluate((b) => new Promise((resolve) => {
+      const peak = document.querySelector('[data-testid=peak]');
+      const input = document.querySelector('[data-testid=batch-input]');
+      const obs = new MutationObserver(() => { obs.disconnect(); resolve(performance.now() - t0); });
+      obs.observe(peak, { attributes: true });
+      const t0 = performance.now();
+      input.value = String(b);
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    }), b));
+  }
+  return edits;
+}
+
 const first = [];
+let resnet = [];
+let deepseek = [];
 for (let i = 0; i < RUNS; i++) {
   const { context, page, ms } = await firstChart(url);
   first.push(ms);
   if (i === RUNS - 1) {
-    // live edit: ResNet-152, batch changes, time until the peak figure changes
-    await page.getByTestId('preset-select').selectOption('resnet152');
-    await page.waitForFunction(() => document.querySelector('[data-testid=params]').dataset.count === '60192808');
-    const edits = [];
-    for (let b = 33; b < 33 + RUNS; b++) {
-      edits.push(await page.evaluate((b) => new Promise((resolve) => {
-        const peak = document.querySelector('[data-testid=peak]');
-        const input = document.querySelector('[data-testid=batch-input]');
-        const obs = new MutationObserver(() => { obs.disconnect(); resolve(performance.now() - t0); });
-        obs.observe(peak, { attributes: true });
-        const t0 = performance.now();
-        input.value = String(b);
-        input.dispatchEvent(new Event('input', { bubbles: true }));
-      }), b));
-    }
-    console.log(`EDIT ResNet-152 batch change → new peak on screen: median ${median(edits).toFixed(1)} ms (${edits.map((x) => x.toFixed(1)).join(', ')})`);
+    // live edits: ResNet-152 in the app's core; DeepSeek-V3 (MoE, MLA) in the lazily loaded module
+    resnet = await batchEdits(page, 'resnet152', '60192808', 33);
+    deepseek = await batchEdits(page, 'deepseek-v3', '671026404352', 2);
   }
   await context.close();
 }
-console.log(`FIRST CHART navigation → first chart: median ${median(first).toFixed(0)} ms over ${RUNS} loads (${first.map((x) => x.toFixed(0)).join(', ')}); target ≤ 300 ms`);
-console.log(`FIRST CHART of a custom model's link (codec module loaded first): median ${median(linked).toFixed(0)} ms over ${RUNS} loads (${linked.map((x) => x.toFixed(0)).join(', ')})`);
+const list = (xs, digits) => xs.map((x) => x.toFixed(digits)).join(', ');
+log(`EDIT ResNet-152 batch change → new peak on screen: median ${median(resnet).toFixed(1)} ms (${list(resnet, 1)})`);
+log(`EDIT DeepSeek-V3 batch change → new peak on screen (lazily loaded module): median ${median(deepseek).toFixed(1)} ms (${list(deepseek, 1)})`);
+log(`FIRST CHART navigation → first chart: median ${median(first).toFixed(0)} ms over ${RUNS} loads (${list(first, 0)}); target ≤ 300 ms`);
+log(`FIRST CHART of a custom model's link (codec module loaded first): median ${median(linked).toFixed(0)} ms over ${RUNS} loads (${list(linked, 0)})`);
+if (MARKDOWN) {
+  const bytes = (n) => `${n.toLocaleString('en-US')} B`;
+  console.log([
+    '| | measured | target |',
+    '|---|---:|---:|',
+    `| app bundle: wasm + JS gzipped (\`gzip -9\`) | **${bytes(sizes.app.gz)}** (${kb(sizes.app.gz)}) | ≤ 300 KB |`,
+    `| extras, loaded right after the first chart | ${bytes(sizes.extras.gz)} | |`,
+    `| embed page | ${bytes(sizes.embed.gz)} | |`,
+    `| navigation → first chart, median of ${RUNS} loads | ${median(first).toFixed(0)} ms | ≤ 300 ms |`,
+    `| the same from a custom model's link (codec module loaded before the chart) | ${median(linked).toFixed(0)} ms | |`,
+    `| ResNet-152 batch change → new peak on screen, median of ${RUNS} | ${median(resnet).toFixed(1)} ms | within one frame |`,
+    `| DeepSeek-V3 (671 B, MoE + MLA, estimated by the lazily loaded module) batch change → new peak on screen, median of ${RUNS} | ${median(deepseek).toFixed(1)} ms | |`,
+  ].join('\n'));
+}
 await browser.close();
 server.close();

@@ -19,52 +19,84 @@ use crate::spec::{Layer, ModelSpec};
 /// a `ModuleList` (the importers write one `repeat` per run of identical layers, all named
 /// alike) number on from the runs before them.
 pub fn full_name(spec: &ModelSpec, path: &LayerPath) -> Option<String> {
-    let names = &spec.names;
-    if names.is_empty() {
+    if spec.names.is_empty() {
         return None;
     }
-    let name_at = |steps: &[Step]| names.get(&LayerPath(steps.iter().map(|s| Step { repetition: None, ..s.clone() }).collect()).to_string()).and_then(|v| v.as_str());
-    let mut parts: Vec<String> = Vec::new();
-    let mut named_above = false;
-    // the list the current step indexes, and the one above it (for a repetition's runs)
-    let mut list: &[Layer] = &spec.layers;
-    let mut parent_list: &[Layer] = &[];
-    for depth in 0..path.0.len() {
-        let step = &path.0[depth];
-        if let (Some(r), true, Some(block)) = (step.repetition, named_above, depth.checked_sub(1)) {
-            // earlier runs of the same list: same name, directly before this repeat
-            let (here, own) = (path.0[block].index, name_at(&path.0[..=block]));
-            let mut sibling = path.0[..=block].to_vec();
-            let earlier: u64 = (0..here)
-                .rev()
-                .map_while(|j| {
-                    sibling[block].index = j;
-                    match parent_list.get(j) {
-                        Some(Layer::Repeat { times, .. }) if name_at(&sibling) == own => Some(*times),
-                        _ => None,
-                    }
-                })
-                .fold(0, u64::saturating_add);
-            parts.push(earlier.saturating_add(r).to_string());
+    // the spec path so far (repetitions left out: the key into `names`), the dotted name so far
+    let (mut key, mut full, mut named) = (String::new(), String::new(), false);
+    for (depth, step) in path.0.iter().enumerate() {
+        push_step(&mut key, step, depth);
+        if let (Some(r), true) = (step.repetition, named) {
+            push_part(&mut full, &earlier_runs(spec, &path.0[..depth]).saturating_add(r).to_string());
         }
-        match name_at(&path.0[..=depth]) {
+        match spec.names.get(&key).and_then(|v| v.as_str()) {
             Some(own) => {
-                if !own.is_empty() {
-                    parts.push(own.to_string());
-                }
-                named_above = true;
+                push_part(&mut full, own);
+                named = true;
             }
-            None if named_above => parts.push(step.index.to_string()),
+            None if named => push_part(&mut full, &step.index.to_string()),
             None => {}
         }
-        let Some(layer) = list.get(step.index) else { break };
-        parent_list = list;
-        list = match path.0.get(depth + 1) {
-            Some(next) => layer.children().into_iter().find(|(slot, _)| *slot == next.slot).map_or(&[][..], |(_, l)| l.as_slice()),
-            None => &[],
-        };
     }
-    (named_above && !parts.is_empty()).then(|| parts.join("."))
+    (named && !full.is_empty()).then_some(full)
+}
+
+/// Appends one step of a spec path (`layers[3]`, `.body[1]`) to `key`, as `LayerPath` prints it.
+fn push_step(key: &mut String, step: &Step, depth: usize) {
+    use crate::path::Slot;
+    use std::fmt::Write;
+    let _ = match (&step.slot, depth) {
+        (Slot::Layers, 0) => write!(key, "layers[{}]", step.index),
+        (Slot::Layers, _) => write!(key, ".layers[{}]", step.index),
+        (Slot::Body, _) => write!(key, ".body[{}]", step.index),
+        (Slot::Shortcut, _) => write!(key, ".shortcut[{}]", step.index),
+        (Slot::Branch(b), _) => write!(key, ".branches[{b}][{}]", step.index),
+    };
+}
+
+/// `part` after a dot (nothing for an empty, transparent name).
+fn push_part(full: &mut String, part: &str) {
+    if part.is_empty() {
+        return;
+    }
+    if !full.is_empty() {
+        full.push('.');
+    }
+    full.push_str(part);
+}
+
+/// How many repetitions the runs before the `repeat` at `block` (a path to it) have: the
+/// `repeat`s directly before it in its list with the same name (one `ModuleList` in runs).
+fn earlier_runs(spec: &ModelSpec, block: &[Step]) -> u64 {
+    let Some((last, parent)) = block.split_last() else { return 0 };
+    let list = match parent.is_empty() {
+        true => Some(spec.layers.as_slice()),
+        false => list_at(&spec.layers, parent, &last.slot),
+    };
+    let Some(list) = list else { return 0 };
+    let key = |i: usize| {
+        let mut steps = block.to_vec();
+        steps[block.len() - 1].index = i;
+        LayerPath(steps.into_iter().map(|s| Step { repetition: None, ..s }).collect()).to_string()
+    };
+    let own = spec.names.get(&key(last.index));
+    (0..last.index)
+        .rev()
+        .map_while(|j| match list.get(j) {
+            Some(Layer::Repeat { times, .. }) if spec.names.get(&key(j)) == own => Some(*times),
+            _ => None,
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// The child list `slot` of the layer at `parent` (repetitions ignored).
+fn list_at<'a>(layers: &'a [Layer], parent: &[Step], slot: &crate::path::Slot) -> Option<&'a [Layer]> {
+    let (first, rest) = parent.split_first()?;
+    let mut layer = layers.get(first.index)?;
+    for step in rest {
+        layer = layer.children().into_iter().find(|(s, _)| *s == step.slot)?.1.get(step.index)?;
+    }
+    layer.children().into_iter().find(|(s, _)| s == slot).map(|(_, l)| l.as_slice())
 }
 
 /// Names the layer at `path` (importers and presets).
@@ -129,6 +161,19 @@ mod tests {
         assert_eq!(name("bert-base", "layers[5].body#2[0]").as_deref(), Some("encoder.layer.2"));
         assert_eq!(name("llama-3.1-8b", "layers[1].body#31[0]").as_deref(), Some("model.layers.31"));
         assert_eq!(name("mixtral-8x7b", "layers[1].body#4[1].body[1]").as_deref(), Some("model.layers.4.mlp"));
+    }
+
+    /// The resolved rows carry their names.
+    #[test]
+    fn resolved_rows_carry_their_names() {
+        for id in ["resnet50", "gpt2", "mixtral-8x7b", "deepseek-v3"] {
+            let s = crate::import::preset(id).unwrap();
+            let r = crate::resolve::resolve(&s, Some(16), crate::lower::LowerOptions::default()).unwrap();
+            assert!(r.layers.iter().filter(|l| l.name.is_some()).count() > 3, "{id}");
+            for l in &r.layers {
+                assert_eq!(l.name, full_name(&s, &l.path.parse().unwrap()), "{id} {}", l.path);
+            }
+        }
     }
 
     fn full(s: &ModelSpec, path: &str) -> Option<String> {
