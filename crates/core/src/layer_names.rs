@@ -163,6 +163,19 @@ mod tests {
         assert_eq!(name("bert-base", "layers[5].body#2[0]").as_deref(), Some("encoder.layer.2"));
         assert_eq!(name("llama-3.1-8b", "layers[1].body#31[0]").as_deref(), Some("model.layers.31"));
         assert_eq!(name("mixtral-8x7b", "layers[1].body#4[1].body[1]").as_deref(), Some("model.layers.4.mlp"));
+        assert_eq!(name("vit-b-16", "layers[6].body#11[0]").as_deref(), Some("vit.encoder.layer.11"));
+        assert_eq!(name("vit-b-16", "layers[9]").as_deref(), Some("classifier"));
+        assert_eq!(name("roberta-base", "layers[0]").as_deref(), Some("embeddings.word_embeddings"));
+        // an import: DistilBertForSequenceClassification, its encoder under `distilbert.`
+        let text = include_str!("../tests/data/hf/distilbert.config.json");
+        let d = crate::import::hf::from_config_json(text).unwrap();
+        for key in d.names.keys() {
+            assert!(layer_at(&d.layers, &key.parse().unwrap()).is_some(), "distilbert: {key}");
+        }
+        let named = |p: &str| full_name(&d, &p.parse().unwrap());
+        assert_eq!(named("layers[4].body#5[0]").as_deref(), Some("distilbert.transformer.layer.5"));
+        assert_eq!((named("layers[6]").as_deref(), named("layers[9]").as_deref()), (Some("pre_classifier"), Some("classifier")));
+        assert_eq!(named("layers[7]"), None, "the ReLU is the forward's");
     }
 
     /// The resolved rows carry their names.

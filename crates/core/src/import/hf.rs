@@ -375,6 +375,30 @@ fn gpt2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     Ok(spec)
 }
 
+/// `modeling_vit.py`'s module names of the `vit` layout above (`n` layers): the patch
+/// projection, `embeddings` (its forward prepends `[CLS]`; the positions are its parameter),
+/// `encoder.layer.<i>`, `layernorm`, then the classifier or the pooler. The flatten and
+/// transpose after the projection and the classifier's `[:, 0]` are no modules.
+fn vit_names(classifier: bool, n: usize) -> crate::layer_names::LayerNames {
+    use crate::layer_names::{name_module_list, name_top};
+    let own = |n: &str| if classifier { format!("vit.{n}") } else { n.to_string() };
+    let mut names = Default::default();
+    for (i, part) in [(0, "embeddings.patch_embeddings.projection"), (3, "embeddings"), (4, "embeddings.position_embeddings"), (5, "embeddings.dropout"), (7, "layernorm")] {
+        name_top(&mut names, i, &own(part));
+    }
+    name_module_list(&mut names, 6, &own("encoder.layer"));
+    if classifier {
+        if n > 9 {
+            name_top(&mut names, 9, "classifier");
+        }
+    } else {
+        for (i, part) in [(8, "pooler"), (9, "pooler.dense"), (10, "pooler.activation")] {
+            name_top(&mut names, i, part);
+        }
+    }
+    names
+}
+
 /// `modeling_llama.py`'s module names of a decoder laid out as embedding, `runs` repeats (one
 /// layer each), final norm, head (with `head`; a base model's names lose `model.`).
 fn decoder_names(head: bool, runs: usize) -> crate::layer_names::LayerNames {
@@ -516,9 +540,9 @@ fn vit(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     Ok(ModelSpec {
         version: SPEC_VERSION,
         name: Some(name),
+        names: vit_names(class == "ViTForImageClassification", layers.len()),
         input: InputSpec { shape: vec![channels, image[0], image[1]], dtype: InputDType::Float32, vocab_size: None },
         layers,
         loss: Loss::CrossEntropy,
-        names: Default::default(),
     })
 }

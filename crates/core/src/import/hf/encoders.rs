@@ -96,5 +96,19 @@ pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers.extend([select_first()?, linear(dim, dim), Layer::Relu(Default::default()), dropout(head_dropout)?, linear(dim, labels)]);
     }
     c.refuse_unknown("distilbert", &["qa_dropout", "tie_word_embeddings"])?;
-    Ok(presets::token_model(&name, BertConfig::base().seq_len.min(max_pos), vocab, layers))
+    let classifier = class == "DistilBertForSequenceClassification";
+    let mut spec = presets::token_model(&name, BertConfig::base().seq_len.min(max_pos), vocab, layers);
+    // `modeling_distilbert.py`: the encoder (under `distilbert.` in the classifier), then
+    // `pre_classifier`, `dropout`, `classifier` (`[CLS]` and the ReLU are its forward's)
+    let own = |n: &str| if classifier { format!("distilbert.{n}") } else { n.to_string() };
+    for (i, part) in ["embeddings.word_embeddings", "embeddings.position_embeddings", "embeddings.LayerNorm", "embeddings.dropout"].into_iter().enumerate() {
+        crate::layer_names::name_top(&mut spec.names, i, &own(part));
+    }
+    crate::layer_names::name_module_list(&mut spec.names, 4, &own("transformer.layer"));
+    if classifier {
+        for (i, part) in [(6, "pre_classifier"), (8, "dropout"), (9, "classifier")] {
+            crate::layer_names::name_top(&mut spec.names, i, part);
+        }
+    }
+    Ok(spec)
 }
