@@ -25,7 +25,7 @@ pub fn full_name(spec: &ModelSpec, path: &LayerPath) -> Option<String> {
     // the spec path so far (repetitions left out: the key into `names`), the dotted name so far
     let (mut key, mut full, mut named) = (String::new(), String::new(), false);
     for (depth, step) in path.0.iter().enumerate() {
-        push_step(&mut key, step, depth);
+        let _ = crate::path::write_step(&mut key, step, depth == 0, false);
         if let (Some(r), true) = (step.repetition, named) {
             push_part(&mut full, &earlier_runs(spec, &path.0[..depth]).saturating_add(r).to_string());
         }
@@ -39,19 +39,6 @@ pub fn full_name(spec: &ModelSpec, path: &LayerPath) -> Option<String> {
         }
     }
     (named && !full.is_empty()).then_some(full)
-}
-
-/// Appends one step of a spec path (`layers[3]`, `.body[1]`) to `key`, as `LayerPath` prints it.
-fn push_step(key: &mut String, step: &Step, depth: usize) {
-    use crate::path::Slot;
-    use std::fmt::Write;
-    let _ = match (&step.slot, depth) {
-        (Slot::Layers, 0) => write!(key, "layers[{}]", step.index),
-        (Slot::Layers, _) => write!(key, ".layers[{}]", step.index),
-        (Slot::Body, _) => write!(key, ".body[{}]", step.index),
-        (Slot::Shortcut, _) => write!(key, ".shortcut[{}]", step.index),
-        (Slot::Branch(b), _) => write!(key, ".branches[{b}][{}]", step.index),
-    };
 }
 
 /// `part` after a dot (nothing for an empty, transparent name).

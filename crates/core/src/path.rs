@@ -92,20 +92,26 @@ impl ListPath {
 impl fmt::Display for LayerPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, s) in self.0.iter().enumerate() {
-            match (&s.slot, i == 0) {
-                (Slot::Layers, true) => write!(f, "layers")?,
-                (Slot::Layers, false) => write!(f, ".layers")?,
-                (Slot::Body, _) => write!(f, ".body")?,
-                (Slot::Shortcut, _) => write!(f, ".shortcut")?,
-                (Slot::Branch(b), _) => write!(f, ".branches[{b}]")?,
-            }
-            if let Some(r) = s.repetition {
-                write!(f, "#{r}")?;
-            }
-            write!(f, "[{}]", s.index)?;
+            write_step(f, s, i == 0, true)?;
         }
         Ok(())
     }
+}
+
+/// Writes one step as [`LayerPath`] prints it (`layers[3]` first, then `.body#5[1]`, …), with
+/// its repetition or without it (the spec path a resolved row comes from).
+pub fn write_step(out: &mut impl fmt::Write, s: &Step, first: bool, repetition: bool) -> fmt::Result {
+    match (&s.slot, first) {
+        (Slot::Layers, true) => out.write_str("layers")?,
+        (Slot::Layers, false) => out.write_str(".layers")?,
+        (Slot::Body, _) => out.write_str(".body")?,
+        (Slot::Shortcut, _) => out.write_str(".shortcut")?,
+        (Slot::Branch(b), _) => write!(out, ".branches[{b}]")?,
+    }
+    if let (Some(r), true) = (s.repetition, repetition) {
+        write!(out, "#{r}")?;
+    }
+    write!(out, "[{}]", s.index)
 }
 
 /// A path that is not in the format [`LayerPath`] prints.

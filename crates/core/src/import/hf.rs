@@ -399,21 +399,41 @@ fn vit_names(classifier: bool, n: usize) -> crate::layer_names::LayerNames {
     names
 }
 
-/// `modeling_llama.py`'s module names of a decoder laid out as embedding, `runs` repeats (one
-/// layer each), final norm, head (with `head`; a base model's names lose `model.`).
-fn decoder_names(head: bool, runs: usize) -> crate::layer_names::LayerNames {
-    use crate::layer_names::{name_module_list, name_top};
-    let own = |n: &str| if head { format!("model.{n}") } else { n.to_string() };
-    let mut names = Default::default();
-    name_top(&mut names, 0, &own("embed_tokens"));
-    for i in 1..=runs {
-        name_module_list(&mut names, i, &own("layers"));
+/// The transformers module names of a decoder's embedding, layers, final norm and head (of the
+/// `…ForCausalLM` class; a base model's are the same without the first part).
+#[derive(Clone, Copy)]
+pub(crate) struct DecoderModules {
+    pub embed: &'static str,
+    pub layers: &'static str,
+    pub norm: &'static str,
+    pub head: &'static str,
+}
+
+/// LLaMA's and the families built like it (`modeling_llama.py`: `model.embed_tokens`, …).
+pub(crate) const LLAMA_MODULES: DecoderModules =
+    DecoderModules { embed: "model.embed_tokens", layers: "model.layers", norm: "model.norm", head: "lm_head" };
+
+impl DecoderModules {
+    /// Names a decoder laid out as its embedding at 0, its layers' `ModuleList` in the `repeat`s
+    /// at `runs` (each repetition one layer), its final norm at `norm` and its head at `head`.
+    /// Without a head it is the base model, the causal LM's inner module: its names lose the first
+    /// part (`model.`).
+    pub(crate) fn names(self, runs: std::ops::Range<usize>, norm: Option<usize>, head: Option<usize>) -> crate::layer_names::LayerNames {
+        use crate::layer_names::{name_module_list, name_top};
+        let own = |n: &'static str| if head.is_some() { n } else { n.split_once('.').map_or(n, |(_, rest)| rest) };
+        let mut names = Default::default();
+        name_top(&mut names, 0, own(self.embed));
+        for i in runs {
+            name_module_list(&mut names, i, own(self.layers));
+        }
+        if let Some(i) = norm {
+            name_top(&mut names, i, own(self.norm));
+        }
+        if let Some(i) = head {
+            name_top(&mut names, i, self.head);
+        }
+        names
     }
-    name_top(&mut names, runs + 1, &own("norm"));
-    if head {
-        name_top(&mut names, runs + 2, "lm_head");
-    }
-    names
 }
 
 /// `LlamaConfig` (transformers): defaults are LLaMA-7B's.
@@ -471,7 +491,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
         layers,
         loss: if class == "LlamaForCausalLM" { Loss::CausalLm } else { Loss::CrossEntropy },
-        names: decoder_names(class == "LlamaForCausalLM", 1),
+        names: LLAMA_MODULES.names(1..2, Some(2), (class == "LlamaForCausalLM").then_some(3)),
     })
 }
 

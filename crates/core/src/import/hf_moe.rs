@@ -20,7 +20,7 @@
 //! activations are `tokens · top_k` rows whatever the balance, so uniform and skewed routing give
 //! the same figure.
 
-use super::hf::MAX_DEFAULT_SEQ_LEN;
+use super::hf::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::error::{Error, Result};
 use crate::layer::attention::{MultiheadAttention, NormKind};
 use crate::layer::embedding::Embedding;
@@ -28,7 +28,7 @@ use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
 use crate::layer::moe::{Router, SparseMoe};
 use crate::layer::norm::RmsNorm;
-use crate::layer_names::{name_top, set, LayerNames};
+use crate::layer_names::{set, LayerNames};
 use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{Map, Value};
@@ -104,15 +104,11 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     })
 }
 
-/// The transformers module names of embedding, `runs` repeats of a decoder layer (`group`: its
-/// attention and MoE residuals are the layer's, not modules) and final norm and head; a base
-/// model's lose `model.`.
+/// The transformers module names (LLaMA's, `super::hf::DecoderModules`), with each decoder
+/// layer's parts: `group` writes it as two residuals that are the layer's `forward`, not modules.
 fn module_names(head: bool, runs: usize) -> LayerNames {
-    let own = |n: &str| if head { format!("model.{n}") } else { n.to_string() };
-    let mut names = LayerNames::new();
-    name_top(&mut names, 0, &own("embed_tokens"));
+    let mut names = LLAMA_MODULES.names(1..runs + 1, Some(runs + 1), head.then_some(runs + 2));
     for i in 1..=runs {
-        name_top(&mut names, i, &own("layers"));
         let block = LayerPath::top(i);
         for (slot, parts) in [(0, ["input_layernorm", "self_attn"]), (1, ["post_attention_layernorm", "mlp"])] {
             let residual = block.child(Slot::Body, slot);
@@ -121,10 +117,6 @@ fn module_names(head: bool, runs: usize) -> LayerNames {
                 set(&mut names, &residual.child(Slot::Body, j), part);
             }
         }
-    }
-    name_top(&mut names, runs + 1, &own("norm"));
-    if head {
-        name_top(&mut names, runs + 2, "lm_head");
     }
     names
 }

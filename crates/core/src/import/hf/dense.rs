@@ -20,7 +20,7 @@
 //! | `opt` | learned positions (offset 2), ReLU MLP, optional `project_in`/`project_out`, pre- or post-norm |
 //! | `starcoder2` | LayerNorm, biased plain GELU-tanh MLP, grouped K/V, sliding window |
 
-use super::{dropout, pick, Fields, MAX_DEFAULT_SEQ_LEN};
+use super::{dropout, pick, DecoderModules, Fields, LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::error::{Error, Result};
 use crate::layer::activation::{LogitSoftcap, Scale};
 use crate::layer::attention::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
@@ -28,7 +28,6 @@ use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::{LayerNorm, RmsNorm};
 use crate::presets;
-use crate::layer_names::{name_module_list, name_top, LayerNames};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::Value;
 
@@ -47,51 +46,33 @@ struct Decoder {
     head: Option<Linear>,
     after_head: Vec<Layer>,
     seq_len: u64,
-    modules: Modules,
+    modules: DecoderModules,
 }
-
-/// The transformers module names of a decoder's embedding, layers, final norm and head (of the
-/// `…ForCausalLM` class; the base model's are the same without the first part).
-#[derive(Clone, Copy)]
-struct Modules {
-    embed: &'static str,
-    layers: &'static str,
-    norm: &'static str,
-    head: &'static str,
-}
-
-/// LLaMA's and the families built like it (`modeling_llama.py`: `model.embed_tokens`, …).
-const LLAMA_MODULES: Modules = Modules { embed: "model.embed_tokens", layers: "model.layers", norm: "model.norm", head: "lm_head" };
 
 impl Decoder {
     /// The spec, its parts named `modules`.
-    fn named(self, modules: Modules) -> ModelSpec {
+    fn named(self, modules: DecoderModules) -> ModelSpec {
         Decoder { modules, ..self }.build()
     }
 
     fn build(self) -> ModelSpec {
-        let mut names = LayerNames::new();
-        // a base model (no head) is the causal LM's inner module: its names lose the first part
-        let m = self.modules;
-        let own = |n: &'static str| if self.head.is_some() { n } else { n.split_once('.').map_or(n, |(_, rest)| rest) };
-        name_top(&mut names, 0, own(m.embed));
         let mut layers =
             vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None, tied_weight: false })];
         layers.extend(self.after_embed);
-        for run in runs(self.layers) {
-            name_module_list(&mut names, layers.len(), own(m.layers));
-            layers.push(run);
-        }
-        if let Some(norm) = self.final_norm {
-            name_top(&mut names, layers.len(), own(m.norm));
+        let first_run = layers.len();
+        layers.extend(runs(self.layers));
+        let runs = first_run..layers.len();
+        let norm = self.final_norm.map(|norm| {
             layers.push(norm);
-        }
+            layers.len() - 1
+        });
         layers.extend(self.after_norm);
-        if let Some(h) = self.head {
-            name_top(&mut names, layers.len(), m.head);
+        let head = self.head.map(|h| {
             layers.push(Layer::Linear(h));
-            layers.extend(self.after_head);
-        }
+            layers.len() - 1
+        });
+        layers.extend(self.after_head);
+        let names = self.modules.names(runs, norm, head);
         ModelSpec {
             version: SPEC_VERSION,
             name: Some(self.name),
@@ -389,7 +370,7 @@ pub(super) fn phi(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let embd = c.prob("embd_pdrop", 0.0)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("phi", &[])?;
-    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "PhiForCausalLM", h, vocab, tied, true), max_pos).named(Modules { norm: "model.final_layernorm", ..LLAMA_MODULES }))
+    Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "PhiForCausalLM", h, vocab, tied, true), max_pos).named(DecoderModules { norm: "model.final_layernorm", ..LLAMA_MODULES }))
 }
 
 /// `GPTNeoXConfig` (transformers): defaults are GPT-NeoX-20B's.
@@ -422,7 +403,7 @@ pub(super) fn gpt_neox(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let max_pos = c.size("max_position_embeddings", 2048)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("gpt_neox", &["rotary_emb_base", "classifier_dropout"])?;
-    Ok(layer_norm_decoder(name, vocab, vec![dropout(hidden_dropout)?], layer, n, head_for(class, "GPTNeoXForCausalLM", h, vocab, tied, false), max_pos).named(Modules { embed: "gpt_neox.embed_in", layers: "gpt_neox.layers", norm: "gpt_neox.final_layer_norm", head: "embed_out" }))
+    Ok(layer_norm_decoder(name, vocab, vec![dropout(hidden_dropout)?], layer, n, head_for(class, "GPTNeoXForCausalLM", h, vocab, tied, false), max_pos).named(DecoderModules { embed: "gpt_neox.embed_in", layers: "gpt_neox.layers", norm: "gpt_neox.final_layer_norm", head: "embed_out" }))
 }
 
 /// `FalconConfig` (transformers): defaults are Falcon-7B's (multi-query, parallel attention).
@@ -491,7 +472,7 @@ pub(super) fn falcon(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let max_pos = c.size("max_position_embeddings", 2048)?;
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("falcon", &[])?;
-    Ok(layer_norm_decoder(name, vocab, vec![], layer, n, head_for(class, "FalconForCausalLM", h, vocab, tied, false), max_pos).named(Modules { embed: "transformer.word_embeddings", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" }))
+    Ok(layer_norm_decoder(name, vocab, vec![], layer, n, head_for(class, "FalconForCausalLM", h, vocab, tied, false), max_pos).named(DecoderModules { embed: "transformer.word_embeddings", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" }))
 }
 
 /// `OPTConfig` (transformers): defaults are OPT-125m's.
@@ -547,7 +528,7 @@ pub(super) fn opt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         head: head_for(class, "OPTForCausalLM", proj, vocab, tied, false),
         after_head: vec![],
         seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
-        modules: Modules { embed: "model.decoder.embed_tokens", layers: "model.decoder.layers", norm: "model.decoder.final_layer_norm", head: "lm_head" },
+        modules: DecoderModules { embed: "model.decoder.embed_tokens", layers: "model.decoder.layers", norm: "model.decoder.final_layer_norm", head: "lm_head" },
     }
     .build();
     Ok(spec)
