@@ -127,7 +127,7 @@ pub const EN: Tr = Tr {
     what_if_help: "Each trick applied to the current setup; click to apply.",
     computing: "Computing…",
     trick_halve_batch: "Halve the batch",
-    trick_amp: "Mixed precision (AMP fp16)",
+    trick_amp: "Mixed precision (AMP bf16)",
     trick_checkpointing: "Activation checkpointing",
     trick_inplace_relu: "In-place ReLU",
     trick_grad_accum: "Gradient accumulation ×4 (same effective batch)",

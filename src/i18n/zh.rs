@@ -127,7 +127,7 @@ pub const ZH: Tr = Tr {
     what_if_help: "每个技巧应用于当前设置的效果；点击即可应用。",
     computing: "计算中…",
     trick_halve_batch: "批大小减半",
-    trick_amp: "混合精度（AMP fp16）",
+    trick_amp: "混合精度（AMP bf16）",
     trick_checkpointing: "激活检查点",
     trick_inplace_relu: "原地 ReLU",
     trick_grad_accum: "梯度累积 ×4（等效批大小不变）",

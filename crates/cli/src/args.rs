@@ -152,10 +152,36 @@ impl ModelArgs {
     /// `quantization_config` names.
     pub fn config(&self, spec: &ModelSpec, settings: &Settings) -> Result<TrainConfig> {
         let mut config = settings.config(spec)?;
+        // what a language model starts with, for what the flags leave out
+        if let Some(start) = vramcalc_core::defaults::starting_setup(spec, self.torch_dtype()?.as_deref(), &config) {
+            if settings.batch.is_none() {
+                config.batch = start.batch.max(config.grad_accum);
+            }
+            if settings.seq_len.is_none() {
+                config.seq_len = start.seq_len;
+            }
+            if settings.precision.is_none() {
+                config.precision = start.precision;
+            }
+        }
         if config.weights.is_none() && config.mode == Mode::Infer {
             config.weights = self.quantization()?;
         }
         Ok(config)
+    }
+
+    /// The checkpoint's `torch_dtype` (or `dtype`): a `--hf-config`'s, a Hugging Face preset's.
+    pub fn torch_dtype(&self) -> Result<Option<String>> {
+        let text = match (&self.hf_config, &self.preset) {
+            (Some(path), _) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+            (None, Some(id)) => match vramcalc_core::presets::hf_config(id) {
+                Some(t) => t.to_string(),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        Ok(["torch_dtype", "dtype"].iter().find_map(|k| v.get(*k).and_then(|d| d.as_str()).map(str::to_string)))
     }
 
     /// The weight format a `--hf-config`'s `quantization_config` names (`None` without one).
@@ -179,9 +205,9 @@ impl ModelArgs {
 
 #[derive(Args)]
 pub struct Settings {
-    /// Samples per optimizer step.
-    #[arg(long, default_value_t = 32)]
-    pub batch: u64,
+    /// Samples per optimizer step (default 32; a causal language model starts at 1).
+    #[arg(long)]
+    pub batch: Option<u64>,
     /// Sequence length of token models (default: the preset's).
     #[arg(long)]
     pub seq_len: Option<u64>,
@@ -191,9 +217,10 @@ pub struct Settings {
     /// forloop | foreach | fused (foreach is PyTorch's default on CUDA)
     #[arg(long, default_value = "foreach")]
     pub optimizer_impl: String,
-    /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16
-    #[arg(long, default_value = "fp32")]
-    pub precision: String,
+    /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16 (default fp32; a causal language model starts in
+    /// its config's torch_dtype, bf16 when it names none)
+    #[arg(long)]
+    pub precision: Option<String>,
     /// Whose autocast op lists apply: cuda | cpu
     #[arg(long, default_value = "cuda")]
     pub autocast_device: String,
@@ -208,6 +235,10 @@ pub struct Settings {
     /// Activation checkpointing per block (transformer layers, ResNet stages).
     #[arg(long)]
     pub checkpointing: bool,
+    /// `torch.autocast(cache_enabled=…)`: on (PyTorch's default) keeps the half copies of the
+    /// weights until the forward ends; off casts them at each use.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub autocast_cache: String,
     /// Gradient accumulation steps (micro-batch = batch / steps).
     #[arg(long, default_value_t = 1)]
     pub grad_accum: u64,
@@ -287,7 +318,7 @@ impl Settings {
     pub fn config(&self, spec: &ModelSpec) -> Result<TrainConfig> {
         let _ = spec;
         Ok(TrainConfig {
-            batch: self.batch,
+            batch: self.batch.unwrap_or(32),
             seq_len: self.seq_len,
             optimizer: pick(
                 &self.optimizer,
@@ -304,7 +335,7 @@ impl Settings {
                 |v| v.name(),
             )?,
             precision: pick(
-                &self.precision,
+                self.precision.as_deref().unwrap_or("fp32"),
                 "precision",
                 Precision::parse,
                 Precision::ALL,
@@ -322,6 +353,7 @@ impl Settings {
             })?,
             mode: pick(&self.mode, "mode", Mode::parse, Mode::ALL, |v| v.name())?,
             checkpointing: self.checkpointing,
+            autocast_cache: self.autocast_cache == "on",
             grad_accum: self.grad_accum,
             attention: pick(
                 &self.attention,

@@ -228,3 +228,25 @@ pub fn strategies(spec: &ModelSpec, config: &TrainConfig, world_sizes: &[u64], g
     }
     Ok(o)
 }
+
+/// The job's what-ifs (`--what-if` with `--gpus`): each change alone on this job, against its
+/// rank 0's device total; only the changes that lower it.
+pub fn what_if_text(w: &vramcalc_core::whatif::job::JobWhatIfs, unit: ByteUnit) -> Result<String> {
+    let mut o = String::new();
+    let f = |b: u64| format_bytes(b, unit);
+    writeln!(o)?;
+    writeln!(o, "what if (each change alone, on this job; rank 0's device total {})", f(w.device_total))?;
+    if w.items.is_empty() {
+        writeln!(o, "  no change lowers this job's memory")?;
+    }
+    for i in &w.items {
+        let fits = match i.fits {
+            Some(true) => ", fits alone",
+            Some(false) => ", does not fit alone",
+            None => "",
+        };
+        let pct = i.saves as f64 * 100.0 / w.device_total.max(1) as f64;
+        writeln!(o, "  {:<58}{:>12}   saves {} ({pct:.0}%){fits}", i.describe, f(i.device_total), f(i.saves))?;
+    }
+    Ok(o)
+}

@@ -41,15 +41,22 @@ fn run() -> Result<ExitCode> {
             json,
             what_if,
         } if !dist.is_single() => {
-            if what_if {
-                anyhow::bail!("--what-if covers one GPU; leave out --gpus, --strategy, --tp and --offload");
-            }
             let spec = model.load()?;
-            let e = vramcalc_core::distributed::estimate(&spec, &settings.config(&spec)?, &dist.config()?)?;
+            let (config, d) = (model.config(&spec, &settings)?, dist.config()?);
+            let e = vramcalc_core::distributed::estimate(&spec, &config, &d)?;
+            let what_ifs = if what_if { Some(vramcalc_core::whatif::job::what_ifs(&spec, &config, &d, None)?) } else { None };
             if json {
-                Ok(serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n")
+                let mut v = dist::estimate_json(&spec, &e)?;
+                if let (Some(w), Some(o)) = (&what_ifs, v.as_object_mut()) {
+                    o.insert("what_ifs".into(), serde_json::to_value(&w.items)?);
+                }
+                Ok(serde_json::to_string_pretty(&v)? + "\n")
             } else {
-                Ok(table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
+                let mut text = table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?;
+                if let Some(w) = &what_ifs {
+                    text += &dist::what_if_text(w, settings.unit())?;
+                }
+                Ok(text)
             }
         }
         args::Command::Estimate {
@@ -78,7 +85,7 @@ fn run() -> Result<ExitCode> {
         args::Command::Strategies { model, settings, world_sizes, gpu } => {
             let spec = model.load()?;
             let card = vramcalc_core::memory::device::gpu(&gpu).ok_or_else(|| anyhow::anyhow!("unknown GPU {gpu:?} (run `vramcalc gpus`)"))?;
-            dist::strategies(&spec, &settings.config(&spec)?, &world_sizes, card, settings.unit())
+            dist::strategies(&spec, &model.config(&spec, &settings)?, &world_sizes, card, settings.unit())
         }
         args::Command::FewestGpus { fit, max_gpus } => {
             let (spec, config, cap) = fit.load()?;

@@ -204,6 +204,14 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
                 }
             }
         }
+        if k == vramcalc_core::Category::Activations && est.breakdown.weight_casts > 0 {
+            writeln!(
+                o,
+                "    {:<22}{:>9}   autocast's half copies of the weights, cached until the forward ends (whole, even under FSDP); --autocast-cache off or FSDP's --fsdp-param-dtype avoid them",
+                "of which weight casts",
+                f(est.breakdown.weight_casts)
+            )?;
+        }
     }
     if est.breakdown.kv_cache > 0 {
         writeln!(o, "  {:<15}{:>12}", "kv cache", f(est.breakdown.kv_cache))?;
@@ -275,7 +283,7 @@ fn what_if_table(o: &mut String, rows: &[(&str, u64)], base: u64, unit: ByteUnit
             std::cmp::Ordering::Greater => format!("adds {}", f(peak - base)),
             std::cmp::Ordering::Equal => "no change".to_string(),
         };
-        writeln!(o, "  {describe:<38}{:>12}   {effect}", f(peak))?;
+        writeln!(o, "  {describe:<48}{:>12}   {effect}", f(peak))?;
     }
     Ok(())
 }

@@ -55,9 +55,11 @@ fn generate_what_ifs_and_errors() {
     let args: Vec<&str> = GPT2.iter().chain(&["--prompt-len", "256", "--new-tokens", "64", "--what-if"]).copied().collect();
     let (code, out, err) = vramcalc(&args);
     assert_eq!(code, 0, "{err}");
-    for line in ["prefill peak", "decode peak", "KV cache", "static KV cache", "halve the prompt", "fp8 KV cache"] {
+    for line in ["prefill peak", "decode peak", "KV cache", "halve the prompt", "fp8 KV cache"] {
         assert!(out.contains(line), "{line} missing:\n{out}");
     }
+    // a static cache of P + G slots saves nothing against this dynamic one: not offered
+    assert!(!out.contains("static KV cache"), "{out}");
     for (flag, value, says) in [("--kv-cache", "ring", "--kv-cache \"ring\""), ("--kv-dtype", "fp4", "--kv-dtype \"fp4\""), ("--logits-to-keep", "2", "--logits-to-keep 2")] {
         let args: Vec<&str> = GPT2.iter().chain(&[flag, value]).copied().collect();
         let (code, _, err) = vramcalc(&args);

@@ -122,6 +122,10 @@ pub struct TrainConfig {
     pub device: Device,
     pub mode: Mode,
     pub checkpointing: bool,
+    /// `torch.autocast(cache_enabled=…)` (default on, as PyTorch's): the half copies of the
+    /// weights stay cached until the forward ends. Left out of JSON when on, as saved before it.
+    #[serde(skip_serializing_if = "crate::serde_util::is_true")]
+    pub autocast_cache: bool,
     pub grad_accum: u64,
     pub attention: AttentionImpl,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,6 +171,7 @@ impl Default for TrainConfig {
             device: Device::Cuda,
             mode: Mode::Train,
             checkpointing: false,
+            autocast_cache: true,
             grad_accum: 1,
             attention: AttentionImpl::Sdpa,
             inplace_relu: None,

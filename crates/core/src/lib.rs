@@ -28,6 +28,7 @@
 //! `tests/module_graph.rs` checks it. `docs/architecture.md` has the whole map.
 
 pub mod config;
+pub mod defaults;
 pub mod distributed;
 pub mod error;
 pub mod finetune;

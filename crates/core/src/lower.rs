@@ -20,6 +20,9 @@ pub struct LowerOptions {
     pub device: Device,
     pub attention: AttentionImpl,
     pub checkpointing: bool,
+    /// `torch.autocast(cache_enabled=…)`: casts of trainable parameters are kept until the
+    /// outermost autocast context exits (the forward's end); off, each use casts afresh.
+    pub autocast_cache: bool,
     /// Force every ReLU in place (`Some(true)`) or out of place (`Some(false)`).
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
@@ -41,6 +44,7 @@ impl Default for LowerOptions {
             device: Device::Cuda,
             attention: AttentionImpl::Sdpa,
             checkpointing: false,
+            autocast_cache: true,
             inplace_relu: None,
             framework: Framework::PytorchEager,
             finetune: FineTune::default(),
@@ -439,7 +443,9 @@ impl Builder {
         if self.g.value(x).dtype == dtype {
             return x;
         }
-        let is_param = self.g.storages[self.g.storage_of(x) as usize].class == StorageClass::Param;
+        // autocast caches casts of leaf tensors that require grad (`cached_cast` in
+        // aten/src/ATen/autocast_mode.cpp), when `cache_enabled`
+        let is_param = self.opts.autocast_cache && self.g.storages[self.g.storage_of(x) as usize].class == StorageClass::Param;
         if is_param {
             if let Some(&c) = self.cast_cache.get(&(x, dtype)) {
                 return c;

@@ -108,6 +108,11 @@ pub(crate) fn invalid_type(value: serde_json::Value, expected: &'static str) -> 
     }
 }
 
+/// `skip_serializing_if` for flags that default to `true`.
+pub(crate) fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// `skip_serializing_if` for flags that default to `false`.
 pub(crate) fn is_false(b: &bool) -> bool {
     !*b

@@ -3,6 +3,8 @@
 
 #[path = "whatif_finetune.rs"]
 pub mod finetune;
+#[path = "whatif_job.rs"]
+pub mod job;
 
 use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::error::Result;
@@ -45,10 +47,10 @@ impl Trick {
     pub fn describe(self) -> &'static str {
         match self {
             Trick::HalveBatch => "halve the batch",
-            Trick::Amp => "mixed precision (AMP fp16)",
+            Trick::Amp => "mixed precision (AMP bf16)",
             Trick::Checkpointing => "activation checkpointing",
             Trick::InplaceRelu => "in-place ReLU",
-            Trick::GradAccum4 => "4× gradient accumulation",
+            Trick::GradAccum4 => "4× gradient accumulation, same effective batch",
             Trick::Sgd => "SGD with momentum instead",
             Trick::ShorterSeq => "halve the sequence length",
         }
@@ -82,7 +84,8 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
             if c.precision != Precision::Fp32 || c.mode == Mode::Generate {
                 return None;
             }
-            n.precision = Precision::AmpFp16;
+            // bf16 autocast: what LLM training uses on Ampere and newer (no GradScaler needed)
+            n.precision = Precision::AmpBf16;
         }
         Trick::Checkpointing => {
             if c.checkpointing || !train {
@@ -98,7 +101,8 @@ pub fn apply(trick: Trick, spec: &ModelSpec, c: &TrainConfig) -> Option<TrainCon
             n.inplace_relu = Some(true);
         }
         Trick::GradAccum4 => {
-            if !train || c.grad_accum.saturating_mul(4) > c.batch {
+            // offered once: the batch stays the effective batch, the micro-batch shrinks
+            if !train || c.grad_accum > 1 || c.batch < 4 {
                 return None;
             }
             n.grad_accum = c.grad_accum * 4;
@@ -131,18 +135,20 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<WhatIf>> {
 }
 
 /// [`what_ifs`] with `peak` giving a setup's peak and device total (`None`: rejected), so a
-/// caller can reuse models it has resolved (the web app's cache).
+/// caller can reuse models it has resolved (the web app's cache). A trick that lowers neither
+/// the peak nor the device total (checkpointing a model without blocks) is left out.
 pub fn what_ifs_with(
     spec: &ModelSpec,
     config: &TrainConfig,
     mut peak: impl FnMut(&TrainConfig) -> Option<(u64, u64)>,
 ) -> Vec<WhatIf> {
+    let Some((base_peak, base_total)) = peak(config) else { return Vec::new() };
     Trick::ALL
         .iter()
         .filter_map(|&trick| {
             let cfg = apply(trick, spec, config)?;
             let (peak, device_total) = peak(&cfg)?;
-            Some(WhatIf { trick, config: cfg, peak, device_total })
+            (peak < base_peak || device_total < base_total).then_some(WhatIf { trick, config: cfg, peak, device_total })
         })
         .collect()
 }
@@ -168,7 +174,12 @@ mod tests {
         }
         let cnn = presets::build("resnet18").unwrap();
         let w = what_ifs(&cnn, &cfg).unwrap();
-        assert!(w.iter().all(|w| w.trick != Trick::ShorterSeq) && w.iter().any(|w| w.trick == Trick::InplaceRelu));
+        // torchvision's ResNet runs its ReLUs in place already: the trick applies, saves nothing,
+        // and so is not offered
+        assert!(w.iter().all(|w| w.trick != Trick::ShorterSeq && w.trick != Trick::InplaceRelu));
+        assert!(apply(Trick::InplaceRelu, &cnn, &cfg).is_some());
+        let base = crate::estimate(&cnn, &cfg).unwrap();
+        assert!(w.iter().all(|w| w.peak < base.peak_bytes || w.device_total < base.device_total_bytes));
         let mut broken = cnn.clone();
         broken.input.shape = vec![7];
         assert!(what_ifs(&broken, &cfg).is_err());

@@ -97,7 +97,7 @@ pub fn apply(trick: FineTuneTrick, spec: &ModelSpec, c: &TrainConfig) -> Option<
 
 /// Every applicable fine-tuning trick with its result (a LoRA that wraps nothing is left out).
 pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<FineTuneWhatIf>> {
-    Prepared::new(spec, config)?;
+    let (base_peak, base_total) = Prepared::new(spec, config)?.peak_at(config.batch);
     Ok(FineTuneTrick::ALL
         .iter()
         .filter_map(|&trick| {
@@ -107,7 +107,9 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<FineTuneWh
             if cfg.finetune.has_adapters() && e.breakdown.adapter_parameters == 0 {
                 return None;
             }
-            Some(FineTuneWhatIf { trick, config: cfg, peak: e.peak_bytes, device_total: e.device_total_bytes, trainable_params: e.trainable_params })
+            // a change that saves nothing is not offered as a saving
+            (e.peak_bytes < base_peak || e.device_total_bytes < base_total)
+                .then_some(FineTuneWhatIf { trick, config: cfg, peak: e.peak_bytes, device_total: e.device_total_bytes, trainable_params: e.trainable_params })
         })
         .collect())
 }

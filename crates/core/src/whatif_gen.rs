@@ -81,14 +81,15 @@ pub fn apply(trick: GenTrick, spec: &ModelSpec, c: &TrainConfig) -> Option<Train
 
 /// Every applicable trick with its result (those the core rejects left out); an error when the
 /// setup itself is rejected.
+/// Every applicable trick that lowers the peak or the device total.
 pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<GenWhatIf>> {
-    Prepared::new(spec, config)?;
+    let (base_peak, base_total) = Prepared::new(spec, config)?.peak_at(config.batch);
     Ok(GenTrick::ALL
         .iter()
         .filter_map(|&trick| {
             let cfg = apply(trick, spec, config)?;
             let (peak, device_total) = Prepared::new(spec, &cfg).ok()?.peak_at(cfg.batch);
-            Some(GenWhatIf { trick, config: cfg, peak, device_total })
+            (peak < base_peak || device_total < base_total).then_some(GenWhatIf { trick, config: cfg, peak, device_total })
         })
         .collect())
 }
@@ -112,10 +113,13 @@ mod tests {
         let w = what_ifs(&spec, &cfg).unwrap();
         let peak = |t: GenTrick| w.iter().find(|w| w.trick == t).unwrap().peak;
         assert!(peak(GenTrick::ShorterPrompt) < base.peak_bytes);
-        // fp8 halves the cache of an fp16 model; the prefill's peak may hide it, never raise it
-        assert!(peak(GenTrick::Fp8KvCache) <= base.peak_bytes);
-        let fp8 = crate::estimate(&spec, &w.iter().find(|w| w.trick == GenTrick::Fp8KvCache).unwrap().config).unwrap();
+        // fp8 halves the cache of an fp16 model; the prefill's peak may hide it (then it is not
+        // offered), never raise it
+        let fp8_cfg = apply(GenTrick::Fp8KvCache, &spec, &cfg).unwrap();
+        let fp8 = crate::estimate(&spec, &fp8_cfg).unwrap();
+        assert!(fp8.peak_bytes <= base.peak_bytes);
         assert_eq!(fp8.generation.unwrap().kv_cache_bytes * 2, base.generation.as_ref().unwrap().kv_cache_bytes);
+        assert!(w.iter().all(|w| w.peak < base.peak_bytes || w.device_total < base.device_total_bytes));
         assert!(w.iter().all(|w| w.trick != GenTrick::StaticCache || w.config.generate.cache == KvCacheKind::Static));
         // training setups get none
         assert!(what_ifs(&spec, &TrainConfig::default()).unwrap().is_empty());

@@ -33,12 +33,12 @@ pub struct Ddp {
 }
 
 impl Ddp {
+    /// `distributed.py` (`_build_params_for_reducer`) hands the reducer only the parameters
+    /// with `requires_grad`: a frozen base gets no bucket, no `.grad` and no optimizer state.
     pub fn new(layout: Layout, config: TrainConfig, view: bool, accumulating: bool) -> Ddp {
-        let sizes: Vec<u64> = layout.params.iter().rev().map(|p| p.numel.saturating_mul(p.elem)).collect();
+        let sizes: Vec<u64> = layout.trainable().rev().map(|p| p.grad_bytes()).collect();
         let buckets = if config.mode == Mode::Train { bucket_sizes(&sizes) } else { Vec::new() };
-        let refs: Vec<&[u64]> = layout.params.iter().map(|p| p.shape.as_slice()).collect();
-        let dtype = if layout.params.first().is_some_and(|p| p.elem == 2) { crate::units::DType::Bf16 } else { crate::units::DType::F32 };
-        let opt = crate::memory::optimizer::cost(config.optimizer, config.optimizer_impl, &refs, dtype);
+        let opt = layout.optimizer_cost(&config, |p| p.shape.clone(), |p| p.elem);
         Ddp { layout, view, accumulating, buckets, opt }
     }
 
@@ -54,7 +54,7 @@ impl Ddp {
             (Phase::Backward, Some(i)) => first > i,
             (Phase::Forward, _) => false,
         };
-        self.layout.params.iter().filter(|p| done(p.first_use)).map(|p| p.numel.saturating_mul(p.elem)).fold(0, u64::saturating_add)
+        self.layout.trainable().filter(|p| done(p.first_use)).map(|p| p.grad_bytes()).fold(0, u64::saturating_add)
     }
 }
 
@@ -92,7 +92,7 @@ impl Rank for Ddp {
 
     fn model_states(&self) -> super::ModelStates {
         let p = self.layout.bytes();
-        let grads = if self.view { self.total() } else { self.total().saturating_add(p) };
+        let grads = if self.view { self.total() } else { self.total().saturating_add(self.layout.trainable_bytes()) };
         super::ModelStates { parameters: p, gradients: grads, optimizer: self.opt.state, host: 0 }
     }
 

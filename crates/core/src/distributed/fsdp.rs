@@ -16,30 +16,38 @@
 //!   copied into a reduce-scatter input of `N × Σ shard numel` in `reduce_dtype`, freed, and the
 //!   reduced shard is cast to the original dtype.
 //!
+//! - `_fsdp_param_group.py` (`wait_for_unshard`): in forward the all-gather output is not freed
+//!   after its copy-out but kept in `comm_ctx.all_gather_state` until the next unit's
+//!   (`release_all_gather_state_for_comm_reuse`), so one unit's all-gather output lives beside
+//!   the forward at every point — the last unit's through the head and the loss.
+//!
 //! Measured: `shared/reference/llm/fsdp.jsonl` (FSDPMemTracker on a fake process group, CPU:
 //! no separate streams). On CUDA the next unit's all-gather may be issued while the current unit
 //! computes (implicit prefetch), keeping up to one more unit gathered; not modelled.
 
-use super::layout::Layout;
+use super::layout::{Layout, Param};
 use super::{DistBreakdown, DistConfig, Rank};
 use crate::config::TrainConfig;
-use crate::memory::optimizer;
 use crate::memory::simulate::Phase;
 use crate::memory::breakdown::Breakdown;
 use crate::memory::{OptimizerCost, Overlay};
-use crate::units::DType;
 
 pub struct Fsdp {
     layout: Layout,
     raf: bool,
     accumulating: bool,
-    /// Per unit, the root last: bytes in the simulated (compute) dtype.
+    /// Per unit, the root last: parameter bytes as the simulated graph stores them.
     base: Vec<u64>,
+    /// Per unit, the root last: gradient bytes of its trainable parameters in the graph.
+    grad_base: Vec<u64>,
     /// Per unit, the root last: gathered (padded) bytes in `param_dtype`.
     unsharded: Vec<u64>,
     /// Per unit, the root last: rank 0's shard in the original dtype.
     shard: Vec<u64>,
-    /// Per unit, the root last: reduce-scatter input in `reduce_dtype`.
+    /// Per unit, the root last: rank 0's gradient shards (trainable parameters only).
+    grad_shard: Vec<u64>,
+    /// Per unit, the root last: reduce-scatter input in `reduce_dtype` (trainable parameters:
+    /// `foreach_reduce` runs over the parameters that have a gradient).
     rs_input: Vec<u64>,
     opt: OptimizerCost,
 }
@@ -49,37 +57,52 @@ struct State {
     gathered: u64,
     all_gather: u64,
     reduce_scatter: u64,
-    /// Base bytes of the gradients already reduced, and their shards.
+    /// Gradient bytes (in the graph) already reduced, and their shards.
     reduced_base: u64,
     reduced_shard: u64,
 }
 
 impl Fsdp {
-    pub fn new(layout: Layout, config: &TrainConfig, dist: &DistConfig, n: u64, accumulating: bool) -> Fsdp {
-        let elem = layout.params.first().map_or(4, |p| p.elem);
-        let orig = if dist.fsdp_param_dtype.is_some() { 4 } else { elem };
-        let pdt = dist.fsdp_param_dtype.map_or(elem, |d| d.size());
-        let rdt = dist.fsdp_reduce_dtype.map_or(pdt, |d| d.size());
+    /// `orig`: bytes per element of the parameters as the model holds them before
+    /// `fully_shard` (`MixedPrecisionPolicy(param_dtype)` casts from it for compute).
+    pub fn new(layout: Layout, config: &TrainConfig, dist: &DistConfig, n: u64, accumulating: bool, orig: Option<u64>) -> Fsdp {
         let k = layout.units.len() + 1;
-        let (mut base, mut unsharded, mut shard, mut rs_input) = (vec![0u64; k], vec![0u64; k], vec![0u64; k], vec![0u64; k]);
-        let mut shapes: Vec<Vec<u64>> = Vec::new();
+        let zeros = || vec![0u64; k];
+        let (mut base, mut grad_base, mut unsharded, mut shard, mut grad_shard, mut rs_input) = (zeros(), zeros(), zeros(), zeros(), zeros(), zeros());
+        let orig_of = |p: &Param| if p.trainable || p.stored == p.numel.saturating_mul(p.elem) { orig.unwrap_or(p.elem) } else { p.elem };
         for p in &layout.params {
             let i = p.unit.unwrap_or(k - 1);
-            let chunk = shard_numel(&p.shape, n);
-            base[i] = base[i].saturating_add(p.numel.saturating_mul(p.elem));
-            unsharded[i] = unsharded[i].saturating_add(chunk.saturating_mul(n).saturating_mul(pdt));
-            shard[i] = shard[i].saturating_add(chunk.saturating_mul(orig));
-            rs_input[i] = rs_input[i].saturating_add(chunk.saturating_mul(n).saturating_mul(rdt));
+            let o = orig_of(p);
+            let pdt = dist.fsdp_param_dtype.map_or(p.elem, |d| d.size());
+            let rdt = dist.fsdp_reduce_dtype.map_or(pdt, |d| d.size());
+            base[i] = base[i].saturating_add(p.stored);
+            let (chunk, gathered, own) = if p.stored == p.numel.saturating_mul(p.elem) {
+                let chunk = shard_numel(&p.shape, n);
+                (chunk, chunk.saturating_mul(n).saturating_mul(pdt), chunk.saturating_mul(o))
+            } else {
+                // a quantised base (FSDP-QLoRA): `bnb_4bit_quant_storage` of the compute dtype
+                // makes the packed bytes a flat tensor of that dtype, sharded like any other
+                // and never cast by the policy (modelled, not measured)
+                let chunk = p.stored.div_ceil(p.elem.max(1)).div_ceil(n.max(1));
+                let b = chunk.saturating_mul(p.elem);
+                (chunk, b.saturating_mul(n), b)
+            };
+            unsharded[i] = unsharded[i].saturating_add(gathered);
+            shard[i] = shard[i].saturating_add(own);
+            if p.trainable {
+                grad_base[i] = grad_base[i].saturating_add(p.grad_bytes());
+                grad_shard[i] = grad_shard[i].saturating_add(own);
+                rs_input[i] = rs_input[i].saturating_add(chunk.saturating_mul(n).saturating_mul(rdt));
+            }
+        }
+        let opt = layout.optimizer_cost(config, |p| {
             let mut s = p.shape.clone();
             if let Some(d0) = s.first_mut() {
-                *d0 = d0.div_ceil(n);
+                *d0 = d0.div_ceil(n.max(1));
             }
-            shapes.push(s);
-        }
-        let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
-        let dtype = if orig == 4 { DType::F32 } else { DType::Bf16 };
-        let opt = optimizer::cost(config.optimizer, config.optimizer_impl, &refs, dtype);
-        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, base, unsharded, shard, rs_input, opt }
+            s
+        }, orig_of);
+        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, base, grad_base, unsharded, shard, grad_shard, rs_input, opt }
     }
 
     fn root(&self) -> usize {
@@ -91,8 +114,8 @@ impl Fsdp {
         let root = self.root();
         let mut s = State::default();
         let Some(i) = op.filter(|_| phase != Phase::Optimizer) else {
-            s.reduced_base = self.base.iter().sum();
-            s.reduced_shard = self.shard.iter().sum();
+            s.reduced_base = self.grad_base.iter().sum();
+            s.reduced_shard = self.grad_shard.iter().sum();
             return s;
         };
         let cur = self.layout.unit_of_op(i);
@@ -105,9 +128,16 @@ impl Fsdp {
                 s.gathered = s.gathered.saturating_add(self.unsharded[v]);
             }
             if phase == Phase::Backward && first > i && Some(v) != cur {
-                s.reduced_base = s.reduced_base.saturating_add(self.base[v]);
-                s.reduced_shard = s.reduced_shard.saturating_add(self.shard[v]);
+                s.reduced_base = s.reduced_base.saturating_add(self.grad_base[v]);
+                s.reduced_shard = s.reduced_shard.saturating_add(self.grad_shard[v]);
             }
+        }
+        if phase == Phase::Forward {
+            // `wait_for_unshard` in forward keeps the all-gather output of the unit gathered
+            // last (`comm_ctx.all_gather_state`, "implicit prefetch") until the next unit's
+            // copy-out: the root's until the first unit's, the last unit's to the forward's end
+            let last = units.iter().rposition(|&(first, _)| first <= i);
+            s.all_gather = self.unsharded[last.unwrap_or(root)];
         }
         if phase == Phase::Backward {
             if self.raf {
@@ -144,11 +174,11 @@ impl Overlay for Fsdp {
         if self.accumulating {
             // earlier micro-batches left full `.grad`s in the simulation; FSDP keeps shards, and
             // the unit in backward (and the root) hold unsharded gradients until reduced
-            sub.gradients = all_base;
-            add.gradients = all_shard;
+            sub.gradients = self.grad_base.iter().sum();
+            add.gradients = self.grad_shard.iter().sum();
             if phase == Phase::Backward {
                 let cur = op.and_then(|i| self.layout.unit_of_op(i)).unwrap_or(self.root());
-                add.gradients = add.gradients.saturating_add(self.base[cur]);
+                add.gradients = add.gradients.saturating_add(self.grad_base[cur]);
             }
         } else {
             sub.gradients = s.reduced_base;
@@ -164,8 +194,7 @@ impl Rank for Fsdp {
     }
 
     fn model_states(&self) -> super::ModelStates {
-        let shard: u64 = self.shard.iter().sum();
-        super::ModelStates { parameters: shard, gradients: shard, optimizer: self.opt.state, host: 0 }
+        super::ModelStates { parameters: self.shard.iter().sum(), gradients: self.grad_shard.iter().sum(), optimizer: self.opt.state, host: 0 }
     }
 
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {

@@ -15,11 +15,24 @@ pub struct Param {
     pub numel: u64,
     /// Bytes per element in the simulated graph (the compute dtype).
     pub elem: u64,
+    /// Bytes as stored in the simulated graph: `numel × elem`, or a quantised base's packed
+    /// layout (bitsandbytes, `--weights`).
+    pub stored: u64,
+    /// `requires_grad`: only these get gradients, reducer buckets, reduce-scatters and optimizer
+    /// state (a frozen base, LoRA's wrapped weights and `"trainable": false` layers do not).
+    pub trainable: bool,
     /// Unit index, or `None` for the root.
     pub unit: Option<usize>,
     /// Forward index of the first recorded op that reads it: backward has its whole gradient
     /// once it is past that op.
     pub first_use: u32,
+}
+
+impl Param {
+    /// Bytes of its gradient (`0` for a frozen parameter).
+    pub fn grad_bytes(&self) -> u64 {
+        if self.trainable { self.numel.saturating_mul(self.elem) } else { 0 }
+    }
 }
 
 /// The units of a model in forward order, with their op ranges.
@@ -56,6 +69,8 @@ impl Layout {
                     shape: v.shape.0.clone(),
                     numel: v.shape.numel(),
                     elem: v.dtype.size(),
+                    stored: g.storages[g.storage_of(p) as usize].bytes.fixed,
+                    trainable: v.requires_grad,
                     unit: op_unit.get(first as usize).copied().flatten(),
                     first_use: first,
                 }
@@ -78,9 +93,36 @@ impl Layout {
         self.params.iter().map(|p| p.numel).fold(0, u64::saturating_add)
     }
 
-    /// Bytes of the parameters in the simulated graph.
+    /// Bytes of the parameters as stored in the simulated graph.
     pub fn bytes(&self) -> u64 {
-        self.params.iter().map(|p| p.numel.saturating_mul(p.elem)).fold(0, u64::saturating_add)
+        self.params.iter().map(|p| p.stored).fold(0, u64::saturating_add)
+    }
+
+    /// The parameters that train.
+    pub fn trainable(&self) -> impl DoubleEndedIterator<Item = &Param> {
+        self.params.iter().filter(|p| p.trainable)
+    }
+
+    /// Elements of the trainable parameters.
+    pub fn trainable_numel(&self) -> u64 {
+        self.trainable().map(|p| p.numel).fold(0, u64::saturating_add)
+    }
+
+    /// Bytes of the trainable parameters (and so of their gradients) in the compute dtype.
+    pub fn trainable_bytes(&self) -> u64 {
+        self.trainable().map(Param::grad_bytes).fold(0, u64::saturating_add)
+    }
+
+    /// The optimizer's cost over the trainable parameters, as the single-GPU step counts it
+    /// (`memory::Prepared::new`): shapes `shard(shape)`, state in the first trainable one's dtype.
+    pub fn optimizer_cost(&self, config: &crate::config::TrainConfig, shard: impl Fn(&Param) -> Vec<u64>, elem: impl Fn(&Param) -> u64) -> crate::memory::OptimizerCost {
+        let shapes: Vec<Vec<u64>> = self.trainable().map(shard).collect();
+        let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+        let dtype = match self.trainable().next().map(elem) {
+            Some(2) => crate::units::DType::Bf16,
+            _ => crate::units::DType::F32,
+        };
+        crate::memory::optimizer::cost(config.optimizer, config.optimizer_impl, &refs, dtype)
     }
 }
 

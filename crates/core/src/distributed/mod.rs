@@ -158,9 +158,9 @@ impl DistConfig {
         if (self.fsdp_param_dtype.is_some() || self.fsdp_reduce_dtype.is_some()) && self.strategy != Strategy::Fsdp {
             return bad("--fsdp-param-dtype and --fsdp-reduce-dtype need --strategy fsdp".into());
         }
-        if self.fsdp_param_dtype.is_some() && config.precision != Precision::Fp32 {
+        if self.fsdp_param_dtype.is_some() && matches!(config.precision, Precision::AmpFp16 | Precision::AmpBf16) {
             return bad(format!(
-                "--fsdp-param-dtype casts fp32 parameters for compute; with --precision {} leave it out",
+                "--fsdp-param-dtype is FSDP's own mixed precision (MixedPrecisionPolicy); with it the model needs no autocast: use --precision fp32 (or the model's bf16/fp16) instead of {}",
                 config.precision.name()
             ));
         }
@@ -371,7 +371,11 @@ fn rank_of(prepared: &Prepared, compute: &TrainConfig, config: &TrainConfig, dis
     match dist.strategy {
         _ if n == 1 || !training => None,
         Strategy::Ddp | Strategy::Tp => Some(Box::new(ddp::Ddp::new(layout, *compute, dist.gradient_as_bucket_view, accumulating))),
-        Strategy::Fsdp => Some(Box::new(fsdp::Fsdp::new(layout, config, dist, n, accumulating))),
+        Strategy::Fsdp => {
+            // the parameters' dtype before `fully_shard` when the policy casts them for compute
+            let orig = dist.fsdp_param_dtype.map(|_| if matches!(config.precision, Precision::Bf16 | Precision::Fp16) { 2 } else { 4 });
+            Some(Box::new(fsdp::Fsdp::new(layout, config, dist, n, accumulating, orig)))
+        }
         Strategy::Zero1 | Strategy::Zero2 | Strategy::Zero3 => Some(Box::new(zero::Zero::new(layout, config, dist, n, accumulating))),
     }
 }
@@ -428,11 +432,10 @@ impl<'a> GpuSteps<'a> {
     }
 }
 
-/// The first size [`fewest_gpus`] tries: one GPU for DDP only (the other strategies mean a
-/// sharded or split job), and at least the tensor-parallel degree.
+/// The first size [`fewest_gpus`] tries: the tensor-parallel degree (one GPU without tensor
+/// parallelism: a job that fits on one needs no sharding, whatever the strategy asked for).
 pub fn first_gpus(dist: &DistConfig) -> u64 {
-    let first = if dist.strategy == Strategy::Ddp { 1 } else { 2 };
-    dist.tp_degree().max(first)
+    dist.tp_degree().max(1)
 }
 
 /// The fewest GPUs (powers of two up to `max_gpus`, multiples of the TP degree) on which rank 0's

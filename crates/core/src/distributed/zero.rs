@@ -45,15 +45,21 @@ pub struct Zero {
     stage: u8,
     offload: Offload,
     accumulating: bool,
+    /// Bytes per element of the trainable parameters (and their gradients).
     elem: u64,
-    /// `ceil(Ψ / N)` elements: one rank's flat partition.
+    /// `ceil(Ψ_trainable / N)` elements: one rank's flat partition of what the optimizer holds
+    /// (DeepSpeed flattens the optimizer's parameter groups: the trainable parameters).
     part: u64,
+    /// Stage 3: one rank's partition of every parameter (frozen ones too), bytes as stored.
+    param_part: u64,
     /// fp32 master copy of the partition (half models only).
     master: u64,
     state: OptimizerCost,
     /// Per unit: elements above the persistence threshold; whether kept gathered from its
     /// forward to its backward (reuse distance).
     unit_numel: Vec<u64>,
+    /// Per unit: bytes as stored of those parameters.
+    unit_bytes: Vec<u64>,
     kept: Vec<bool>,
     /// Whole parameters under the persistence threshold (stage 3), bytes.
     persistent: u64,
@@ -74,22 +80,25 @@ impl Zero {
             Strategy::Zero2 => 2,
             _ => 3,
         };
-        let elem = layout.params.first().map_or(4, |p| p.elem);
-        let total = layout.numel();
-        let part = total.div_ceil(n.max(1));
+        let elem = layout.trainable().next().map_or(4, |p| p.elem);
+        let part = layout.trainable_numel().div_ceil(n.max(1));
         let master = if elem < 4 { part.saturating_mul(4) } else { 0 };
         let state = optimizer::cost(config.optimizer, config.optimizer_impl, &[&[part]], DType::F32);
         let k = layout.units.len();
         let mut unit_numel = vec![0u64; k];
+        let mut unit_bytes = vec![0u64; k];
         let mut persistent = 0u64;
         for p in &layout.params {
             if stage == 3 && p.numel <= PARAM_PERSISTENCE_THRESHOLD {
                 // kept whole on every rank (`ds_persist`), never gathered
-                persistent = persistent.saturating_add(p.numel.saturating_mul(elem));
+                persistent = persistent.saturating_add(p.stored);
             } else if let Some(u) = p.unit {
                 unit_numel[u] = unit_numel[u].saturating_add(p.numel);
+                unit_bytes[u] = unit_bytes[u].saturating_add(p.stored);
             }
         }
+        // persistent parameters stay whole (`ds_persist`): the rest is partitioned
+        let param_part = layout.bytes().saturating_sub(persistent).div_ceil(n.max(1));
         let root: u64 = layout.of(None).map(|p| p.numel).sum();
         // reuse distance of a unit: what is fetched between its forward and its backward
         let mut kept = vec![false; k];
@@ -101,7 +110,7 @@ impl Zero {
                 live = live.saturating_add(unit_numel[v]);
             }
         }
-        Zero { layout, stage, offload: dist.offload, accumulating, elem, part, master, state, unit_numel, kept, persistent }
+        Zero { layout, stage, offload: dist.offload, accumulating, elem, part, param_part, master, state, unit_numel, unit_bytes, kept, persistent }
     }
 
     fn base_total(&self) -> u64 {
@@ -114,7 +123,9 @@ impl Zero {
     fn gathered(&self, phase: Phase, i: u32) -> u64 {
         let units = &self.layout.units;
         let cur = self.layout.unit_of_op(i);
-        let root: u64 = self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD).map(|p| p.numel).sum();
+        let root_params = || self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD);
+        let root: u64 = root_params().map(|p| p.numel).sum();
+        let root_bytes: u64 = root_params().map(|p| p.stored).sum();
         let mut live = vec![false; units.len()];
         let forward = phase == Phase::Forward;
         let step = |u: usize| if forward { (u + 1 < units.len()).then_some(u + 1) } else { u.checked_sub(1) };
@@ -141,12 +152,14 @@ impl Zero {
             let pending = if forward { last < i } else { first <= i };
             live[v] |= self.kept[v] && pending;
         }
-        let mut numel = root;
+        let (mut numel, mut bytes) = (root, root_bytes);
         for (v, _) in live.iter().enumerate().filter(|(_, &l)| l) {
             numel = numel.saturating_add(self.unit_numel[v]);
+            bytes = bytes.saturating_add(self.unit_bytes[v]);
         }
-        let floor = cur.map_or(0, |u| self.unit_numel[u]);
-        numel.min(MAX_LIVE_PARAMETERS.max(floor)).saturating_mul(self.elem)
+        // `stage3_max_live_parameters` caps the elements, at the live parameters' bytes each
+        let cap = MAX_LIVE_PARAMETERS.max(cur.map_or(0, |u| self.unit_numel[u]));
+        if numel > cap { (bytes as u128 * cap as u128 / numel.max(1) as u128) as u64 } else { bytes }
     }
 
     fn state(&self, phase: Phase, op: Option<u32>) -> State {
@@ -155,7 +168,7 @@ impl Zero {
         let partition = if offload_opt { 0 } else { self.part.saturating_mul(self.elem) };
         let bucket = REDUCE_BUCKET_SIZE.saturating_mul(self.elem);
         let promoted = |i: Option<u32>| -> u64 {
-            self.layout.params.iter().filter(|p| i.is_none_or(|i| p.first_use > i)).map(|p| p.numel.saturating_mul(p.elem)).sum()
+            self.layout.trainable().filter(|p| i.is_none_or(|i| p.first_use > i)).map(|p| p.grad_bytes()).sum()
         };
         if self.stage == 3 {
             s.gathered = match (phase, op) {
@@ -195,7 +208,7 @@ impl Overlay for Zero {
         }
         if self.stage == 3 {
             sub.parameters = self.base_total();
-            let own = if self.offload == Offload::Params { 0 } else { self.part.saturating_mul(self.elem) };
+            let own = if self.offload == Offload::Params { 0 } else { self.param_part };
             add.parameters = own.saturating_add(self.persistent).saturating_add(s.gathered);
         }
         (add, sub)
@@ -216,12 +229,12 @@ impl Rank for Zero {
         let s = self.state(Phase::Optimizer, None);
         let offload = self.offload != Offload::None;
         let parameters = if self.stage == 3 {
-            let own = if self.offload == Offload::Params { 0 } else { self.part.saturating_mul(self.elem) };
+            let own = if self.offload == Offload::Params { 0 } else { self.param_part };
             own.saturating_add(self.persistent)
         } else {
             self.base_total()
         };
-        let gradients = if self.stage == 1 { self.base_total() } else { s.partition_grads };
+        let gradients = if self.stage == 1 { self.layout.trainable_bytes() } else { s.partition_grads };
         let fp32_grad = if self.master > 0 { self.part.saturating_mul(4) } else { 0 };
         let optimizer = if offload { 0 } else { self.master.saturating_add(self.state.state).saturating_add(fp32_grad) };
         super::ModelStates { parameters, gradients, optimizer, host: self.host_bytes() }
@@ -229,7 +242,7 @@ impl Rank for Zero {
 
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {
         let s = self.state(phase, op);
-        let own = if self.stage == 3 && self.offload != Offload::Params { self.part.saturating_mul(self.elem) } else { 0 };
+        let own = if self.stage == 3 && self.offload != Offload::Params { self.param_part } else { 0 };
         DistBreakdown {
             sharded_parameters: own,
             unsharded_parameters: if self.stage == 3 { self.persistent.saturating_add(s.gathered) } else { self.base_total() },
@@ -245,7 +258,7 @@ impl Rank for Zero {
         }
         // fp32 master + fp32 gradient partition + optimizer state (+ half parameter partition)
         let fp32 = self.part.saturating_mul(4);
-        let params = if self.offload == Offload::Params { self.part.saturating_mul(self.elem) } else { 0 };
+        let params = if self.offload == Offload::Params { self.param_part } else { 0 };
         fp32.saturating_mul(2).saturating_add(self.state.state).saturating_add(params)
     }
 

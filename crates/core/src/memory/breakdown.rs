@@ -18,6 +18,11 @@ pub struct Breakdown {
     /// Of `parameters`: the LoRA adapters.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub adapter_parameters: u64,
+    /// Of `activations`: autocast's half-precision copies of the weights, cached until the
+    /// forward ends (`cached_cast` in `aten/src/ATen/autocast_mode.cpp`). Under FSDP they are of
+    /// the gathered weights, so they do not shrink with the world size.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub weight_casts: u64,
     /// Keys and values held by the KV cache (`--mode generate`; 0 otherwise). Not a [`Category`]
     /// yet, so `entries()` leaves it out: views that list it read it here.
     #[serde(default)]

@@ -64,6 +64,7 @@ impl Prepared {
             device: config.device,
             attention: config.attention,
             checkpointing: config.checkpointing,
+            autocast_cache: config.autocast_cache,
             inplace_relu: config.inplace_relu,
             framework: config.framework,
             finetune: config.finetune,

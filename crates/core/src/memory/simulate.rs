@@ -533,9 +533,14 @@ impl<'g> Sim<'g> {
 
     /// Adds a storage's bytes to its category (the cache's to `kv_cache`).
     fn add_storage(&mut self, s: StorageId, c: Category, b: u64) {
-        match self.g.storages[s as usize].class.is_kv() {
-            true => self.cur.kv_cache = self.cur.kv_cache.saturating_add(b),
-            false => self.add_raw(c, b),
+        match self.g.storages[s as usize].class {
+            k if k.is_kv() => self.cur.kv_cache = self.cur.kv_cache.saturating_add(b),
+            k => {
+                if k == StorageClass::ParamCast {
+                    self.cur.weight_casts = self.cur.weight_casts.saturating_add(b);
+                }
+                self.add_raw(c, b)
+            }
         }
     }
 
@@ -563,9 +568,14 @@ impl<'g> Sim<'g> {
             return;
         }
         let b = self.storage_bytes(s);
-        match self.g.storages[s as usize].class.is_kv() {
-            true => self.cur.kv_cache = self.cur.kv_cache.saturating_sub(b),
-            false => self.sub_raw(self.cat_of[s as usize], b),
+        match self.g.storages[s as usize].class {
+            k if k.is_kv() => self.cur.kv_cache = self.cur.kv_cache.saturating_sub(b),
+            k => {
+                if k == StorageClass::ParamCast {
+                    self.cur.weight_casts = self.cur.weight_casts.saturating_sub(b);
+                }
+                self.sub_raw(self.cat_of[s as usize], b)
+            }
         }
     }
 
