@@ -170,8 +170,25 @@ impl Builder {
         self.opts.training
     }
 
-    /// The dtype parameters are stored in.
+    /// The dtype parameters are stored in. Training on a quantised base, every parameter that
+    /// is not quantised is fp32: peft's `prepare_model_for_kbit_training` (`utils/other.py`,
+    /// which TRL's and the peft examples' QLoRA scripts call) casts each fp16/bf16 parameter that
+    /// is not a `Params4bit` to float32 — embeddings, norms, the LM head — so the hidden states
+    /// run in fp32 between the 4-bit matmuls (measured: `tests/reference_qlora.rs`).
     pub fn param_dtype(&self) -> DType {
+        if self.kbit_prepared() {
+            return DType::F32;
+        }
+        self.compute_dtype()
+    }
+
+    /// Training on a bitsandbytes base (the model `prepare_model_for_kbit_training` prepared).
+    pub fn kbit_prepared(&self) -> bool {
+        crate::finetune::LOWERING && self.opts.training && self.opts.finetune.quant_format().is_some_and(crate::finetune::BaseFormat::is_quantised)
+    }
+
+    /// The dtype the precision computes in (bitsandbytes' `bnb_4bit_compute_dtype`).
+    pub fn compute_dtype(&self) -> DType {
         match self.opts.precision {
             Precision::Fp16 => DType::F16,
             Precision::Bf16 => DType::Bf16,

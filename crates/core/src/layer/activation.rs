@@ -22,6 +22,12 @@ pub fn unary(b: &mut Builder, name: &'static str, x: ValueId, saves: Saves) -> V
     b.op(name, &[x], &[(shape, dt)], save_in, saves == Saves::Output, &[], GradRule::Alloc)[0]
 }
 
+/// `x.clone()`: a copy; its gradient is the incoming one, passed on.
+pub fn clone(b: &mut Builder, x: ValueId) -> ValueId {
+    let (shape, dt) = (b.shape(x).clone(), b.dtype(x));
+    b.op("clone", &[x], &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
+}
+
 /// `a * b` (both saved: each one's gradient needs the other).
 pub fn mul(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Promote, &[x, y]);

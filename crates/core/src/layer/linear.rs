@@ -47,7 +47,14 @@ impl Linear {
         b.param_role = None;
         quantise_frozen(b, w, role);
         let out = if cfg!(feature = "sequence") && b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
-        Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) { super::lora::adapt(b, x, out, self.in_features, self.out_features) } else { out })
+        Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) {
+            // peft's `lora.bnb.Linear4bit.forward`: `result = result.clone()` ("defensively")
+            let four_bit = b.quant_format_of(w).is_some_and(|f| matches!(f, crate::finetune::BaseFormat::Nf4 | crate::finetune::BaseFormat::Fp4));
+            let out = if four_bit { super::activation::clone(b, out) } else { out };
+            super::lora::adapt(b, x, out, self.in_features, self.out_features)
+        } else {
+            out
+        })
     }
 }
 
@@ -76,9 +83,14 @@ pub fn linear(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueId>) ->
     let quant = b.quant_format_of(w);
     let mut ins = vec![x, w];
     ins.extend(bias);
+    let in_dtype = b.dtype(x);
+    // `Linear4bit.forward` (bitsandbytes `nn/modules.py`): `x.to(compute_dtype)`, the matmul,
+    // then `.to(inp_dtype)`; LLM.int8 computes in the input's dtype. The packed weight is never cast.
+    let four_bit = quant.is_some_and(|f| matches!(f, crate::finetune::BaseFormat::Nf4 | crate::finetune::BaseFormat::Fp4));
     let (ins, dt) = if quant.is_some() {
-        // bitsandbytes computes in the input's dtype; the packed weight is never cast
-        let dt = b.dtype(x);
+        let dt = if four_bit { b.compute_dtype() } else { in_dtype };
+        let mut ins = ins;
+        ins[0] = b.cast(x, dt);
         (ins, dt)
     } else {
         b.autocast(CastPolicy::Lower, &ins)
@@ -99,6 +111,7 @@ pub fn linear(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueId>) ->
         let (fwd, bwd) = super::bnb::matmul_scratch(format, weight, rows, x_numel, out_numel);
         b.last_fwd_scratch(fwd);
         b.last_bwd_scratch(bwd);
+        return b.cast(out, in_dtype);
     }
     out
 }
