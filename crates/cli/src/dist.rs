@@ -95,6 +95,7 @@ pub fn estimate_json(spec: &ModelSpec, e: &DistEstimate) -> Result<serde_json::V
     let mut v = serde_json::to_value(&e.estimate)?;
     if let Some(o) = v.as_object_mut() {
         o.insert("model".into(), json!(spec.display_name()));
+        o.insert("engine".into(), json!(e.estimate.config.engine()));
         if let Some(d) = &e.distributed {
             o.insert("distributed".into(), serde_json::to_value(d)?);
             if let (Some(b), serde_json::Value::Object(extra)) = (o.get_mut("breakdown").and_then(|b| b.as_object_mut()), serde_json::to_value(d.breakdown)?) {

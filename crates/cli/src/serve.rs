@@ -110,7 +110,7 @@ pub fn run(a: &ServeArgs) -> Result<String> {
     let b = |x: u64| format_bytes(x, unit);
     let mut o = String::new();
     let gpus = if c.tensor_parallel > 1 { format!("{} × {}", c.tensor_parallel, g.name) } else { g.name.to_string() };
-    writeln!(o, "{} on {gpus} under vLLM (per GPU; * modelled)", spec.display_name())?;
+    writeln!(o, "{} on {gpus} under {} (per GPU; * modelled)", spec.display_name(), c.engine)?;
     let rows = [
         ("GPU memory".to_string(), c.gpu_bytes, String::new()),
         (format!("× utilisation {}", c.gpu_memory_utilization), c.requested_bytes, String::new()),

@@ -131,6 +131,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
         let mut v = serde_json::to_value(est)?;
         if let Some(o) = v.as_object_mut() {
             o.insert("model".into(), json!(spec.display_name()));
+            o.insert("engine".into(), json!(est.config.engine()));
             if let Some(w) = what_ifs {
                 let mut list = serde_json::to_value(w)?;
                 if let Some(list) = list.as_array_mut() {
@@ -147,12 +148,7 @@ pub fn estimate(spec: &ModelSpec, est: &Estimate, what_ifs: Option<&[WhatIf]>, t
     }
     let c = &est.config;
     let f = |b: u64| format_bytes(b, unit);
-    writeln!(
-        o,
-        "{} — {} parameters",
-        spec.display_name(),
-        thousands(est.params)
-    )?;
+    writeln!(o, "{} — {} parameters (engine: {})", spec.display_name(), thousands(est.params), c.engine())?;
     writeln!(
         o,
         "batch {} (micro-batch {}), {}, {} ({}), {}{}{}{}",

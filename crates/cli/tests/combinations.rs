@@ -71,7 +71,7 @@ fn what_ifs_are_of_the_job_as_it_is() {
     assert!(ids.contains(&"fsdp-mixed-precision") && ids.contains(&"autocast-cache-off") && ids.contains(&"shorter-seq"), "{ids:?}");
     for w in items {
         assert!(w["device_total"].as_u64().unwrap() < total, "{w}");
-        assert_eq!(w["dist"]["gpus"].as_u64().unwrap() >= 16, true, "{w}");
+        assert!(w["dist"]["gpus"].as_u64().unwrap() >= 16, "{w}");
     }
     // halving the sequence on the same job is the same job at half the sequence
     let seq = items.iter().find(|w| w["id"] == "shorter-seq").unwrap();
@@ -91,4 +91,18 @@ fn a_language_model_starts_with_language_model_defaults() {
     assert_eq!((e["config"]["batch"].as_u64(), e["config"]["precision"].as_str()), (Some(4), Some("fp32")));
     let e = json(&["estimate", "--json", "--preset", "resnet18"]);
     assert_eq!((e["config"]["batch"].as_u64(), e["config"]["precision"].as_str()), (Some(32), Some("fp32")));
+}
+
+/// Item 4: every figure names its engine.
+#[test]
+fn every_figure_names_its_engine() {
+    let gen = json(&["estimate", "--json", "--preset", "qwen2.5-7b", "--mode", "generate", "--batch", "8", "--prompt-len", "1024", "--new-tokens", "128"]);
+    assert_eq!(gen["engine"], "Hugging Face generate() (PyTorch)");
+    let train = json(&["estimate", "--json", "--preset", "qwen2.5-7b", "--gpus", "8", "--strategy", "fsdp"]);
+    assert_eq!(train["engine"], "PyTorch training step");
+    let serve = json(&["serve", "--json", "--preset", "qwen2.5-7b", "--gpu", "h100-80gb", "--context", "8192"]);
+    assert_eq!(serve["engine"], "vLLM");
+    let (code, out, _) = vramcalc(&["serve", "--preset", "qwen2.5-7b", "--gpu", "h100-80gb", "--context", "8192"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("under vLLM"), "{out}");
 }

@@ -184,6 +184,17 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Whose allocation the estimate simulates, as views name it beside every figure (a vLLM
+    /// serving figure is `serve::ENGINE`'s).
+    pub fn engine(&self) -> &'static str {
+        match (self.framework, self.mode) {
+            (Framework::Candle, _) => "candle",
+            (_, Mode::Train) => "PyTorch training step",
+            (_, Mode::Infer) => "PyTorch forward (torch.no_grad)",
+            (_, Mode::Generate) => "Hugging Face generate() (PyTorch)",
+        }
+    }
+
     /// Samples in one forward/backward pass.
     pub fn micro_batch(&self) -> u64 {
         (self.batch / self.grad_accum.max(1)).max(1)

@@ -105,9 +105,42 @@ impl ServeConfig {
     }
 }
 
+/// The engine every serving figure is of (views print it beside them).
+pub const ENGINE: &str = "vLLM";
+
+impl ServeConfig {
+    /// vLLM serving the page's own setup: its weight format, model dtype (vLLM's `--dtype`:
+    /// fp16 for fp16 and AMP fp16 setups, bf16 otherwise, as `--dtype auto` runs an fp32
+    /// checkpoint), KV-cache dtype (generate mode's) and tensor-parallel degree, so a serving
+    /// figure answers for the same job as the estimate beside it.
+    pub fn for_setup(config: &TrainConfig, dist: &crate::distributed::DistConfig, gpu_bytes: u64, context: u64) -> ServeConfig {
+        let mut precision = match config.precision {
+            Precision::Fp16 | Precision::AmpFp16 => Precision::Fp16,
+            _ => Precision::Bf16,
+        };
+        match config.weights {
+            Some(WeightFormat::Float(crate::units::DType::F16)) => precision = Precision::Fp16,
+            Some(WeightFormat::Float(crate::units::DType::Bf16)) => precision = Precision::Bf16,
+            _ => {}
+        }
+        let kv_dtype = match config.generate.kv_dtype {
+            Some(crate::generation::KvDType::Fp8) => KvDtype::Fp8,
+            Some(crate::generation::KvDType::Int8) => KvDtype::Int8,
+            Some(crate::generation::KvDType::Fp16) => KvDtype::Fp16,
+            Some(crate::generation::KvDType::Bf16) => KvDtype::Bf16,
+            None if precision == Precision::Fp16 => KvDtype::Fp16,
+            None => KvDtype::Bf16,
+        };
+        let tp = if dist.strategy == crate::distributed::Strategy::Tp || dist.tp > 1 { dist.tp_degree() } else { 1 };
+        ServeConfig { tensor_parallel: tp, kv_dtype, precision, weights: config.weights, ..ServeConfig::new(gpu_bytes, context) }
+    }
+}
+
 /// The capacity of one rank (all ranks of a tensor-parallel group hold the same).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Capacity {
+    /// [`ENGINE`]: whose allocation these figures are.
+    pub engine: &'static str,
     pub gpu_bytes: u64,
     pub tensor_parallel: u64,
     pub gpu_memory_utilization: f64,
@@ -227,6 +260,7 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
         lo
     });
     Ok(Capacity {
+        engine: ENGINE,
         gpu_bytes: cfg.gpu_bytes,
         tensor_parallel: tp,
         gpu_memory_utilization: cfg.gpu_memory_utilization,

@@ -158,3 +158,19 @@ fn weights_match_vllms_log() {
     let two = capacity(&llama(), &ServeConfig { tensor_parallel: 2, ..h100(8192) }).unwrap();
     assert_eq!(gib(two.weights_bytes), 7.48);
 }
+
+/// Serving the page's setup: its weights, dtype, KV dtype and tensor-parallel degree.
+#[test]
+fn serving_takes_the_setups_weights_kv_dtype_and_parallelism() {
+    use crate::distributed::{DistConfig, Strategy};
+    use crate::formats::WeightFormat;
+    use crate::generation::KvDType;
+    let mut c = crate::config::TrainConfig { precision: Precision::Fp16, ..Default::default() };
+    c.generate.kv_dtype = Some(KvDType::Fp8);
+    c.weights = Some(WeightFormat::parse("nf4").unwrap());
+    let d = DistConfig { gpus: 4, strategy: Strategy::Tp, ..DistConfig::default() };
+    let s = ServeConfig::for_setup(&c, &d, 80 << 30, 4096);
+    assert_eq!((s.precision, s.kv_dtype, s.tensor_parallel, s.weights, s.context), (Precision::Fp16, KvDtype::Fp8, 4, c.weights, 4096));
+    let plain = ServeConfig::for_setup(&crate::config::TrainConfig::default(), &DistConfig::default(), 80 << 30, 4096);
+    assert_eq!((plain.precision, plain.kv_dtype, plain.tensor_parallel, plain.weights), (Precision::Bf16, KvDtype::Bf16, 1, None));
+}
