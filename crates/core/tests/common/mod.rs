@@ -1,2 +1,3 @@
 pub mod generate;
+pub mod records;
 pub mod reference;
