@@ -22,6 +22,7 @@
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
 //! | `share` | the share-link codec |
+//! | `solve` | the reverse question: the largest value that fits, the cheapest fix, what fits a GPU |
 //!
 //! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
 //! `graph`/`config` → `units`/`error`/`path`/`serde_util` (the serde helpers);
@@ -49,6 +50,8 @@ pub mod resolve;
 pub mod serve;
 mod serde_util;
 pub mod share;
+#[cfg(feature = "typed-layers")]
+pub mod solve;
 pub mod spec;
 pub mod units;
 pub mod whatif;
