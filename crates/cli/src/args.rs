@@ -64,7 +64,12 @@ pub enum Command {
         /// peak; with `--json`, as `what_ifs`.
         #[arg(long)]
         what_if: bool,
+        /// Exit 0 when the device total fits this GPU (`vramcalc gpus`), 1 when not (2: bad input).
+        #[arg(long)]
+        fits: Option<String>,
     },
+    /// The largest value of one setting that fits a GPU: `--of batch|seq-len|prompt-len|new-tokens|context|concurrency`.
+    Max(Box<crate::reverse::MaxArgs>),
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),

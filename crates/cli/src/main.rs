@@ -3,6 +3,7 @@
 
 mod args;
 mod finetune_args;
+mod reverse;
 mod serve;
 mod dist;
 mod table;
@@ -24,6 +25,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode> {
     let cli = args::Cli::parse();
+    // `estimate --fits` and `max` decide the exit code (1: does not fit)
+    let mut code = ExitCode::SUCCESS;
     let text = match cli.command {
         args::Command::Presets { table: true, .. } => table::presets_table(),
         args::Command::Presets { json, .. } => table::presets(json),
@@ -40,16 +43,24 @@ fn run() -> Result<ExitCode> {
             dist,
             json,
             what_if,
+            fits,
         } if !dist.is_single() => {
             if what_if {
                 anyhow::bail!("--what-if covers one GPU; leave out --gpus, --strategy, --tp and --offload");
             }
             let spec = model.load()?;
             let e = vramcalc_core::distributed::estimate(&spec, &settings.config(&spec)?, &dist.config()?)?;
-            if json {
-                Ok(serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n")
+            let text = if json {
+                serde_json::to_string_pretty(&dist::estimate_json(&spec, &e)?)? + "\n"
             } else {
-                Ok(table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?)
+                table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?
+            };
+            match fits {
+                Some(g) => reverse::fits_verdict(text, json, e.estimate.device_total_bytes, &g, settings.unit()).map(|(t, c)| {
+                    code = c;
+                    t
+                }),
+                None => Ok(text),
             }
         }
         args::Command::Estimate {
@@ -57,6 +68,7 @@ fn run() -> Result<ExitCode> {
             settings,
             json,
             what_if,
+            fits,
             ..
         } => {
             let spec = model.load()?;
@@ -64,8 +76,19 @@ fn run() -> Result<ExitCode> {
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
             let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
-            table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
+            let text = table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)?;
+            match fits {
+                Some(g) => reverse::fits_verdict(text, json, est.device_total_bytes, &g, settings.unit()).map(|(t, c)| {
+                    code = c;
+                    t
+                }),
+                None => Ok(text),
+            }
         }
+        args::Command::Max(a) => reverse::max(&a).map(|(t, c)| {
+            code = c;
+            t
+        }),
         args::Command::Serve(a) => serve::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;
@@ -88,6 +111,6 @@ fn run() -> Result<ExitCode> {
     // A closed pipe (`vramcalc … | head`) is not an error.
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
+        _ => Ok(code),
     }
 }

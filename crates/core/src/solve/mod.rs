@@ -216,6 +216,12 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
     })
 }
 
+/// Whether `e` is the solver's "does not fit" (not even the smallest value fits), as opposed to
+/// a setup it refuses: the CLI exits 1 for it, 2 for bad input.
+pub fn is_does_not_fit(e: &Error) -> bool {
+    matches!(e, Error::Config(m) if m.starts_with("does not fit"))
+}
+
 fn does_not_fit(of: Variable, lo: u64, total: u64, capacity: u64) -> Error {
     Error::Config(format!(
         "does not fit: even {of} {lo} needs {} (device total) of {}",

@@ -1,0 +1,104 @@
+//! `vramcalc max`, `estimate --fits`, `fix`, `fits` and `launch`, run as a user would.
+
+use std::process::Command;
+
+fn vramcalc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json_with_code(args: &[&str]) -> (i32, serde_json::Value) {
+    let (code, out, err) = vramcalc(args);
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, v) = json_with_code(args);
+    assert_eq!(code, 0, "{v}");
+    v
+}
+
+fn total(args: &[&str]) -> u64 {
+    let mut a = vec!["estimate", "--json"];
+    a.extend_from_slice(args);
+    json(&a)["device_total_bytes"].as_u64().unwrap()
+}
+
+#[test]
+fn fits_exits_0_when_it_fits_1_when_not_2_on_bad_input() {
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "gpt2", "--batch", "2", "--seq-len", "128", "--fits", "rtx-4090"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = vramcalc(&["estimate", "--preset", "gpt2", "--batch", "64", "--seq-len", "1024", "--fits", "rtx-3080"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("does NOT fit rtx-3080"), "{out}");
+    let (code, v) = json_with_code(&["estimate", "--preset", "gpt2", "--batch", "64", "--seq-len", "1024", "--fits", "rtx-3080", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["fits"]["fits"], false);
+    assert!(v["fits"]["margin_bytes"].as_i64().unwrap() < 0);
+    assert_eq!(v["fits"]["device_total_bytes"], v["device_total_bytes"]);
+    // multi-GPU: rank 0's device total
+    let (code, v) = json_with_code(&["estimate", "--preset", "gpt2", "--batch", "2", "--seq-len", "128", "--gpus", "4", "--strategy", "zero3", "--fits", "t4", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["fits"]["fits"], true);
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "gpt2", "--fits", "rtx-9999"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown GPU \"rtx-9999\""), "{err}");
+    let (code, _, _) = vramcalc(&["estimate", "--preset", "gpt7", "--fits", "t4"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn max_is_the_largest_value_whose_estimate_fits() {
+    let cap = 24564u64 << 20; // rtx-4090
+    for (of, flag, base) in [
+        ("batch", "--batch", vec!["--preset", "gpt2", "--seq-len", "256", "--precision", "amp-bf16"]),
+        ("seq-len", "--seq-len", vec!["--preset", "qwen2.5-0.5b", "--batch", "4", "--precision", "bf16"]),
+        ("prompt-len", "--prompt-len", vec!["--preset", "qwen2.5-0.5b", "--batch", "8", "--mode", "generate", "--precision", "bf16", "--new-tokens", "16"]),
+    ] {
+        let mut a = vec!["max", "--of", of, "--gpu", "rtx-4090", "--json"];
+        a.extend_from_slice(&base);
+        let v = json(&a);
+        let n = v["value"].as_u64().unwrap();
+        assert_eq!(v["capacity_bytes"], cap);
+        let at = |x: u64| {
+            let s = x.to_string();
+            let mut e = base.clone();
+            e.extend_from_slice(&[flag, &s]);
+            total(&e)
+        };
+        assert!(at(n) <= cap && at(n + 1) > cap, "{of} {n}");
+        assert_eq!(v["device_total_bytes"].as_u64().unwrap(), at(n), "{of}");
+        assert!(v["limit"]["phase"].is_string() && v["limit"]["category"].is_string(), "{v}");
+    }
+}
+
+#[test]
+fn max_serving_matches_serve() {
+    let v = json(&["max", "--of", "concurrency", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--context", "8192", "--json"]);
+    let s = json(&["serve", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--context", "8192", "--json"]);
+    assert_eq!(v["value"], s["max_concurrency"]);
+    let v = json(&["max", "--of", "context", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--concurrency", "8", "--json"]);
+    let s = json(&["serve", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--context", "1024", "--concurrency", "8", "--json"]);
+    assert_eq!(v["value"], s["max_context_at_concurrency"]);
+    let n = v["value"].as_u64().unwrap();
+    let at = |c: u64| json(&["serve", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--context", &c.to_string(), "--json"])["max_concurrency"].as_u64().unwrap();
+    assert!(at(n) >= 8 && at(n + 1) < 8);
+}
+
+#[test]
+fn max_when_nothing_fits_exits_1_with_a_clear_error() {
+    let (code, _, err) = vramcalc(&["max", "--of", "batch", "--gpu", "rtx-3080", "--preset", "llama-3.1-8b", "--seq-len", "512"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("does not fit: even batch 1 needs"), "{err}");
+    let (code, v) = json_with_code(&["max", "--of", "seq-len", "--gpu", "rtx-3080", "--preset", "llama-3.1-8b", "--json"]);
+    assert_eq!(code, 1);
+    assert!(v["value"].is_null() && v["fits"] == false, "{v}");
+    // bad input stays 2
+    for bad in [vec!["--of", "width"], vec!["--of", "prompt-len"], vec!["--of", "gpu-layers"], vec!["--of", "concurrency"]] {
+        let mut a = vec!["max", "--gpu", "rtx-4090", "--preset", "gpt2"];
+        a.extend_from_slice(&bad);
+        let (code, _, err) = vramcalc(&a);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(!err.is_empty());
+    }
+}
