@@ -70,6 +70,8 @@ pub enum Command {
     },
     /// The largest value of one setting that fits a GPU: `--of batch|seq-len|prompt-len|new-tokens|context|concurrency`.
     Max(Box<crate::reverse::MaxArgs>),
+    /// When a setup does not fit a GPU: the cheapest sets of changes that make it fit (`--apply N` takes one).
+    Fix(Box<crate::reverse::FixArgs>),
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),

@@ -89,6 +89,10 @@ fn run() -> Result<ExitCode> {
             code = c;
             t
         }),
+        args::Command::Fix(a) => reverse::fix(&a).map(|(t, c)| {
+            code = c;
+            t
+        }),
         args::Command::Serve(a) => serve::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;

@@ -184,3 +184,100 @@ pub fn fits_verdict(text: String, as_json: bool, total: u64, gpu_id: &str, unit:
     let verdict = if fits { "fits" } else { "does NOT fit" };
     Ok((format!("{text}\n{verdict} {} ({}): device total {} of {}, margin {m}\n", g.id, g.name, format_bytes(total, unit), format_bytes(g.bytes, unit)), code))
 }
+
+/// `vramcalc fix`.
+#[derive(Args)]
+pub struct FixArgs {
+    /// A GPU id from `vramcalc gpus` (e.g. `rtx-4090`).
+    #[arg(long)]
+    pub gpu: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub settings: Settings,
+    #[command(flatten)]
+    pub dist: crate::dist::DistArgs,
+    /// Print the estimate of fix N (1 = the cheapest) instead of the list, as `estimate` would.
+    #[arg(long)]
+    pub apply: Option<usize>,
+    /// Changes per fix (1 to 3).
+    #[arg(long, default_value_t = 3)]
+    pub max_changes: usize,
+    /// More GPUs considered up to this many (1: none).
+    #[arg(long, default_value_t = 8)]
+    pub max_gpus: u64,
+    /// Fixes listed.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `vramcalc fix`: the cheapest sets of changes that make the setup fit, or (`--apply N`) the
+/// estimate of one. Exit 0 with a list (or when it fits already), 1 when no fix is found.
+pub fn fix(a: &FixArgs) -> Result<(String, ExitCode)> {
+    use vramcalc_core::solve::fix::{self, FixOptions};
+    let g = card(&a.gpu)?;
+    let spec = a.model.load()?;
+    let config = a.model.config(&spec, &a.settings)?;
+    let setup = Setup { spec: &spec, config, dist: a.dist.config()? };
+    let (_, total) = setup.totals()?;
+    let options = FixOptions { max_changes: a.max_changes.clamp(1, 3), max_gpus: a.max_gpus.max(1), top: a.top.max(a.apply.unwrap_or(0)).max(1) };
+    let fixes = fix::fixes(&setup, g.bytes, &options)?;
+    let unit = a.settings.unit();
+    let f = |b: u64| format_bytes(b, unit);
+    if let Some(n) = a.apply {
+        let Some(chosen) = n.checked_sub(1).and_then(|i| fixes.get(i)) else {
+            bail!("--apply {n}: there are {} fixes (1 to {})", fixes.len(), fixes.len());
+        };
+        let e = vramcalc_core::distributed::estimate(&spec, &chosen.config, &chosen.dist)?;
+        let flags = fix::flags(chosen);
+        if a.json {
+            let mut v = crate::dist::estimate_json(&spec, &e)?;
+            v["applied"] = json!({"changes": chosen.changes, "flags": flags, "gpu": g.id, "capacity_bytes": g.bytes, "margin_bytes": chosen.margin_bytes});
+            return Ok((serde_json::to_string_pretty(&v)? + "\n", ExitCode::SUCCESS));
+        }
+        let mut o = crate::table::estimate(&spec, &e.estimate, None, &[], &[], unit, false)? + &crate::dist::estimate_text(&e, unit)?;
+        writeln!(o, "\napplied: {} (flags: {}); fits {} with a margin of {}", describe(&chosen.changes), flags.join(" "), g.id, f(chosen.margin_bytes))?;
+        return Ok((o, ExitCode::SUCCESS));
+    }
+    let code = if total <= g.bytes || !fixes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    if a.json {
+        let list: Vec<serde_json::Value> = fixes
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                json!({"rank": i + 1, "changes": x.changes, "tier": x.tier, "cost": x.cost, "peak_bytes": x.peak_bytes,
+                    "device_total_bytes": x.device_total_bytes, "margin_bytes": x.margin_bytes, "flags": fix::flags(x)})
+            })
+            .collect();
+        let v = json!({"model": spec.display_name(), "gpu": g.id, "capacity_bytes": g.bytes, "device_total_bytes": total,
+            "fits": total <= g.bytes, "fixes": list});
+        return Ok((serde_json::to_string_pretty(&v)? + "\n", code));
+    }
+    let mut o = String::new();
+    if total <= g.bytes {
+        writeln!(o, "{} fits {} already: device total {} of {}", spec.display_name(), g.name, f(total), f(g.bytes))?;
+        return Ok((o, code));
+    }
+    writeln!(o, "{} does not fit {}: device total {} of {}", spec.display_name(), g.name, f(total), f(g.bytes))?;
+    if fixes.is_empty() {
+        writeln!(o, "no set of up to {} changes makes it fit (more GPUs up to {})", options.max_changes, options.max_gpus)?;
+        return Ok((o, code));
+    }
+    writeln!(o, "cheapest fixes (take one with --apply N):")?;
+    for (i, x) in fixes.iter().enumerate() {
+        let tier = match x.tier {
+            fix::Tier::SameResult => "same result",
+            fix::Tier::ChangesTraining => "changes the training",
+            fix::Tier::MoreGpus => "more GPUs",
+        };
+        writeln!(o, "{:>3}. [{tier}] {}", i + 1, describe(&x.changes))?;
+        writeln!(o, "     peak {}, device total {}, margin {}   flags: {}", f(x.peak_bytes), f(x.device_total_bytes), f(x.margin_bytes), fix::flags(x).join(" "))?;
+    }
+    Ok((o, code))
+}
+
+fn describe(changes: &[vramcalc_core::solve::fix::Change]) -> String {
+    changes.iter().map(|c| c.describe()).collect::<Vec<_>>().join(" + ")
+}

@@ -102,3 +102,39 @@ fn max_when_nothing_fits_exits_1_with_a_clear_error() {
         assert!(!err.is_empty());
     }
 }
+
+#[test]
+fn fix_lists_combinations_and_applies_one() {
+    let base = ["--preset", "llama-3.1-8b", "--gpu", "rtx-4090", "--precision", "bf16", "--batch", "4", "--seq-len", "2048", "--max-gpus", "1"];
+    let mut a = vec!["fix", "--json"];
+    a.extend_from_slice(&base);
+    let v = json(&a);
+    assert_eq!(v["fits"], false);
+    let fixes = v["fixes"].as_array().unwrap();
+    assert!(!fixes.is_empty());
+    // no single change makes an 8B full fine-tune fit 24 GB: each fix combines
+    assert!(fixes.iter().all(|f| f["changes"].as_array().unwrap().len() >= 2), "{v}");
+    let cap = v["capacity_bytes"].as_u64().unwrap();
+    for (i, f) in fixes.iter().enumerate().take(3) {
+        let n = (i + 1).to_string();
+        let mut a = vec!["fix", "--json", "--apply", &n];
+        a.extend_from_slice(&base);
+        let applied = json(&a);
+        assert_eq!(applied["device_total_bytes"], f["device_total_bytes"], "fix {n}");
+        assert!(applied["device_total_bytes"].as_u64().unwrap() <= cap);
+        // the flags reproduce it through `estimate`
+        let flags: Vec<String> = f["flags"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+        let mut e: Vec<&str> = vec!["--preset", "llama-3.1-8b", "--precision", "bf16", "--batch", "4", "--seq-len", "2048"];
+        e.extend(flags.iter().map(String::as_str));
+        assert_eq!(total(&e), f["device_total_bytes"].as_u64().unwrap(), "fix {n}: {flags:?}");
+    }
+    let mut a = vec!["fix", "--apply", "99"];
+    a.extend_from_slice(&base);
+    let (code, _, err) = vramcalc(&a);
+    assert_eq!(code, 2);
+    assert!(err.contains("--apply 99"), "{err}");
+    // a setup that fits already
+    let (code, out, _) = vramcalc(&["fix", "--preset", "gpt2", "--gpu", "h200", "--batch", "1", "--seq-len", "64"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("fits") && out.contains("already"), "{out}");
+}
