@@ -72,6 +72,8 @@ pub enum Command {
     Max(Box<crate::reverse::MaxArgs>),
     /// When a setup does not fit a GPU: the cheapest sets of changes that make it fit (`--apply N` takes one).
     Fix(Box<crate::reverse::FixArgs>),
+    /// What fits a GPU: every preset × six formats for a workload, with the margin and the largest batch (or users).
+    Fits(crate::reverse::FitsArgs),
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),

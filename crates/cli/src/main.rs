@@ -89,6 +89,7 @@ fn run() -> Result<ExitCode> {
             code = c;
             t
         }),
+        args::Command::Fits(a) => reverse::fits(&a),
         args::Command::Fix(a) => reverse::fix(&a).map(|(t, c)| {
             code = c;
             t

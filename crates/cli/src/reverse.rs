@@ -281,3 +281,78 @@ pub fn fix(a: &FixArgs) -> Result<(String, ExitCode)> {
 fn describe(changes: &[vramcalc_core::solve::fix::Change]) -> String {
     changes.iter().map(|c| c.describe()).collect::<Vec<_>>().join(" + ")
 }
+
+/// `vramcalc fits`.
+#[derive(Args)]
+pub struct FitsArgs {
+    /// A GPU id from `vramcalc gpus` (e.g. `rtx-4090`).
+    #[arg(long)]
+    pub gpu: String,
+    /// qlora | lora | full | infer | generate | serve
+    #[arg(long)]
+    pub workload: String,
+    /// Sequence length (training, inference), prompt (generate), context (serve; default 4096).
+    #[arg(long)]
+    pub seq_len: Option<u64>,
+    /// Samples per step (training, inference, generation).
+    #[arg(long, default_value_t = 1)]
+    pub batch: u64,
+    /// Tokens generated per sequence (generate).
+    #[arg(long, default_value_t = 256)]
+    pub new_tokens: u64,
+    /// Only these presets (comma-separated ids; default: every preset the workload applies to).
+    #[arg(long, value_delimiter = ',')]
+    pub presets: Vec<String>,
+    /// Also a Hugging Face `config.json` (a model that is not a preset).
+    #[arg(long)]
+    pub hf_config: Option<std::path::PathBuf>,
+    /// MB (10^6) or MiB (2^20)
+    #[arg(long, default_value = "MB")]
+    pub units: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `vramcalc fits`: `{"rows": [{model, format, method, fits, margin_bytes, …}]}` or a table.
+pub fn fits(a: &FitsArgs) -> Result<String> {
+    use vramcalc_core::presets::{Family, PRESETS};
+    use vramcalc_core::solve::fits::{self as table, FitsOptions, Workload};
+    let g = card(&a.gpu)?;
+    let w = Workload::parse(&a.workload).ok_or_else(|| {
+        let all: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        anyhow!("--workload {:?} is not one of {} (llama-cpp comes with the llama.cpp engine)", a.workload, all.join(", "))
+    })?;
+    let mut models: Vec<(String, ModelSpec)> = Vec::new();
+    for p in PRESETS {
+        let chosen = if a.presets.is_empty() { !w.needs_lm() || matches!(p.family, Family::Llm | Family::Moe) } else { a.presets.iter().any(|x| x == p.id) };
+        if chosen {
+            models.push((p.id.to_string(), vramcalc_core::import::preset(p.id)?));
+        }
+    }
+    if let Some(unknown) = a.presets.iter().find(|x| !PRESETS.iter().any(|p| p.id == x.as_str())) {
+        bail!("--presets: unknown preset `{unknown}` (run `vramcalc presets`)");
+    }
+    if let Some(path) = &a.hf_config {
+        let model = ModelArgs { preset: None, spec: None, hf_config: Some(path.clone()) };
+        let spec = model.load()?;
+        models.push((spec.display_name().to_string(), spec));
+    }
+    let o = FitsOptions { batch: a.batch.max(1), seq_len: a.seq_len, new_tokens: a.new_tokens };
+    let refs: Vec<(&str, &ModelSpec)> = models.iter().map(|(id, s)| (id.as_str(), s)).collect();
+    let rows = table::table(&refs, w, g.bytes, &o);
+    if a.json {
+        let v = json!({"gpu": g.id, "capacity_bytes": g.bytes, "workload": w, "reverse_of": w.reverse(), "rows": rows});
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let unit = if a.units.eq_ignore_ascii_case("mib") { ByteUnit::Mib } else { ByteUnit::Mb };
+    let mut o = String::new();
+    writeln!(o, "What fits {} ({}) for {}:", g.name, format_bytes(g.bytes, unit), w.name())?;
+    writeln!(o, "| model | format | method | fits | margin | largest {} |", w.reverse())?;
+    writeln!(o, "|---|---|---|---|---:|---:|")?;
+    for r in &rows {
+        let m = if r.margin_bytes >= 0 { format_bytes(r.margin_bytes as u64, unit) } else { format!("−{}", format_bytes(r.margin_bytes.unsigned_abs(), unit)) };
+        let rev = r.reverse_value.map_or("—".to_string(), thousands);
+        writeln!(o, "| {} | {} | {} | {} | {m} | {rev} |", r.model, r.format, r.method, if r.fits { "yes" } else { "no" })?;
+    }
+    Ok(o)
+}

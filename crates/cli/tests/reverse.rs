@@ -138,3 +138,30 @@ fn fix_lists_combinations_and_applies_one() {
     assert_eq!(code, 0);
     assert!(out.contains("fits") && out.contains("already"), "{out}");
 }
+
+#[test]
+fn fits_tables_every_preset_and_format_of_a_workload() {
+    let v = json(&["fits", "--gpu", "rtx-4090", "--workload", "qlora", "--seq-len", "1024", "--json"]);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() >= 6 * 5, "{}", rows.len());
+    for r in rows {
+        for key in ["model", "format", "method", "fits", "margin_bytes", "device_total_bytes", "reverse_of"] {
+            assert!(!r[key].is_null(), "{key} in {r}");
+        }
+        assert_eq!(r["fits"].as_bool().unwrap(), r["margin_bytes"].as_i64().unwrap() >= 0, "{r}");
+    }
+    let row = rows.iter().find(|r| r["model"] == "llama-3.1-8b" && r["format"] == "nf4+ckpt").unwrap();
+    let t = total(&["--preset", "llama-3.1-8b", "--finetune", "qlora", "--base-format", "nf4", "--lora-r", "16", "--lora-alpha", "32",
+        "--checkpointing", "--precision", "bf16", "--batch", "1", "--seq-len", "1024"]);
+    assert_eq!(row["device_total_bytes"].as_u64().unwrap(), t);
+    let n = row["reverse_value"].as_u64().unwrap();
+    let v = json(&["max", "--of", "batch", "--gpu", "rtx-4090", "--preset", "llama-3.1-8b", "--finetune", "qlora", "--base-format", "nf4",
+        "--lora-r", "16", "--lora-alpha", "32", "--checkpointing", "--precision", "bf16", "--batch", "1", "--seq-len", "1024", "--json"]);
+    assert_eq!(v["value"].as_u64().unwrap(), n);
+    // every preset for inference, six formats each
+    let v = json(&["fits", "--gpu", "h100-80gb", "--workload", "serve", "--presets", "llama-3.1-8b,qwen2.5-7b", "--json"]);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 12);
+    let (code, _, err) = vramcalc(&["fits", "--gpu", "rtx-4090", "--workload", "llama-cpp"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("llama-cpp"), "{err}");
+}

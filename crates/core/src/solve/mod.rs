@@ -16,6 +16,7 @@
 //!
 //! `fix` finds the cheapest set of changes that makes a setup fit; `fits` tabulates what fits a GPU.
 
+pub mod fits;
 pub mod fix;
 pub mod setup;
 
