@@ -21,6 +21,7 @@
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
+//! | `launch` | the command that runs a setup (vLLM, torchrun, peft, DeepSpeed, accelerate) and a script that measures it |
 //! | `share` | the share-link codec |
 //! | `solve` | the reverse question: the largest value that fits, the cheapest fix, what fits a GPU |
 //!
@@ -39,6 +40,7 @@ pub mod graph;
 pub mod hub;
 #[cfg(feature = "typed-layers")]
 pub mod import;
+pub mod launch;
 pub mod layer;
 pub mod layer_names;
 pub mod lower;

@@ -172,6 +172,106 @@ pub fn largest(lo: u64, hi: u64, start: u64, mut fits: impl FnMut(u64) -> Result
     Ok(Some(g as u64))
 }
 
+/// [`largest`] for a measured quantity: the largest `v` in `lo..=hi` whose `measure(v)` (a
+/// device total, non-decreasing in `v`; `None`: a value the model refuses, which counts as
+/// infinite) is at most `cap`, with the measurements made. The totals guide the search: a
+/// linear extrapolation from the points seen brackets the answer, then regula falsi with the
+/// Illinois modification narrows the bracket from both sides (a bisection step whenever
+/// interpolation stalls or meets a refused value). Each measurement is a full setup's estimate,
+/// so the few it needs (about 6–10 for a smooth total) keep a reverse answer interactive.
+pub fn largest_by(
+    lo: u64,
+    hi: u64,
+    start: u64,
+    cap: u64,
+    mut measure: impl FnMut(u64) -> Result<Option<(u64, u64)>>,
+) -> Result<(Option<u64>, Vec<(u64, Option<(u64, u64)>)>)> {
+    let mut seen: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
+    if lo > hi {
+        return Ok((None, seen));
+    }
+    let mut eval = |v: u64, seen: &mut Vec<(u64, Option<(u64, u64)>)>| -> Result<Option<u64>> {
+        let m = measure(v)?;
+        seen.push((v, m));
+        Ok(m.map(|x| x.1))
+    };
+    let fits = |t: Option<u64>| t.is_some_and(|t| t <= cap);
+    // the bracket: (value, total) that fits, and (value, total or None = refused) that does not
+    let start = start.clamp(lo, hi);
+    let t0 = eval(start, &mut seen)?;
+    let (mut g, mut b): (Option<(u64, u64)>, Option<(u64, Option<u64>)>) =
+        if fits(t0) { (Some((start, t0.unwrap_or(0))), None) } else { (None, Some((start, t0))) };
+    // extrapolate to a bracket
+    let mut last: Option<(u64, u64)> = t0.map(|t| (start, t));
+    while g.is_none() || b.is_none() {
+        let next = match (g, b) {
+            (Some((gv, gt)), None) => {
+                if gv == hi {
+                    return Ok((Some(hi), seen));
+                }
+                let guess = match last.filter(|l| l.0 != gv && l.1 < gt) {
+                    // through the last two points, overshooting by 1/16 to land above the answer
+                    Some((lv, lt)) => {
+                        let slope = (gt - lt) as f64 / (gv as f64 - lv as f64).abs();
+                        let x = gv as f64 + (cap - gt) as f64 / slope;
+                        (x + (x - gv as f64) / 16.0 + 1.0).min(hi as f64) as u64
+                    }
+                    None => gv.saturating_mul(2).max(gv + 1),
+                };
+                last = Some((gv, gt));
+                guess.clamp(gv + 1, hi)
+            }
+            (None, Some((bv, _))) => {
+                if bv == lo {
+                    return Ok((None, seen));
+                }
+                lo + (bv - lo) / 2
+            }
+            _ => unreachable!("the loop runs while one end is missing"),
+        };
+        let t = eval(next, &mut seen)?;
+        if fits(t) {
+            if let Some((gv, gt)) = g {
+                last = Some((gv, gt));
+            }
+            g = Some((next, t.unwrap_or(0)));
+        } else {
+            b = Some((next, t));
+        }
+    }
+    let (Some((mut gv, gt)), Some((mut bv, bt))) = (g, b) else { unreachable!("bracketed above") };
+    // Illinois: the weighted totals of the ends, halved towards `cap` when one end is kept twice
+    let (mut wg, mut wb) = (gt as f64, bt.map(|t| t as f64));
+    let mut kept: i8 = 0;
+    while bv - gv > 1 {
+        let mid = gv + (bv - gv) / 2;
+        let x = match wb {
+            Some(wb) if wb > wg => {
+                let x = gv as f64 + (cap as f64 - wg) / (wb - wg) * (bv - gv) as f64;
+                (x as u64).clamp(gv + 1, bv - 1)
+            }
+            _ => mid,
+        };
+        let t = eval(x, &mut seen)?;
+        if fits(t) {
+            gv = x;
+            wg = t.unwrap_or(0) as f64;
+            if kept == 1 {
+                wb = wb.map(|w| cap as f64 + (w - cap as f64) / 2.0);
+            }
+            kept = 1;
+        } else {
+            bv = x;
+            wb = t.map(|t| t as f64);
+            if kept == -1 {
+                wg = cap as f64 - (cap as f64 - wg) / 2.0;
+            }
+            kept = -1;
+        }
+    }
+    Ok((Some(gv), seen))
+}
+
 /// The largest value of `of` at which `setup` fits `capacity` bytes. An error when the variable
 /// does not apply to the setup or the smallest value is refused, and [`Error::Config`] "does not
 /// fit" when even the smallest value does not fit. Values the model refuses (a sequence beyond its
@@ -183,6 +283,7 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
     let (klo, khi) = (lo.div_ceil(step), hi / step);
     let start = setup.current(of).unwrap_or(lo) / step;
     let mut evaluations = 0u32;
+    let mut known: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
     let found = if of == Variable::Batch {
         // one prepared model: the envelope answers every batch without re-simulating
         let p = setup.at(of, klo)?.prepared()?;
@@ -191,19 +292,22 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
             Ok(p.peak_at(b).1 <= capacity)
         })?
     } else {
-        largest(klo, khi, start, |k| {
-            evaluations += 1;
-            // a value the model refuses (beyond its learned positions, too large for 64 bits)
-            // is one it cannot run: the refused values lie above the accepted ones
-            Ok(setup.at(of, k * step)?.totals().is_ok_and(|(_, total)| total <= capacity))
-        })?
+        // a value the model refuses (beyond its learned positions, too large for 64 bits) is one
+        // it cannot run: the refused values lie above the accepted ones
+        let (found, seen) = largest_by(klo, khi, start, capacity, |k| Ok(setup.at(of, k * step)?.totals().ok()))?;
+        evaluations = seen.len() as u32;
+        known = seen;
+        found
     };
     let Some(k) = found else {
         let lo = klo * step;
         return Err(does_not_fit(of, lo, setup.at(of, lo)?.totals()?.1, capacity));
     };
     let value = k * step;
-    let (peak, total) = setup.at(of, value)?.totals()?;
+    let (peak, total) = match known.iter().find(|x| x.0 == k) {
+        Some((_, Some(m))) => *m,
+        _ => setup.at(of, value)?.totals()?,
+    };
     let limit = if k < khi { Some(setup.at(of, value + step)?.limit(value + step)?) } else { None };
     Ok(Answer {
         of,

@@ -42,3 +42,31 @@ fn variable_names_read_back() {
         assert_eq!(serde_json::to_value(v).unwrap(), v.name());
     }
 }
+
+/// `largest_by` equals a scan on convex, concave, stepped and flat totals, with refused values
+/// above a bound, from any start.
+#[test]
+fn largest_by_equals_a_scan_on_many_shapes() {
+    let shapes: [fn(u64) -> u64; 5] = [
+        |v| 1000 + 7 * v,
+        |v| 500 + v * v / 3,
+        |v| 100 + ((v as f64).sqrt() * 1000.0) as u64,
+        |v| 4096 * (1 + (300 + 13 * v) / 4096),
+        |v| if v < 50 { 10 } else { 10 + (v - 50) * 1000 },
+    ];
+    for (si, f) in shapes.iter().enumerate() {
+        for refused_above in [u64::MAX, 400, 60] {
+            for cap in [5, 10, 1200, 3000, 9000, 50_000, 2_000_000] {
+                for start in [1, 2, 37, 500, 1000] {
+                    let (lo, hi) = (1u64, 1000u64);
+                    let m = |v: u64| (v <= refused_above).then(|| (f(v), f(v)));
+                    let want = (lo..=hi).filter(|&v| m(v).is_some_and(|x| x.1 <= cap)).max();
+                    let (got, seen) = largest_by(lo, hi, start, cap, |v| Ok(m(v))).unwrap();
+                    assert_eq!(got, want, "shape {si} refused>{refused_above} cap {cap} start {start}");
+                    assert!(seen.len() <= 40, "shape {si} cap {cap} start {start}: {} evaluations", seen.len());
+                    assert!(seen.iter().all(|s| (lo..=hi).contains(&s.0)));
+                }
+            }
+        }
+    }
+}
