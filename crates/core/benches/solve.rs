@@ -52,7 +52,7 @@ fn main() {
         reverse(&format!("{id} q4_k_m infer max seq-len"), &spec, infer, Variable::SeqLen, cap, target);
         let generate = TrainConfig { mode: Mode::Generate, generate: GenerateConfig { prompt_len: Some(1024), new_tokens: 256, ..Default::default() }, ..infer };
         reverse(&format!("{id} q4_k_m generate max prompt-len"), &spec, generate, Variable::PromptLen, cap, target);
-        let cfg = ServeConfig { tensor_parallel: 8, concurrency: Some(16), weights: Some(vramcalc_core::formats::WeightFormat::parse("fp8").unwrap()), ..ServeConfig::new(H100, 8192) };
+        let cfg = ServeConfig { tensor_parallel: 8, concurrency: Some(16), weights: Some(vramcalc_core::formats::WeightFormat::parse("fp8").unwrap()), ..ServeConfig::new(if id == "deepseek-v3" { H200 } else { H100 }, 8192) };
         let d = median_time(|| {
             black_box(solve::max_serving(&spec, &cfg, Variable::Context).unwrap());
         });

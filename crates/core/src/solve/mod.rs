@@ -177,7 +177,7 @@ pub fn largest(lo: u64, hi: u64, start: u64, mut fits: impl FnMut(u64) -> Result
 /// infinite) is at most `cap`, with the measurements made. The totals guide the search: a
 /// linear extrapolation from the points seen brackets the answer, then regula falsi with the
 /// Illinois modification narrows the bracket from both sides (a bisection step whenever
-/// interpolation stalls or meets a refused value). Each measurement is a full setup's estimate,
+/// interpolation fails to halve the bracket or meets a refused value). Each measurement is a full setup's estimate,
 /// so the few it needs (about 6–10 for a smooth total) keep a reverse answer interactive.
 pub fn largest_by(
     lo: u64,
@@ -243,9 +243,13 @@ pub fn largest_by(
     // Illinois: the weighted totals of the ends, halved towards `cap` when one end is kept twice
     let (mut wg, mut wb) = (gt as f64, bt.map(|t| t as f64));
     let mut kept: i8 = 0;
+    // an interpolation that does not halve the bracket (a stepped total: the allocator's
+    // segments) is followed by a bisection
+    let mut bisect = false;
     while bv - gv > 1 {
-        let mid = gv + (bv - gv) / 2;
+        let (mid, width) = (gv + (bv - gv) / 2, bv - gv);
         let x = match wb {
+            _ if bisect => mid,
             Some(wb) if wb > wg => {
                 let x = gv as f64 + (cap as f64 - wg) / (wb - wg) * (bv - gv) as f64;
                 (x as u64).clamp(gv + 1, bv - 1)
@@ -268,6 +272,7 @@ pub fn largest_by(
             }
             kept = -1;
         }
+        bisect = !bisect && (bv - gv) * 2 > width;
     }
     Ok((Some(gv), seen))
 }

@@ -34,6 +34,11 @@ impl<'a> Setup<'a> {
 
     /// Rank 0's peak allocated bytes and device total.
     pub fn totals(&self) -> Result<(u64, u64)> {
+        if self.dist.is_single() {
+            // one simulation at the batch: no envelope to build for a single value
+            self.dist.validate(&self.config)?;
+            return crate::memory::Prepared::peak_once(self.spec, &self.config);
+        }
         Ok(self.prepared()?.peak_at(self.config.batch))
     }
 
