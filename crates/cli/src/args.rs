@@ -74,6 +74,8 @@ pub enum Command {
     Fix(Box<crate::reverse::FixArgs>),
     /// What fits a GPU: every preset × six formats for a workload, with the margin and the largest batch (or users).
     Fits(crate::reverse::FitsArgs),
+    /// The command or config that runs the setup (vllm, torchrun, peft, deepspeed, accelerate), or a script that measures it.
+    Launch(Box<crate::launch::LaunchArgs>),
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),

@@ -6,6 +6,7 @@ mod finetune_args;
 mod reverse;
 mod serve;
 mod dist;
+mod launch;
 mod table;
 
 use anyhow::Result;
@@ -90,6 +91,7 @@ fn run() -> Result<ExitCode> {
             t
         }),
         args::Command::Fits(a) => reverse::fits(&a),
+        args::Command::Launch(a) => launch::run(&a),
         args::Command::Fix(a) => reverse::fix(&a).map(|(t, c)| {
             code = c;
             t

@@ -165,3 +165,54 @@ fn fits_tables_every_preset_and_format_of_a_workload() {
     assert_eq!(code, 2);
     assert!(err.contains("llama-cpp"), "{err}");
 }
+
+/// The launch lines parse back to the settings given, and the vLLM line without `--context`
+/// carries the longest context `max --of context` finds.
+#[test]
+fn launch_lines_parse_back() {
+    let v = json(&["launch", "--for", "vllm", "--preset", "llama-3.1-8b", "--gpu", "h100-80gb", "--concurrency", "8", "--kv-dtype", "fp8", "--json"]);
+    let argv: Vec<String> = v["argv"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    let flag = |name: &str| argv.iter().position(|w| w == name).map(|i| argv[i + 1].clone());
+    assert_eq!(&argv[..3], ["vllm", "serve", "meta-llama/Llama-3.1-8B"]);
+    let longest = json(&["max", "--of", "context", "--gpu", "h100-80gb", "--preset", "llama-3.1-8b", "--concurrency", "8", "--kv-dtype", "fp8", "--json"]);
+    assert_eq!(flag("--max-model-len").unwrap(), longest["value"].to_string());
+    assert_eq!(flag("--max-num-seqs").as_deref(), Some("8"));
+    assert_eq!(flag("--kv-cache-dtype").as_deref(), Some("fp8"));
+    // the text form is the same words
+    let (_, text, _) = vramcalc(&["launch", "--for", "vllm", "--preset", "llama-3.1-8b", "--gpu", "h100-80gb", "--concurrency", "8", "--kv-dtype", "fp8"]);
+    assert_eq!(text.split_whitespace().collect::<Vec<_>>(), argv.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let v = json(&["launch", "--for", "deepspeed", "--preset", "gpt2", "--gpus", "8", "--strategy", "zero2", "--batch", "16", "--grad-accum", "2", "--precision", "bf16", "--json"]);
+    assert_eq!(v["config"]["zero_optimization"]["stage"], 2);
+    assert_eq!(v["config"]["train_batch_size"], 8 * 8 * 2);
+    let (_, text, _) = vramcalc(&["launch", "--for", "deepspeed", "--preset", "gpt2", "--gpus", "8", "--strategy", "zero2", "--batch", "16", "--grad-accum", "2", "--precision", "bf16"]);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v["config"]);
+
+    let (code, text, _) = vramcalc(&["launch", "--for", "accelerate", "--preset", "gpt2", "--gpus", "4", "--strategy", "fsdp", "--precision", "amp-bf16", "--checkpointing"]);
+    assert_eq!(code, 0);
+    for line in ["distributed_type: FSDP", "num_processes: 4", "mixed_precision: bf16", "  fsdp_activation_checkpointing: true"] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    let (_, text, _) = vramcalc(&["launch", "--for", "torchrun", "--preset", "gpt2", "--gpus", "4", "--script", "finetune.py"]);
+    assert_eq!(text.trim(), "torchrun --standalone --nnodes 1 --nproc-per-node 4 finetune.py");
+
+    // the Python texts are valid Python (checked when a python3 is on PATH)
+    for args in [
+        vec!["launch", "--for", "peft", "--preset", "llama-3.1-8b", "--finetune", "qlora", "--base-format", "nf4", "--lora-r", "16", "--precision", "bf16", "--checkpointing"],
+        vec!["launch", "--for", "measure", "--preset", "resnet50", "--batch", "16", "--precision", "amp-bf16"],
+        vec!["launch", "--for", "measure", "--preset", "qwen2.5-0.5b", "--batch", "2", "--seq-len", "512", "--precision", "bf16", "--optimizer", "adam8bit"],
+    ] {
+        let (code, text, err) = vramcalc(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(text.contains("import torch"), "{text}");
+        let py = Command::new("python3").args(["-c", "import ast,sys; ast.parse(sys.stdin.read())"]).stdin(std::process::Stdio::piped()).spawn();
+        if let Ok(mut child) = py {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+            assert!(child.wait().unwrap().success(), "not valid Python:\n{text}");
+        }
+    }
+    let (code, _, err) = vramcalc(&["launch", "--for", "ollama", "--preset", "gpt2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--for \"ollama\""), "{err}");
+}
