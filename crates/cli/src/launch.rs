@@ -46,7 +46,9 @@ pub fn run(a: &LaunchArgs) -> Result<String> {
     let out = |kind: &str, v: serde_json::Value, text: String| -> Result<String> {
         if a.json {
             let mut o = json!({"kind": kind});
-            o.as_object_mut().map(|m| m.extend(v.as_object().cloned().unwrap_or_default()));
+            if let (Some(m), Some(extra)) = (o.as_object_mut(), v.as_object()) {
+                m.extend(extra.clone());
+            }
             return Ok(serde_json::to_string_pretty(&o)? + "\n");
         }
         Ok(text)

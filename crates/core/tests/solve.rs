@@ -27,7 +27,7 @@ fn scan(what: &str, values: &[u64], mut total_at: impl FnMut(u64) -> u64) -> (u6
     }
     let (first, last) = (totals[0], *totals.last().unwrap());
     let cap = first + (last - first) / 7 * 3;
-    let best = values.iter().zip(&totals).filter(|(_, &t)| t <= cap).map(|(&v, _)| v).last();
+    let best = values.iter().zip(&totals).rfind(|&(_, &t)| t <= cap).map(|(&v, _)| v);
     (cap, best)
 }
 
@@ -171,7 +171,7 @@ fn serving_figures_equal_a_scan() {
         let at = |ctx: u64| serve::capacity(&spec, &ServeConfig { context: ctx, ..probe }).unwrap().max_concurrency;
         let n = at(context);
         let a = solve::max_serving(&spec, &ServeConfig { context, ..probe }, Variable::Concurrency).unwrap();
-        let scanned = (0..=n + 2).filter(|&k| k == 0 || serve::request_bytes(&spec, &probe, context) * k <= a.capacity_bytes).last().unwrap();
+        let scanned = (0..=n + 2).rfind(|&k| k == 0 || serve::request_bytes(&spec, &probe, context) * k <= a.capacity_bytes).unwrap();
         assert_eq!(a.value, scanned, "{} concurrency at {context}", p.id);
         // the longest context at 3 sequences, against every context in a window around it
         let cfg = ServeConfig { concurrency: Some(3), ..probe };
@@ -182,7 +182,7 @@ fn serving_figures_equal_a_scan() {
             continue;
         }
         let window: Vec<u64> = (a.value.saturating_sub(40).max(1)..=a.value + 40).collect();
-        let scanned = window.iter().copied().filter(|&ctx| at(ctx) >= 3).last().unwrap();
+        let scanned = window.iter().copied().rfind(|&ctx| at(ctx) >= 3).unwrap();
         assert!(window.iter().all(|&ctx| (at(ctx) >= 3) == (ctx <= scanned)), "{}: not monotone", p.id);
         assert_eq!(a.value, scanned, "{} context at 3", p.id);
         checked += 1;

@@ -172,6 +172,9 @@ pub fn largest(lo: u64, hi: u64, start: u64, mut fits: impl FnMut(u64) -> Result
     Ok(Some(g as u64))
 }
 
+/// A value and its measurement (`(peak, device total)`; `None`: refused).
+pub type Measured = (u64, Option<(u64, u64)>);
+
 /// [`largest`] for a measured quantity: the largest `v` in `lo..=hi` whose `measure(v)` (a
 /// device total, non-decreasing in `v`; `None`: a value the model refuses, which counts as
 /// infinite) is at most `cap`, with the measurements made. The totals guide the search: a
@@ -185,12 +188,12 @@ pub fn largest_by(
     start: u64,
     cap: u64,
     mut measure: impl FnMut(u64) -> Result<Option<(u64, u64)>>,
-) -> Result<(Option<u64>, Vec<(u64, Option<(u64, u64)>)>)> {
-    let mut seen: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
+) -> Result<(Option<u64>, Vec<Measured>)> {
+    let mut seen: Vec<Measured> = Vec::new();
     if lo > hi {
         return Ok((None, seen));
     }
-    let mut eval = |v: u64, seen: &mut Vec<(u64, Option<(u64, u64)>)>| -> Result<Option<u64>> {
+    let mut eval = |v: u64, seen: &mut Vec<Measured>| -> Result<Option<u64>> {
         let m = measure(v)?;
         seen.push((v, m));
         Ok(m.map(|x| x.1))
@@ -199,7 +202,9 @@ pub fn largest_by(
     // the bracket: (value, total) that fits, and (value, total or None = refused) that does not
     let start = start.clamp(lo, hi);
     let t0 = eval(start, &mut seen)?;
-    let (mut g, mut b): (Option<(u64, u64)>, Option<(u64, Option<u64>)>) =
+    type Good = Option<(u64, u64)>;
+    type Bad = Option<(u64, Option<u64>)>;
+    let (mut g, mut b): (Good, Bad) =
         if fits(t0) { (Some((start, t0.unwrap_or(0))), None) } else { (None, Some((start, t0))) };
     // extrapolate to a bracket
     let mut last: Option<(u64, u64)> = t0.map(|t| (start, t));
@@ -288,7 +293,7 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
     let (klo, khi) = (lo.div_ceil(step), hi / step);
     let start = setup.current(of).unwrap_or(lo) / step;
     let mut evaluations = 0u32;
-    let mut known: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
+    let mut known: Vec<Measured> = Vec::new();
     let found = if of == Variable::Batch {
         // one prepared model: the envelope answers every batch without re-simulating
         let p = setup.at(of, klo)?.prepared()?;
