@@ -40,6 +40,7 @@ pub mod graph;
 pub mod hub;
 #[cfg(feature = "typed-layers")]
 pub mod import;
+#[cfg(feature = "typed-layers")]
 pub mod launch;
 pub mod layer;
 pub mod layer_names;
