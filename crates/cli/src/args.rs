@@ -14,7 +14,9 @@ use vramcalc_core::{
 #[command(
     name = "vramcalc",
     version,
-    about = "GPU memory of a PyTorch training step, before you run it"
+    about = "GPU memory of a PyTorch training step, before you run it",
+    // a flag given twice takes its last value (a fix's flags appended to a command line win)
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -64,7 +66,18 @@ pub enum Command {
         /// peak; with `--json`, as `what_ifs`.
         #[arg(long)]
         what_if: bool,
+        /// Exit 0 when the device total fits this GPU (`vramcalc gpus`), 1 when not (2: bad input).
+        #[arg(long)]
+        fits: Option<String>,
     },
+    /// The largest value of one setting that fits a GPU: `--of batch|seq-len|prompt-len|new-tokens|context|concurrency`.
+    Max(Box<crate::reverse::MaxArgs>),
+    /// When a setup does not fit a GPU: the cheapest sets of changes that make it fit (`--apply N` takes one).
+    Fix(Box<crate::reverse::FixArgs>),
+    /// What fits a GPU: every preset × six formats for a workload, with the margin and the largest batch (or users).
+    Fits(crate::reverse::FitsArgs),
+    /// The command or config that runs the setup (vllm, torchrun, peft, deepspeed, accelerate), or a script that measures it.
+    Launch(Box<crate::launch::LaunchArgs>),
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),

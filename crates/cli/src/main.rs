@@ -3,8 +3,10 @@
 
 mod args;
 mod finetune_args;
+mod reverse;
 mod serve;
 mod dist;
+mod launch;
 mod table;
 
 use anyhow::Result;
@@ -24,6 +26,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode> {
     let cli = args::Cli::parse();
+    // `estimate --fits` and `max` decide the exit code (1: does not fit)
+    let mut code = ExitCode::SUCCESS;
     let text = match cli.command {
         args::Command::Presets { table: true, .. } => table::presets_table(),
         args::Command::Presets { json, .. } => table::presets(json),
@@ -40,23 +44,33 @@ fn run() -> Result<ExitCode> {
             dist,
             json,
             what_if,
+            fits,
         } if !dist.is_single() => {
             let spec = model.load()?;
             let (config, d) = (model.config(&spec, &settings)?, dist.config()?);
             let e = vramcalc_core::distributed::estimate(&spec, &config, &d)?;
-            let what_ifs = if what_if { Some(vramcalc_core::whatif::job::what_ifs(&spec, &config, &d, None)?) } else { None };
-            if json {
+            // with --fits, each what-if also says whether it alone makes the job fit that GPU
+            let capacity = fits.as_deref().and_then(vramcalc_core::memory::device::gpu).map(|g| g.bytes);
+            let what_ifs = if what_if { Some(vramcalc_core::whatif::job::what_ifs(&spec, &config, &d, capacity)?) } else { None };
+            let text = if json {
                 let mut v = dist::estimate_json(&spec, &e)?;
                 if let (Some(w), Some(o)) = (&what_ifs, v.as_object_mut()) {
                     o.insert("what_ifs".into(), serde_json::to_value(&w.items)?);
                 }
-                Ok(serde_json::to_string_pretty(&v)? + "\n")
+                serde_json::to_string_pretty(&v)? + "\n"
             } else {
                 let mut text = table::estimate(&spec, &e.estimate, None, &[], &[], settings.unit(), false)? + &dist::estimate_text(&e, settings.unit())?;
                 if let Some(w) = &what_ifs {
                     text += &dist::what_if_text(w, settings.unit())?;
                 }
-                Ok(text)
+                text
+            };
+            match fits {
+                Some(g) => reverse::fits_verdict(text, json, e.estimate.device_total_bytes, &g, settings.unit()).map(|(t, c)| {
+                    code = c;
+                    t
+                }),
+                None => Ok(text),
             }
         }
         args::Command::Estimate {
@@ -64,6 +78,7 @@ fn run() -> Result<ExitCode> {
             settings,
             json,
             what_if,
+            fits,
             ..
         } => {
             let spec = model.load()?;
@@ -71,8 +86,25 @@ fn run() -> Result<ExitCode> {
             let what_ifs = if what_if { Some(vramcalc_core::whatif::what_ifs(&spec, &est.config)?) } else { None };
             let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
-            table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
+            let text = table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)?;
+            match fits {
+                Some(g) => reverse::fits_verdict(text, json, est.device_total_bytes, &g, settings.unit()).map(|(t, c)| {
+                    code = c;
+                    t
+                }),
+                None => Ok(text),
+            }
         }
+        args::Command::Max(a) => reverse::max(&a).map(|(t, c)| {
+            code = c;
+            t
+        }),
+        args::Command::Fits(a) => reverse::fits(&a),
+        args::Command::Launch(a) => launch::run(&a),
+        args::Command::Fix(a) => reverse::fix(&a).map(|(t, c)| {
+            code = c;
+            t
+        }),
         args::Command::Serve(a) => serve::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;
@@ -95,6 +127,6 @@ fn run() -> Result<ExitCode> {
     // A closed pipe (`vramcalc … | head`) is not an error.
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
+        _ => Ok(code),
     }
 }

@@ -21,7 +21,9 @@
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
+//! | `launch` | the command that runs a setup (vLLM, torchrun, peft, DeepSpeed, accelerate) and a script that measures it |
 //! | `share` | the share-link codec |
+//! | `solve` | the reverse question: the largest value that fits, the cheapest fix, what fits a GPU |
 //!
 //! Imports run one way: `whatif` → `memory` → `resolve` → `spec` → `layer` → `lower` →
 //! `graph`/`config` → `units`/`error`/`path`/`serde_util` (the serde helpers);
@@ -39,6 +41,8 @@ pub mod graph;
 pub mod hub;
 #[cfg(feature = "typed-layers")]
 pub mod import;
+#[cfg(feature = "typed-layers")]
+pub mod launch;
 pub mod layer;
 pub mod layer_names;
 pub mod lower;
@@ -50,6 +54,8 @@ pub mod resolve;
 pub mod serve;
 mod serde_util;
 pub mod share;
+#[cfg(feature = "typed-layers")]
+pub mod solve;
 pub mod spec;
 pub mod units;
 pub mod whatif;

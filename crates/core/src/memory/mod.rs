@@ -54,6 +54,43 @@ impl Prepared {
     /// [`Prepared::new`] for a tensor-parallel rank running Megatron's sequence parallelism over
     /// `t` ranks (`layer/seq_parallel.rs`; 1: off). `spec` is the rank's split model.
     pub fn with_sequence_parallel(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
+        let prepared = Prepared::unchecked(spec, config, t)?;
+        prepared.check_batch(config.batch)?;
+        Ok(prepared)
+    }
+
+    /// Peak allocated bytes and device total of `config`'s step from one simulation and the
+    /// tensors live at its peak, without the batch envelope [`Prepared::new`] builds: for a
+    /// caller that prepares the model once per value of a setting (`solve`), where the envelope
+    /// would be built and thrown away. The same figures as `Prepared::new(..)?.peak_at(batch)`.
+    pub fn peak_once(spec: &ModelSpec, config: &TrainConfig) -> Result<(u64, u64)> {
+        let p = Prepared::unchecked(spec, config, 1)?;
+        let (peak, d) = p.device_direct(config.batch);
+        if d.total == u64::MAX {
+            return Err(Error::TooLarge(format!("at batch {} the step needs more than 2^64 bytes (18.4 EB)", config.batch)));
+        }
+        Ok((peak, d.total))
+    }
+
+    /// [`Prepared::device_at`] by direct simulation at `batch` (no envelope).
+    fn device_direct(&self, batch: u64) -> (u64, DeviceTotal) {
+        #[cfg(feature = "candle")]
+        if self.candle.is_some() {
+            return self.device_at(batch);
+        }
+        #[cfg(feature = "generate")]
+        if self.generation.is_some() {
+            return self.device_at(batch);
+        }
+        let (g, micro) = (&self.resolved.graph, self.micro(batch));
+        let r = self.plan.simulate(g, micro, self.opt, true, None);
+        // of samples at the peak, the last (the envelope keeps the last of equal lines)
+        let at = r.timeline.iter().rposition(|p| p.bytes == r.peak);
+        let live = self.plan.simulate(g, micro, self.opt, false, at).snapshot;
+        (r.peak, envelope::device_total(r.peak, &live, micro))
+    }
+
+    fn unchecked(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
         validate(config)?;
         let config = &with_base_precision(*config);
         let training = config.mode == Mode::Train;
@@ -134,7 +171,6 @@ impl Prepared {
             #[cfg(feature = "generate")]
             generation,
         };
-        prepared.check_batch(config.batch)?;
         Ok(prepared)
     }
 

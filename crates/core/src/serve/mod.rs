@@ -229,30 +229,12 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
     let per_token: u64 = shape.layers.iter().map(|l| l.token_bytes(tp, cfg.kv_dtype)).sum();
     let page = per_token.saturating_mul(BLOCK_SIZE);
     let num_blocks = pool / page.max(1);
-    let request_bytes = |len: u64| -> u64 {
-        shape
-            .layers
-            .iter()
-            .map(|l| {
-                // a sliding-window layer holds the window's last `w - 1` tokens plus a step's
-                // tokens, never more than the request, and one block more for the window's
-                // offset (`SlidingWindowSpec.max_admission_blocks_per_request`)
-                let blocks = match l.window {
-                    None => len.div_ceil(BLOCK_SIZE),
-                    Some(w) => {
-                        let held = w.saturating_sub(1).saturating_add(cfg.max_num_batched_tokens).min(len);
-                        held.div_ceil(BLOCK_SIZE) + 1
-                    }
-                };
-                blocks.saturating_mul(BLOCK_SIZE).saturating_mul(l.token_bytes(tp, cfg.kv_dtype))
-            })
-            .fold(0u64, u64::saturating_add)
-    };
+    let request_bytes = |len: u64| request_bytes_of(&shape, cfg, len);
     let usable = num_blocks.saturating_mul(page);
     let max_concurrency = usable / request_bytes(cfg.context).max(1);
     let max_context_at_concurrency = cfg.concurrency.map(|c| {
         // the longest whole-block context whose `c` requests fit in the pool
-        let (mut lo, mut hi) = (0u64, 1u64 << 40);
+        let (mut lo, mut hi) = (0u64, MAX_CONTEXT + 1);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
             if request_bytes(mid).saturating_mul(c.max(1)) <= usable { lo = mid } else { hi = mid }
@@ -284,6 +266,35 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
         max_context_at_concurrency,
         modelled: vec!["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes", "headroom_bytes"],
     })
+}
+
+/// The longest context [`capacity`] searches (`max_context_at_concurrency`).
+pub const MAX_CONTEXT: u64 = (1 << 40) - 1;
+
+/// KV bytes one request of `len` tokens holds on one rank, in whole blocks per layer.
+pub fn request_bytes(spec: &ModelSpec, cfg: &ServeConfig, len: u64) -> u64 {
+    request_bytes_of(&ModelShape::of(spec), cfg, len)
+}
+
+fn request_bytes_of(shape: &ModelShape, cfg: &ServeConfig, len: u64) -> u64 {
+    let tp = cfg.tensor_parallel;
+    shape
+        .layers
+        .iter()
+        .map(|l| {
+            // a sliding-window layer holds the window's last `w - 1` tokens plus a step's
+            // tokens, never more than the request, and one block more for the window's
+            // offset (`SlidingWindowSpec.max_admission_blocks_per_request`)
+            let blocks = match l.window {
+                None => len.div_ceil(BLOCK_SIZE),
+                Some(w) => {
+                    let held = w.saturating_sub(1).saturating_add(cfg.max_num_batched_tokens).min(len);
+                    held.div_ceil(BLOCK_SIZE) + 1
+                }
+            };
+            blocks.saturating_mul(BLOCK_SIZE).saturating_mul(l.token_bytes(tp, cfg.kv_dtype))
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Parameters per rank in their format. vLLM's column- and row-parallel linears split every

@@ -1,0 +1,70 @@
+//! Reverse answers and the "what fits" table (issue 26's speed bars): `cargo bench -p vramcalc-core --bench solve`.
+//! The same small harness as `estimate.rs` (median of repeated runs).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use vramcalc_core::finetune::{BaseFormat, FineTune, Method};
+use vramcalc_core::serve::ServeConfig;
+use vramcalc_core::solve::fits::{self, FitsOptions, Workload};
+use vramcalc_core::solve::{self, Setup, Variable};
+use vramcalc_core::{GenerateConfig, Mode, ModelSpec, Precision, TrainConfig};
+
+fn median_time(mut f: impl FnMut()) -> Duration {
+    f();
+    let start = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < 5 || (start.elapsed() < Duration::from_secs(3) && times.len() < 200) {
+        let t = Instant::now();
+        f();
+        times.push(t.elapsed());
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn report(name: &str, d: Duration, target: Duration) {
+    let verdict = if d <= target { "met" } else { "MISSED" };
+    println!("{name:<58} {:>9.2} ms (target ≤ {target:?}: {verdict})", d.as_secs_f64() * 1e3);
+}
+
+const H200: u64 = 143_771 << 20;
+const H100: u64 = 81_559 << 20;
+
+fn reverse(name: &str, spec: &ModelSpec, config: TrainConfig, of: Variable, cap: u64, target: Duration) {
+    let setup = Setup::new(spec, config);
+    let a = solve::max_value(&setup, of, cap).unwrap();
+    let d = median_time(|| {
+        black_box(solve::max_value(&setup, of, cap).unwrap());
+    });
+    report(&format!("{name} = {} ({} evaluations)", a.value, a.evaluations), d, target);
+}
+
+fn main() {
+    let ms = Duration::from_millis;
+    let qlora = FineTune { method: Method::Qlora, lora_r: 16, lora_alpha: 32.0, base_format: Some(BaseFormat::Nf4), ..FineTune::default() };
+    for (id, target) in [("llama-3.1-70b", ms(20)), ("deepseek-v3", ms(50))] {
+        let spec = vramcalc_core::import::preset(id).unwrap();
+        let train = TrainConfig { batch: 1, seq_len: Some(4096), precision: Precision::Bf16, checkpointing: true, finetune: qlora, ..TrainConfig::default() };
+        let infer = TrainConfig { batch: 1, seq_len: Some(4096), mode: Mode::Infer, precision: Precision::Bf16, weights: Some(vramcalc_core::formats::WeightFormat::parse("gguf-q4_k_m").unwrap()), ..TrainConfig::default() };
+        let cap = if id == "deepseek-v3" { 16 * H200 } else { H200 };
+        reverse(&format!("{id} QLoRA max batch"), &spec, train, Variable::Batch, cap, target);
+        reverse(&format!("{id} QLoRA max seq-len"), &spec, train, Variable::SeqLen, cap, target);
+        reverse(&format!("{id} q4_k_m infer max seq-len"), &spec, infer, Variable::SeqLen, cap, target);
+        let generate = TrainConfig { mode: Mode::Generate, generate: GenerateConfig { prompt_len: Some(1024), new_tokens: 256, ..Default::default() }, ..infer };
+        reverse(&format!("{id} q4_k_m generate max prompt-len"), &spec, generate, Variable::PromptLen, cap, target);
+        let cfg = ServeConfig { tensor_parallel: 8, concurrency: Some(16), weights: Some(vramcalc_core::formats::WeightFormat::parse("fp8").unwrap()), ..ServeConfig::new(if id == "deepseek-v3" { H200 } else { H100 }, 8192) };
+        let d = median_time(|| {
+            black_box(solve::max_serving(&spec, &cfg, Variable::Context).unwrap());
+        });
+        report(&format!("{id} vLLM TP 8 fp8 longest context at 16"), d, target);
+    }
+    let models: Vec<(&str, ModelSpec)> = vramcalc_core::presets::PRESETS.iter().map(|p| (p.id, vramcalc_core::import::preset(p.id).unwrap())).collect();
+    let refs: Vec<(&str, &ModelSpec)> = models.iter().map(|(id, s)| (*id, s)).collect();
+    for w in Workload::ALL {
+        let rows = fits::table(&refs, w, 24_564 << 20, &FitsOptions::default());
+        let d = median_time(|| {
+            black_box(fits::table(&refs, w, 24_564 << 20, &FitsOptions::default()));
+        });
+        report(&format!("fits table rtx-4090 {} ({} presets × 6: {} rows)", w.name(), refs.len(), rows.len()), d, ms(300));
+    }
+}

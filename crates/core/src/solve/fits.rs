@@ -1,0 +1,218 @@
+//! What fits my GPU: for one card and a workload, every model × weight format (× fine-tuning
+//! method): whether it fits, the margin, and the reverse figure that matters for the workload
+//! (the largest batch for training and inference, the most concurrent sequences for vLLM).
+//!
+//! One row is one prepared model: the device total at the batch, then the largest batch read from
+//! the same preparation (the envelope; no re-simulation), so the table stays interactive.
+
+use super::{largest, Variable};
+use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
+use crate::distributed::{DistConfig, DistPrepared};
+use crate::error::{Error, Result};
+use crate::finetune::{BaseFormat, FineTune, Method};
+use crate::formats::WeightFormat;
+use crate::memory::MAX_BATCH;
+use crate::serve::{self, ServeConfig};
+use crate::spec::ModelSpec;
+use serde::Serialize;
+
+/// What the GPU is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Qlora,
+    Lora,
+    Full,
+    Infer,
+    Generate,
+    Serve,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 6] = [Workload::Qlora, Workload::Lora, Workload::Full, Workload::Infer, Workload::Generate, Workload::Serve];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Qlora => "qlora",
+            Workload::Lora => "lora",
+            Workload::Full => "full",
+            Workload::Infer => "infer",
+            Workload::Generate => "generate",
+            Workload::Serve => "serve",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == s)
+    }
+
+    /// Whether the workload needs a causal language model.
+    pub fn needs_lm(self) -> bool {
+        !matches!(self, Workload::Full | Workload::Infer)
+    }
+
+    /// The reverse figure of its rows.
+    pub fn reverse(self) -> Variable {
+        match self {
+            Workload::Serve => Variable::Concurrency,
+            _ => Variable::Batch,
+        }
+    }
+
+    /// The six formats (weight storage, or base and memory tricks for training) its rows try.
+    pub fn formats(self) -> [&'static str; 6] {
+        match self {
+            Workload::Qlora => ["nf4", "nf4+ckpt", "nf4-dq+ckpt", "fp4+ckpt", "int8", "int8+ckpt"],
+            Workload::Lora => ["bf16", "fp16", "bf16+ckpt", "fp16+ckpt", "bf16+ckpt+chunked", "fp16+ckpt+chunked"],
+            Workload::Full => ["fp32", "amp-bf16", "bf16", "bf16+adam8bit", "amp-bf16+ckpt", "bf16+adam8bit+ckpt"],
+            Workload::Infer | Workload::Generate => ["bf16", "fp8", "int8", "nf4", "gptq-int4", "gguf-q4_k_m"],
+            Workload::Serve => ["bf16", "fp8", "int8", "nf4", "gptq-int4", "awq-int4"],
+        }
+    }
+}
+
+/// The settings every row shares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitsOptions {
+    /// Samples per step (training, inference, generation).
+    pub batch: u64,
+    /// Sequence length (training, inference), prompt (generation), context (vLLM); `None`: the
+    /// model's own, and 4,096 tokens for vLLM.
+    pub seq_len: Option<u64>,
+    /// Generation: new tokens.
+    pub new_tokens: u64,
+}
+
+impl Default for FitsOptions {
+    fn default() -> Self {
+        FitsOptions { batch: 1, seq_len: None, new_tokens: 256 }
+    }
+}
+
+/// One model × format.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub model: String,
+    pub format: String,
+    pub method: String,
+    pub fits: bool,
+    pub device_total_bytes: u64,
+    pub peak_bytes: u64,
+    /// `capacity − device total`: negative when it does not fit (for vLLM, the KV pool left
+    /// for one sequence of the context, negative when vLLM would refuse it).
+    pub margin_bytes: i64,
+    /// The reverse figure (`batch`; `concurrency` for vLLM) and its value (`None`: does not fit).
+    pub reverse_of: Variable,
+    pub reverse_value: Option<u64>,
+}
+
+/// The training or inference setup of one row (`None` for vLLM rows).
+pub fn config_of(workload: Workload, format: &str, o: &FitsOptions) -> Result<TrainConfig> {
+    let mut parts = format.split('+');
+    let head = parts.next().unwrap_or_default();
+    let extras: Vec<&str> = parts.collect();
+    let mut c = TrainConfig { batch: o.batch.max(1), seq_len: o.seq_len, ..TrainConfig::default() };
+    let lora = FineTune { method: Method::Lora, lora_r: 16, lora_alpha: 32.0, ..FineTune::default() };
+    match workload {
+        Workload::Qlora => {
+            let (base, dq) = match head {
+                "nf4" => (BaseFormat::Nf4, false),
+                "nf4-dq" => (BaseFormat::Nf4, true),
+                "fp4" => (BaseFormat::Fp4, false),
+                _ => (BaseFormat::Int8, false),
+            };
+            c.precision = Precision::Bf16;
+            c.finetune = FineTune { method: Method::Qlora, base_format: Some(base), double_quant: dq, ..lora };
+        }
+        Workload::Lora => {
+            c.precision = if head == "fp16" { Precision::Fp16 } else { Precision::Bf16 };
+            c.finetune = lora;
+        }
+        Workload::Full => {
+            c.precision = Precision::parse(head).ok_or_else(|| Error::Config(format!("format {head}")))?;
+        }
+        Workload::Infer | Workload::Generate => {
+            c.mode = if workload == Workload::Infer { Mode::Infer } else { Mode::Generate };
+            c.precision = Precision::Bf16;
+            c.weights = Some(WeightFormat::parse(head)?);
+            c.generate.prompt_len = o.seq_len;
+            c.generate.new_tokens = o.new_tokens.max(1);
+        }
+        Workload::Serve => return Err(Error::Config("vLLM rows have no step setup".into())),
+    }
+    for e in extras {
+        match e {
+            "ckpt" => c.checkpointing = true,
+            "chunked" => c.finetune.loss = crate::finetune::LossKernel::Chunked,
+            "adam8bit" => c.optimizer = OptimizerKind::Adam8bit,
+            other => return Err(Error::Config(format!("format part {other}"))),
+        }
+    }
+    Ok(c)
+}
+
+/// The rows of `models` (id, spec) for `workload` on a GPU of `capacity` bytes; model × format
+/// pairs the core refuses (a format a model cannot take) are left out.
+pub fn table(models: &[(&str, &ModelSpec)], workload: Workload, capacity: u64, o: &FitsOptions) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &(id, spec) in models {
+        for format in workload.formats() {
+            if let Ok(r) = row(id, spec, workload, format, capacity, o) {
+                rows.push(r);
+            }
+        }
+    }
+    rows
+}
+
+/// One row.
+pub fn row(id: &str, spec: &ModelSpec, workload: Workload, format: &str, capacity: u64, o: &FitsOptions) -> Result<Row> {
+    if workload == Workload::Serve {
+        return serve_row(id, spec, format, capacity, o);
+    }
+    let c = config_of(workload, format, o)?;
+    let p = DistPrepared::new(spec, &c, &DistConfig::default())?;
+    let (peak, total) = p.peak_at(c.batch);
+    let lo = c.grad_accum.max(1);
+    let reverse = largest(lo, MAX_BATCH, c.batch, |b| Ok(p.peak_at(b).1 <= capacity))?;
+    Ok(Row {
+        model: id.to_string(),
+        format: format.to_string(),
+        method: method_name(workload, &c),
+        fits: total <= capacity,
+        device_total_bytes: total,
+        peak_bytes: peak,
+        margin_bytes: capacity as i64 - total.min(i64::MAX as u64) as i64,
+        reverse_of: Variable::Batch,
+        reverse_value: reverse,
+    })
+}
+
+fn method_name(workload: Workload, c: &TrainConfig) -> String {
+    match workload {
+        Workload::Qlora | Workload::Lora => c.finetune.method.name().to_string(),
+        Workload::Full => "full".into(),
+        w => w.name().into(),
+    }
+}
+
+fn serve_row(id: &str, spec: &ModelSpec, format: &str, capacity: u64, o: &FitsOptions) -> Result<Row> {
+    let weights = WeightFormat::parse(format)?;
+    let cfg = ServeConfig { weights: Some(weights), ..ServeConfig::new(capacity, o.seq_len.unwrap_or(4096)) };
+    let c = serve::capacity(spec, &cfg)?;
+    let one = serve::request_bytes(spec, &cfg, cfg.context);
+    let usable = c.num_blocks.saturating_mul(c.page_bytes);
+    // what vLLM holds before the KV cache, and the pool it leaves
+    let before = c.weights_bytes.saturating_add(c.activation_peak_bytes).saturating_add(c.non_torch_bytes);
+    Ok(Row {
+        model: id.to_string(),
+        format: format.to_string(),
+        method: "serve".into(),
+        fits: c.max_concurrency >= 1,
+        device_total_bytes: before.saturating_add(one),
+        peak_bytes: before,
+        margin_bytes: usable as i64 - one.min(i64::MAX as u64) as i64,
+        reverse_of: Variable::Concurrency,
+        reverse_value: (c.max_concurrency >= 1).then_some(c.max_concurrency),
+    })
+}

@@ -1,0 +1,407 @@
+//! The reverse question: the largest value of one free variable (batch, sequence length, prompt,
+//! new tokens, vLLM context or concurrency) whose setup fits a GPU.
+//!
+//! "Fits" is the test `max-batch`, `fewest-gpus` and `estimate --fits` use: the device total
+//! (`memory/device.rs`: the allocated peak with the caching allocator's rounding and reserve, the
+//! CUDA context and the cuBLAS workspace) of rank 0 is at most the GPU's memory. For vLLM it is
+//! vLLM's own start-up test (`serve::capacity`): the KV pool holds the requests.
+//!
+//! Every variable is monotone: a larger value never needs less memory (each allocation grows with
+//! it, the allocator's rounding is monotone, and a peak is a maximum of such sizes). So the answer
+//! is found by [`largest`], a search over a `fits(value)` predicate: a gallop from a starting value
+//! (doubling up, or halving down) to a bracket, then bisection, `2·log2(answer)` evaluations at
+//! most, never a scan. Each evaluation is the real estimate of the setup at that value; the batch
+//! reads the simulation's envelope (`memory/envelope.rs`), which needs no re-simulation. Another
+//! engine (the llama.cpp one) plugs in by giving its own predicate to [`largest`].
+//!
+//! `fix` finds the cheapest set of changes that makes a setup fit; `fits` tabulates what fits a GPU.
+
+pub mod fits;
+pub mod fix;
+pub mod setup;
+
+use crate::error::{Error, Result};
+use crate::serve::{self, ServeConfig};
+use crate::spec::ModelSpec;
+use serde::Serialize;
+pub use setup::Setup;
+
+/// The variable to maximise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variable {
+    /// Samples per optimizer step (per GPU in a multi-GPU job).
+    Batch,
+    /// The sequence length of a token model.
+    SeqLen,
+    /// `--mode generate`: prompt tokens per sequence.
+    PromptLen,
+    /// `--mode generate`: tokens generated per sequence.
+    NewTokens,
+    /// vLLM: the longest context (`max_model_len`) `concurrency` sequences can each have.
+    Context,
+    /// vLLM: the most sequences of `context` tokens held at once.
+    Concurrency,
+    /// llama.cpp: layers offloaded to the GPU (the llama.cpp engine; not in this build).
+    GpuLayers,
+}
+
+impl Variable {
+    pub const ALL: [Variable; 7] = [
+        Variable::Batch,
+        Variable::SeqLen,
+        Variable::PromptLen,
+        Variable::NewTokens,
+        Variable::Context,
+        Variable::Concurrency,
+        Variable::GpuLayers,
+    ];
+
+    /// The CLI's spelling (`--of`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variable::Batch => "batch",
+            Variable::SeqLen => "seq-len",
+            Variable::PromptLen => "prompt-len",
+            Variable::NewTokens => "new-tokens",
+            Variable::Context => "context",
+            Variable::Concurrency => "concurrency",
+            Variable::GpuLayers => "gpu-layers",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Variable> {
+        Variable::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// Whether the variable belongs to vLLM serving (`serve::capacity`), not to a step's estimate.
+    pub fn is_serving(self) -> bool {
+        matches!(self, Variable::Context | Variable::Concurrency)
+    }
+}
+
+impl std::fmt::Display for Variable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the memory runs out just above the answer: the first value that does not fit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limit {
+    /// The first value that does not fit.
+    pub value: u64,
+    pub device_total_bytes: u64,
+    /// The phase of the peak there (`forward`, `backward`, `optimizer`; `serving` for vLLM).
+    pub phase: String,
+    /// Where the peak happens (the estimate's `peak_at`).
+    pub at: String,
+    /// The largest category of the peak's breakdown there (`activations`, `parameters`, `kv_cache`, …).
+    pub category: String,
+    pub category_bytes: u64,
+}
+
+/// The largest value that fits, with its figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    pub of: Variable,
+    pub value: u64,
+    pub capacity_bytes: u64,
+    /// The device total at `value` (for vLLM: the KV bytes the requests hold).
+    pub device_total_bytes: u64,
+    pub peak_bytes: u64,
+    /// `capacity_bytes − device_total_bytes` (for vLLM: the KV pool left over).
+    pub margin_bytes: u64,
+    /// The largest value searched; `limit` is `None` when even it fits.
+    pub upper_bound: u64,
+    pub limit: Option<Limit>,
+    /// Setups evaluated by the search.
+    pub evaluations: u32,
+}
+
+/// The largest `v` in `lo..=hi` for which `fits(v)` holds, given that it holds up to some value
+/// and not beyond; `None` when not even `lo` fits. Gallops from `start` (clamped into the range):
+/// doubling the distance from `lo` while it fits, halving it while it does not, then bisects the
+/// bracket. An error from `fits` ends the search.
+pub fn largest(lo: u64, hi: u64, start: u64, mut fits: impl FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
+    if lo > hi {
+        return Ok(None);
+    }
+    let start = start.clamp(lo, hi);
+    // the bracket: `g` fits, `b` does not (`b` = hi + 1 when none is known; u128: no overflow)
+    let (mut g, mut b): (u128, u128);
+    if fits(start)? {
+        g = start as u128;
+        let mut step = ((start - lo) as u128).max(1);
+        loop {
+            if g == hi as u128 {
+                return Ok(Some(hi));
+            }
+            let next = (g + step).min(hi as u128);
+            if fits(next as u64)? {
+                g = next;
+                step *= 2;
+            } else {
+                b = next;
+                break;
+            }
+        }
+    } else {
+        b = start as u128;
+        loop {
+            if b == lo as u128 {
+                return Ok(None);
+            }
+            let next = lo as u128 + (b - lo as u128) / 2;
+            if fits(next as u64)? {
+                g = next;
+                break;
+            }
+            b = next;
+        }
+    }
+    // invariant: g fits, b does not, g < b
+    while b - g > 1 {
+        let mid = g + (b - g) / 2;
+        if fits(mid as u64)? {
+            g = mid;
+        } else {
+            b = mid;
+        }
+    }
+    Ok(Some(g as u64))
+}
+
+/// A value and its measurement (`(peak, device total)`; `None`: refused).
+pub type Measured = (u64, Option<(u64, u64)>);
+
+/// [`largest`] for a measured quantity: the largest `v` in `lo..=hi` whose `measure(v)` (a
+/// device total, non-decreasing in `v`; `None`: a value the model refuses, which counts as
+/// infinite) is at most `cap`, with the measurements made. The totals guide the search: a
+/// linear extrapolation from the points seen brackets the answer, then regula falsi with the
+/// Illinois modification narrows the bracket from both sides (a bisection step whenever
+/// interpolation fails to halve the bracket or meets a refused value). Each measurement is a full setup's estimate,
+/// so the few it needs (about 6–10 for a smooth total) keep a reverse answer interactive.
+pub fn largest_by(
+    lo: u64,
+    hi: u64,
+    start: u64,
+    cap: u64,
+    mut measure: impl FnMut(u64) -> Result<Option<(u64, u64)>>,
+) -> Result<(Option<u64>, Vec<Measured>)> {
+    let mut seen: Vec<Measured> = Vec::new();
+    if lo > hi {
+        return Ok((None, seen));
+    }
+    let mut eval = |v: u64, seen: &mut Vec<Measured>| -> Result<Option<u64>> {
+        let m = measure(v)?;
+        seen.push((v, m));
+        Ok(m.map(|x| x.1))
+    };
+    let fits = |t: Option<u64>| t.is_some_and(|t| t <= cap);
+    // the bracket: (value, total) that fits, and (value, total or None = refused) that does not
+    let start = start.clamp(lo, hi);
+    let t0 = eval(start, &mut seen)?;
+    type Good = Option<(u64, u64)>;
+    type Bad = Option<(u64, Option<u64>)>;
+    let (mut g, mut b): (Good, Bad) =
+        if fits(t0) { (Some((start, t0.unwrap_or(0))), None) } else { (None, Some((start, t0))) };
+    // extrapolate to a bracket
+    let mut last: Option<(u64, u64)> = t0.map(|t| (start, t));
+    while g.is_none() || b.is_none() {
+        let next = match (g, b) {
+            (Some((gv, gt)), None) => {
+                if gv == hi {
+                    return Ok((Some(hi), seen));
+                }
+                let guess = match last.filter(|l| l.0 != gv && l.1 < gt) {
+                    // through the last two points, overshooting by 1/16 to land above the answer
+                    Some((lv, lt)) => {
+                        let slope = (gt - lt) as f64 / (gv as f64 - lv as f64).abs();
+                        let x = gv as f64 + (cap - gt) as f64 / slope;
+                        (x + (x - gv as f64) / 16.0 + 1.0).min(hi as f64) as u64
+                    }
+                    None => gv.saturating_mul(2).max(gv + 1),
+                };
+                last = Some((gv, gt));
+                guess.clamp(gv + 1, hi)
+            }
+            (None, Some((bv, _))) => {
+                if bv == lo {
+                    return Ok((None, seen));
+                }
+                lo + (bv - lo) / 2
+            }
+            _ => unreachable!("the loop runs while one end is missing"),
+        };
+        let t = eval(next, &mut seen)?;
+        if fits(t) {
+            if let Some((gv, gt)) = g {
+                last = Some((gv, gt));
+            }
+            g = Some((next, t.unwrap_or(0)));
+        } else {
+            b = Some((next, t));
+        }
+    }
+    let (Some((mut gv, gt)), Some((mut bv, bt))) = (g, b) else { unreachable!("bracketed above") };
+    // Illinois: the weighted totals of the ends, halved towards `cap` when one end is kept twice
+    let (mut wg, mut wb) = (gt as f64, bt.map(|t| t as f64));
+    let mut kept: i8 = 0;
+    // an interpolation that does not halve the bracket (a stepped total: the allocator's
+    // segments) is followed by a bisection
+    let mut bisect = false;
+    while bv - gv > 1 {
+        let (mid, width) = (gv + (bv - gv) / 2, bv - gv);
+        let x = match wb {
+            _ if bisect => mid,
+            Some(wb) if wb > wg => {
+                let x = gv as f64 + (cap as f64 - wg) / (wb - wg) * (bv - gv) as f64;
+                (x as u64).clamp(gv + 1, bv - 1)
+            }
+            _ => mid,
+        };
+        let t = eval(x, &mut seen)?;
+        if fits(t) {
+            gv = x;
+            wg = t.unwrap_or(0) as f64;
+            if kept == 1 {
+                wb = wb.map(|w| cap as f64 + (w - cap as f64) / 2.0);
+            }
+            kept = 1;
+        } else {
+            bv = x;
+            wb = t.map(|t| t as f64);
+            if kept == -1 {
+                wg = cap as f64 - (cap as f64 - wg) / 2.0;
+            }
+            kept = -1;
+        }
+        bisect = !bisect && (bv - gv) * 2 > width;
+    }
+    Ok((Some(gv), seen))
+}
+
+/// The largest value of `of` at which `setup` fits `capacity` bytes. An error when the variable
+/// does not apply to the setup or the smallest value is refused, and [`Error::Config`] "does not
+/// fit" when even the smallest value does not fit. Values the model refuses (a sequence beyond its
+/// learned positions) count as not fitting; [`Answer::limit`] then names the reason.
+pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
+    let (lo, hi) = setup.range(of)?;
+    // token counts under sequence parallelism are multiples of `step`: search over k, value k·step
+    let step = setup.step(of);
+    let (klo, khi) = (lo.div_ceil(step), hi / step);
+    let start = setup.current(of).unwrap_or(lo) / step;
+    let mut evaluations = 0u32;
+    let mut known: Vec<Measured> = Vec::new();
+    let found = if of == Variable::Batch {
+        // one prepared model: the envelope answers every batch without re-simulating
+        let p = setup.at(of, klo)?.prepared()?;
+        largest(klo, khi, start, |b| {
+            evaluations += 1;
+            Ok(p.peak_at(b).1 <= capacity)
+        })?
+    } else {
+        // a value the model refuses (beyond its learned positions, too large for 64 bits) is one
+        // it cannot run: the refused values lie above the accepted ones
+        let (found, seen) = largest_by(klo, khi, start, capacity, |k| Ok(setup.at(of, k * step)?.totals().ok()))?;
+        evaluations = seen.len() as u32;
+        known = seen;
+        found
+    };
+    let Some(k) = found else {
+        let lo = klo * step;
+        return Err(does_not_fit(of, lo, setup.at(of, lo)?.totals()?.1, capacity));
+    };
+    let value = k * step;
+    let (peak, total) = match known.iter().find(|x| x.0 == k) {
+        Some((_, Some(m))) => *m,
+        _ => setup.at(of, value)?.totals()?,
+    };
+    let limit = if k < khi { Some(setup.at(of, value + step)?.limit(value + step)?) } else { None };
+    Ok(Answer {
+        of,
+        value,
+        capacity_bytes: capacity,
+        device_total_bytes: total,
+        peak_bytes: peak,
+        margin_bytes: capacity.saturating_sub(total),
+        upper_bound: khi * step,
+        limit,
+        evaluations,
+    })
+}
+
+/// Whether `e` is the solver's "does not fit" (not even the smallest value fits), as opposed to
+/// a setup it refuses: the CLI exits 1 for it, 2 for bad input.
+pub fn is_does_not_fit(e: &Error) -> bool {
+    matches!(e, Error::Config(m) if m.starts_with("does not fit"))
+}
+
+fn does_not_fit(of: Variable, lo: u64, total: u64, capacity: u64) -> Error {
+    Error::Config(format!(
+        "does not fit: even {of} {lo} needs {} (device total) of {}",
+        crate::units::format_bytes(total, crate::units::ByteUnit::Mb),
+        crate::units::format_bytes(capacity, crate::units::ByteUnit::Mb)
+    ))
+}
+
+/// The largest vLLM context at `cfg.concurrency` sequences, or the most sequences at `cfg.context`
+/// ([`Variable::Context`], [`Variable::Concurrency`]): vLLM's own arithmetic (`serve::capacity`)
+/// over whole 16-token blocks. The "capacity" is the KV pool vLLM allocates (its usable blocks).
+pub fn max_serving(spec: &ModelSpec, cfg: &ServeConfig, of: Variable) -> Result<Answer> {
+    let c = serve::capacity(spec, cfg)?;
+    let usable = c.num_blocks.saturating_mul(c.page_bytes);
+    let bytes = |len: u64| serve::request_bytes(spec, cfg, len);
+    // (answer, upper bound, KV bytes held at the answer and just above it)
+    let (value, hi, held, above) = match of {
+        Variable::Concurrency => {
+            let per = bytes(cfg.context);
+            let n = c.max_concurrency;
+            (n, u64::MAX, per.saturating_mul(n), per.saturating_mul(n.saturating_add(1)))
+        }
+        Variable::Context => {
+            let n = cfg.concurrency.filter(|&n| n > 0).ok_or_else(|| {
+                Error::Config("the longest vLLM context is found at a concurrency of at least 1 (--concurrency)".into())
+            })?;
+            let v = c.max_context_at_concurrency.unwrap_or(0);
+            (v, serve::MAX_CONTEXT, bytes(v).saturating_mul(n), bytes(v.saturating_add(1)).saturating_mul(n))
+        }
+        other => return Err(Error::Config(format!("{other} is not a vLLM serving variable (context, concurrency)"))),
+    };
+    if value == 0 {
+        let mb = |b: u64| crate::units::format_bytes(b, crate::units::ByteUnit::Mb);
+        let what = match of {
+            Variable::Context => format!("{} sequences of even one block", cfg.concurrency.unwrap_or(1)),
+            _ => format!("one {}-token sequence ({})", cfg.context, mb(bytes(cfg.context))),
+        };
+        return Err(Error::Config(format!(
+            "does not fit: vLLM's KV pool ({} left of {} after weights {}, profile run and overheads) holds not {what}",
+            mb(usable),
+            mb(c.requested_bytes),
+            mb(c.weights_bytes)
+        )));
+    }
+    let limit = (value < hi).then(|| Limit {
+        value: value + 1,
+        device_total_bytes: above,
+        phase: "serving".into(),
+        at: "vLLM KV cache pool".into(),
+        category: "kv_cache".into(),
+        category_bytes: above,
+    });
+    Ok(Answer {
+        of,
+        value,
+        capacity_bytes: usable,
+        device_total_bytes: held,
+        peak_bytes: held,
+        margin_bytes: usable.saturating_sub(held),
+        upper_bound: hi,
+        limit,
+        evaluations: 1,
+    })
+}
+
+#[cfg(test)]
+mod tests;
