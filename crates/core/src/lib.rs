@@ -32,6 +32,7 @@ pub mod distributed;
 pub mod error;
 pub mod finetune;
 pub mod generation;
+pub mod gguf;
 pub mod formats;
 pub mod graph;
 #[cfg(feature = "typed-layers")]
