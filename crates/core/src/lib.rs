@@ -41,6 +41,8 @@ pub mod hub;
 pub mod import;
 pub mod layer;
 pub mod layer_names;
+#[cfg(feature = "llama-cpp")]
+pub mod llama_cpp;
 pub mod lower;
 pub mod memory;
 pub mod path;

@@ -1,0 +1,126 @@
+//! llama.cpp's buffers against what it allocated: records of `tools/measure_llama_cpp.py`
+//! (llama-cpp-python 0.3.36, CPU backend) in `tests/data/llama_cpp/measured.jsonl`, the models'
+//! GGUF headers (cut after the tensor infos) beside them.
+#![cfg(feature = "llama-cpp")]
+
+use serde_json::Value;
+use vramcalc_core::gguf::{GgmlType, Header};
+use vramcalc_core::llama_cpp::{estimate, Estimate, FlashAttn, Params};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama_cpp");
+
+pub struct Record {
+    pub model: String,
+    pub v: Value,
+    pub header: Header,
+}
+
+pub fn records() -> Vec<Record> {
+    let text = std::fs::read_to_string(format!("{DATA}/measured.jsonl")).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let model = v["model"].as_str().unwrap().to_string();
+            let bytes = std::fs::read(format!("{DATA}/{model}.gguf-header")).unwrap();
+            let size = v["file_size"].as_u64();
+            let header = Header::parse_with_size(&bytes, size).unwrap();
+            Record { model, v, header }
+        })
+        .collect()
+}
+
+pub fn params(v: &Value) -> Params {
+    let p = &v["params"];
+    let ty = |k: &str| GgmlType::from_name(p[k].as_str().unwrap()).unwrap();
+    Params {
+        n_ctx: p["n_ctx"].as_u64().unwrap(),
+        n_batch: p["n_batch"].as_u64().unwrap(),
+        n_ubatch: p["n_ubatch"].as_u64().unwrap(),
+        type_k: ty("type_k"),
+        type_v: ty("type_v"),
+        flash_attn: match p["fa"].as_str().unwrap() {
+            "on" => FlashAttn::On,
+            "off" => FlashAttn::Off,
+            _ => FlashAttn::Auto,
+        },
+        n_parallel: p["n_seq"].as_u64().unwrap(),
+        kv_unified: p["kv_unified"].as_bool().unwrap(),
+        swa_full: p["swa_full"].as_bool().unwrap(),
+        mmap: p["mmap"].as_bool().unwrap(),
+        ..Params::default()
+    }
+}
+
+fn run(r: &Record) -> Estimate {
+    estimate(&r.header, &params(&r.v), &[], None).unwrap_or_else(|e| panic!("{}: {e}", r.model))
+}
+
+fn sum(v: &Value) -> u64 {
+    v.as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum()
+}
+
+/// `(K MiB, V MiB)` of the log line `llama_kv_cache: size = … K (f16): 4.00 MiB, V (f16): 4.00 MiB`.
+fn kv_line_mib(line: &str) -> (f64, f64) {
+    let num = |tag: &str| -> f64 {
+        let i = line.find(tag).unwrap() + tag.len();
+        let rest = &line[i..];
+        let rest = &rest[rest.find("):").unwrap() + 2..];
+        rest.trim_start().split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (num("K ("), num("V ("))
+}
+
+#[test]
+fn model_kv_and_output_buffers_are_exact() {
+    let recs = records();
+    assert!(recs.len() >= 80, "{} records", recs.len());
+    for r in &recs {
+        let e = run(r);
+        let host = &e.devices[0];
+        let want: Vec<(String, u64)> = {
+            let mut w: Vec<_> = r.v["model_buffers"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+            w.sort();
+            w
+        };
+        let mut got = host.model_buffers.clone();
+        got.sort();
+        assert_eq!(got, want, "{} {}: model buffers", r.model, r.v["params"]);
+        assert_eq!(e.kv_bytes(), sum(&r.v["kv_buffers"]), "{} {}: KV", r.model, r.v["params"]);
+        assert_eq!(e.output_bytes(), sum(&r.v["output_buffers"]), "{} {}: output", r.model, r.v["params"]);
+        assert_eq!(e.ctx.n_ctx, r.v["n_ctx"].as_u64().unwrap(), "{}: n_ctx", r.model);
+        assert_eq!(e.ctx.n_ctx_seq, r.v["n_ctx_seq"].as_u64().unwrap(), "{}: n_ctx_seq", r.model);
+        // K and V apart: the log's MiB with two decimals, summed over its caches.
+        let (mut k, mut v) = (0.0, 0.0);
+        for line in r.v["kv_lines"].as_array().unwrap() {
+            let (a, b) = kv_line_mib(line.as_str().unwrap());
+            k += a;
+            v += b;
+        }
+        let mib = |x: u64| x as f64 / 1048576.0;
+        assert!((mib(e.k_bytes()) - k).abs() <= 0.011, "{}: K {} MiB, logged {k}", r.model, mib(e.k_bytes()));
+        assert!((mib(e.v_bytes()) - v).abs() <= 0.011, "{}: V {} MiB, logged {v}", r.model, mib(e.v_bytes()));
+    }
+}
+
+#[test]
+fn compute_buffers_within_two_percent() {
+    let mut worst = (0.0f64, String::new());
+    let mut bad = Vec::new();
+    for r in &records() {
+        let e = run(r);
+        let want = sum(&r.v["compute_buffers"]) as f64;
+        let got = e.compute_bytes() as f64;
+        let err = (got - want) / want;
+        if err.abs() > worst.0.abs() {
+            worst = (err, format!("{} {}", r.model, r.v["params"]));
+        }
+        if err.abs() > 0.02 {
+            bad.push(format!("{:+.1}% {} {}", err * 100.0, r.model, r.v["params"]));
+        }
+        let total = r.v["model_buffers"].as_object().unwrap().values().chain(r.v["kv_buffers"].as_object().unwrap().values()).map(|x| x.as_u64().unwrap()).sum::<u64>()
+            + sum(&r.v["compute_buffers"]) + sum(&r.v["output_buffers"]);
+        let terr = (e.total() as f64 - total as f64) / total as f64;
+        assert!(terr.abs() <= 0.005 || err.abs() > 0.02, "{}: total off by {:.2}%", r.model, terr * 100.0);
+    }
+    assert!(bad.is_empty(), "worst {:+.2}% ({}); over 2%:\n{}", worst.0 * 100.0, worst.1, bad.join("\n"));
+}
