@@ -3,6 +3,7 @@
 
 mod args;
 mod finetune_args;
+mod llama_cpp;
 mod serve;
 mod dist;
 mod table;
@@ -23,7 +24,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<ExitCode> {
-    let cli = args::Cli::parse();
+    let cli = args::Cli::parse_from(llama_cpp::normalize_args(std::env::args_os()));
     let text = match cli.command {
         args::Command::Presets { table: true, .. } => table::presets_table(),
         args::Command::Presets { json, .. } => table::presets(json),
@@ -67,6 +68,7 @@ fn run() -> Result<ExitCode> {
             table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)
         }
         args::Command::Serve(a) => serve::run(&a),
+        args::Command::LlamaCpp(a) => llama_cpp::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;
             if fit.dist.is_single() {
