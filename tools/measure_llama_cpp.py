@@ -14,6 +14,7 @@ the GGUF headers (cut after the tensor infos) in crates/core/tests/data/llama_cp
     gcc -shared -fPIC -O1 -o /tmp/size_shim.so tools/llama_cpp/size_shim.c -ldl
     /root/mvenv/bin/python tools/measure_llama_cpp.py            # all configurations
     /root/mvenv/bin/python tools/measure_llama_cpp.py --only qwen3   # one model family
+    /root/mvenv/bin/python tools/measure_llama_cpp.py --heldout      # the held-out models
 
 llama-cpp-python 0.3.36 (its vendored llama.cpp), CPU backend, 1 thread.
 """
@@ -165,9 +166,24 @@ MODELS_SPEC = {
     "qwen3-q4_k_m": dict(BASE, arch="qwen3", wtype="F16", head_dim=128, quantize="Q4_K_M"),
     "qwen3moe-q8_0": dict(BASE, arch="qwen3moe", wtype="Q8_0", n_layer=3, head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=256),
     "gemma2-q8_0": dict(BASE, arch="gemma2", wtype="Q8_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
+    # A large vocabulary: the logits are the compute buffer's peak, as in real models.
+    "llama-vocab16k-q8_0": dict(BASE, arch="llama", wtype="Q8_0", n_embd=256, n_head=4, n_ff=768, n_vocab=16384),
+    "qwen3-vocab16k-q4_0-tied": dict(BASE, arch="qwen3", wtype="Q4_0", n_embd=256, n_head=4, head_dim=128, n_ff=768, n_vocab=16384, tied=True),
     "deepseek2-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=3, n_head=8, n_head_kv=1, n_dense=1,
                            q_lora_rank=256, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
                            n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
+}
+# Held out: not looked at while the compute model's per-token terms were derived
+# (`--heldout` writes them to heldout.jsonl).
+HELDOUT = {
+    "ho-llama-q5_k": dict(BASE, arch="llama", wtype="Q5_K", n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=6000, n_layer=5),
+    "ho-qwen2-q8_0-tied": dict(BASE, arch="qwen2", wtype="Q8_0", n_embd=1024, n_head=16, n_head_kv=2, n_ff=2816, n_vocab=3000, tied=True),
+    "ho-qwen3-q4_k": dict(BASE, arch="qwen3", wtype="Q4_K", n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2304, n_vocab=24000),
+    "ho-qwen3moe-q4_0": dict(BASE, arch="qwen3moe", wtype="Q4_0", n_layer=2, n_embd=768, n_head=8, n_head_kv=4, head_dim=128, n_expert=16, n_expert_used=4, n_ff_exp=512, n_vocab=4000),
+    "ho-gemma2-f16": dict(BASE, arch="gemma2", wtype="F16", n_layer=4, n_embd=768, head_dim=256, n_head=4, n_head_kv=2, n_ff=2048, n_swa=1024, tied=True, n_vocab=5000),
+    "ho-deepseek2-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=1, n_dense=1,
+                              q_lora_rank=384, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
+                              n_expert=8, n_expert_used=3, n_ff_exp=512, n_shared=2, n_vocab=4000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}
 
@@ -270,15 +286,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
     ap.add_argument("--child", nargs=2)
-    ap.add_argument("--out", default=os.path.join(DATA, "measured.jsonl"))
+    ap.add_argument("--out")
+    ap.add_argument("--heldout", action="store_true")
     a = ap.parse_args()
     if a.child:
         child(a.child[0], json.loads(a.child[1]))
         return
     os.makedirs(MODELS, exist_ok=True)
     os.makedirs(DATA, exist_ok=True)
-    out = open(a.out, "a")
-    for name, spec in MODELS_SPEC.items():
+    specs = HELDOUT if a.heldout else MODELS_SPEC
+    out = open(a.out or os.path.join(DATA, "heldout.jsonl" if a.heldout else "measured.jsonl"), "a")
+    for name, spec in specs.items():
         if a.only and not name.startswith(a.only):
             continue
         path = os.path.join(MODELS, name + ".gguf")
@@ -297,7 +315,7 @@ def main():
             if p.returncode != 0:
                 print(name, cfg, "FAILED", p.stderr[-2000:], file=sys.stderr)
                 continue
-            rec = dict(model=name, file_size=os.path.getsize(path), params=cfg, **parse(p.stderr))
+            rec = dict(model=name, heldout=a.heldout, file_size=os.path.getsize(path), params=cfg, **parse(p.stderr))
             out.write(json.dumps(rec) + "\n")
             out.flush()
             print(name, json.dumps(cfg), {k: rec[k] for k in ("model_buffers", "kv_buffers", "compute_buffers", "output_buffers")})

@@ -138,9 +138,8 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
     for (slot, d) in devices.iter_mut().enumerate() {
         let has_layers = layer_dev[..n].iter().any(|x| x.map_or(0, |i| i + 1) == slot);
         let head = out_dev == slot;
-        let n_kv = ctx.n_ctx_seq;
         d.compute = if has_layers || head {
-            compute_bytes(&hp, &ctx, flash_attn, n_kv, has_layers, head)
+            compute_bytes(&hp, &ctx, flash_attn, has_layers, head)
         } else if slot == 0 {
             // The host backend with every layer on GPUs: the input embeddings (`inp_embd`,
             // get_rows of n_ubatch rows), read from source, not measured.

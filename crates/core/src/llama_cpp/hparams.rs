@@ -37,6 +37,12 @@ pub struct Hparams {
     pub n_expert: u64,
     pub n_expert_used: u64,
     pub n_ff_exp: u64,
+    /// MLA: `attention.kv_lora_rank`, `rope.dimension_count` and `key_length_mla` (0 otherwise).
+    pub kv_lora_rank: u64,
+    /// `leading_dense_block_count`: MoE models' first dense layers.
+    pub n_dense_lead: u64,
+    pub n_rot: u64,
+    pub head_k_mla: u64,
 }
 
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
@@ -162,6 +168,10 @@ impl Hparams {
             n_expert: u64_of(h, a, "expert_count")?.unwrap_or(0),
             n_expert_used: u64_of(h, a, "expert_used_count")?.unwrap_or(0),
             n_ff_exp: u64_of(h, a, "expert_feed_forward_length")?.unwrap_or(0),
+            kv_lora_rank: u64_of(h, a, "attention.kv_lora_rank")?.unwrap_or(0),
+            n_dense_lead: u64_of(h, a, "leading_dense_block_count")?.unwrap_or(0),
+            n_rot: u64_of(h, a, "rope.dimension_count")?.unwrap_or(head_k),
+            head_k_mla: mla_k,
             arch,
         })
     }
