@@ -109,7 +109,7 @@ fn reverse_answers_and_the_command_line() {
     let g = header("llama-f16");
     let v = json(&["--gguf", &g, "-c", "4096", "--gpu", "rtx-3060", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on"]);
     let c = v["max_context"].as_u64().unwrap();
-    assert!(c >= 4096 && c % 256 == 0);
+    assert!(c >= 4096 && c.is_multiple_of(256));
     assert_eq!(v["max_gpu_layers"], 5);
     assert_eq!(v["command"], format!("llama-server -m {g} -c 4096 -ngl all -fa on -ctk q8_0 -ctv q8_0"));
     let (code, out, _) = vramcalc(&["llama-cpp", "--gguf", &g, "--gpu", "rtx-3060"]);

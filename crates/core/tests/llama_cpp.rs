@@ -69,7 +69,7 @@ fn kv_line_mib(line: &str) -> (f64, f64) {
         let i = line.find(tag).unwrap() + tag.len();
         let rest = &line[i..];
         let rest = &rest[rest.find("):").unwrap() + 2..];
-        rest.trim_start().split_whitespace().next().unwrap().parse().unwrap()
+        rest.split_whitespace().next().unwrap().parse().unwrap()
     };
     (num("K ("), num("V ("))
 }

@@ -111,7 +111,7 @@ impl Hparams {
         let n_head = per_layer(h, a, "attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
         let n_head_kv = per_layer(h, a, "attention.head_count_kv", n_layer)?.unwrap_or_else(|| n_head.clone());
         let head0 = n_head[0];
-        let default_head = if head0 > 0 { n_embd / head0 } else { 0 };
+        let default_head = n_embd.checked_div(head0).unwrap_or(0);
         let head_k = u64_of(h, a, "attention.key_length")?.unwrap_or(default_head);
         let head_v = u64_of(h, a, "attention.value_length")?.unwrap_or(default_head);
         let head_k_swa = u64_of(h, a, "attention.key_length_swa")?.unwrap_or(head_k);

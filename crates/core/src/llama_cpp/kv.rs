@@ -92,11 +92,11 @@ pub fn kv_buffers(hp: &Hparams, p: &Params, ctx: &Context, layer_dev: &[Option<u
     for swa in [false, true] {
         let cells = if swa { ctx.swa_cells } else { ctx.n_ctx_seq };
         let mut bufs: Vec<(Buft, KvBytes)> = Vec::new();
-        for il in 0..hp.n_layer as usize {
+        for (il, dev) in layer_dev.iter().enumerate().take(hp.n_layer as usize) {
             if hp.is_swa[il] != swa {
                 continue;
             }
-            let buft = layer_dev[il].map_or(Buft::Cpu, Buft::Cuda);
+            let buft = dev.map_or(Buft::Cpu, Buft::Cuda);
             let nk = hp.n_embd_k_gqa(il);
             let nv = if v_trans { hp.n_embd_v_gqa_max() } else { hp.n_embd_v_gqa(il) };
             let k = buft.alloc(nk, p.type_k, p.type_k.row_bytes(nk) * cells * ctx.n_stream);

@@ -65,7 +65,7 @@ impl Buft {
     /// `ggml_backend_buft_get_alloc_size` rounded to the alignment.
     pub(crate) fn alloc(self, ne0: u64, t: crate::gguf::GgmlType, nbytes: u64) -> u64 {
         let mut size = nbytes;
-        if matches!(self, Buft::Cuda(_)) && t.is_quantized() && ne0 % 512 != 0 {
+        if matches!(self, Buft::Cuda(_)) && t.is_quantized() && !ne0.is_multiple_of(512) {
             size += t.row_bytes(512 - ne0 % 512);
         }
         size.div_ceil(self.alignment()) * self.alignment()
