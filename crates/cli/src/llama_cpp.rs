@@ -217,21 +217,19 @@ impl LlamaCppArgs {
     }
 
     fn gpus(&self) -> Result<Vec<GpuDevice>> {
-        self.gpu
-            .iter()
-            .map(|id| {
-                let g = gpu(id).ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))?;
-                Ok(GpuDevice { name: g.id.to_string(), capacity: g.bytes })
-            })
-            .collect()
+        gpu_devices(&self.gpu)
     }
 
     fn unit(&self) -> ByteUnit {
-        if self.units.eq_ignore_ascii_case("mb") {
-            ByteUnit::Mb
-        } else {
-            ByteUnit::Mib
-        }
+        unit_of(&self.units)
+    }
+}
+
+pub fn unit_of(s: &str) -> ByteUnit {
+    if s.eq_ignore_ascii_case("mb") {
+        ByteUnit::Mb
+    } else {
+        ByteUnit::Mib
     }
 }
 
@@ -258,18 +256,38 @@ pub fn run(a: &LlamaCppArgs) -> Result<String> {
     let header = read_header(&a.gguf)?;
     let gpus = a.gpus()?;
     let p = a.params(gpus.len())?;
-    let ram = a.ram.as_deref().map(|r| parse_bytes(r).ok_or_else(|| anyhow!("--ram {r}: not a size"))).transpose()?;
-    let e = vramcalc_core::llama_cpp::estimate(&header, &p, &gpus, ram)?;
-    let path = a.gguf.display().to_string();
-    let max_ctx_limit = vramcalc_core::llama_cpp::Hparams::from_header(&header)?.n_ctx_train.max(p.n_ctx);
+    let ram = parse_ram(a.ram.as_deref())?;
+    report(&header, &p, &gpus, ram, &a.gguf.display().to_string(), a.json, a.unit(), None)
+}
+
+pub fn parse_ram(ram: Option<&str>) -> Result<Option<u64>> {
+    ram.map(|r| parse_bytes(r).ok_or_else(|| anyhow!("--ram {r}: not a size"))).transpose()
+}
+
+pub fn gpu_devices(ids: &[String]) -> Result<Vec<GpuDevice>> {
+    ids.iter()
+        .map(|id| {
+            let g = gpu(id).ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))?;
+            Ok(GpuDevice { name: g.id.to_string(), capacity: g.bytes })
+        })
+        .collect()
+}
+
+/// Formats one run's estimate with its reverse answers; `extra` adds fields to the JSON and
+/// lines to the text (Ollama's settings).
+#[allow(clippy::too_many_arguments)]
+pub fn report(header: &Header, p: &Params, gpus: &[GpuDevice], ram: Option<u64>, path: &str, as_json: bool, unit: ByteUnit, extra: Option<(Value, String)>) -> Result<String> {
+    let e = vramcalc_core::llama_cpp::estimate(header, p, gpus, ram)?;
+    let p = p.clone();
+    let max_ctx_limit = vramcalc_core::llama_cpp::Hparams::from_header(header)?.n_ctx_train.max(p.n_ctx);
     let (max_ctx, max_ngl) = if gpus.is_empty() && ram.is_none() {
         (None, None)
     } else {
-        (fit::max_context(&header, &p, &gpus, ram, max_ctx_limit)?, fit::max_gpu_layers(&header, &p, &gpus, ram)?)
+        (fit::max_context(header, &p, gpus, ram, max_ctx_limit)?, fit::max_gpu_layers(header, &p, gpus, ram)?)
     };
-    let command = fit::server_command(&path, &p, e.n_layer);
-    if a.json {
-        let v = json!({
+    let command = fit::server_command(path, &p, e.n_layer);
+    if as_json {
+        let mut v = json!({
             "arch": e.arch,
             "n_layer": e.n_layer,
             "n_ctx": e.ctx.n_ctx,
@@ -295,9 +313,12 @@ pub fn run(a: &LlamaCppArgs) -> Result<String> {
             "host_bytes_at_max_gpu_layers": max_ngl.as_ref().map(|(_, e)| e.devices[0].total()),
             "command": command,
         });
+        if let (Some((Value::Object(x), _)), Some(o)) = (&extra, v.as_object_mut()) {
+            o.extend(x.clone());
+        }
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
-    Ok(text(&e, a.unit(), max_ctx, max_ngl.as_ref(), &command))
+    Ok(text(&e, unit, max_ctx, max_ngl.as_ref(), &command) + &extra.map(|(_, t)| t).unwrap_or_default())
 }
 
 fn text(e: &Estimate, u: ByteUnit, max_ctx: Option<u64>, max_ngl: Option<&(u64, Estimate)>, command: &str) -> String {

@@ -4,6 +4,7 @@
 mod args;
 mod finetune_args;
 mod llama_cpp;
+mod ollama;
 mod serve;
 mod dist;
 mod table;
@@ -69,6 +70,7 @@ fn run() -> Result<ExitCode> {
         }
         args::Command::Serve(a) => serve::run(&a),
         args::Command::LlamaCpp(a) => llama_cpp::run(&a),
+        args::Command::Ollama(a) => ollama::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;
             if fit.dist.is_single() {

@@ -143,3 +143,37 @@ fn bad_input_is_an_error_that_says_what() {
     assert_eq!(code, 2);
     assert!(err.contains("at byte") && err.contains("past the end of the file"), "{err}");
 }
+
+fn ollama(args: &[&str]) -> Value {
+    let mut all = vec!["ollama"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let (code, out, err) = vramcalc(&all);
+    assert_eq!(code, 0, "{all:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn ollama_is_llama_cpp_with_its_defaults() {
+    let g = header("llama-q8_0");
+    // An 8 GB-class card: num_ctx 4096; OLLAMA_NUM_PARALLEL multiplies the context.
+    let one = ollama(&["--gguf", &g, "--gpu", "rtx-3060"]);
+    assert_eq!(n(&one["ollama"], "num_ctx"), 4096);
+    let four = ollama(&["--gguf", &g, "--gpu", "rtx-3060", "--num-parallel", "4"]);
+    assert_eq!(n(&four, "n_ctx"), 4 * 4096);
+    assert_eq!(n(&four, "kv_bytes"), 4 * n(&one, "kv_bytes"));
+    // The same run under llama.cpp's flags gives the same buffers.
+    let same = json(&["--gguf", &g, "--gpu", "rtx-3060", "-c", "16384", "-np", "4", "-b", "512", "-ub", "512", "-ngl", "5"]);
+    for k in ["model_buffer_bytes", "kv_bytes", "compute_buffer_bytes", "output_buffer_bytes"] {
+        assert_eq!(n(&four, k), n(&same, k), "{k}");
+    }
+    let q8 = ollama(&["--gguf", &g, "--gpu", "rtx-3060", "--kv-cache-type", "q8_0", "--flash-attention", "true"]);
+    // On CUDA a quantized tensor's last row is padded to 512 elements: 384 more of a 128-wide
+    // q8_0 row (12 blocks, 408 B), rounded to the 128-byte alignment: 512 B per tensor, 4 layers.
+    assert_eq!(n(&q8, "k_bytes"), n(&one, "k_bytes") * 34 / 64 + 4 * 512);
+    assert_eq!(n(&q8, "v_bytes"), n(&one, "v_bytes") * 34 / 64 + 4 * 512);
+    assert_eq!(q8["ollama"]["environment"], serde_json::json!(["OLLAMA_KV_CACHE_TYPE=q8_0", "OLLAMA_FLASH_ATTENTION=1"]));
+    // A 24 GB card's default is 32768, capped at the model's training context (8192).
+    let big = ollama(&["--gguf", &g, "--gpu", "rtx-4090"]);
+    assert_eq!(n(&big["ollama"], "num_ctx"), 8192);
+}

@@ -12,6 +12,7 @@
 //! | `kv` | context padding, streams, the KV cache per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `estimate` | one run's buffers per device |
+//! | `ollama` | Ollama's defaults and names as llama.cpp settings |
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
 mod compute;
@@ -19,6 +20,7 @@ mod estimate;
 pub mod fit;
 mod hparams;
 mod kv;
+pub mod ollama;
 mod params;
 mod placement;
 
