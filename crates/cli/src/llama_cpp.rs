@@ -63,8 +63,15 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 #[derive(Args)]
 pub struct LlamaCppArgs {
     /// The GGUF file (only its header is read: metadata and tensor infos).
+    #[arg(long, required_unless_present = "hf_config", conflicts_with = "hf_config")]
+    pub gguf: Option<PathBuf>,
+    /// Without a file: a Hugging Face config.json (llama, mistral, qwen2, qwen3, qwen3_moe), its
+    /// tensors typed as llama-quantize types them for `--quant`.
+    #[arg(long = "hf-config", requires = "quant")]
+    pub hf_config: Option<PathBuf>,
+    /// The llama-quantize recipe for `--hf-config`: Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16, …
     #[arg(long)]
-    pub gguf: PathBuf,
+    pub quant: Option<String>,
     /// `-c`: context size (0: the model's context_length).
     #[arg(long = "ctx-size", default_value_t = 4096)]
     pub ctx_size: u64,
@@ -253,11 +260,23 @@ fn device_json(d: &DeviceReport) -> Value {
 }
 
 pub fn run(a: &LlamaCppArgs) -> Result<String> {
-    let header = read_header(&a.gguf)?;
+    let (header, path) = match (&a.gguf, &a.hf_config) {
+        (Some(g), _) => (read_header(g)?, g.display().to_string()),
+        (None, Some(c)) => {
+            let text = std::fs::read_to_string(c).with_context(|| format!("reading {}", c.display()))?;
+            let config: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", c.display()))?;
+            let q = a.quant.as_deref().unwrap_or("F16");
+            let recipe = vramcalc_core::llama_cpp::synth::recipe(q)
+                .ok_or_else(|| anyhow!("--quant {q}: not a llama-quantize recipe (Q4_0, Q8_0, Q4_K_M, Q5_K_M, Q6_K, F16, …)"))?;
+            let h = vramcalc_core::llama_cpp::synth::header_from_config(&config, recipe).with_context(|| c.display().to_string())?;
+            (h, format!("<{q} GGUF of {}>", c.display()))
+        }
+        (None, None) => bail!("give --gguf FILE or --hf-config FILE --quant NAME"),
+    };
     let gpus = a.gpus()?;
     let p = a.params(gpus.len())?;
     let ram = parse_ram(a.ram.as_deref())?;
-    report(&header, &p, &gpus, ram, &a.gguf.display().to_string(), a.json, a.unit(), None)
+    report(&header, &p, &gpus, ram, &path, a.json, a.unit(), None)
 }
 
 pub fn parse_ram(ram: Option<&str>) -> Result<Option<u64>> {

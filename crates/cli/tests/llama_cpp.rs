@@ -177,3 +177,20 @@ fn ollama_is_llama_cpp_with_its_defaults() {
     let big = ollama(&["--gguf", &g, "--gpu", "rtx-4090"]);
     assert_eq!(n(&big["ollama"], "num_ctx"), 8192);
 }
+
+#[test]
+fn without_a_file_a_config_and_a_quant_name() {
+    let cfg = format!("{}/../core/tests/data/tinyllama-1.1b.config.json", env!("CARGO_MANIFEST_DIR"));
+    let q4 = json(&["--hf-config", &cfg, "--quant", "Q4_K_M", "-c", "2048"]);
+    let q8 = json(&["--hf-config", &cfg, "--quant", "q8_0", "-c", "2048"]);
+    let f16 = json(&["--hf-config", &cfg, "--quant", "F16", "-c", "2048"]);
+    let (a, b, c) = (n(&q4, "model_buffer_bytes"), n(&q8, "model_buffer_bytes"), n(&f16, "model_buffer_bytes"));
+    // TinyLlama-1.1B: 1.1e9 parameters; F16 2 bytes each, Q8_0 34/32, Q4_K_M between 4.5 and 6 bits.
+    assert!((2_150_000_000..2_250_000_000).contains(&c), "{c}");
+    assert!(b * 32 / 34 < c / 2 + 10_000_000 && b > c / 2, "{b} {c}");
+    assert!(a * 16 * 2 > c * 9 && a * 16 < c * 6, "{a} {c}");
+    assert_eq!(n(&q4, "kv_bytes"), n(&f16, "kv_bytes"));
+    let (code, _, err) = vramcalc(&["llama-cpp", "--hf-config", &cfg, "--quant", "Q9_Z"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("Q9_Z"), "{err}");
+}

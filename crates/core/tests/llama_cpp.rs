@@ -156,3 +156,29 @@ fn compute_and_totals(recs: &[Record], max_err: f64, min_within: f64) {
     assert!(within2 as f64 >= min_within * n, "compute within 2 %: {within2} of {n}");
     assert!(total_within as f64 >= min_within * n, "total within 0.5 %: {total_within} of {n}");
 }
+
+/// Without the file: the tensor list from a config.json and llama-quantize's rules gives the
+/// same tensors, types and buffers as the file llama.cpp's `llama_model_quantize` wrote.
+#[test]
+fn config_and_recipe_give_the_quantized_files_tensors() {
+    use vramcalc_core::llama_cpp::synth::{header_from_config, recipe};
+    let check = |model: &str, config: Value, quant: &str| {
+        let real = &records().into_iter().find(|r| r.model == model).unwrap().header;
+        let synth = header_from_config(&config, recipe(quant).unwrap()).unwrap();
+        let mut a: Vec<_> = real.tensors.iter().map(|t| (t.name.clone(), t.dims.clone(), t.ggml_type.name)).collect();
+        let mut b: Vec<_> = synth.tensors.iter().map(|t| (t.name.clone(), t.dims.clone(), t.ggml_type.name)).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{model}");
+        let p = Params { mmap: false, n_ctx: 8192, ..Params::default() };
+        let (x, y) = (estimate(real, &p, &[], None).unwrap(), estimate(&synth, &p, &[], None).unwrap());
+        assert_eq!((x.model_bytes(), x.kv_bytes(), x.output_bytes()), (y.model_bytes(), y.kv_bytes(), y.output_bytes()), "{model}");
+    };
+    let qwen3 = |tied: bool| {
+        serde_json::json!({"model_type": "qwen3", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1536, "vocab_size": 2048,
+            "tie_word_embeddings": tied, "max_position_embeddings": 8192})
+    };
+    check("qwen3-q4_k_m", qwen3(false), "Q4_K_M");
+    check("qwen3-f16-tied", qwen3(true), "f16");
+}

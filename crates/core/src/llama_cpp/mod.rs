@@ -13,6 +13,7 @@
 //! | `compute` | the compute buffers and the output buffer |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
+//! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
 mod compute;
@@ -23,6 +24,8 @@ mod kv;
 pub mod ollama;
 mod params;
 mod placement;
+#[cfg(feature = "formats")]
+pub mod synth;
 
 pub use estimate::{estimate, DeviceReport, Estimate};
 pub use hparams::Hparams;
