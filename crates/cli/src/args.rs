@@ -81,6 +81,13 @@ pub enum Command {
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
     Serve(crate::serve::ServeArgs),
+    /// What llama.cpp allocates for a GGUF model per device (model, KV cache, compute and output
+    /// buffers), under llama.cpp's flags: -c -b -ub -ctk -ctv -fa -np --kv-unified -ngl --n-cpu-moe
+    /// -ot -ts -sm --swa-full --no-mmap; the largest context and the most GPU layers that fit.
+    LlamaCpp(crate::llama_cpp::LlamaCppArgs),
+    /// Ollama's run of a GGUF model (num_ctx, num_gpu, OLLAMA_NUM_PARALLEL, OLLAMA_KV_CACHE_TYPE,
+    /// OLLAMA_FLASH_ATTENTION) as the llama.cpp run it launches.
+    Ollama(crate::ollama::OllamaArgs),
     /// Largest batch whose device total fits a capacity or a GPU.
     MaxBatch {
         #[command(flatten)]

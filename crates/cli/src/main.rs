@@ -3,6 +3,8 @@
 
 mod args;
 mod finetune_args;
+mod llama_cpp;
+mod ollama;
 mod reverse;
 mod serve;
 mod dist;
@@ -25,7 +27,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<ExitCode> {
-    let cli = args::Cli::parse();
+    let cli = args::Cli::parse_from(llama_cpp::normalize_args(std::env::args_os()));
     // `estimate --fits` and `max` decide the exit code (1: does not fit)
     let mut code = ExitCode::SUCCESS;
     let text = match cli.command {
@@ -106,6 +108,8 @@ fn run() -> Result<ExitCode> {
             t
         }),
         args::Command::Serve(a) => serve::run(&a),
+        args::Command::LlamaCpp(a) => llama_cpp::run(&a),
+        args::Command::Ollama(a) => ollama::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;
             if fit.dist.is_single() {

@@ -35,6 +35,7 @@ pub mod distributed;
 pub mod error;
 pub mod finetune;
 pub mod generation;
+pub mod gguf;
 pub mod formats;
 pub mod graph;
 #[cfg(feature = "typed-layers")]
@@ -45,6 +46,8 @@ pub mod import;
 pub mod launch;
 pub mod layer;
 pub mod layer_names;
+#[cfg(feature = "llama-cpp")]
+pub mod llama_cpp;
 pub mod lower;
 pub mod memory;
 pub mod path;

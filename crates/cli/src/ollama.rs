@@ -1,0 +1,90 @@
+//! `vramcalc ollama --gguf FILE`: Ollama's run of a GGUF model as the llama.cpp run it launches
+//! (`vramcalc_core::llama_cpp::ollama`), with Ollama's setting names.
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use serde_json::json;
+use std::path::PathBuf;
+use vramcalc_core::gguf::GgmlType;
+use vramcalc_core::llama_cpp::{fit, ollama::Ollama, Hparams};
+
+use crate::llama_cpp::{gpu_devices, parse_ram, read_header, report, unit_of};
+
+#[derive(Args)]
+pub struct OllamaArgs {
+    /// The GGUF file (Ollama's model blob).
+    #[arg(long)]
+    pub gguf: PathBuf,
+    /// `num_ctx` (per parallel request; default OLLAMA_CONTEXT_LENGTH, else 4096/32768/262144 by total VRAM).
+    #[arg(long = "num-ctx")]
+    pub num_ctx: Option<u64>,
+    /// `num_gpu`: layers on the GPUs (default: as many as fit, as llama-server's fit does).
+    #[arg(long = "num-gpu")]
+    pub num_gpu: Option<u64>,
+    /// `num_batch` (default 512; Ollama passes it as -b and -ub).
+    #[arg(long = "num-batch")]
+    pub num_batch: Option<u64>,
+    /// `OLLAMA_NUM_PARALLEL` (default 1): the context is num_ctx × this.
+    #[arg(long = "num-parallel")]
+    pub num_parallel: Option<u64>,
+    /// `OLLAMA_KV_CACHE_TYPE`: f16, q8_0 or q4_0 (K and V alike).
+    #[arg(long = "kv-cache-type")]
+    pub kv_cache_type: Option<String>,
+    /// `OLLAMA_FLASH_ATTENTION`: true or false (default: llama-server's auto).
+    #[arg(long = "flash-attention")]
+    pub flash_attention: Option<bool>,
+    /// `OLLAMA_CONTEXT_LENGTH`.
+    #[arg(long = "context-length")]
+    pub context_length: Option<u64>,
+    /// A GPU id from `vramcalc gpus`, once per card.
+    #[arg(long = "gpu")]
+    pub gpu: Vec<String>,
+    /// System RAM to check the host's buffers against.
+    #[arg(long)]
+    pub ram: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, default_value = "MiB")]
+    pub units: String,
+}
+
+pub fn run(a: &OllamaArgs) -> Result<String> {
+    let header = read_header(&a.gguf)?;
+    let gpus = gpu_devices(&a.gpu)?;
+    let ram = parse_ram(a.ram.as_deref())?;
+    let kv_cache_type = a
+        .kv_cache_type
+        .as_deref()
+        .map(|t| GgmlType::from_name(t).ok_or_else(|| anyhow!("--kv-cache-type {t}: unknown type (f16, q8_0, q4_0)")))
+        .transpose()?;
+    let o = Ollama {
+        num_ctx: a.num_ctx,
+        num_gpu: a.num_gpu,
+        num_batch: a.num_batch,
+        num_parallel: a.num_parallel,
+        kv_cache_type,
+        flash_attention: a.flash_attention,
+        context_length: a.context_length,
+    };
+    let vram: u64 = gpus.iter().map(|g| g.capacity).sum();
+    let hp = Hparams::from_header(&header)?;
+    let mut p = o.params(vram, hp.n_ctx_train);
+    if p.n_gpu_layers.is_none() && !gpus.is_empty() {
+        // num_gpu unset: llama-server places as many layers as fit.
+        p.n_gpu_layers = Some(fit::max_gpu_layers(&header, &p, &gpus, ram)?.map_or(0, |(n, _)| n));
+    }
+    let (env, modelfile) = o.config_lines();
+    let num_ctx = o.num_ctx(vram, hp.n_ctx_train);
+    let extra = json!({
+        "ollama": {"num_ctx": num_ctx, "num_parallel": p.n_parallel, "num_batch": p.n_batch, "num_gpu": p.n_gpu_layers,
+                   "environment": env, "modelfile": modelfile},
+    });
+    let mut text = format!("ollama: num_ctx {num_ctx} × OLLAMA_NUM_PARALLEL {} = -c {}\n", p.n_parallel, p.n_ctx);
+    if !env.is_empty() {
+        text += &format!("environment: {}\n", env.join(" "));
+    }
+    if !modelfile.is_empty() {
+        text += &format!("Modelfile:\n  {}\n", modelfile.join("\n  "));
+    }
+    report(&header, &p, &gpus, ram, &a.gguf.display().to_string(), a.json, unit_of(&a.units), Some((extra, text)))
+}

@@ -1,0 +1,153 @@
+//! One llama.cpp run's buffers, device by device.
+
+use crate::gguf::Header;
+
+use super::compute::{compute_bytes, output_bytes};
+use super::hparams::Hparams;
+use super::kv::{check_types, kv_buffers, Context};
+use super::params::{GpuDevice, Params};
+use super::placement::{layer_devices, model_buffers, place, Buft};
+use super::LlamaError;
+
+/// One device: the host (system RAM) or a GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceReport {
+    /// `CPU` (host memory) or `CUDA<i>`.
+    pub backend: String,
+    /// The GPU's name (`--gpu`), empty for the host.
+    pub gpu: String,
+    /// Model buffers by llama.cpp's buffer-type name (`CPU_Mapped`, `CUDA_Host`, `CUDA0`, …).
+    pub model_buffers: Vec<(String, u64)>,
+    pub model: u64,
+    pub k: u64,
+    pub v: u64,
+    pub compute: u64,
+    pub output: u64,
+    /// Layers (of `n_layer` + the output layer) whose weights are here.
+    pub layers: u64,
+    /// GPU memory, or the host RAM when given; `None` when not known.
+    pub capacity: Option<u64>,
+}
+
+impl DeviceReport {
+    pub fn kv(&self) -> u64 {
+        self.k + self.v
+    }
+    pub fn total(&self) -> u64 {
+        self.model + self.kv() + self.compute + self.output
+    }
+    pub fn fits(&self) -> bool {
+        self.capacity.is_none_or(|c| self.total() <= c)
+    }
+    pub fn is_host(&self) -> bool {
+        self.gpu.is_empty()
+    }
+}
+
+/// What llama.cpp allocates for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub arch: String,
+    pub n_layer: u32,
+    pub ctx: Context,
+    /// Flash attention as resolved (`-fa auto` is on: see [`super::FlashAttn::Auto`]).
+    pub flash_attn: bool,
+    /// GPU layers as llama.cpp counts them (`-ngl`, at most `n_layer + 1`).
+    pub n_gpu_layers: u64,
+    /// The host first, then each GPU.
+    pub devices: Vec<DeviceReport>,
+}
+
+impl Estimate {
+    fn sum(&self, f: impl Fn(&DeviceReport) -> u64) -> u64 {
+        self.devices.iter().map(f).sum()
+    }
+    pub fn model_bytes(&self) -> u64 {
+        self.sum(|d| d.model)
+    }
+    pub fn k_bytes(&self) -> u64 {
+        self.sum(|d| d.k)
+    }
+    pub fn v_bytes(&self) -> u64 {
+        self.sum(|d| d.v)
+    }
+    pub fn kv_bytes(&self) -> u64 {
+        self.k_bytes() + self.v_bytes()
+    }
+    pub fn compute_bytes(&self) -> u64 {
+        self.sum(|d| d.compute)
+    }
+    pub fn output_bytes(&self) -> u64 {
+        self.sum(|d| d.output)
+    }
+    pub fn total(&self) -> u64 {
+        self.sum(DeviceReport::total)
+    }
+    /// Every device fits its capacity.
+    pub fn fits(&self) -> bool {
+        self.devices.iter().all(DeviceReport::fits)
+    }
+    pub fn gpus(&self) -> impl Iterator<Item = &DeviceReport> {
+        self.devices.iter().filter(|d| !d.is_host())
+    }
+}
+
+/// Sizes one run: the model in `header`, llama.cpp's settings `p`, the GPUs (none: CPU only) and
+/// the host RAM if known.
+pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Option<u64>) -> Result<Estimate, LlamaError> {
+    let hp = Hparams::from_header(header)?;
+    check_types(&hp, p)?;
+    let ctx = Context::new(&hp, p)?;
+    let layer_dev = layer_devices(&hp, p, gpus)?;
+    let placed = place(header, &hp, p, gpus)?;
+    let flash_attn = p.flash_attn_on();
+
+    let mut devices = vec![DeviceReport {
+        backend: "CPU".into(),
+        gpu: String::new(),
+        model_buffers: Vec::new(),
+        model: 0,
+        k: 0,
+        v: 0,
+        compute: 0,
+        output: 0,
+        layers: 0,
+        capacity: host_ram,
+    }];
+    for (i, g) in gpus.iter().enumerate() {
+        devices.push(DeviceReport { backend: format!("CUDA{i}"), gpu: g.name.clone(), capacity: Some(g.capacity), ..devices[0].clone() });
+    }
+    let slot = |b: Buft| b.gpu().map_or(0, |i| i + 1);
+    for (b, bytes) in model_buffers(header, &placed) {
+        let d = &mut devices[slot(b)];
+        d.model_buffers.push((b.name(), bytes));
+        d.model += bytes;
+    }
+    for (b, kv) in kv_buffers(&hp, p, &ctx, &layer_dev) {
+        let d = &mut devices[slot(b)];
+        d.k += kv.k;
+        d.v += kv.v;
+    }
+    for dev in &layer_dev {
+        devices[dev.map_or(0, |i| i + 1)].layers += 1;
+    }
+    // The output buffer is host memory wherever the output layer is.
+    devices[0].output = output_bytes(&hp, &ctx);
+    let n = hp.n_layer as usize;
+    let out_dev = layer_dev[n].map_or(0, |i| i + 1);
+    for (slot, d) in devices.iter_mut().enumerate() {
+        let has_layers = layer_dev[..n].iter().any(|x| x.map_or(0, |i| i + 1) == slot);
+        let head = out_dev == slot;
+        d.compute = if has_layers || head {
+            compute_bytes(&hp, &ctx, flash_attn, has_layers, head)
+        } else if slot == 0 {
+            // The host backend with every layer on GPUs: the input embeddings (`inp_embd`,
+            // get_rows of n_ubatch rows), read from source, not measured.
+            hp.n_embd * ctx.n_ubatch * 4
+        } else {
+            0
+        };
+    }
+    let n_gpu_layers = layer_dev.iter().filter(|d| d.is_some()).count() as u64;
+    Ok(Estimate { arch: hp.arch.clone(), n_layer: hp.n_layer, ctx, flash_attn, n_gpu_layers, devices })
+}

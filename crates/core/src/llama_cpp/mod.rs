@@ -1,0 +1,45 @@
+//! What llama.cpp allocates for a GGUF model, device by device: the model buffers, the KV cache
+//! (K and V apart), the compute buffers and the output buffer, for llama.cpp's own settings
+//! (`-c`, `-ngl`, `-ctk`, …). Read from llama.cpp's source (as vendored by llama-cpp-python
+//! 0.3.36) and checked against its logged buffers on the CPU backend
+//! (`tests/llama_cpp.rs`, data from `tools/measure_llama_cpp.py`); see `docs/llama-cpp.md`.
+//!
+//! | file | what |
+//! |---|---|
+//! | `hparams` | the metadata the buffers depend on |
+//! | `params` | llama.cpp's flags and the GPUs |
+//! | `placement` | which buffer each weight goes to; the model buffers |
+//! | `kv` | context padding, streams, the KV cache per device |
+//! | `compute` | the compute buffers and the output buffer |
+//! | `estimate` | one run's buffers per device |
+//! | `ollama` | Ollama's defaults and names as llama.cpp settings |
+//! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
+//! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
+
+mod compute;
+mod estimate;
+pub mod fit;
+mod hparams;
+mod kv;
+pub mod ollama;
+mod params;
+mod placement;
+#[cfg(feature = "formats")]
+pub mod synth;
+
+pub use estimate::{estimate, DeviceReport, Estimate};
+pub use hparams::Hparams;
+pub use kv::{Context, KvBytes};
+pub use params::{FlashAttn, GpuDevice, Override, Params, SplitMode, Target, FFN_EXPS_REGEX, KV_CACHE_TYPES};
+pub use placement::Buft;
+
+/// Why a model or a setting cannot be sized.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlamaError {
+    #[error("GGUF metadata: {0}")]
+    Metadata(String),
+    #[error("{0}")]
+    Params(String),
+    #[error("not supported: {0}")]
+    Unsupported(String),
+}
