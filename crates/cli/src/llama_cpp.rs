@@ -36,7 +36,23 @@ const SHORT: &[(&str, &str)] = &[
 ];
 
 /// Rewrites llama.cpp's short flags after the `llama-cpp` subcommand to their long names.
+///
+/// `vramcalc max --of context|gpu-layers` with `--gguf` (or `--hf-config … --quant`) is this
+/// engine's reverse question: it becomes `llama-cpp --max-of …` (the solver's `max` of issue 26,
+/// answered by llama.cpp's own allocation).
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let llama_setup = args.iter().any(|a| a == "--gguf" || a == "--quant" || a.to_str().is_some_and(|s| s.starts_with("--gguf=") || s.starts_with("--quant=")));
+    if llama_setup && args.get(1).is_some_and(|a| a == "max") {
+        args[1] = "llama-cpp".into();
+        for a in args.iter_mut() {
+            if a == "--of" {
+                *a = "--max-of".into();
+            } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("--of=")) {
+                *a = format!("--max-of={v}").into();
+            }
+        }
+    }
     let mut seen = false;
     args.into_iter()
         .map(|a| {
@@ -72,6 +88,10 @@ pub struct LlamaCppArgs {
     /// The llama-quantize recipe for `--hf-config`: Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16, …
     #[arg(long)]
     pub quant: Option<String>,
+    /// `vramcalc max --of context|gpu-layers` for this engine: print `{"value": N, …}` (the largest
+    /// context, or the most layers on the GPUs, whose every device fits) and exit 1 when none does.
+    #[arg(long, value_parser = ["context", "gpu-layers"])]
+    pub max_of: Option<String>,
     /// `-c`: context size (0: the model's context_length).
     #[arg(long = "ctx-size", default_value_t = 4096)]
     pub ctx_size: u64,
@@ -259,7 +279,7 @@ fn device_json(d: &DeviceReport) -> Value {
     })
 }
 
-pub fn run(a: &LlamaCppArgs) -> Result<String> {
+pub fn run(a: &LlamaCppArgs) -> Result<(String, std::process::ExitCode)> {
     let (header, path) = match (&a.gguf, &a.hf_config) {
         (Some(g), _) => (read_header(g)?, g.display().to_string()),
         (None, Some(c)) => {
@@ -276,8 +296,48 @@ pub fn run(a: &LlamaCppArgs) -> Result<String> {
     let gpus = a.gpus()?;
     let p = a.params(gpus.len())?;
     let ram = parse_ram(a.ram.as_deref())?;
-    report(&header, &p, &gpus, ram, &path, a.json, a.unit(), None)
+    match &a.max_of {
+        Some(of) => max_of(of, &header, &p, &gpus, ram, &path, a.json),
+        None => report(&header, &p, &gpus, ram, &path, a.json, a.unit(), None).map(|t| (t, std::process::ExitCode::SUCCESS)),
+    }
 }
+
+/// `max --of context|gpu-layers` under llama.cpp: the value, the command line that runs it, and
+/// exit code 1 when even the smallest does not fit.
+fn max_of(of: &str, header: &Header, p: &Params, gpus: &[GpuDevice], ram: Option<u64>, path: &str, as_json: bool) -> Result<(String, std::process::ExitCode)> {
+    if gpus.is_empty() {
+        bail!("--of {of} needs --gpu NAME (the card to fit)");
+    }
+    let limit = vramcalc_core::llama_cpp::Hparams::from_header(header)?.n_ctx_train.max(p.n_ctx);
+    let value = match of {
+        "context" => fit::max_context(header, p, gpus, ram, limit)?,
+        _ => fit::max_gpu_layers(header, p, gpus, ram)?.map(|(n, _)| n),
+    };
+    let Some(value) = value else {
+        let message = format!("even the smallest {of} does not fit");
+        if as_json {
+            let v = json!({"of": of, "value": null, "fits": false, "engine": "llama.cpp", "error": message});
+            return Ok((serde_json::to_string_pretty(&v)? + "\n", std::process::ExitCode::from(1)));
+        }
+        eprintln!("vramcalc: {path}: {message}");
+        return Ok((String::new(), std::process::ExitCode::from(1)));
+    };
+    let mut at = p.clone();
+    if of == "context" {
+        at.n_ctx = value;
+    } else {
+        at.n_gpu_layers = Some(value);
+    }
+    let n_layer = vramcalc_core::llama_cpp::estimate(header, &at, gpus, ram)?.n_layer;
+    let command = fit::server_command(path, &at, n_layer);
+    let text = if as_json {
+        serde_json::to_string_pretty(&json!({"value": value, "of": of, "engine": "llama.cpp", "command": command}))? + "\n"
+    } else {
+        format!("largest {of} that fits under llama.cpp: {value}\n{command}\n")
+    };
+    Ok((text, std::process::ExitCode::SUCCESS))
+}
+
 
 pub fn parse_ram(ram: Option<&str>) -> Result<Option<u64>> {
     ram.map(|r| parse_bytes(r).ok_or_else(|| anyhow!("--ram {r}: not a size"))).transpose()

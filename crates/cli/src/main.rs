@@ -108,7 +108,10 @@ fn run() -> Result<ExitCode> {
             t
         }),
         args::Command::Serve(a) => serve::run(&a),
-        args::Command::LlamaCpp(a) => llama_cpp::run(&a),
+        args::Command::LlamaCpp(a) => llama_cpp::run(&a).map(|(t, c)| {
+            code = c;
+            t
+        }),
         args::Command::Ollama(a) => ollama::run(&a),
         args::Command::MaxBatch { fit } => {
             let (spec, config, cap) = fit.load()?;

@@ -194,3 +194,28 @@ fn without_a_file_a_config_and_a_quant_name() {
     assert_eq!(code, 2);
     assert!(err.contains("Q9_Z"), "{err}");
 }
+
+/// Issue 26's `vramcalc max` for this engine: `--of gpu-layers|context` with a GGUF answers the
+/// same values as `llama-cpp`'s own reverse answers, with the command that runs it; exit 1 when
+/// nothing fits.
+#[test]
+fn max_of_gpu_layers_and_context_is_llama_cpps_answer() {
+    let file = header("ho-qwen3-q4_k");
+    let parsed = |args: &[&str]| -> (i32, Value) {
+        let (code, out, err) = vramcalc(args);
+        (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}")))
+    };
+    let full = json(&["--gguf", &file, "-c", "4096", "--gpu", "rtx-3060"]);
+    let (code, layers) = parsed(&["max", "--of", "gpu-layers", "--gguf", &file, "-c", "4096", "--gpu", "rtx-3060", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(layers["value"], full["max_gpu_layers"], "{layers} {full}");
+    assert_eq!(layers["engine"], "llama.cpp");
+    let (_, ctx) = parsed(&["max", "--of", "context", "--gguf", &file, "--gpu", "rtx-3060", "--json"]);
+    assert_eq!(ctx["value"], full["max_context"]);
+    assert!(ctx["command"].as_str().unwrap().contains(&format!("-c {}", ctx["value"])), "{ctx}");
+    // 70 B parameters in Q8_0, every layer on a 12 GB card: no context fits
+    let config = format!("{}/../../examples/hf/llama-3.1-70b.config.json", env!("CARGO_MANIFEST_DIR"));
+    let (code, none) = parsed(&["max", "--of", "context", "--hf-config", &config, "--quant", "Q8_0", "-ngl", "all", "--gpu", "rtx-3060", "--json"]);
+    assert_eq!(code, 1, "{none}");
+    assert!(none["value"].is_null());
+}
