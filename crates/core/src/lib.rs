@@ -20,6 +20,7 @@
 //! | `distributed` | one rank of DDP, ZeRO, FSDP2 and tensor-parallel jobs, over the same simulation |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
+//! | `diffusion` | diffusers pipelines: text encoders, denoisers and VAEs as stages, offload modes |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
 //! | `share` | the share-link codec |
 //!
@@ -28,6 +29,8 @@
 //! `tests/module_graph.rs` checks it. `docs/architecture.md` has the whole map.
 
 pub mod config;
+#[cfg(feature = "typed-layers")]
+pub mod diffusion;
 pub mod distributed;
 pub mod error;
 pub mod finetune;
