@@ -64,6 +64,15 @@ pub enum Command {
         /// peak; with `--json`, as `what_ifs`.
         #[arg(long)]
         what_if: bool,
+        #[command(flatten)]
+        diffusion: crate::diffusion::DiffusionArgs,
+    },
+    /// A Markdown table of the diffusion presets on 8, 12, 16 and 24 GB cards: whether each
+    /// fits, with the least offloading and the dtype that make it fit (docs/diffusion.md).
+    DiffusionTable {
+        /// Card sizes in GB (10^9 bytes), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "8,12,16,24")]
+        cards: Vec<u64>,
     },
     /// Serving capacity under vLLM: the KV cache left after weights, profile run and overheads,
     /// in tokens, concurrent sequences and context.
@@ -123,6 +132,16 @@ pub struct ModelArgs {
     /// A Hugging Face `config.json`.
     #[arg(long)]
     pub hf_config: Option<PathBuf>,
+    /// A built-in diffusers pipeline (`sd-1.5`, `sdxl`, `sd3.5-medium`, `sd3.5-large`,
+    /// `flux.1-dev`, `flux.1-schnell`, `wan2.1-t2v-1.3b`, `wan2.1-t2v-14b`): `vramcalc estimate` only.
+    #[arg(long)]
+    pub pipeline: Option<String>,
+    /// A diffusers `model_index.json`, its components' `config.json` in folders beside it.
+    #[arg(long)]
+    pub model_index: Option<PathBuf>,
+    /// One diffusers component's `config.json` (`_class_name`), or a transformers text encoder's.
+    #[arg(long)]
+    pub diffusers_config: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -141,7 +160,15 @@ impl ModelArgs {
             return vramcalc_core::import::hf::from_config_json(&text)
                 .with_context(|| format!("in {}", path.display()));
         }
+        if self.is_diffusion() {
+            bail!("--pipeline, --model-index and --diffusers-config are estimated by `vramcalc estimate`");
+        }
         bail!("give one of --preset, --spec or --hf-config")
+    }
+
+    /// Whether a diffusion pipeline or component was given.
+    pub fn is_diffusion(&self) -> bool {
+        self.pipeline.is_some() || self.model_index.is_some() || self.diffusers_config.is_some()
     }
 
     pub fn estimate(&self, spec: &ModelSpec, settings: &Settings) -> Result<Estimate> {
@@ -179,9 +206,9 @@ impl ModelArgs {
 
 #[derive(Args)]
 pub struct Settings {
-    /// Samples per optimizer step.
-    #[arg(long, default_value_t = 32)]
-    pub batch: u64,
+    /// Samples per optimizer step (default 32; a diffusion pipeline's default: 1 prompt).
+    #[arg(long)]
+    pub batch: Option<u64>,
     /// Sequence length of token models (default: the preset's).
     #[arg(long)]
     pub seq_len: Option<u64>,
@@ -191,18 +218,19 @@ pub struct Settings {
     /// forloop | foreach | fused (foreach is PyTorch's default on CUDA)
     #[arg(long, default_value = "foreach")]
     pub optimizer_impl: String,
-    /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16
-    #[arg(long, default_value = "fp32")]
-    pub precision: String,
+    /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16 (default fp32; a diffusion pipeline's default: its
+    /// published dtype, fp16 for SD/SDXL, bf16 for the others)
+    #[arg(long)]
+    pub precision: Option<String>,
     /// Whose autocast op lists apply: cuda | cpu
     #[arg(long, default_value = "cuda")]
     pub autocast_device: String,
     /// Whose kernels are simulated (dropout masks, SDPA): cuda | cpu
     #[arg(long, default_value = "cuda")]
     pub device: String,
-    /// train | infer | generate
-    #[arg(long, default_value = "train")]
-    pub mode: String,
+    /// train | infer | generate (default train); diffusion: infer | decode | train (default infer)
+    #[arg(long)]
+    pub mode: Option<String>,
     #[command(flatten)]
     pub generate: GenerateArgs,
     /// Activation checkpointing per block (transformer layers, ResNet stages).
@@ -287,7 +315,7 @@ impl Settings {
     pub fn config(&self, spec: &ModelSpec) -> Result<TrainConfig> {
         let _ = spec;
         Ok(TrainConfig {
-            batch: self.batch,
+            batch: self.batch.unwrap_or(32),
             seq_len: self.seq_len,
             optimizer: pick(
                 &self.optimizer,
@@ -304,7 +332,7 @@ impl Settings {
                 |v| v.name(),
             )?,
             precision: pick(
-                &self.precision,
+                self.precision.as_deref().unwrap_or("fp32"),
                 "precision",
                 Precision::parse,
                 Precision::ALL,
@@ -320,7 +348,7 @@ impl Settings {
             device: pick(&self.device, "device", Device::parse, Device::ALL, |v| {
                 v.name()
             })?,
-            mode: pick(&self.mode, "mode", Mode::parse, Mode::ALL, |v| v.name())?,
+            mode: pick(self.mode.as_deref().unwrap_or("train"), "mode", Mode::parse, Mode::ALL, |v| v.name())?,
             checkpointing: self.checkpointing,
             grad_accum: self.grad_accum,
             attention: pick(

@@ -4,6 +4,7 @@
 mod args;
 mod finetune_args;
 mod serve;
+mod diffusion;
 mod dist;
 mod table;
 
@@ -34,12 +35,20 @@ fn run() -> Result<ExitCode> {
             let est = model.estimate_default(&spec)?;
             table::show(&spec, &est, json)
         }
+        args::Command::Estimate { model, settings, dist, json, what_if, diffusion } if model.is_diffusion() => {
+            if what_if {
+                anyhow::bail!("--what-if is not available for diffusion pipelines yet");
+            }
+            diffusion::run(&model, &settings, &dist, &diffusion, json)
+        }
+        args::Command::DiffusionTable { cards } => diffusion::table(&cards),
         args::Command::Estimate {
             model,
             settings,
             dist,
             json,
             what_if,
+            ..
         } if !dist.is_single() => {
             if what_if {
                 anyhow::bail!("--what-if covers one GPU; leave out --gpus, --strategy, --tp and --offload");

@@ -27,3 +27,4 @@ fn every_preset_component_has_its_exact_parameter_count() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+

@@ -68,13 +68,18 @@ impl FluxConfig {
         let s_all = s_img.saturating_add(text_len);
         let rope = (b.input(Shape::new([s_all, self.head_dim]), DType::F32), b.input(Shape::new([s_all, self.head_dim]), DType::F32));
         let j = Joint { d, heads: self.heads, head_dim: self.head_dim, qk_norm: true, rope: Some(rope) };
-        for _ in 0..self.layers {
+        // each block is one group of block-level group offloading (`set_layer`)
+        for i in 0..self.layers {
+            b.set_layer(1 + i as u32);
             (txt, img) = j.double_block(b, txt, img, temb, false, false)?;
         }
+        b.set_layer(0);
         let mut all = ops::cat(b, &[txt, img], Shape::new([s_all, d]));
-        for _ in 0..self.single_layers {
+        for i in 0..self.single_layers {
+            b.set_layer(1 + (self.layers + i) as u32);
             all = j.single_block(b, all, temb)?;
         }
+        b.set_layer(0);
         let img = b.view(all, Shape::new([s_img, d]));
         let img = ops::copy(b, img, Shape::new([s_img, d]));
         let out = ada_continuous(b, img, temb, d)?;
@@ -162,10 +167,12 @@ impl Sd3Config {
         let mut txt = ops::linear(b, text, self.joint_attention_dim, self.caption_projection_dim, true)?;
         let j = Joint { d, heads: self.heads, head_dim: self.head_dim, qk_norm: self.qk_norm, rope: None };
         for i in 0..self.layers {
+            b.set_layer(1 + i as u32);
             let last = i + 1 == self.layers;
             let dual = self.dual_attention_layers.contains(&i);
             (txt, img) = j.double_block(b, txt, img, temb, last, dual)?;
         }
+        b.set_layer(0);
         let out = ada_continuous(b, img, temb, d)?;
         let out = ops::linear(b, out, d, p.saturating_mul(p).saturating_mul(self.out_channels), true)?;
         // unpatchify: reshape, einsum, reshape (a copy)

@@ -121,7 +121,10 @@ impl UnetConfig {
         let mut hs = ops::conv(b, x, self.in_channels, boc[0], 3, 1, 1)?;
         let mut skips = vec![hs];
         let mut cin = boc[0];
+        // block-level group offloading onloads one `down_blocks[i]` / `up_blocks[i]` at a time
+        // (`set_layer`: the op's group); the rest is one group
         for i in 0..n {
+            b.set_layer(1 + i as u32);
             let cout = boc[i];
             for j in 0..self.layers_per_block[i] {
                 hs = resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim)))?;
@@ -136,6 +139,7 @@ impl UnetConfig {
             }
             cin = cout;
         }
+        b.set_layer(0);
         let c = boc[n - 1];
         hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
         if self.mid_attention {
@@ -145,6 +149,7 @@ impl UnetConfig {
         let rev: Vec<u64> = boc.iter().rev().copied().collect();
         let mut prev = rev[0];
         for i in 0..n {
+            b.set_layer(1 + (n + i) as u32);
             let cout = rev[i];
             let skip_in = rev[(i + 1).min(n - 1)];
             let layers = self.layers_per_block[n - 1 - i] + 1;
@@ -169,6 +174,7 @@ impl UnetConfig {
             }
             prev = cout;
         }
+        b.set_layer(0);
         hs = ops::group_norm(b, hs, g, boc[0], eps)?;
         hs = ops::silu(b, hs);
         ops::conv(b, hs, boc[0], self.out_channels, 3, 1, 1)

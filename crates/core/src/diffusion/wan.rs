@@ -87,9 +87,12 @@ impl WanConfig {
         let e = ops::gelu(b, e);
         let text = ops::linear(b, e, d, d, true)?;
         let tproj = b.view(tproj, Shape::new([6, d]));
-        for _ in 0..self.layers {
+        // each block is one group of block-level group offloading (`set_layer`)
+        for i in 0..self.layers {
+            b.set_layer(1 + i as u32);
             hs = self.block(b, hs, text, tproj, (cos, sin))?;
         }
+        b.set_layer(0);
         // `scale_shift_table` (1, 2, D); `norm_out(x.float()) * (1 + scale) + shift`, `proj_out`
         b.param(Shape::new([1, 2, d]));
         let m = modulated_norm(b, hs, d, temb, false)?;
