@@ -123,6 +123,14 @@ pub fn heads(b: &mut Builder, x: ValueId, h: u64) -> ValueId {
     b.view(x, Shape::new([h, seq, d / h.max(1)]))
 }
 
+/// Keeps `vs` alive to the last op so far: a Python local (or the caller's argument) that still
+/// references them until the module's `forward` returns.
+pub fn keep(b: &mut Builder, vs: &[ValueId]) {
+    for &v in vs {
+        b.hold(v);
+    }
+}
+
 /// A per-sample vector input `[D]` (a timestep embedding's sinusoid, pooled text embeddings).
 pub fn vector_input(b: &mut Builder, d: u64) -> ValueId {
     let dt = b.float_dtype();

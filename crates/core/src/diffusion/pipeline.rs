@@ -322,7 +322,7 @@ impl PipelineSpec {
                 }
                 ComponentKind::Vae => (Pass::Decode { width, height, frames }, images, String::new()),
             };
-            let (f, w, note, batch) = self.run(c, pass, dt, batch, s, note)?;
+            let (f, w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
             weights.push((name.clone(), w, dt.name().to_string(), f.params));
             if c.kind() != ComponentKind::TextEncoder || with_text {
                 runs.push((name.clone(), f, batch, note));
@@ -373,55 +373,85 @@ impl PipelineSpec {
         })
     }
 
-    /// One component's forward for its stage, in its dtype, with the VAE's tiling and slicing
-    /// and SDXL's fp32 upcast of an fp16 VAE.
-    fn run(&self, c: &Component, pass: Pass, dt: WeightDType, batch: u64, s: &PipelineSettings, note: String) -> Result<(Forward, Weights, String, u64)> {
-        let mut precision = dt.compute();
-        let mut note = note;
-        if let (Component::Vae(v), Family::Sdxl, Precision::Fp16) = (c, self.family, precision) {
-            if v.force_upcast {
-                // `needs_upcasting = vae.dtype == float16 and vae.config.force_upcast`: `upcast_vae()`
-                precision = Precision::Fp32;
-                note = "fp16 VAE upcast to fp32 for the decode (force_upcast)".into();
-            }
+}
+
+/// One component's forward for its stage, in its dtype, with the VAE's tiling and slicing
+/// and SDXL's fp32 upcast of an fp16 VAE.
+pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType, batch: u64, s: &PipelineSettings, note: String) -> Result<(Forward, Weights, String, u64)> {
+    let mut precision = dt.compute();
+    let mut note = note;
+    if let (Component::Vae(v), Family::Sdxl, Precision::Fp16) = (c, family, precision) {
+        if v.force_upcast {
+            // `needs_upcasting = vae.dtype == float16 and vae.config.force_upcast`: `upcast_vae()`
+            precision = Precision::Fp32;
+            note = "fp16 VAE upcast to fp32 for the decode (force_upcast)".into();
         }
-        let opts = LowerOptions { training: false, precision, device: s.device, ..LowerOptions::default() };
-        let (mut pass, mut batch) = (pass, batch);
-        let mut extra = 0u64;
-        if let (Component::Vae(v), Pass::Decode { width, height, .. }) = (c, pass) {
-            let scale = v.scale();
-            let out_dt = super::component::dtype_of(precision);
-            if s.vae_slicing && batch > 1 {
-                // `decode`: `z.split(1)`, one `_decode` each, then `torch.cat(decoded_slices)`
-                extra = extra.saturating_add(image_bytes(v.out_channels, height, width, out_dt).saturating_mul(batch - 1));
-                note = join(note, &format!("sliced: {batch} decodes of 1"));
-                batch = 1;
-            }
-            if let Some(tile) = s.vae_tiling {
-                let tile = if tile == 0 { v.sample_size } else { tile };
-                if let Some(t) = Tiling::of(height / scale, width / scale, tile, scale) {
-                    // every decoded tile is kept in `rows` until the blend, then the rows and the image
-                    let px = t.tile.saturating_mul(scale);
-                    extra = extra.saturating_add(image_bytes(v.out_channels, px, px, out_dt).saturating_mul(t.count.saturating_sub(1)).saturating_mul(batch));
-                    extra = extra.saturating_add(image_bytes(v.out_channels, height, width, out_dt).saturating_mul(2).saturating_mul(batch));
-                    note = join(note, &format!("tiled: {} tiles of {px} px", t.count));
-                    pass = Pass::Decode { width: px, height: px, frames: 1 };
-                }
-            }
-        }
-        let mut g = c.graph(pass, opts)?;
-        let transient = quantise(&mut g, dt);
-        let mut f = measure(&g, batch);
-        if let (Component::WanVae(v), Pass::Decode { width, height, frames }) = (c, pass) {
-            let (before, last) = v.output_bytes(frames, height, width, super::component::dtype_of(precision));
-            let persistent = f.param_bytes.saturating_add(f.buffer_bytes);
-            f.peak = f.peak.saturating_add(before.saturating_mul(batch)).max(persistent.saturating_add(last.saturating_mul(batch)));
-            note = join(note, &format!("{} chunks of one latent frame", wan_latent_frames(frames)));
-        }
-        f.peak = f.peak.saturating_add(extra).saturating_add(transient);
-        let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
-        Ok((f, w, note, batch))
     }
+    let opts = LowerOptions { training: false, precision, device: s.device, ..LowerOptions::default() };
+    let (mut pass, mut batch) = (pass, batch);
+    let mut extra = 0u64;
+    if let (Component::Vae(v), Pass::Decode { width, height, .. }) = (c, pass) {
+        let scale = v.scale();
+        let out_dt = super::component::dtype_of(precision);
+        if s.vae_slicing && batch > 1 {
+            // `decode`: `z.split(1)`, one `_decode` each, then `torch.cat(decoded_slices)`
+            extra = extra.saturating_add(image_bytes(v.out_channels, height, width, out_dt).saturating_mul(batch - 1));
+            note = join(note, &format!("sliced: {batch} decodes of 1"));
+            batch = 1;
+        }
+        if let Some(tile) = s.vae_tiling {
+            let tile = if tile == 0 { v.sample_size } else { tile };
+            if let Some(t) = Tiling::of(height / scale, width / scale, tile, scale) {
+                let mut f = tiled_decode(c, &t, scale, v.out_channels, opts, batch, out_dt, width, height)?;
+                f.peak = f.peak.saturating_add(extra);
+                note = join(note, &format!("tiled: {} tiles of up to {} px", t.rows.len() * t.cols.len(), t.rows[0] * scale));
+                let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+                return Ok((f, w, note, batch));
+            }
+        }
+    }
+    let mut g = c.graph(pass, opts)?;
+    let transient = quantise(&mut g, dt);
+    let mut f = measure(&g, batch);
+    if let (Component::WanVae(v), Pass::Decode { width, height, frames }) = (c, pass) {
+        let (before, last) = v.output_bytes(frames, height, width, super::component::dtype_of(precision));
+        let persistent = f.param_bytes.saturating_add(f.buffer_bytes);
+        f.peak = f.peak.saturating_add(before.saturating_mul(batch)).max(persistent.saturating_add(last.saturating_mul(batch)));
+        note = join(note, &format!("{} chunks of one latent frame", wan_latent_frames(frames)));
+    }
+    f.peak = f.peak.saturating_add(extra).saturating_add(transient);
+    let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+    Ok((f, w, note, batch))
+}
+
+/// `tiled_decode`: the decoder on each tile in turn while the tiles decoded before it are kept;
+/// then the blend and `torch.cat` of the rows and of the image beside all tiles.
+#[allow(clippy::too_many_arguments)]
+fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: LowerOptions, batch: u64, dt: DType, width: u64, height: u64) -> Result<Forward> {
+    let mut sizes: Vec<((u64, u64), Forward)> = Vec::new();
+    let mut kept = 0u64;
+    let mut peak = 0u64;
+    let mut first = None;
+    for (r, col) in t.tiles() {
+        let f = match sizes.iter().find(|(k, _)| *k == (r, col)) {
+            Some((_, f)) => *f,
+            None => {
+                let g = c.graph(Pass::Decode { width: col * scale, height: r * scale, frames: 1 }, opts)?;
+                let f = measure(&g, batch);
+                sizes.push(((r, col), f));
+                f
+            }
+        };
+        first.get_or_insert(f);
+        peak = peak.max(f.peak.saturating_add(kept));
+        kept = kept.saturating_add(image_bytes(channels, r * scale, col * scale, dt).saturating_mul(batch));
+    }
+    let mut f = first.unwrap_or_default();
+    let persistent = f.param_bytes.saturating_add(f.buffer_bytes);
+    // the rows' `torch.cat`s and the image's beside the kept tiles
+    let image = image_bytes(channels, height, width, dt).saturating_mul(batch);
+    f.peak = peak.max(persistent.saturating_add(kept).saturating_add(image.saturating_mul(2)));
+    Ok(f)
 }
 
 fn join(a: String, b: &str) -> String {

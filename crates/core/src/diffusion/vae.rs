@@ -138,20 +138,28 @@ impl VaeConfig {
         h = self.mid(b, h)?;
         let mut cin = boc[0];
         for (i, &cout) in boc.iter().enumerate() {
+            // `sample = up_block(sample)`: the block's input lives until the block returns
+            let input = h;
             for j in 0..self.layers_per_block + 1 {
                 h = resnet(b, h, if j == 0 { cin } else { cout }, cout, g, eps, None)?;
             }
             if i + 1 < boc.len() {
                 // `Upsample2D(use_conv=True)`: nearest ×2, then conv k3 p1
+                let before = h;
                 let u = ops::upsample2x(b, h);
                 h = ops::conv(b, u, cout, cout, 3, 1, 1)?;
+                ops::keep(b, &[before]);
             }
+            ops::keep(b, &[input]);
             cin = cout;
         }
         let c = *boc.last().unwrap_or(&1);
         h = ops::group_norm(b, h, g, c, eps)?;
         h = ops::silu(b, h);
-        ops::conv(b, h, c, self.out_channels, 3, 1, 1)
+        let out = ops::conv(b, h, c, self.out_channels, 3, 1, 1)?;
+        // `_decode`'s `z` (after `post_quant_conv`) until the decoder returns
+        ops::keep(b, &[z]);
+        Ok(out)
     }
 
     /// Parameters of the encoder with `quant_conv` (`encoder`) or of `post_quant_conv` with the
@@ -171,14 +179,16 @@ impl VaeConfig {
     }
 
     /// `UNetMidBlock2D(temb_channels=None)`: resnet, attention (one head of all channels), resnet.
-    fn mid(&self, b: &mut Builder, h: ValueId) -> LayerResult<ValueId> {
+    fn mid(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         let c = *self.block_out_channels.last().unwrap_or(&1);
         let (g, eps) = (self.norm_num_groups, 1e-6);
-        let mut h = resnet(b, h, c, c, g, eps, None)?;
+        let mut h = resnet(b, x, c, c, g, eps, None)?;
         if self.mid_block_add_attention {
             h = spatial_attention(b, h, c, g, eps)?;
         }
-        resnet(b, h, c, c, g, eps, None)
+        let out = resnet(b, h, c, c, g, eps, None)?;
+        ops::keep(b, &[x]);
+        Ok(out)
     }
 }
 
@@ -201,7 +211,11 @@ pub fn resnet(b: &mut Builder, x: ValueId, cin: u64, cout: u64, groups: u64, eps
     let h = ops::conv(b, h, cout, cout, 3, 1, 1)?;
     let short = if cin != cout { ops::conv(b, x, cin, cout, 1, 1, 0)? } else { x };
     let out = ops::add(b, short, h);
-    Ok(ops::scalar(b, "div_scalar", out))
+    let out = ops::scalar(b, "div_scalar", out);
+    // `input_tensor` (the caller's argument, then the shortcut's output) and `hidden_states`
+    // (conv2's output) are locals until `forward` returns
+    ops::keep(b, &[x, short, h]);
+    Ok(out)
 }
 
 /// The VAE mid block's `Attention(_from_deprecated_attn_block=True)` over `[C, H, W]` with
@@ -223,18 +237,21 @@ fn spatial_attention(b: &mut Builder, x: ValueId, c: u64, groups: u64, eps: f64)
     let o = ops::linear(b, a, c, c, true)?;
     let o = ops::copy(b, o, Shape::new([c, s[1], s[2]]));
     let r = ops::add(b, o, x);
-    Ok(ops::scalar(b, "div_scalar", r))
+    let out = ops::scalar(b, "div_scalar", r);
+    // `residual`, `encoder_hidden_states` (the normed input), `query`, `key`, `value`: locals
+    ops::keep(b, &[x, n, q, k, v]);
+    Ok(out)
 }
 
-/// What `enable_tiling()` does to one decode: the latent tiles `tiled_decode` runs the decoder
-/// on (edge `tile_latent_min_size` = `tile_sample_min_size / 8`, step 75 % of it), and the
-/// decoded tiles it keeps in `rows` until it blends them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What `enable_tiling()` does to one decode (`tiled_decode`): latent tiles of edge
+/// `tile_latent_min_size = tile_sample_min_size / 8` starting every `int(0.75 · edge)` (the
+/// last ones cut by the latent's border), decoded one by one and all kept in `rows` until they
+/// are blended and concatenated.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tiling {
-    /// The latent tile's edge.
-    pub tile: u64,
-    /// Tiles over the latent (rows × columns).
-    pub count: u64,
+    /// Latent tile heights (one per tile row) and widths (one per tile column).
+    pub rows: Vec<u64>,
+    pub cols: Vec<u64>,
 }
 
 impl Tiling {
@@ -245,10 +262,14 @@ impl Tiling {
         if h <= tile && w <= tile {
             return None;
         }
-        // `overlap_size = int(tile_latent_min_size * (1 - 0.25))`, tiles start at 0, step, ...
-        let step = ((tile as f64) * 0.75) as u64;
-        let step = step.max(1);
-        Some(Tiling { tile, count: h.div_ceil(step).saturating_mul(w.div_ceil(step)) })
+        let step = (((tile as f64) * 0.75) as u64).max(1);
+        let sizes = |n: u64| (0..n).step_by(step as usize).map(|s| tile.min(n - s)).collect::<Vec<_>>();
+        Some(Tiling { rows: sizes(h), cols: sizes(w) })
+    }
+
+    /// The tiles in `tiled_decode`'s order (row by row).
+    pub fn tiles(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.rows.iter().flat_map(move |&r| self.cols.iter().map(move |&c| (r, c)))
     }
 }
 
