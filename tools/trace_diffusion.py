@@ -16,6 +16,7 @@ class Live(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.live, self.n, self.peak, self.at, self.log = {}, 0, 0, None, []
+        self.limit = int(next((a[8:] for a in sys.argv if a.startswith("--limit=")), 10**9))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -23,14 +24,14 @@ class Live(TorchDispatchMode):
         for t in outs:
             if isinstance(t, torch.Tensor):
                 st = t.untyped_storage()
-                k = id(st)
+                k = st._cdata
                 if k not in self.live:
                     self.live[k] = (st.nbytes(), str(func), tuple(t.shape), t.dtype)
                     weakref.finalize(st, self.live.pop, k, None)
         total = sum(v[0] for v in self.live.values())
         self.n += 1
         self.log.append((self.n, str(func), total))
-        if total > self.peak:
+        if total > self.peak and self.n <= self.limit:
             self.peak, self.at = total, (self.n, str(func), dict(self.live))
         return out
 

@@ -73,15 +73,12 @@ impl FluxConfig {
             b.set_layer(1 + i as u32);
             (txt, img) = j.double_block(b, txt, img, temb, false, false)?;
         }
-        b.set_layer(0);
-        let mut all = ops::cat(b, &[txt, img], Shape::new([s_all, d]));
+        let _ = s_all;
         for i in 0..self.single_layers {
             b.set_layer(1 + (self.layers + i) as u32);
-            all = j.single_block(b, all, temb)?;
+            (txt, img) = j.single_block(b, txt, img, temb)?;
         }
         b.set_layer(0);
-        let img = b.view(all, Shape::new([s_img, d]));
-        let img = ops::copy(b, img, Shape::new([s_img, d]));
         let out = ada_continuous(b, img, temb, d)?;
         let pp = self.patch_size.saturating_mul(self.patch_size).saturating_mul(self.out_channels);
         ops::linear(b, out, d, pp, true)
@@ -237,17 +234,25 @@ impl Joint {
     /// `(x.float() * cos + x_rotated.float() * sin).to(x.dtype)`.
     fn rotary(&self, b: &mut Builder, x: ValueId) -> ValueId {
         let Some((cos, sin)) = self.rope else { return x };
-        let rot = ops::scalar(b, "stack", x);
+        let sh = b.shape(x).0.clone();
+        let dt0 = b.dtype(x);
+        let neg = b.op("neg", &[x], &[(Shape::new([sh[0], sh[1], sh[2] / 2]), dt0)], &[], false, &[], crate::graph::GradRule::Alloc)[0];
+        let rot = b.op("stack", &[neg, x], &[(Shape(sh.clone()), dt0)], &[], false, &[], crate::graph::GradRule::Alloc)[0];
         let xf = b.cast(x, DType::F32);
         let a = ops::mul(b, xf, cos);
         let rf = b.cast(rot, DType::F32);
         let c = ops::mul(b, rf, sin);
         let s = ops::add(b, a, c);
         let dt = b.dtype(x);
-        b.cast(s, dt)
+        let out = b.cast(s, dt);
+        // `x_rotated` is a local until the function returns
+        ops::keep(b, &[rot]);
+        out
     }
 
-    /// Attention over the streams joined on the sequence (text first), SDPA, the split back.
+    /// Attention over the streams joined on the sequence (`streams[0]` first), SDPA, the split
+    /// back. The joined Q, K, V and each stream's other projections are the processor's locals
+    /// until it returns.
     fn attend(&self, b: &mut Builder, streams: &[[ValueId; 3]]) -> Vec<ValueId> {
         let (h, hd) = (self.heads, self.head_dim);
         let lens: Vec<u64> = streams.iter().map(|s| b.shape(s[0]).0[0]).collect();
@@ -260,73 +265,114 @@ impl Joint {
         }
         let [q, k, v] = joined.map(|t| b.view(t, Shape::new([h, total, hd])));
         let out = ops::sdpa(b, q, k, v);
-        lens.iter().map(|&l| b.view(out, Shape::new([l, self.d]))).collect()
+        let outs = lens.iter().map(|&l| b.view(out, Shape::new([l, self.d]))).collect();
+        let mut keep = joined.to_vec();
+        // the first stream's (Flux: the text's; SD3: the image's) projections stay named
+        keep.extend(streams[0]);
+        ops::keep(b, &keep);
+        outs
     }
 
-    /// `norm2(x) * (1 + scale) + shift`, `FeedForward(gelu-approximate)`, `gate *`, `x +`.
-    fn ff(&self, b: &mut Builder, x: ValueId, gate: ValueId) -> LayerResult<ValueId> {
+    /// `norm2(x) * (1 + scale) + shift` and `FeedForward(gelu-approximate)`: the modulated input
+    /// and the raw output.
+    /// `release`: the locals this norm's result replaces (`norm_hidden_states = self.norm2(...)`).
+    fn ff(&self, b: &mut Builder, x: ValueId, gate: ValueId, release: &[ValueId]) -> LayerResult<(ValueId, ValueId)> {
         let d = self.d;
         let n = ops::layer_norm(b, x, d, false)?;
+        ops::keep(b, release);
         let m = ops::mul(b, n, gate);
         let n = ops::add(b, m, gate);
         let f = ops::linear(b, n, d, d.saturating_mul(4), true)?;
         let f = ops::gelu(b, f);
         let f = ops::linear(b, f, d.saturating_mul(4), d, true)?;
-        let f = ops::mul(b, f, gate);
-        Ok(ops::add(b, x, f))
+        Ok((n, f))
     }
 
     /// Flux's `FluxTransformerBlock` / SD3's `JointTransformerBlock`: both streams modulated,
-    /// joint attention, each stream's `to_out` / `to_add_out`, gated residuals and
-    /// feed-forwards. `context_pre_only` (SD3's last block): the text only gives K and V.
-    /// `dual` (SD3.5-Medium): a second self-attention of the image stream (`attn2`).
+    /// joint attention (Flux: text first; SD3: image first), `to_out` / `to_add_out`, gated
+    /// residuals and feed-forwards. `context_pre_only` (SD3's last block): the text only gives K
+    /// and V. `dual` (SD3.5-Medium): a second self-attention of the image stream (`attn2`) on
+    /// its own modulation of the same norm. The locals each `forward` keeps to its return are
+    /// kept (Flux's `attention_outputs` tuple keeps both raw attention outputs).
+    #[allow(clippy::too_many_arguments)]
     fn double_block(&self, b: &mut Builder, txt: ValueId, img: ValueId, temb: ValueId, context_pre_only: bool, dual: bool) -> LayerResult<(ValueId, ValueId)> {
         let d = self.d;
+        let flux = self.rope.is_some();
         let (n_img, e_img) = self.ada_zero(b, img, temb, if dual { 9 } else { 6 })?;
         let gate = b.view(e_img, Shape::new([1, d]));
+        let n_img2 = if dual {
+            // `SD35AdaLayerNormZeroX`: `norm_hidden_states2 = norm(x) * (1 + scale_msa2) + shift_msa2`
+            let m = ops::mul(b, n_img, gate);
+            Some(ops::add(b, m, gate))
+        } else {
+            None
+        };
         let n_txt = if context_pre_only { ada_continuous(b, txt, temb, d)? } else { self.ada_zero(b, txt, temb, 6)?.0 };
         let qi = self.qkv(b, n_img)?;
         let qt = self.qkv(b, n_txt)?;
-        let outs = self.attend(b, &[qt, qi]);
-        let (o_txt, o_img) = (outs[0], outs[1]);
-        let o_img = ops::copy(b, o_img, b.shape(o_img).clone());
-        let a = ops::linear(b, o_img, d, d, true)?;
-        let a = ops::mul(b, a, gate);
-        let mut img = ops::add(b, img, a);
-        if dual {
-            let q2 = self.qkv(b, n_img)?;
+        let outs = if flux { self.attend(b, &[qt, qi]) } else { self.attend(b, &[qi, qt]) };
+        let (o_txt, o_img) = if flux { (outs[0], outs[1]) } else { (outs[1], outs[0]) };
+        let a_txt_raw = if context_pre_only { None } else { Some(ops::linear(b, o_txt, d, d, true)?) };
+        let a_raw = ops::linear(b, o_img, d, d, true)?;
+        let a = ops::mul(b, a_raw, gate);
+        let mut img2 = ops::add(b, img, a);
+        let mut keep = vec![txt, img, a];
+        if context_pre_only {
+            keep.push(n_txt);
+        }
+        if flux {
+            keep.push(a_raw);
+        }
+        if let Some(n2) = n_img2 {
+            let q2 = self.qkv(b, n2)?;
             let o2 = self.attend(b, &[q2])[0];
             let a2 = ops::linear(b, o2, d, d, true)?;
-            let a2 = ops::mul(b, a2, gate);
-            img = ops::add(b, img, a2);
+            let a2g = ops::mul(b, a2, gate);
+            img2 = ops::add(b, img2, a2g);
+            keep.extend([n2, a2g]);
         }
-        let img = self.ff(b, img, gate)?;
-        if context_pre_only {
-            return Ok((txt, img));
+        let (n_ff, f_raw) = self.ff(b, img2, gate, &[n_img])?;
+        let f = ops::mul(b, f_raw, gate);
+        let img3 = ops::add(b, img2, f);
+        keep.extend([n_ff, f]);
+        let Some(a_txt_raw) = a_txt_raw else {
+            ops::keep(b, &keep);
+            return Ok((txt, img3));
+        };
+        let a = ops::mul(b, a_txt_raw, gate);
+        let txt2 = ops::add(b, txt, a);
+        let (n_ff_t, f_t) = self.ff(b, txt2, gate, &[n_txt])?;
+        let g = ops::mul(b, f_t, gate);
+        let txt3 = ops::add(b, txt2, g);
+        keep.extend([a, n_ff_t, f_t]);
+        if flux {
+            keep.push(a_txt_raw);
         }
-        let o_txt = ops::copy(b, o_txt, b.shape(o_txt).clone());
-        let a = ops::linear(b, o_txt, d, d, true)?;
-        let a = ops::mul(b, a, gate);
-        let txt = ops::add(b, txt, a);
-        let txt = self.ff(b, txt, gate)?;
-        Ok((txt, img))
+        ops::keep(b, &keep);
+        Ok((txt3, img3))
     }
 
-    /// `FluxSingleTransformerBlock` on the joined `[S, D]`: `AdaLayerNormZeroSingle` (3
-    /// chunks), `proj_mlp` (4·D) + tanh GELU beside the attention (no `to_out`), their concat
-    /// through `proj_out` (5·D → D), gate, residual.
-    fn single_block(&self, b: &mut Builder, x: ValueId, temb: ValueId) -> LayerResult<ValueId> {
+    /// `FluxSingleTransformerBlock(encoder_hidden_states, hidden_states)`: the streams joined
+    /// (`torch.cat`, text first), `AdaLayerNormZeroSingle` (3 chunks), `proj_mlp` (4·D) + tanh
+    /// GELU beside the attention (no `to_out`), their concat through `proj_out` (5·D → D),
+    /// gate, residual; returns views of the result (text, image).
+    fn single_block(&self, b: &mut Builder, txt: ValueId, img: ValueId, temb: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let d = self.d;
+        let (st, si) = (b.shape(txt).0[0], b.shape(img).0[0]);
+        let s = st + si;
+        let x = ops::cat(b, &[txt, img], Shape::new([s, d]));
         let (n, e) = self.ada_zero(b, x, temb, 3)?;
         let gate = b.view(e, Shape::new([1, d]));
         let mlp = ops::linear(b, n, d, d.saturating_mul(4), true)?;
         let mlp = ops::gelu(b, mlp);
         let q = self.qkv(b, n)?;
         let a = self.attend(b, &[q])[0];
-        let s = b.shape(x).0[0];
         let joined = ops::cat(b, &[a, mlp], Shape::new([s, d.saturating_mul(5)]));
         let o = ops::linear(b, joined, d.saturating_mul(5), d, true)?;
         let o = ops::mul(b, gate, o);
-        Ok(ops::add(b, x, o))
+        ops::keep(b, &[joined]);
+        let out = ops::add(b, x, o);
+        ops::keep(b, &[txt, img, x, n, mlp, a]);
+        Ok((b.view(out, Shape::new([st, d])), b.view(out, Shape::new([si, d]))))
     }
 }

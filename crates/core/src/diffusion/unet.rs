@@ -125,6 +125,9 @@ impl UnetConfig {
         // (`set_layer`: the op's group); the rest is one group
         for i in 0..n {
             b.set_layer(1 + i as u32);
+            // `sample, res_samples = downsample_block(hidden_states=sample, ...)`: the input is
+            // the caller's until the block returns
+            let input = hs;
             let cout = boc[i];
             for j in 0..self.layers_per_block[i] {
                 hs = resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim)))?;
@@ -137,24 +140,31 @@ impl UnetConfig {
                 hs = ops::conv(b, hs, cout, cout, 3, 2, 1)?;
                 skips.push(hs);
             }
+            ops::keep(b, &[input]);
             cin = cout;
         }
         b.set_layer(0);
         let c = boc[n - 1];
+        let input = hs;
         hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
         if self.mid_attention {
             hs = ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
         }
         hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
+        ops::keep(b, &[input]);
         let rev: Vec<u64> = boc.iter().rev().copied().collect();
         let mut prev = rev[0];
         for i in 0..n {
             b.set_layer(1 + (n + i) as u32);
+            let input = hs;
             let cout = rev[i];
             let skip_in = rev[(i + 1).min(n - 1)];
             let layers = self.layers_per_block[n - 1 - i] + 1;
+            // `res_samples`, the block's skips, are the caller's until the block returns
+            let mut used = Vec::new();
             for j in 0..layers {
                 let skip = skips.pop().ok_or("the up path has more resnets than the down path has outputs")?;
+                used.push(skip);
                 let skip_c = b.shape(skip).0[0];
                 let res_in = if j == 0 { prev } else { cout };
                 let want = if j == layers - 1 { skip_in } else { cout };
@@ -169,9 +179,13 @@ impl UnetConfig {
                 }
             }
             if i + 1 < n {
+                let before = hs;
                 let u = ops::upsample2x(b, hs);
                 hs = ops::conv(b, u, cout, cout, 3, 1, 1)?;
+                ops::keep(b, &[before]);
             }
+            ops::keep(b, &used);
+            ops::keep(b, &[input]);
             prev = cout;
         }
         b.set_layer(0);
@@ -208,7 +222,9 @@ impl Ctx {
             ops::copy(b, p, Shape::new([hw, c]))
         };
         for _ in 0..layers {
+            let input = h;
             h = self.block(b, h, c, heads)?;
+            ops::keep(b, &[input]);
         }
         let out = if self.linear {
             let p = ops::linear(b, h, c, c, true)?;
@@ -217,19 +233,28 @@ impl Ctx {
             let t = ops::copy(b, h, Shape::new([c, s[1], s[2]]));
             ops::conv(b, t, c, c, 1, 1, 0)?
         };
-        Ok(ops::add(b, out, x))
+        let out = ops::add(b, out, x);
+        // `residual` and the last block's output are locals until `forward` returns
+        ops::keep(b, &[x, h]);
+        Ok(out)
     }
 
     /// `BasicTransformerBlock(norm_type="layer_norm")`: self-attention, cross-attention to the
     /// text, GEGLU feed-forward (`ff_inner = 4·dim`), each pre-norm with a residual.
     fn block(&self, b: &mut Builder, x: ValueId, d: u64, heads: u64) -> LayerResult<ValueId> {
+        // the locals `norm_hidden_states` and `attn_output` live until reassigned, the last
+        // ones (and `ff_output`) until `forward` returns
+        let input = x;
+        let n1 = ops::layer_norm(b, x, d, true)?;
+        let a1 = attention(b, n1, None, d, d, heads)?;
+        let x = ops::add(b, a1, x);
+        let n2 = ops::layer_norm(b, x, d, true)?;
+        ops::keep(b, &[n1]);
+        let a2 = attention(b, n2, Some(self.text), d, self.cross, heads)?;
+        ops::keep(b, &[a1]);
+        let x = ops::add(b, a2, x);
         let n = ops::layer_norm(b, x, d, true)?;
-        let a = attention(b, n, None, d, d, heads)?;
-        let x = ops::add(b, a, x);
-        let n = ops::layer_norm(b, x, d, true)?;
-        let a = attention(b, n, Some(self.text), d, self.cross, heads)?;
-        let x = ops::add(b, a, x);
-        let n = ops::layer_norm(b, x, d, true)?;
+        ops::keep(b, &[n2]);
         let inner = d.saturating_mul(4);
         let p = ops::linear(b, n, d, inner.saturating_mul(2), true)?;
         let s = b.shape(p).0.clone();
@@ -238,7 +263,9 @@ impl Ctx {
         let g = ops::gelu(b, gate);
         let m = ops::mul(b, hid, g);
         let f = ops::linear(b, m, inner, d, true)?;
-        Ok(ops::add(b, f, x))
+        let out = ops::add(b, f, x);
+        ops::keep(b, &[input, n, a2, f]);
+        Ok(out)
     }
 }
 
@@ -252,5 +279,8 @@ fn attention(b: &mut Builder, x: ValueId, context: Option<ValueId>, d: u64, kv_d
     let (q, k, v) = (ops::heads(b, q, heads), ops::heads(b, k, heads), ops::heads(b, v, heads));
     let a = ops::sdpa(b, q, k, v);
     let o = ops::linear(b, a, d, d, true)?;
-    Ok(ops::scalar(b, "div_scalar", o))
+    let out = ops::scalar(b, "div_scalar", o);
+    // `query`, `key`, `value` are the processor's locals until it returns
+    ops::keep(b, &[q, k, v]);
+    Ok(out)
 }
