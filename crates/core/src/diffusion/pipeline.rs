@@ -419,6 +419,12 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         f.peak = f.peak.saturating_add(before.saturating_mul(batch)).max(persistent.saturating_add(last.saturating_mul(batch)));
         note = join(note, &format!("{} chunks of one latent frame", wan_latent_frames(frames)));
     }
+    if let (Component::Text(t), Pass::EncodeText { text_len }) = (c, pass) {
+        if let Some((fixed, per_sample)) = t.bucket_bytes(text_len, super::component::dtype_of(precision).size()) {
+            let persistent = f.param_bytes.saturating_add(f.buffer_bytes);
+            f.peak = f.peak.max(persistent.saturating_add(fixed).saturating_add(per_sample.saturating_mul(batch)));
+        }
+    }
     f.peak = f.peak.saturating_add(extra).saturating_add(transient);
     let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
     Ok((f, w, note, batch))

@@ -17,6 +17,26 @@ pub struct TextEncoder {
     pub spec: ModelSpec,
     /// The encoder's own sequence length (77 for CLIP; T5's is the pipeline's `max_sequence_length`).
     pub max_len: Option<u64>,
+    /// T5 and UMT5: `d_model`, and whether every layer computes its position bias (UMT5).
+    pub t5: Option<(u64, bool)>,
+}
+
+impl TextEncoder {
+    /// Bytes live while T5's `_relative_position_bucket` runs (`compute_bias`, transformers
+    /// `modeling_t5.py` / `modeling_umt5.py`), read from the source and checked against the
+    /// measured records: at its `torch.min(..., torch.full_like(...))` six `[S, S]` int64
+    /// tensors (the relative positions, their `abs`, the bidirectional bucket offset, the
+    /// large-distance buckets, the `full_like`, the minimum) and the `is_small` bool mask are
+    /// alive, beside the layer's input, its norm, Q, K and V (`[S, D]` each, per sample);
+    /// UMT5 keeps its `log_ratio` (an `[S, S]` fp32 local) and, past the first layer, one more
+    /// `[S, D]` (the residual). Returns `(fixed, per_sample)` bytes besides the weights.
+    pub fn bucket_bytes(&self, seq: u64, dtype_size: u64) -> Option<(u64, u64)> {
+        let (d, umt5) = self.t5?;
+        let ss = seq.saturating_mul(seq);
+        let (sq, rows) = if umt5 { (ss.saturating_mul(6 * 8 + 1 + 4), 6) } else { (ss.saturating_mul(6 * 8 + 1), 5) };
+        let per_sample = seq.saturating_mul(8).saturating_add(seq.saturating_mul(d).saturating_mul(dtype_size).saturating_mul(rows));
+        Some((sq, per_sample))
+    }
 }
 
 fn layer(v: Value) -> Result<Layer> {
@@ -66,6 +86,7 @@ pub fn clip(c: &Cfg, projection: bool) -> Result<TextEncoder> {
             names: Default::default(),
         },
         max_len: Some(pos),
+        t5: None,
     })
 }
 
@@ -90,5 +111,6 @@ pub fn t5(obj: &Map<String, Value>, umt5: bool) -> Result<TextEncoder> {
         }
         spec.name = Some("UMT5EncoderModel".into());
     }
-    Ok(TextEncoder { class: if umt5 { "UMT5EncoderModel".into() } else { "T5EncoderModel".into() }, spec, max_len: None })
+    let d = obj.get("d_model").and_then(Value::as_u64).unwrap_or(512);
+    Ok(TextEncoder { class: if umt5 { "UMT5EncoderModel".into() } else { "T5EncoderModel".into() }, spec, max_len: None, t5: Some((d, umt5)) })
 }

@@ -110,11 +110,14 @@ impl WanConfig {
         let m = ops::add(b, table, tf);
         let m = b.view(m, Shape::new([1, d]));
         let dt = b.dtype(x);
+        // the caller's `hidden_states`, and the locals `norm_hidden_states` and `attn_output`
+        // until reassigned (the last ones and `ff_output` until `forward` returns)
+        let input = x;
         let n = modulated_norm(b, x, d, m, false)?;
-        let n = b.cast(n, dt);
-        let a = self.attention(b, n, None, Some(rope))?;
+        let n1 = b.cast(n, dt);
+        let a1 = self.attention(b, n1, None, Some(rope))?;
         let xf = b.cast(x, DType::F32);
-        let g = ops::mul(b, a, m);
+        let g = ops::mul(b, a1, m);
         let x1 = ops::add(b, xf, g);
         let x = b.cast(x1, dt);
         // `norm2`: an affine FP32LayerNorm (`cross_attn_norm`), or the identity
@@ -125,10 +128,13 @@ impl WanConfig {
         } else {
             x
         };
+        ops::keep(b, &[n1]);
         let a = self.attention(b, n, Some(text), None)?;
+        ops::keep(b, &[a1]);
         let x = ops::add(b, x, a);
-        let n = modulated_norm(b, x, d, m, false)?;
-        let n = b.cast(n, dt);
+        let n3 = modulated_norm(b, x, d, m, false)?;
+        ops::keep(b, &[n]);
+        let n = b.cast(n3, dt);
         let f = ops::linear(b, n, d, self.ffn_dim, true)?;
         let f = ops::gelu(b, f);
         let f = ops::linear(b, f, self.ffn_dim, d, true)?;
@@ -136,7 +142,9 @@ impl WanConfig {
         let ff = b.cast(f, DType::F32);
         let g = ops::mul(b, ff, m);
         let x1 = ops::add(b, xf, g);
-        Ok(b.cast(x1, dt))
+        let out = b.cast(x1, dt);
+        ops::keep(b, &[input, x, n, a, f]);
+        Ok(out)
     }
 
     /// `WanAttention` with `WanAttnProcessor`: Q/K/V (K/V from `context` for cross-attention),
@@ -157,7 +165,10 @@ impl WanConfig {
         }
         let (q, k, v) = (ops::heads(b, q, self.heads), ops::heads(b, k, self.heads), ops::heads(b, v, self.heads));
         let a = ops::sdpa(b, q, k, v);
-        ops::linear(b, a, d, d, true)
+        let out = ops::linear(b, a, d, d, true)?;
+        // `query`, `key`, `value` are the processor's locals until it returns
+        ops::keep(b, &[q, k, v]);
+        Ok(out)
     }
 }
 
