@@ -95,17 +95,21 @@ impl WanVaeConfig {
         let dt = b.float_dtype();
         let z = b.input(Shape::new([self.z_dim, 1, h, w]), dt);
         let mut caches = Vec::new();
-        let mut x = conv3d(b, z, self.z_dim, self.z_dim, [1, 1, 1], None)?;
+        let zq = conv3d(b, z, self.z_dim, self.z_dim, [1, 1, 1], None)?;
         let dims = self.decoder_dims();
-        x = conv3d(b, x, self.z_dim, dims[0], [3, 3, 3], Some(&mut caches))?;
+        let mut x = conv3d(b, zq, self.z_dim, dims[0], [3, 3, 3], Some(&mut caches))?;
+        // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
+        let mid_in = x;
         x = resblock(b, x, dims[0], dims[0], &mut caches)?;
         x = attention(b, x, dims[0])?;
         x = resblock(b, x, dims[0], dims[0], &mut caches)?;
+        ops::keep(b, &[mid_in]);
         let n = self.dim_mult.len();
         let tu: Vec<bool> = self.temperal_downsample.iter().rev().copied().collect();
         for i in 0..n {
             let mut cin = if i > 0 { dims[i] / 2 } else { dims[i] };
             let cout = dims[i + 1];
+            let input = x;
             for _ in 0..self.num_res_blocks + 1 {
                 x = resblock(b, x, cin, cout, &mut caches)?;
                 cin = cout;
@@ -113,6 +117,7 @@ impl WanVaeConfig {
             if i + 1 != n {
                 x = upsample(b, x, cout, tu[i], &mut caches)?;
             }
+            ops::keep(b, &[input]);
         }
         let c = dims[n];
         x = rms_norm(b, x, c);
@@ -121,6 +126,8 @@ impl WanVaeConfig {
         for cache in caches {
             b.hold(cache);
         }
+        // `_decode`'s `x` (all latent frames after `post_quant_conv`)
+        ops::keep(b, &[zq]);
         Ok(out)
     }
 
@@ -140,8 +147,9 @@ impl WanVaeConfig {
     pub fn output_bytes(&self, frames: u64, height: u64, width: u64, dtype: DType) -> (u64, u64) {
         let frame = self.out_channels.saturating_mul(height).saturating_mul(width).saturating_mul(dtype.size());
         let video = frame.saturating_mul(frames);
-        // before the last chunk: all but its 4 frames; at the last cat: old + chunk + new
-        (frame.saturating_mul(frames.saturating_sub(4)), video.saturating_mul(2))
+        // during the last chunk: `out` (all but its 4 frames) and the previous chunk's `out_`
+        // (a local until the next decoder call returns); at the last cat: old + chunk + new
+        (frame.saturating_mul(frames.min(frames.saturating_sub(4).saturating_add(4))), video.saturating_mul(2))
     }
 }
 
