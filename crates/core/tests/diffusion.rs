@@ -80,3 +80,121 @@ fn forward_peaks_match_measured_within_2_percent() {
     assert!(n >= 30, "only {n} records");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+mod pipelines {
+    use vramcalc_core::diffusion::{Guidance, Offload, PipelineSettings, PipelineSpec, WeightDType};
+
+    fn est(id: &str, s: PipelineSettings) -> vramcalc_core::diffusion::PipelineEstimate {
+        PipelineSpec::preset(id).unwrap().estimate(&s).unwrap()
+    }
+
+    fn stage<'a>(e: &'a vramcalc_core::diffusion::PipelineEstimate, name: &str) -> &'a vramcalc_core::diffusion::StageReport {
+        e.stages.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no stage {name}"))
+    }
+
+    #[test]
+    fn stages_run_in_diffusers_order_and_the_peak_is_the_largest() {
+        let e = est("flux.1-dev", PipelineSettings::default());
+        let names: Vec<&str> = e.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["encode:text_encoder", "encode:text_encoder_2", "denoise", "decode"]);
+        assert_eq!(e.peak_bytes, e.stages.iter().map(|s| s.peak).max().unwrap());
+        // without offload every component's weights are resident in every stage
+        assert!(e.stages.iter().all(|s| s.resident.len() == 4 && s.cpu_weights == 0));
+    }
+
+    #[test]
+    fn model_offload_keeps_one_component_on_the_gpu() {
+        let none = est("flux.1-dev", PipelineSettings::default());
+        let model = est("flux.1-dev", PipelineSettings { offload: Offload::Model, ..Default::default() });
+        let weights = |name: &str| none.components.iter().find(|c| c.name == name).unwrap().weight_bytes;
+        for s in &model.stages {
+            assert_eq!(s.resident, [s.component.clone()]);
+            assert_eq!(s.gpu_weights, weights(&s.component), "{}", s.name);
+            // the others wait in CPU RAM
+            let total: u64 = none.components.iter().map(|c| c.weight_bytes).sum();
+            assert_eq!(s.cpu_weights, total - weights(&s.component));
+        }
+        // Flux-dev's transformer alone is 23.8 GB in bf16: the denoise stage is the peak
+        assert_eq!(model.peak_stage, "denoise");
+        assert!(model.peak_bytes < none.peak_bytes);
+    }
+
+    #[test]
+    fn sequential_and_group_offload_onload_less_than_a_component() {
+        let model = est("sd3.5-large", PipelineSettings { offload: Offload::Model, ..Default::default() });
+        let group = est("sd3.5-large", PipelineSettings { offload: Offload::Group, ..Default::default() });
+        let seq = est("sd3.5-large", PipelineSettings { offload: Offload::Sequential, ..Default::default() });
+        let d = |e: &vramcalc_core::diffusion::PipelineEstimate| stage(e, "denoise").gpu_weights;
+        assert!(d(&seq) < d(&group) && d(&group) < d(&model) / 10, "{} {} {}", d(&seq), d(&group), d(&model));
+        // the activations are the same forward's
+        assert_eq!(stage(&seq, "denoise").activations, stage(&model, "denoise").activations);
+    }
+
+    #[test]
+    fn cfg_doubles_the_batch_only_where_the_pipeline_batches_it() {
+        let sdxl_cfg = est("sdxl", PipelineSettings::default());
+        let sdxl_none = est("sdxl", PipelineSettings { guidance: Some(Guidance::None), ..Default::default() });
+        assert_eq!(stage(&sdxl_cfg, "denoise").batch, 2);
+        assert_eq!(stage(&sdxl_none, "denoise").batch, 1);
+        assert!(stage(&sdxl_cfg, "denoise").activations > stage(&sdxl_none, "denoise").activations);
+        // Flux-dev's distilled guidance is one forward; Wan runs its two predictions one by one
+        assert_eq!(stage(&est("flux.1-dev", PipelineSettings::default()), "denoise").batch, 1);
+        assert_eq!(stage(&est("wan2.1-t2v-1.3b", PipelineSettings::default()), "denoise").batch, 1);
+        let err = PipelineSpec::preset("flux.1-schnell").unwrap().estimate(&PipelineSettings { guidance: Some(Guidance::Distilled), ..Default::default() });
+        assert!(err.unwrap_err().to_string().contains("guidance_embeds"));
+    }
+
+    #[test]
+    fn tiling_and_slicing_lower_the_decode_peak() {
+        let base = PipelineSettings { width: Some(2048), height: Some(2048), batch: 2, ..Default::default() };
+        let plain = stage(&est("sd3.5-medium", base.clone()), "decode").activations;
+        let tiled = stage(&est("sd3.5-medium", PipelineSettings { vae_tiling: Some(0), ..base.clone() }), "decode").activations;
+        let sliced = stage(&est("sd3.5-medium", PipelineSettings { vae_slicing: true, ..base.clone() }), "decode").activations;
+        assert!(tiled < plain / 2 && sliced < plain, "{plain} {tiled} {sliced}");
+        // a latent within one tile is not tiled (`_decode`)
+        let small = PipelineSettings { width: Some(512), height: Some(512), ..Default::default() };
+        assert_eq!(
+            stage(&est("sd3.5-medium", small.clone()), "decode").peak,
+            stage(&est("sd3.5-medium", PipelineSettings { vae_tiling: Some(0), ..small }), "decode").peak
+        );
+    }
+
+    #[test]
+    fn sdxl_upcasts_its_fp16_vae_and_quantised_denoisers_shrink() {
+        let e = est("sdxl", PipelineSettings::default());
+        assert!(stage(&e, "decode").note.contains("upcast"));
+        let bf16 = est("flux.1-dev", PipelineSettings { offload: Offload::Model, ..Default::default() });
+        let nf4 = est("flux.1-dev", PipelineSettings { offload: Offload::Model, component_dtypes: vec![("transformer".into(), WeightDType::Nf4)], ..Default::default() });
+        let fp8 = est("flux.1-dev", PipelineSettings { offload: Offload::Model, component_dtypes: vec![("transformer".into(), WeightDType::Fp8)], ..Default::default() });
+        let w = |e: &vramcalc_core::diffusion::PipelineEstimate| stage(e, "denoise").gpu_weights as f64;
+        assert!((w(&fp8) / w(&bf16) - 0.5).abs() < 0.02, "{}", w(&fp8) / w(&bf16));
+        assert!((w(&nf4) / w(&bf16) - 0.28).abs() < 0.03, "{}", w(&nf4) / w(&bf16));
+    }
+
+    #[test]
+    fn model_index_reads_components_beside_it_and_errors_name_the_file() {
+        let (_, _, index, comps) = vramcalc_core::diffusion::presets::files("sd-1.5").unwrap();
+        let spec = PipelineSpec::from_model_index(index, |n| comps.iter().find(|c| c.0 == n).map(|c| c.1.to_string())).unwrap();
+        assert_eq!(spec.components.len(), 3);
+        let err = PipelineSpec::from_model_index(index, |n| if n == "unet" { None } else { comps.iter().find(|c| c.0 == n).map(|c| c.1.to_string()) }).unwrap_err();
+        assert!(err.to_string().contains("unet/config.json"), "{err}");
+        let bad = r#"{"_class_name": "UNet2DConditionModel", "block_out_channels": "wide"}"#;
+        let err = vramcalc_core::diffusion::Component::from_json(bad).unwrap_err().to_string();
+        assert!(err.contains("block_out_channels"), "{err}");
+        let err = vramcalc_core::diffusion::Component::from_json(r#"{"_class_name": "Kandinsky3UNet"}"#).unwrap_err().to_string();
+        assert!(err.contains("Kandinsky3UNet"), "{err}");
+    }
+
+    #[test]
+    fn absurd_sizes_are_errors_not_panics() {
+        let p = PipelineSpec::preset("wan2.1-t2v-14b").unwrap();
+        for s in [
+            PipelineSettings { width: Some(0), ..Default::default() },
+            PipelineSettings { frames: Some(0), ..Default::default() },
+            PipelineSettings { batch: 0, ..Default::default() },
+            PipelineSettings { width: Some(1 << 40), ..Default::default() },
+        ] {
+            assert!(p.estimate(&s).is_err());
+        }
+    }
+}
