@@ -388,7 +388,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         }
     }
     let opts = LowerOptions { training: false, precision, device: s.device, ..LowerOptions::default() };
-    let (mut pass, mut batch) = (pass, batch);
+    let mut batch = batch;
     let mut extra = 0u64;
     if let (Component::Vae(v), Pass::Decode { width, height, .. }) = (c, pass) {
         let scale = v.scale();
@@ -482,10 +482,10 @@ fn quantise(g: &mut Graph, dt: WeightDType) -> u64 {
         let shape = g.value(v).shape.0.clone();
         let numel: u64 = shape.iter().product();
         let s = g.storage_of(v) as usize;
-        let (rows, min_rank) = (shape.first().copied().unwrap_or(1), if dt == WeightDType::Nf4 { 2 } else { 2 });
+        let rows = shape.first().copied().unwrap_or(1);
         // nf4: `Linear4bit` replaces `nn.Linear` only (rank-2 weights); fp8 casting covers
         // linear and conv weights (rank >= 2)
-        let eligible = if dt == WeightDType::Nf4 { shape.len() == min_rank } else { shape.len() >= min_rank };
+        let eligible = if dt == WeightDType::Nf4 { shape.len() == 2 } else { shape.len() >= 2 };
         if !eligible || g.storages[s].class != StorageClass::Param {
             continue;
         }

@@ -123,6 +123,7 @@ impl UnetConfig {
         let mut cin = boc[0];
         // block-level group offloading onloads one `down_blocks[i]` / `up_blocks[i]` at a time
         // (`set_layer`: the op's group); the rest is one group
+        #[allow(clippy::needless_range_loop)]
         for i in 0..n {
             b.set_layer(1 + i as u32);
             // `sample, res_samples = downsample_block(hidden_states=sample, ...)`: the input is
