@@ -119,12 +119,12 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
     if !matches!(mode, "infer" | "decode" | "train") {
         bail!("--mode {mode:?}: a diffusion pipeline's mode is infer, decode or train");
     }
-    if mode == "train" {
-        bail!("--mode train (LoRA/DreamBooth training of the denoiser) is not estimated yet");
-    }
     if let Some(path) = &model.diffusers_config {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let c = Component::from_json(&text).with_context(|| format!("in {}", path.display()))?;
+        if mode == "train" {
+            return train(&c, c.class(), s, dist, d, json);
+        }
         return component(&c, s, dist, d, mode, json);
     }
     let spec = match (&model.pipeline, &model.model_index) {
@@ -132,6 +132,10 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
         (_, Some(path)) => load_index(path)?,
         _ => bail!("give --pipeline, --model-index or --diffusers-config"),
     };
+    if mode == "train" {
+        let (name, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?;
+        return train(c, name, s, dist, d, json);
+    }
     let ps = settings(s, dist, d, Some(&spec))?;
     let e = spec.estimate_stages(&ps, mode == "infer")?;
     let e = if mode == "decode" { decode_only(e) } else { e };
@@ -195,6 +199,41 @@ fn pipeline_text(spec: &PipelineSpec, e: &PipelineEstimate, unit: ByteUnit) -> S
     let _ = writeln!(o, "CPU RAM for offloaded weights  {:>12}", f(e.cpu_ram_bytes));
     let _ = writeln!(o, "parameters                     {:>12}", thousands(e.params));
     o
+}
+
+/// `--mode train`: one LoRA step of the denoiser on cached latents and text embeddings (the VAE
+/// and the text encoders are not loaded), as diffusers' LoRA scripts run it (core `diffusion::train`).
+fn train(c: &Component, name: &str, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, json: bool) -> Result<String> {
+    let ps = settings(s, dist, d, None)?;
+    let config = s.config(&vramcalc_core::ModelSpec::from_json(r#"{"input":{"shape":[1]},"layers":[]}"#)?)?;
+    let dt = ps.dtype.unwrap_or(WeightDType::Bf16);
+    let (w, h) = (d.width.unwrap_or(1024), d.height.unwrap_or(1024));
+    let frames = d.frames.unwrap_or(if matches!(c, Component::Wan(_)) { 81 } else { 1 });
+    let text_len = d.text_len.unwrap_or(match c {
+        Component::Unet(_) => 77,
+        Component::Sd3(_) => 333,
+        _ => 512,
+    });
+    let pass = Pass::Denoise { width: w, height: h, frames, text_len };
+    let batch = ps.batch.saturating_mul(ps.images_per_prompt);
+    let step = vramcalc_core::diffusion::train::lora_step(c, pass, dt.compute(), ps.device, batch, config.finetune, config.checkpointing, config.optimizer)?;
+    if json {
+        let v = json!({"component": name, "class": c.class(), "peak_bytes": step.peak, "params": step.params,
+            "trainable_params": step.trainable, "param_bytes": step.param_bytes, "batch": batch, "width": w, "height": h,
+            "frames": frames, "checkpointing": config.checkpointing, "optimizer": config.optimizer.name(),
+            "devices": {"gpu_bytes": step.peak, "gpu_total_bytes_approx": step.peak + CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES}});
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let u = s.unit();
+    Ok(format!(
+        "{name} ({}): LoRA step at {w}×{h}, batch {batch}, {}{} (cached latents and text embeddings; modelled, see docs/diffusion.md)\nparameters      {:>16}\ntrainable       {:>16}\npeak allocated  {:>16}\n",
+        c.class(),
+        config.optimizer.name(),
+        if config.checkpointing { ", gradient checkpointing" } else { "" },
+        thousands(step.params),
+        thousands(step.trainable),
+        format_bytes(step.peak, u)
+    ))
 }
 
 /// `--diffusers-config`: one forward of one component.

@@ -94,3 +94,19 @@ fn the_table_covers_every_preset_and_card() {
     }
     assert!(out.contains("| 8 GB | 12 GB | 16 GB | 24 GB |"));
 }
+
+#[test]
+fn lora_training_of_the_denoiser() {
+    let args = ["estimate", "--pipeline", "sdxl", "--mode", "train", "--finetune", "lora", "--lora-r", "16", "--lora-targets", "to_q,to_k,to_v,to_out.0", "--precision", "bf16", "--json"];
+    let v = json(&args);
+    assert_eq!(v["component"], "unet");
+    let trainable = v["trainable_params"].as_u64().unwrap();
+    assert!(trainable > 0 && trainable < v["params"].as_u64().unwrap() / 50);
+    let mut ck: Vec<&str> = args.to_vec();
+    ck.extend(["--checkpointing", "--optimizer", "adam8bit"]);
+    let c = json(&ck);
+    assert!(c["peak_bytes"].as_u64().unwrap() < v["peak_bytes"].as_u64().unwrap());
+    let (code, _, err) = vramcalc(&["estimate", "--pipeline", "sdxl", "--mode", "train"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--finetune lora"), "{err}");
+}

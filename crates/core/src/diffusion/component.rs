@@ -141,7 +141,6 @@ impl Component {
 
     /// Builds the forward graph of `pass` (`training`: with autograd, for LoRA steps).
     pub fn graph(&self, pass: Pass, opts: LowerOptions) -> Result<Graph> {
-        let layer_err = |e: String| Error::Config(format!("{}: {e}", self.class()));
         if let Component::Text(t) = self {
             let Pass::EncodeText { text_len } = pass else { return Err(self.wrong_pass(pass)) };
             let len = t.max_len.map_or(text_len, |m| m.min(text_len.max(1)));
@@ -149,25 +148,35 @@ impl Component {
             return Ok(r.graph);
         }
         let mut b = Builder::new(opts);
+        self.lower_into(&mut b, pass)?;
+        Ok(b.g)
+    }
+
+    /// Lowers `pass` (not of a text encoder) into `b`; returns the output. Parameters are
+    /// frozen when `b`'s fine-tuning adds adapters (LoRA), and linears are named as diffusers'.
+    pub fn lower_into(&self, b: &mut Builder, pass: Pass) -> Result<crate::graph::ValueId> {
+        let layer_err = |e: String| Error::Config(format!("{}: {e}", self.class()));
+        b.style = crate::finetune::NameStyle::Diffusers;
+        b.frozen = b.opts.finetune.has_adapters();
+        let b = &mut *b;
         let out = match (self, pass) {
             (Component::Vae(v), Pass::Decode { width, height, .. }) => {
                 let s = v.scale();
-                v.decode(&mut b, (height / s).max(1), (width / s).max(1))
+                v.decode(b, (height / s).max(1), (width / s).max(1))
             }
-            (Component::Vae(v), Pass::EncodeImage { width, height, .. }) => v.encode(&mut b, height, width),
-            (Component::WanVae(v), Pass::Decode { width, height, frames }) => v.decode(&mut b, frames, height, width),
-            (Component::WanVae(v), Pass::EncodeImage { width, height, frames }) => v.encode(&mut b, frames, height, width),
-            (Component::Unet(u), Pass::Denoise { width, height, text_len, .. }) => u.forward(&mut b, (height / 8).max(1), (width / 8).max(1), text_len),
-            (Component::Flux(f), Pass::Denoise { width, height, text_len, .. }) => f.forward(&mut b, (height / 8).max(1), (width / 8).max(1), text_len),
-            (Component::Sd3(s), Pass::Denoise { width, height, text_len, .. }) => s.forward(&mut b, (height / 8).max(1), (width / 8).max(1), text_len),
+            (Component::Vae(v), Pass::EncodeImage { width, height, .. }) => v.encode(b, height, width),
+            (Component::WanVae(v), Pass::Decode { width, height, frames }) => v.decode(b, frames, height, width),
+            (Component::WanVae(v), Pass::EncodeImage { width, height, frames }) => v.encode(b, frames, height, width),
+            (Component::Unet(u), Pass::Denoise { width, height, text_len, .. }) => u.forward(b, (height / 8).max(1), (width / 8).max(1), text_len),
+            (Component::Flux(f), Pass::Denoise { width, height, text_len, .. }) => f.forward(b, (height / 8).max(1), (width / 8).max(1), text_len),
+            (Component::Sd3(s), Pass::Denoise { width, height, text_len, .. }) => s.forward(b, (height / 8).max(1), (width / 8).max(1), text_len),
             (Component::Wan(w), Pass::Denoise { width, height, frames, text_len }) => {
-                w.forward(&mut b, wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1), text_len)
+                w.forward(b, wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1), text_len)
             }
             _ => return Err(self.wrong_pass(pass)),
         }
         .map_err(layer_err)?;
-        let _ = out;
-        Ok(b.g)
+        Ok(out)
     }
 
     fn wrong_pass(&self, pass: Pass) -> Error {

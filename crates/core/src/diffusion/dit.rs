@@ -7,6 +7,7 @@
 use super::cfg::Cfg;
 use super::ops;
 use crate::error::{Error, Result};
+use crate::finetune::LinearRole;
 use crate::graph::ValueId;
 use crate::layer::norm::RmsNorm;
 use crate::layer::LayerResult;
@@ -71,12 +72,12 @@ impl FluxConfig {
         // each block is one group of block-level group offloading (`set_layer`)
         for i in 0..self.layers {
             b.set_layer(1 + i as u32);
-            (txt, img) = j.double_block(b, txt, img, temb, false, false)?;
+            (txt, img) = b.in_unit(|b| j.double_block(b, txt, img, temb, false, false))?;
         }
         let _ = s_all;
         for i in 0..self.single_layers {
             b.set_layer(1 + (self.layers + i) as u32);
-            (txt, img) = j.single_block(b, txt, img, temb)?;
+            (txt, img) = b.in_unit(|b| j.single_block(b, txt, img, temb))?;
         }
         b.set_layer(0);
         let out = ada_continuous(b, img, temb, d)?;
@@ -167,7 +168,7 @@ impl Sd3Config {
             b.set_layer(1 + i as u32);
             let last = i + 1 == self.layers;
             let dual = self.dual_attention_layers.contains(&i);
-            (txt, img) = j.double_block(b, txt, img, temb, last, dual)?;
+            (txt, img) = b.in_unit(|b| j.double_block(b, txt, img, temb, last, dual))?;
         }
         b.set_layer(0);
         let out = ada_continuous(b, img, temb, d)?;
@@ -218,11 +219,13 @@ impl Joint {
     }
 
     /// Q, K, V projections of one stream, viewed per head, Q and K RMS-normed per head.
-    fn qkv(&self, b: &mut Builder, x: ValueId) -> LayerResult<[ValueId; 3]> {
+    /// The text stream's `add_q_proj`, `add_k_proj`, `add_v_proj` (`context`) are not LoRA
+    /// targets by the default `to_q`, `to_k`, `to_v`, `to_out.0`: they get no role.
+    fn qkv(&self, b: &mut Builder, x: ValueId, context: bool) -> LayerResult<[ValueId; 3]> {
         let d = self.d;
         let mut out = [0; 3];
         for (i, slot) in out.iter_mut().enumerate() {
-            let p = ops::linear(b, x, d, d, true)?;
+            let p = if context { ops::linear(b, x, d, d, true)? } else { ops::linear_as(b, x, d, d, true, [LinearRole::Q, LinearRole::K, LinearRole::V][i])? };
             let s = b.shape(p).0[0];
             let v = b.view(p, Shape::new([s, self.heads, self.head_dim]));
             *slot = if i < 2 && self.qk_norm { RmsNorm { normalized_shape: self.head_dim, eps: 1e-6, t5: true }.lower(b, v)? } else { v };
@@ -308,12 +311,12 @@ impl Joint {
             None
         };
         let n_txt = if context_pre_only { ada_continuous(b, txt, temb, d)? } else { self.ada_zero(b, txt, temb, 6)?.0 };
-        let qi = self.qkv(b, n_img)?;
-        let qt = self.qkv(b, n_txt)?;
+        let qi = self.qkv(b, n_img, false)?;
+        let qt = self.qkv(b, n_txt, true)?;
         let outs = if flux { self.attend(b, &[qt, qi]) } else { self.attend(b, &[qi, qt]) };
         let (o_txt, o_img) = if flux { (outs[0], outs[1]) } else { (outs[1], outs[0]) };
         let a_txt_raw = if context_pre_only { None } else { Some(ops::linear(b, o_txt, d, d, true)?) };
-        let a_raw = ops::linear(b, o_img, d, d, true)?;
+        let a_raw = ops::linear_as(b, o_img, d, d, true, LinearRole::O)?;
         let a = ops::mul(b, a_raw, gate);
         let mut img2 = ops::add(b, img, a);
         let mut keep = vec![txt, img, a];
@@ -324,9 +327,9 @@ impl Joint {
             keep.push(a_raw);
         }
         if let Some(n2) = n_img2 {
-            let q2 = self.qkv(b, n2)?;
+            let q2 = self.qkv(b, n2, false)?;
             let o2 = self.attend(b, &[q2])[0];
-            let a2 = ops::linear(b, o2, d, d, true)?;
+            let a2 = ops::linear_as(b, o2, d, d, true, LinearRole::O)?;
             let a2g = ops::mul(b, a2, gate);
             img2 = ops::add(b, img2, a2g);
             keep.extend([n2, a2g]);
@@ -365,7 +368,7 @@ impl Joint {
         let gate = b.view(e, Shape::new([1, d]));
         let mlp = ops::linear(b, n, d, d.saturating_mul(4), true)?;
         let mlp = ops::gelu(b, mlp);
-        let q = self.qkv(b, n)?;
+        let q = self.qkv(b, n, false)?;
         let a = self.attend(b, &[q])[0];
         let joined = ops::cat(b, &[a, mlp], Shape::new([s, d.saturating_mul(5)]));
         let o = ops::linear(b, joined, d.saturating_mul(5), d, true)?;

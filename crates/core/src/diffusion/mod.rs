@@ -13,6 +13,7 @@
 //! | `wan` | `WanTransformer3DModel` |
 //! | `text` | CLIP, T5 and UMT5 text encoders |
 //! | `component` | one component: its forward graph and what one forward needs |
+//! | `train` | a LoRA training step of the denoiser |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
 //! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
 
@@ -24,6 +25,7 @@ pub mod ops;
 pub mod pipeline;
 pub mod presets;
 pub mod text;
+pub mod train;
 pub mod unet;
 pub mod vae;
 pub mod wan;

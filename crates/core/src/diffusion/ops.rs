@@ -33,6 +33,12 @@ pub fn linear(b: &mut Builder, x: ValueId, i: u64, o: u64, bias: bool) -> LayerR
     Linear { in_features: i, out_features: o, bias, tied_weight: false }.lower(b, x)
 }
 
+/// A linear diffusers names `role` (`to_q`, …: the LoRA targets).
+pub fn linear_as(b: &mut Builder, x: ValueId, i: u64, o: u64, bias: bool, role: crate::finetune::LinearRole) -> LayerResult<ValueId> {
+    b.role = Some(role);
+    linear(b, x, i, o, bias)
+}
+
 /// `nn.GroupNorm(groups, c, eps, affine=True)` over `[C, ...]`.
 pub fn group_norm(b: &mut Builder, x: ValueId, groups: u64, c: u64, eps: f64) -> LayerResult<ValueId> {
     GroupNorm { num_groups: groups, num_channels: c, eps, affine: true }.lower(b, x)

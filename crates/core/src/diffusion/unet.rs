@@ -8,6 +8,7 @@ use super::cfg::Cfg;
 use super::ops;
 use super::vae::resnet;
 use crate::error::{Error, Result};
+use crate::finetune::LinearRole;
 use crate::graph::ValueId;
 use crate::layer::LayerResult;
 use crate::lower::Builder;
@@ -131,9 +132,9 @@ impl UnetConfig {
             let input = hs;
             let cout = boc[i];
             for j in 0..self.layers_per_block[i] {
-                hs = resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim)))?;
+                hs = b.in_unit(|b| resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.down_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
+                    hs = b.in_unit(|b| ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i]))?;
                 }
                 skips.push(hs);
             }
@@ -147,11 +148,11 @@ impl UnetConfig {
         b.set_layer(0);
         let c = boc[n - 1];
         let input = hs;
-        hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
+        hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
         if self.mid_attention {
-            hs = ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
+            hs = b.in_unit(|b| ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1]))?;
         }
-        hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
+        hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
         ops::keep(b, &[input]);
         let rev: Vec<u64> = boc.iter().rev().copied().collect();
         let mut prev = rev[0];
@@ -174,9 +175,9 @@ impl UnetConfig {
                 }
                 let s = b.shape(hs).0.clone();
                 let joined = ops::cat(b, &[hs, skip], Shape::new([res_in + skip_c, s[1], s[2]]));
-                hs = resnet(b, joined, res_in + skip_c, cout, g, eps, Some((ctx.temb, tdim)))?;
+                hs = b.in_unit(|b| resnet(b, joined, res_in + skip_c, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.up_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
+                    hs = b.in_unit(|b| ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i]))?;
                 }
             }
             if i + 1 < n {
@@ -274,12 +275,12 @@ impl Ctx {
 /// and V from `context` (self-attention when `None`), SDPA, `to_out[0]`, `/ rescale_output_factor`.
 fn attention(b: &mut Builder, x: ValueId, context: Option<ValueId>, d: u64, kv_dim: u64, heads: u64) -> LayerResult<ValueId> {
     let kv_in = context.unwrap_or(x);
-    let q = ops::linear(b, x, d, d, false)?;
-    let k = ops::linear(b, kv_in, kv_dim, d, false)?;
-    let v = ops::linear(b, kv_in, kv_dim, d, false)?;
+    let q = ops::linear_as(b, x, d, d, false, LinearRole::Q)?;
+    let k = ops::linear_as(b, kv_in, kv_dim, d, false, LinearRole::K)?;
+    let v = ops::linear_as(b, kv_in, kv_dim, d, false, LinearRole::V)?;
     let (q, k, v) = (ops::heads(b, q, heads), ops::heads(b, k, heads), ops::heads(b, v, heads));
     let a = ops::sdpa(b, q, k, v);
-    let o = ops::linear(b, a, d, d, true)?;
+    let o = ops::linear_as(b, a, d, d, true, LinearRole::O)?;
     let out = ops::scalar(b, "div_scalar", o);
     // `query`, `key`, `value` are the processor's locals until it returns
     ops::keep(b, &[q, k, v]);

@@ -6,6 +6,7 @@
 use super::cfg::Cfg;
 use super::ops;
 use crate::error::{Error, Result};
+use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
 use crate::layer::norm::RmsNorm;
 use crate::layer::LayerResult;
@@ -90,7 +91,7 @@ impl WanConfig {
         // each block is one group of block-level group offloading (`set_layer`)
         for i in 0..self.layers {
             b.set_layer(1 + i as u32);
-            hs = self.block(b, hs, text, tproj, (cos, sin))?;
+            hs = b.in_unit(|b| self.block(b, hs, text, tproj, (cos, sin)))?;
         }
         b.set_layer(0);
         // `scale_shift_table` (1, 2, D); `norm_out(x.float()) * (1 + scale) + shift`, `proj_out`
@@ -153,9 +154,9 @@ impl WanConfig {
     fn attention(&self, b: &mut Builder, x: ValueId, context: Option<ValueId>, rope: Option<(ValueId, ValueId)>) -> LayerResult<ValueId> {
         let d = self.heads.saturating_mul(self.head_dim);
         let kv_in = context.unwrap_or(x);
-        let q = ops::linear(b, x, d, d, true)?;
-        let k = ops::linear(b, kv_in, d, d, true)?;
-        let v = ops::linear(b, kv_in, d, d, true)?;
+        let q = ops::linear_as(b, x, d, d, true, LinearRole::Q)?;
+        let k = ops::linear_as(b, kv_in, d, d, true, LinearRole::K)?;
+        let v = ops::linear_as(b, kv_in, d, d, true, LinearRole::V)?;
         let norm = RmsNorm { normalized_shape: d, eps: 1e-6, t5: true };
         let mut q = norm.lower(b, q)?;
         let mut k = norm.lower(b, k)?;
@@ -165,7 +166,7 @@ impl WanConfig {
         }
         let (q, k, v) = (ops::heads(b, q, self.heads), ops::heads(b, k, self.heads), ops::heads(b, v, self.heads));
         let a = ops::sdpa(b, q, k, v);
-        let out = ops::linear(b, a, d, d, true)?;
+        let out = ops::linear_as(b, a, d, d, true, LinearRole::O)?;
         // `query`, `key`, `value` are the processor's locals until it returns
         ops::keep(b, &[q, k, v]);
         Ok(out)
