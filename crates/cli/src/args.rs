@@ -69,6 +69,15 @@ pub enum Command {
         /// Exit 0 when the device total fits this GPU (`vramcalc gpus`), 1 when not (2: bad input).
         #[arg(long)]
         fits: Option<String>,
+        #[command(flatten)]
+        diffusion: crate::diffusion::DiffusionArgs,
+    },
+    /// A Markdown table of the diffusion presets on 8, 12, 16 and 24 GB cards: whether each
+    /// fits, with the least offloading and the dtype that make it fit (docs/diffusion.md).
+    DiffusionTable {
+        /// Card sizes in GB (10^9 bytes), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "8,12,16,24")]
+        cards: Vec<u64>,
     },
     /// The largest value of one setting that fits a GPU: `--of batch|seq-len|prompt-len|new-tokens|context|concurrency`.
     Max(Box<crate::reverse::MaxArgs>),
@@ -143,6 +152,16 @@ pub struct ModelArgs {
     /// A Hugging Face `config.json`.
     #[arg(long)]
     pub hf_config: Option<PathBuf>,
+    /// A built-in diffusers pipeline (`sd-1.5`, `sdxl`, `sd3.5-medium`, `sd3.5-large`,
+    /// `flux.1-dev`, `flux.1-schnell`, `wan2.1-t2v-1.3b`, `wan2.1-t2v-14b`): `vramcalc estimate` only.
+    #[arg(long)]
+    pub pipeline: Option<String>,
+    /// A diffusers `model_index.json`, its components' `config.json` in folders beside it.
+    #[arg(long)]
+    pub model_index: Option<PathBuf>,
+    /// One diffusers component's `config.json` (`_class_name`), or a transformers text encoder's.
+    #[arg(long)]
+    pub diffusers_config: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -161,7 +180,15 @@ impl ModelArgs {
             return vramcalc_core::import::hf::from_config_json(&text)
                 .with_context(|| format!("in {}", path.display()));
         }
+        if self.is_diffusion() {
+            bail!("--pipeline, --model-index and --diffusers-config are estimated by `vramcalc estimate`");
+        }
         bail!("give one of --preset, --spec or --hf-config")
+    }
+
+    /// Whether a diffusion pipeline or component was given.
+    pub fn is_diffusion(&self) -> bool {
+        self.pipeline.is_some() || self.model_index.is_some() || self.diffusers_config.is_some()
     }
 
     pub fn estimate(&self, spec: &ModelSpec, settings: &Settings) -> Result<Estimate> {
@@ -225,7 +252,8 @@ impl ModelArgs {
 
 #[derive(Args)]
 pub struct Settings {
-    /// Samples per optimizer step (default 32; a causal language model starts at 1).
+    /// Samples per optimizer step (default 32; a causal language model starts at 1, a diffusion
+    /// pipeline at 1 prompt).
     #[arg(long)]
     pub batch: Option<u64>,
     /// Sequence length of token models (default: the preset's).
@@ -238,7 +266,8 @@ pub struct Settings {
     #[arg(long, default_value = "foreach")]
     pub optimizer_impl: String,
     /// fp32 | fp16 | bf16 | amp-fp16 | amp-bf16 (default fp32; a causal language model starts in
-    /// its config's torch_dtype, bf16 when it names none)
+    /// its config's torch_dtype, bf16 when it names none; a diffusion pipeline in its published
+    /// dtype, fp16 for SD/SDXL, bf16 for the others)
     #[arg(long)]
     pub precision: Option<String>,
     /// Whose autocast op lists apply: cuda | cpu
@@ -247,9 +276,9 @@ pub struct Settings {
     /// Whose kernels are simulated (dropout masks, SDPA): cuda | cpu
     #[arg(long, default_value = "cuda")]
     pub device: String,
-    /// train | infer | generate
-    #[arg(long, default_value = "train")]
-    pub mode: String,
+    /// train | infer | generate (default train); diffusion: infer | decode | train (default infer)
+    #[arg(long)]
+    pub mode: Option<String>,
     #[command(flatten)]
     pub generate: GenerateArgs,
     /// Activation checkpointing per block (transformer layers, ResNet stages).
@@ -371,7 +400,7 @@ impl Settings {
             device: pick(&self.device, "device", Device::parse, Device::ALL, |v| {
                 v.name()
             })?,
-            mode: pick(&self.mode, "mode", Mode::parse, Mode::ALL, |v| v.name())?,
+            mode: pick(self.mode.as_deref().unwrap_or("train"), "mode", Mode::parse, Mode::ALL, |v| v.name())?,
             checkpointing: self.checkpointing,
             autocast_cache: self.autocast_cache == "on",
             grad_accum: self.grad_accum,

@@ -7,6 +7,7 @@ mod llama_cpp;
 mod ollama;
 mod reverse;
 mod serve;
+mod diffusion;
 mod dist;
 mod launch;
 mod table;
@@ -40,6 +41,16 @@ fn run() -> Result<ExitCode> {
             let est = model.estimate_default(&spec)?;
             table::show(&spec, &est, json)
         }
+        args::Command::Estimate { model, settings, dist, json, what_if, diffusion, fits } if model.is_diffusion() => {
+            if fits.is_some() {
+                anyhow::bail!("--fits is not available for diffusion pipelines yet: read `devices` in --json");
+            }
+            if what_if {
+                anyhow::bail!("--what-if is not available for diffusion pipelines yet");
+            }
+            diffusion::run(&model, &settings, &dist, &diffusion, json)
+        }
+        args::Command::DiffusionTable { cards } => diffusion::table(&cards),
         args::Command::Estimate {
             model,
             settings,
@@ -47,6 +58,7 @@ fn run() -> Result<ExitCode> {
             json,
             what_if,
             fits,
+            ..
         } if !dist.is_single() => {
             let spec = model.load()?;
             let (config, d) = (model.config(&spec, &settings)?, dist.config()?);

@@ -333,7 +333,7 @@ pub fn fits(a: &FitsArgs) -> Result<String> {
         bail!("--presets: unknown preset `{unknown}` (run `vramcalc presets`)");
     }
     if let Some(path) = &a.hf_config {
-        let model = ModelArgs { preset: None, spec: None, hf_config: Some(path.clone()) };
+        let model = ModelArgs { preset: None, spec: None, hf_config: Some(path.clone()), pipeline: None, model_index: None, diffusers_config: None };
         let spec = model.load()?;
         models.push((spec.display_name().to_string(), spec));
     }

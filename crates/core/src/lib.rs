@@ -20,6 +20,7 @@
 //! | `distributed` | one rank of DDP, ZeRO, FSDP2 and tensor-parallel jobs, over the same simulation |
 //! | `presets/*`, `import/*` | built-in models and Hugging Face `config.json` |
 //! | `formats` | weight and KV-cache storage formats (fp8, bitsandbytes, GPTQ, AWQ, GGUF) |
+//! | `diffusion` | diffusers pipelines: text encoders, denoisers and VAEs as stages, offload modes |
 //! | `serve` | vLLM serving capacity: the KV pool left after weights, profile run and overheads |
 //! | `launch` | the command that runs a setup (vLLM, torchrun, peft, DeepSpeed, accelerate) and a script that measures it |
 //! | `share` | the share-link codec |
@@ -31,6 +32,8 @@
 
 pub mod config;
 pub mod defaults;
+#[cfg(feature = "typed-layers")]
+pub mod diffusion;
 pub mod distributed;
 pub mod error;
 pub mod finetune;

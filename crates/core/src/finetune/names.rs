@@ -42,6 +42,9 @@ pub enum NameStyle {
     Bert,
     /// GPT-2: `attn.c_attn`, `attn.c_proj`, `mlp.c_fc`, `mlp.c_proj`.
     Gpt2,
+    /// diffusers' `Attention` (`attn1`, `attn2`, `attn`): `to_q`, `to_k`, `to_v`, `to_out.0`
+    /// (and the joint blocks' `add_q_proj`, … `to_add_out`), `ff.net.0.proj`, `ff.net.2`.
+    Diffusers,
 }
 
 impl NameStyle {
@@ -83,6 +86,13 @@ pub fn module_names(role: LinearRole, style: NameStyle) -> &'static [&'static st
         (NameStyle::Gpt2, O) => &["attn.c_proj"],
         (NameStyle::Gpt2, FfnIn) => &["mlp.c_fc"],
         (NameStyle::Gpt2, FfnOut) => &["mlp.c_proj"],
+        (NameStyle::Diffusers, Q) => &["attn.to_q", "attn.add_q_proj"],
+        (NameStyle::Diffusers, K) => &["attn.to_k", "attn.add_k_proj"],
+        (NameStyle::Diffusers, V) => &["attn.to_v", "attn.add_v_proj"],
+        (NameStyle::Diffusers, O) => &["attn.to_out.0", "attn.to_add_out"],
+        (NameStyle::Diffusers, Qkv) => &["attn.to_qkv"],
+        (NameStyle::Diffusers, FfnIn) => &["ff.net.0.proj"],
+        (NameStyle::Diffusers, FfnOut) => &["ff.net.2"],
     }
 }
 
@@ -94,6 +104,8 @@ pub fn default_targets(style: NameStyle) -> &'static [&'static str] {
         NameStyle::Llama => &["q_proj", "v_proj"],
         NameStyle::Bert => &["query", "value"],
         NameStyle::Gpt2 => &["c_attn"],
+        // diffusers' `train_dreambooth_lora*.py`: `target_modules=["to_k", "to_q", "to_v", "to_out.0"]`
+        NameStyle::Diffusers => &["to_k", "to_q", "to_v", "to_out.0"],
     }
 }
 

@@ -1,0 +1,112 @@
+//! The diffusion flags as scripts call them (issue 27's names, exactly).
+
+use std::process::Command;
+
+fn vramcalc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = vramcalc(args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+const CORE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/diffusion/configs");
+
+#[test]
+fn pipeline_json_has_peak_params_stages_and_devices() {
+    let v = json(&["estimate", "--pipeline", "flux.1-dev", "--width", "1024", "--height", "1024", "--offload", "model", "--json"]);
+    assert_eq!(v["params"], 123_060_480u64 + 4_762_310_656 + 11_901_408_320 + 83_819_683);
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 4);
+    let peak = stages.iter().map(|s| s["peak_bytes"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(v["peak_bytes"], peak);
+    for s in stages {
+        assert!(s["name"].is_string() && s["resident"].is_array());
+        assert_eq!(s["resident"].as_array().unwrap().len(), 1, "model offload: one component at a time");
+    }
+    assert_eq!(v["devices"]["gpu_bytes"], peak);
+    assert!(v["devices"]["cpu_ram_bytes"].as_u64().unwrap() > 20_000_000_000);
+}
+
+#[test]
+fn every_flag_of_the_issue_parses() {
+    let v = json(&[
+        "estimate", "--pipeline", "sdxl", "--mode", "infer", "--width", "768", "--height", "1024", "--batch", "2",
+        "--images-per-prompt", "2", "--guidance", "cfg", "--offload", "sequential", "--vae-tiling", "--vae-slicing",
+        "--precision", "fp16", "--json",
+    ]);
+    assert_eq!(v["width"], 768);
+    let denoise = v["stages"].as_array().unwrap().iter().find(|s| s["name"] == "denoise").unwrap();
+    assert_eq!(denoise["batch"], 8, "2 prompts × 2 images × CFG");
+    let v = json(&["estimate", "--pipeline", "wan2.1-t2v-1.3b", "--frames", "33", "--text-len", "256", "--vae-tiling", "256", "--offload", "group", "--json"]);
+    assert_eq!(v["frames"], 33);
+    let v = json(&["estimate", "--pipeline", "flux.1-schnell", "--mode", "decode", "--json"]);
+    assert_eq!(v["stages"].as_array().unwrap().len(), 1);
+    let v = json(&["estimate", "--pipeline", "flux.1-dev", "--weights", "nf4", "--guidance", "distilled", "--json"]);
+    let t = v["components"].as_array().unwrap().iter().find(|c| c["name"] == "transformer").unwrap();
+    assert_eq!(t["dtype"], "nf4");
+}
+
+#[test]
+fn model_index_and_one_component() {
+    let index = format!("{CORE}/sd-1.5/model_index.json");
+    let a = json(&["estimate", "--model-index", &index, "--json"]);
+    let b = json(&["estimate", "--pipeline", "sd-1.5", "--json"]);
+    assert_eq!(a["peak_bytes"], b["peak_bytes"]);
+    let unet = format!("{CORE}/sdxl/unet/config.json");
+    let v = json(&["estimate", "--diffusers-config", &unet, "--width", "1024", "--height", "1024", "--batch", "2", "--precision", "fp16", "--json"]);
+    assert_eq!(v["params"], 2_567_463_684u64);
+    assert!(v["peak_bytes"].as_u64().unwrap() > 2 * 2_567_463_684);
+    let t5 = format!("{CORE}/flux.1-dev/text_encoder_2/config.json");
+    let v = json(&["estimate", "--diffusers-config", &t5, "--text-len", "512", "--json"]);
+    assert_eq!(v["params"], 4_762_310_656u64);
+    let (code, out, _) = vramcalc(&["estimate", "--pipeline", "sd-1.5"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("peak allocated") && out.contains("denoise"), "{out}");
+}
+
+#[test]
+fn bad_values_are_clear_errors() {
+    for (args, says) in [
+        (vec!["estimate", "--pipeline", "sd-9"], "unknown pipeline"),
+        (vec!["estimate", "--pipeline", "sdxl", "--offload", "params"], "--offload"),
+        (vec!["estimate", "--pipeline", "sdxl", "--guidance", "strong"], "--guidance"),
+        (vec!["estimate", "--pipeline", "sdxl", "--mode", "generate"], "--mode"),
+        (vec!["estimate", "--pipeline", "sdxl", "--component-dtype", "unet2=fp8"], "no component"),
+        (vec!["estimate", "--pipeline", "flux.1-schnell", "--guidance", "distilled"], "guidance_embeds"),
+        (vec!["estimate", "--model-index", "/nonexistent/model_index.json"], "reading"),
+    ] {
+        let (code, _, err) = vramcalc(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_table_covers_every_preset_and_card() {
+    let (code, out, err) = vramcalc(&["diffusion-table"]);
+    assert_eq!(code, 0, "{err}");
+    for id in ["sd-1.5", "sdxl", "sd3.5-medium", "sd3.5-large", "flux.1-dev", "flux.1-schnell", "wan2.1-t2v-1.3b", "wan2.1-t2v-14b"] {
+        assert!(out.contains(&format!("| {id} |")), "{id}");
+    }
+    assert!(out.contains("| 8 GB | 12 GB | 16 GB | 24 GB |"));
+}
+
+#[test]
+fn lora_training_of_the_denoiser() {
+    let args = ["estimate", "--pipeline", "sdxl", "--mode", "train", "--finetune", "lora", "--lora-r", "16", "--lora-targets", "to_q,to_k,to_v,to_out.0", "--precision", "bf16", "--json"];
+    let v = json(&args);
+    assert_eq!(v["component"], "unet");
+    let trainable = v["trainable_params"].as_u64().unwrap();
+    assert!(trainable > 0 && trainable < v["params"].as_u64().unwrap() / 50);
+    let mut ck: Vec<&str> = args.to_vec();
+    ck.extend(["--checkpointing", "--optimizer", "adam8bit"]);
+    let c = json(&ck);
+    assert!(c["peak_bytes"].as_u64().unwrap() < v["peak_bytes"].as_u64().unwrap());
+    let (code, _, err) = vramcalc(&["estimate", "--pipeline", "sdxl", "--mode", "train"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--finetune lora"), "{err}");
+}

@@ -1,0 +1,36 @@
+//! Image and video generation: diffusers pipelines as stages of models (text encoders, a
+//! denoiser, a VAE), each model's forward simulated storage by storage like any other model
+//! (`memory/simulate.rs`) from its own `config.json`, and the pipeline's residency per offload
+//! mode (`pipeline.rs`).
+//!
+//! | module | what |
+//! |---|---|
+//! | `cfg` | reading a component's `config.json` |
+//! | `ops` | the ops diffusers' modules run, over the core's op vocabulary |
+//! | `vae`, `wan_vae` | `AutoencoderKL`, `AutoencoderKLWan` |
+//! | `unet` | `UNet2DConditionModel` (SD 1.x/2.x, SDXL) |
+//! | `dit` | `SD3Transformer2DModel`, `FluxTransformer2DModel` |
+//! | `wan` | `WanTransformer3DModel` |
+//! | `text` | CLIP, T5 and UMT5 text encoders |
+//! | `component` | one component: its forward graph and what one forward needs |
+//! | `train` | a LoRA training step of the denoiser |
+//! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
+//! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
+
+pub mod cfg;
+pub mod component;
+pub mod dit;
+pub mod offload;
+pub mod ops;
+pub mod pipeline;
+pub mod presets;
+pub mod text;
+pub mod train;
+pub mod unet;
+pub mod vae;
+pub mod wan;
+pub mod wan_vae;
+
+pub use component::{Component, ComponentKind, Forward, Pass};
+pub use offload::Offload;
+pub use pipeline::{Guidance, PipelineEstimate, PipelineSettings, PipelineSpec, StageReport, WeightDType};

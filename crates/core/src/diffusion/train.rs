@@ -1,0 +1,59 @@
+//! One LoRA (DreamBooth) training step of a denoiser, as diffusers' `train_dreambooth_lora*.py`
+//! and `train_text_to_image_lora*.py` run it on cached latents and text embeddings (the VAE and
+//! the text encoders are then not loaded): the base frozen in the compute dtype, peft's adapters
+//! on `to_q`, `to_k`, `to_v`, `to_out.0` (by default) in fp32 (`cast_training_params`), the
+//! prediction and its target compared by `F.mse_loss(model_pred.float(), target.float())`,
+//! backward, and the optimizer's step over the adapters. Gradient checkpointing makes each
+//! resnet, transformer and DiT block one unit (`enable_gradient_checkpointing()`).
+//!
+//! Modelled from the source; autocast (`--mixed_precision` with fp32 bases) is not modelled:
+//! the base runs in its own dtype.
+
+use super::component::{Component, Pass};
+use crate::config::{Device, OptimizerImpl, OptimizerKind, Precision};
+use crate::error::{Error, Result};
+use crate::finetune::FineTune;
+use crate::graph::GradRule;
+use crate::lower::{Builder, CastPolicy, LowerOptions};
+use crate::memory::optimizer;
+use crate::memory::simulate::Plan;
+use crate::units::{DType, Shape};
+
+/// The step's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrainStep {
+    pub peak: u64,
+    pub params: u64,
+    pub trainable: u64,
+    pub param_bytes: u64,
+}
+
+/// A training step of `c` (a denoiser) on `pass` at `batch`.
+#[allow(clippy::too_many_arguments)]
+pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device, batch: u64, finetune: FineTune, checkpointing: bool, opt: OptimizerKind) -> Result<TrainStep> {
+    if !finetune.has_adapters() {
+        return Err(Error::Config("diffusion training is estimated for LoRA (--finetune lora) only".into()));
+    }
+    if !matches!(pass, Pass::Denoise { .. }) {
+        return Err(Error::Config(format!("{} is not a denoiser: LoRA training is of the unet or transformer", c.class())));
+    }
+    let opts = LowerOptions { training: true, precision, device, checkpointing, finetune, ..LowerOptions::default() };
+    let mut b = Builder::new(opts);
+    let out = c.lower_into(&mut b, pass)?;
+    // `F.mse_loss(model_pred.float(), target.float(), reduction="mean")`
+    let shape = b.shape(out).clone();
+    let target = b.input(shape, b.dtype(out));
+    let (ins, _) = b.autocast(CastPolicy::Fp32, &[out, target]);
+    let ins: Vec<_> = ins.iter().map(|&v| b.cast(v, DType::F32)).collect();
+    let loss = b.op("mse_loss", &ins, &[(Shape::new([]), DType::F32)], &ins, false, &[], GradRule::Alloc)[0];
+    let s = b.g.storage_of(loss) as usize;
+    b.g.values[loss as usize].batched = false;
+    b.g.storages[s].bytes = b.g.values[loss as usize].bytes();
+    let g = b.g;
+    let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
+    let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
+    let cost = optimizer::cost(opt, OptimizerImpl::Foreach, &shapes, state_dtype);
+    let plan = Plan::new(&g, true);
+    let r = plan.simulate(&g, batch.max(1), cost, false, None);
+    Ok(TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() })
+}
