@@ -14,6 +14,13 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --config-files crates/core/src/presets/configs/*.json
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
+    .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 distilbert mistral qwen3 roberta \\
+        --out crates/core/tests/data/hf/full_dict_counts.json
+
+`--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
+class and of `PreTrainedConfig` (`chunk_size_feed_forward`, `problem_type`, …), as users save it
+with `config.to_dict()`; the random distilbert configs set `sinusoidal_pos_embds` at random.
 """
 import argparse
 import json
@@ -26,7 +33,9 @@ from transformers import AutoConfig
 STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma2",
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
-         "t5": "T5", "whisper": "Whisper", "clip": "CLIP"}
+         "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
+         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3"}
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -101,6 +110,23 @@ def gen(mt):
     elif mt == "distilbert":
         base = dict(vocab_size=RND.randint(50, 3000), n_layers=L, dim=heads*hd, n_heads=heads, hidden_dim=RND.randint(8, 300),
                     max_position_embeddings=RND.randint(16, 600), num_labels=RND.randint(1, 5))
+    elif mt in MOE:
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, num_experts_per_tok=pick(1, 2))
+        if mt == "mixtral":
+            base.update(num_local_experts=pick(2, 4))
+        elif mt == "deepseek_v3":
+            base.update(n_routed_experts=pick(4, 8), moe_intermediate_size=RND.randint(8, 100), n_group=pick(1, 2), topk_group=1,
+                        first_k_dense_replace=RND.randint(0, L), n_shared_experts=pick(0, 1, 2), q_lora_rank=pick(None, 16, 32),
+                        kv_lora_rank=pick(8, 16), qk_rope_head_dim=pick(4, 8), qk_nope_head_dim=pick(8, 16), v_head_dim=pick(8, 16))
+            del base["num_key_value_heads"]
+        else:
+            base.update(num_experts=pick(2, 4), moe_intermediate_size=RND.randint(8, 100), norm_topk_prob=pick(True, False),
+                        decoder_sparse_step=pick(1, 2), mlp_only_layers=pick([], [0]))
+            if mt == "qwen2_moe": base.update(shared_expert_intermediate_size=RND.randint(8, 100))
+            if mt == "qwen3_moe": base.update(attention_bias=pick(True, False))
+    if mt == "distilbert" and FULL_DICT:
+        base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":
         base["pad_token_id"] = 1
     return base
@@ -111,7 +137,10 @@ def count(mt, arch, kwargs):
     cfg.architectures = [arch]
     with torch.device("meta"):
         model = getattr(transformers, arch)(cfg)
-    config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
+    if FULL_DICT:
+        config = json.loads(cfg.to_json_string(use_diff=False))
+    else:
+        config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
     return {"architecture": arch, "params": sum(p.numel() for p in model.parameters()), "config": config}
 
 
@@ -123,7 +152,10 @@ def main():
     ap.add_argument("--types", nargs="+", metavar="MODEL_TYPE", help="only these; add them to an existing --out")
     ap.add_argument("--config-files", nargs="+", metavar="JSON",
                     help="instead: count each config.json as its `architectures` class, {file stem: params}")
+    ap.add_argument("--full-dict", action="store_true", help="configs as to_json_string(use_diff=False) writes them")
     args = ap.parse_args()
+    global FULL_DICT
+    FULL_DICT = args.full_dict
     if args.config_files:
         out = {}
         for path in args.config_files:
@@ -136,7 +168,7 @@ def main():
             json.dump(out, f, indent=1, sort_keys=True)
         return
     RND.seed(args.seed)
-    out = json.load(open(args.out)) if args.types else {}
+    out = json.load(open(args.out)) if args.types and not args.full_dict else {}
     for mt in args.types or STEMS:
         head, base = classes(mt)
         out[f"{mt}-default"] = count(mt, head, {})
@@ -150,6 +182,7 @@ def main():
 
 
 RND = random.Random()
+FULL_DICT = False
 
 
 def pick(*xs):

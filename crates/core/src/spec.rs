@@ -23,7 +23,8 @@ use crate::layer::{
 };
 #[cfg(feature = "typed-layers")]
 use crate::layer::{
-    attention::{MultiheadAttention, TransformerLayer},
+    attention::MultiheadAttention,
+    transformer::TransformerLayer,
     mla::MultiHeadLatentAttention,
     moe::SparseMoe,
     recurrent::Recurrent,

@@ -21,7 +21,7 @@
 //! computes (implicit prefetch), keeping up to one more unit gathered; not modelled.
 
 use super::layout::Layout;
-use super::{DistBreakdown, DistConfig, Rank};
+use super::setup::{DistBreakdown, DistConfig, ModelStates, Rank};
 use crate::config::TrainConfig;
 use crate::memory::optimizer;
 use crate::memory::simulate::Phase;
@@ -163,9 +163,9 @@ impl Rank for Fsdp {
         self.opt
     }
 
-    fn model_states(&self) -> super::ModelStates {
+    fn model_states(&self) -> ModelStates {
         let shard: u64 = self.shard.iter().sum();
-        super::ModelStates { parameters: shard, gradients: shard, optimizer: self.opt.state, host: 0 }
+        ModelStates { parameters: shard, gradients: shard, optimizer: self.opt.state, host: 0 }
     }
 
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {

@@ -20,9 +20,10 @@
 //! activations are `tokens · top_k` rows whatever the balance, so uniform and skewed routing give
 //! the same figure.
 
-use super::hf::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use super::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::error::{Error, Result};
-use crate::layer::attention::{MultiheadAttention, NormKind};
+use crate::layer::attention::MultiheadAttention;
+use crate::layer::norm::NormKind;
 use crate::layer::embedding::Embedding;
 use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
@@ -42,15 +43,10 @@ pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepsee
 /// each decoder layer is several).
 const MAX_LAYERS: u64 = 20_000;
 
-/// Fields with no effect on the parameters or the memory of a training step (token ids,
-/// initialisation, generation and logging switches, RoPE frequencies, auxiliary-loss weights).
-const INERT: &[&str] = &[
-    "architectures", "model_type", "transformers_version", "_name_or_path", "bos_token_id", "eos_token_id",
-    "pad_token_id", "initializer_range", "use_cache", "output_router_logits", "router_aux_loss_coef",
-    "torch_dtype", "dtype", "rope_parameters", "rope_theta", "rope_scaling", "return_dict", "output_attentions",
-    "output_hidden_states", "id2label", "label2id", "auto_map", "tokenizer_class", "max_position_embeddings",
-    "hidden_act", "rms_norm_eps", "attention_dropout", "tie_word_embeddings",
-];
+/// The mixture-of-experts families' own fields with no effect on parameters or memory (router
+/// loss switches and weights, read by the loss only); the generic ones every importer accepts are
+/// [`super::generic::GENERIC_FIELDS`].
+const INERT: &[&str] = &["output_router_logits", "router_aux_loss_coef", "hidden_act", "rms_norm_eps", "attention_dropout", "tie_word_embeddings"];
 
 /// Builds the spec of a `model_type` in [`MODEL_TYPES`].
 pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str>) -> Result<ModelSpec> {
@@ -434,16 +430,19 @@ impl<'a> Cfg<'a> {
         }
     }
 
-    /// Refuses the first field that was neither read nor known to be inert (`null`s are defaults).
+    /// Refuses the first field that was neither read nor known to be inert (`null`s are
+    /// defaults; generic fields: [`super::generic::is_inert`]).
     fn finish(&self, model_type: &str) -> Result<()> {
         self.ignore(INERT);
         let seen = self.seen.borrow();
-        match self.map.iter().find(|(k, v)| !v.is_null() && !seen.contains(k.as_str())) {
-            Some((k, _)) => Err(Error::Import(format!(
-                "field `{k}` is not understood by the {model_type} importer (rather than guess what it changes, the config is refused)"
-            ))),
-            None => Ok(()),
+        for (k, v) in self.map.iter().filter(|(k, v)| !v.is_null() && !seen.contains(k.as_str())) {
+            if !super::generic::is_inert(k, v, model_type)? {
+                return Err(Error::Import(format!(
+                    "field `{k}` is not understood by the {model_type} importer (rather than guess what it changes, the config is refused)"
+                )));
+            }
         }
+        Ok(())
     }
 }
 

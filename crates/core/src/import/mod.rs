@@ -3,6 +3,9 @@
 //! - [`hf`]: a Hugging Face `config.json` (`hf::MODEL_TYPES`: decoders, encoders, T5, Whisper, CLIP).
 //! - [`hf_moe`]: its mixture-of-experts decoders (Mixtral, Qwen2/3-MoE, DeepSeek-V3), called from [`hf`].
 
+mod decoder;
+mod fields;
+mod generic;
 pub mod hf;
 pub mod hf_moe;
 

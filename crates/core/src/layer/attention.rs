@@ -5,10 +5,9 @@
 //! memory-efficient/flash kernels save only Q, K, V, the output and an `H × S` log-sum-exp.
 
 pub use super::sdpa::{sdpa_backend, SdpaBackend};
-pub use super::transformer::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
 use super::activation::{add, dropout, mul, softmax, unary, Saves};
 use super::linear::Linear;
-use super::norm::{LayerNorm, RmsNorm};
+use super::norm::{LayerNorm, NormKind, RmsNorm};
 use super::{positive, LayerResult};
 use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
@@ -79,6 +78,20 @@ pub struct MultiheadAttention {
 }
 
 impl MultiheadAttention {
+    /// Its KV cache's geometry: `kv_heads` K/V heads of `head_dim` (`layer/kv_cache.rs`).
+    #[cfg(feature = "generate")]
+    fn geometry(&self, kv_heads: u64, head_dim: u64) -> super::kv_cache::Geometry {
+        super::kv_cache::Geometry {
+            heads: self.num_heads,
+            kv_heads,
+            head_dim,
+            v_head_dim: head_dim,
+            sliding_window: self.sliding_window,
+            fp32_softmax: self.rotary,
+            softcap: self.logit_softcap.is_some(),
+        }
+    }
+
     fn check(&self) -> LayerResult<(u64, u64)> {
         positive(self.embed_dim, "embed_dim")?;
         positive(self.num_heads, "num_heads")?;
@@ -165,7 +178,7 @@ impl MultiheadAttention {
         }
         #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
-            let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
+            let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
             // and the caller's `hidden_states`, the attention's input
             a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));

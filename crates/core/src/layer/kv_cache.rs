@@ -48,21 +48,6 @@ pub struct Geometry {
     pub softcap: bool,
 }
 
-impl Geometry {
-    /// A (grouped-query) multi-head attention layer's: `kv_heads` K/V heads of `head_dim`.
-    pub fn of(a: &super::attention::MultiheadAttention, kv_heads: u64, head_dim: u64) -> Geometry {
-        Geometry {
-            heads: a.num_heads,
-            kv_heads,
-            head_dim,
-            v_head_dim: head_dim,
-            sliding_window: a.sliding_window,
-            fp32_softmax: a.rotary,
-            softcap: a.logit_softcap.is_some(),
-        }
-    }
-}
-
 /// Cache slots one layer (sliding `window` or none) holds for a sequence of `tokens` tokens.
 pub fn slots(step: &GenStep, window: Option<u64>, tokens: u64) -> u64 {
     let w = window.unwrap_or(u64::MAX);

@@ -11,6 +11,7 @@ pub mod fused_ce;
 #[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
+pub mod linear_op;
 pub mod lora;
 pub mod mla;
 pub mod moe;

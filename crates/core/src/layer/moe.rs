@@ -39,7 +39,8 @@
 //! `gather`, optional normalisation, `routed_scaling_factor`).
 
 use super::activation::{add, mul, unary, Saves};
-use super::linear::{linear, GatedMlp};
+use super::linear::GatedMlp;
+use super::linear_op::linear;
 use super::{expect_last, positive, LayerResult};
 use crate::graph::{GradRule, Lin, ValueId};
 use crate::lower::Builder;

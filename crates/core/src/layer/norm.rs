@@ -8,6 +8,15 @@ use crate::serde_util::t;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
+/// The norm a transformer layer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NormKind {
+    #[default]
+    LayerNorm,
+    RmsNorm,
+}
+
 fn eps() -> f64 {
     1e-5
 }

@@ -5,37 +5,14 @@ use super::activation::{add, dropout, unary, GeluApprox, Saves};
 use super::attention::MultiheadAttention;
 use super::linear::{GatedMlp, Linear};
 use super::norm::{LayerNorm, RmsNorm};
+pub use super::activation::FfnActivation;
+pub use super::norm::NormKind;
 use super::{positive, LayerResult};
 use crate::finetune::{LinearRole, NameStyle};
 use crate::graph::ValueId;
 use crate::lower::Builder;
 use crate::serde_util::{is_false, t};
 use serde::{Deserialize, Serialize};
-
-/// Feed-forward activation of a transformer layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum FfnActivation {
-    #[default]
-    Relu,
-    Gelu,
-    /// `gelu(approximate='tanh')`.
-    GeluTanh,
-    /// Hugging Face's `gelu_new`, written in Python ops (GPT-2).
-    GeluNew,
-    Silu,
-    /// `x * sigmoid(1.702 x)` (CLIP's `quick_gelu`): saves `x` and the sigmoid's output.
-    QuickGelu,
-}
-
-/// The norm a transformer layer uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum NormKind {
-    #[default]
-    LayerNorm,
-    RmsNorm,
-}
 
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
 /// activation='relu', layer_norm_eps=1e-5, norm_first=False, bias=True)`, plus the switches the

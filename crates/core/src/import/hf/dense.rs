@@ -20,10 +20,11 @@
 //! | `opt` | learned positions (offset 2), ReLU MLP, optional `project_in`/`project_out`, pre- or post-norm |
 //! | `starcoder2` | LayerNorm, biased plain GELU-tanh MLP, grouped K/V, sliding window |
 
-use super::{dropout, pick, DecoderModules, Fields, LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::decoder::{DecoderModules, LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::fields::{dropout, pick, Fields};
 use crate::error::{Error, Result};
 use crate::layer::activation::{LogitSoftcap, Scale};
-use crate::layer::attention::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::{LayerNorm, RmsNorm};
