@@ -15,7 +15,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
-        --types mixtral qwen2_moe qwen3_moe deepseek_v3 distilbert mistral qwen3 roberta \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 glm4_moe distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
 
 `--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
@@ -34,8 +34,8 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
-         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3"}
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3")
+         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe"}
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -120,11 +120,15 @@ def gen(mt):
                         first_k_dense_replace=RND.randint(0, L), n_shared_experts=pick(0, 1, 2), q_lora_rank=pick(None, 16, 32),
                         kv_lora_rank=pick(8, 16), qk_rope_head_dim=pick(4, 8), qk_nope_head_dim=pick(8, 16), v_head_dim=pick(8, 16))
             del base["num_key_value_heads"]
+        elif mt == "glm4_moe":
+            base.update(n_routed_experts=pick(2, 4, 8), moe_intermediate_size=RND.randint(8, 100), n_shared_experts=pick(0, 1, 2),
+                        first_k_dense_replace=RND.randint(0, L), head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                        use_qk_norm=pick(True, False), partial_rotary_factor=pick(0.5, 1.0, 0.25), norm_topk_prob=pick(True, False))
         else:
             base.update(num_experts=pick(2, 4), moe_intermediate_size=RND.randint(8, 100), norm_topk_prob=pick(True, False),
                         decoder_sparse_step=pick(1, 2), mlp_only_layers=pick([], [0]))
             if mt == "qwen2_moe": base.update(shared_expert_intermediate_size=RND.randint(8, 100))
-            if mt == "qwen3_moe": base.update(attention_bias=pick(True, False))
+            if mt == "qwen3_moe": base.update(attention_bias=pick(True, False), head_dim=pick(8, 16, 32))
     if mt == "distilbert" and FULL_DICT:
         base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":

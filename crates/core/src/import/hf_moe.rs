@@ -8,6 +8,10 @@
 //! | `qwen2_moe` | RMSNorm, GQA + RoPE, q/k/v biases (`qkv_bias`), no `o_proj` bias | [`SparseMoe`] + shared expert and `shared_expert_gate`; dense `intermediate_size` MLP on `mlp_only_layers` and off `decoder_sparse_step` |
 //! | `qwen3_moe` | as `qwen2_moe` plus per-head RMSNorm on q and k (`q_norm`, `k_norm`), `attention_bias` | [`SparseMoe`], no shared expert |
 //! | `deepseek_v3` | [`MultiHeadLatentAttention`] | dense SwiGLU on the first `first_k_dense_replace` layers, then [`SparseMoe`] with the `grouped_sigmoid` router and `n_shared_experts` |
+//! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
+//!
+//! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
+//! GLM-4.5's 128 at 4096 × 96): every `…Attention` reads `getattr(config, "head_dim", hidden_size // num_attention_heads)`.
 //!
 //! DeepSeek-V3's multi-token-prediction layers (`num_nextn_predict_layers`) are not built by
 //! transformers (`DeepseekV3Model` has `num_hidden_layers` layers; the checkpoint's layer 61 is
@@ -37,7 +41,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -61,6 +65,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "qwen2_moe" => "Qwen2Moe",
         "qwen3_moe" => "Qwen3Moe",
         "deepseek_v3" => "DeepseekV3",
+        "glm4_moe" => "Glm4Moe",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let (head, name) = pick_class(prefix, arch);
@@ -79,6 +84,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     }
     let layers: Vec<(Layer, Layer)> = match model_type {
         "deepseek_v3" => deepseek_v3(&c, h, n_layers, eps)?,
+        "glm4_moe" => glm4_moe(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;
@@ -149,6 +155,8 @@ impl Defaults {
             "qwen2_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 16, kv_heads: 16, intermediate: 5632, eps: 1e-6, max_pos: 32768 },
             // Qwen3MoeConfig()
             "qwen3_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 32, kv_heads: 4, intermediate: 6144, eps: 1e-6, max_pos: 32768 },
+            // Glm4MoeConfig()
+            "glm4_moe" => Defaults { hidden: 4096, vocab: 151552, layers: 46, heads: 96, kv_heads: 8, intermediate: 10944, eps: 1e-5, max_pos: 131072 },
             // DeepseekV3Config()
             _ => Defaults { hidden: 7168, vocab: 129280, layers: 61, heads: 128, kv_heads: 128, intermediate: 18432, eps: 1e-6, max_pos: 4096 },
         }
@@ -177,13 +185,7 @@ fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
 fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps: f64) -> Result<Vec<Block>> {
     let heads = c.size("num_attention_heads", d.heads)?;
     let kv = c.size("num_key_value_heads", d.kv_heads)?;
-    if let Some(hd) = c.opt_int("head_dim")? {
-        if hd.checked_mul(heads) != Some(h) {
-            return Err(Error::Import(format!(
-                "field `head_dim` ({hd}) × num_attention_heads ({heads}) must equal hidden_size ({h}): other head sizes are not supported yet"
-            )));
-        }
-    }
+    let head_dim = head_dim(c, h, heads)?;
     if c.flag("use_sliding_window", false)? {
         return Err(Error::Import("field `use_sliding_window`: sliding-window attention is not modelled".into()));
     }
@@ -222,7 +224,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         fused_qkv: false,
         out_bias: (out_bias != qkv_bias).then_some(out_bias),
         qk_norm: qk_norm.then_some(NormKind::RmsNorm),
-        head_dim: None,
+        head_dim,
         rotary_dim: None,
         sliding_window: None,
         logit_softcap: None,
@@ -281,6 +283,92 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
             (attn.clone(), if sparse { Layer::SparseMoe(moe.clone()) } else { dense.clone() })
         })
         .collect())
+}
+
+/// `head_dim` when it differs from `hidden_size / num_attention_heads` (the attention's own
+/// default); an error when neither gives a size.
+fn head_dim(c: &Cfg, h: u64, heads: u64) -> Result<Option<u64>> {
+    match c.opt_int("head_dim")? {
+        Some(0) => Err(Error::Import("field `head_dim` must be at least 1".into())),
+        Some(hd) if h.is_multiple_of(heads) && hd == h / heads => Ok(None),
+        Some(hd) => Ok(Some(hd)),
+        // Python's `hidden_size // num_attention_heads` (GLM-4.5's class default: 4096 // 96 = 42)
+        None if h < heads => Err(Error::Import(format!("hidden_size ({h}) is smaller than num_attention_heads ({heads}) (set `head_dim`)"))),
+        None if !h.is_multiple_of(heads) => Ok(Some(h / heads)),
+        None => Ok(None),
+    }
+}
+
+/// GLM-4.5 (`modeling_glm4_moe.py`): `Glm4MoeAttention` (GQA, q/k/v biases, partial rotary,
+/// optional per-head q/k RMSNorm), dense `Glm4MoeMLP` on the first `first_k_dense_replace`
+/// layers, then `Glm4MoeMoE`: DeepSeek-V3's grouped-sigmoid router (fp32 `weight [E, D]`, the
+/// `e_score_correction_bias` buffer), `n_routed_experts` experts and the shared experts.
+fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = head_dim(c, h, heads)?;
+    let head = hd.unwrap_or(h / heads);
+    // `Glm4MoeConfig.__post_init__` defaults `partial_rotary_factor` to 0.5 (into `rope_parameters`)
+    let factor = match c.get("rope_parameters") {
+        Some(Value::Object(m)) if m.get("partial_rotary_factor").is_some_and(|v| !v.is_null()) => {
+            let v = &m["partial_rotary_factor"];
+            c.ignore(&["partial_rotary_factor"]);
+            v.as_f64().ok_or_else(|| Cfg::wrong("rope_parameters.partial_rotary_factor", "a number", v))?
+        }
+        _ => c.float("partial_rotary_factor", 0.5)?,
+    };
+    if !(factor > 0.0 && factor <= 1.0) {
+        return Err(Error::Import(format!("partial rotary factor {factor} must be in (0, 1]")));
+    }
+    // `inv_freq` over `arange(0, dim, 2)` with `dim = int(head_dim × factor)`; `apply_rotary_pos_emb`
+    // rotates `cos.shape[-1]` = twice its length features: an odd `dim` rounds up
+    let rd = ((head as f64 * factor) as u64).div_ceil(2) * 2;
+    if rd == 0 {
+        return Err(Error::Import(format!("partial rotary: head_dim {head} × {factor} rotates no features")));
+    }
+    let bias = c.flag("attention_bias", false)?;
+    c.ignore(&["num_nextn_predict_layers", "num_mtp_layers", "pretraining_tp"]);
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: c.prob("attention_dropout", 0.0)?,
+        bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        out_bias: bias.then_some(false),
+        qk_norm: c.flag("use_qk_norm", false)?.then_some(NormKind::RmsNorm),
+        head_dim: hd,
+        rotary_dim: (rd < head).then_some(rd),
+        sliding_window: None,
+        logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
+        contiguous_heads: false,
+    });
+    let moe_i = c.size("moe_intermediate_size", 1408)?;
+    let n_shared = c.int("n_shared_experts", 1)?;
+    c.float("routed_scaling_factor", 1.0)?;
+    let experts = match (c.opt_int("n_routed_experts")?, c.opt_int("num_local_experts")?) {
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => 128,
+    };
+    let moe = SparseMoe {
+        hidden_size: h,
+        num_experts: experts,
+        top_k: c.size("num_experts_per_tok", 8)?,
+        intermediate_size: moe_i,
+        router: Router::GroupedSigmoid,
+        norm_topk_prob: c.flag("norm_topk_prob", true)?,
+        n_group: c.size("n_group", 1)?,
+        topk_group: c.size("topk_group", 1)?,
+        shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
+        shared_expert_gate: false,
+    };
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
+    let first_dense = c.int("first_k_dense_replace", 1)?;
+    Ok((0..n_layers).map(|i| (attn.clone(), if i < first_dense { dense.clone() } else { Layer::SparseMoe(moe.clone()) })).collect())
 }
 
 /// DeepSeek-V3: latent attention; dense SwiGLU first, grouped-sigmoid-routed MoE after.

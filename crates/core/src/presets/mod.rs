@@ -113,6 +113,11 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("phi-3-mini", "Phi-3-mini-4k", Family::Llm, Some(4096)),
     hf("mixtral-8x7b", "Mixtral-8x7B", Family::Moe, Some(4096)),
     hf("deepseek-v3", "DeepSeek-V3 (671B)", Family::Moe, Some(4096)),
+    hf("qwen3-8b", "Qwen3-8B", Family::Llm, Some(4096)),
+    hf("qwen3-32b", "Qwen3-32B", Family::Llm, Some(4096)),
+    hf("qwen3-30b-a3b", "Qwen3-30B-A3B", Family::Moe, Some(4096)),
+    hf("qwen3-235b-a22b", "Qwen3-235B-A22B", Family::Moe, Some(4096)),
+    hf("glm-4.5-air", "GLM-4.5-Air (106B-A12B)", Family::Moe, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -136,6 +141,11 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "phi-3-mini" => include_str!("configs/phi-3-mini.json"),
         "mixtral-8x7b" => include_str!("configs/mixtral-8x7b.json"),
         "deepseek-v3" => include_str!("configs/deepseek-v3.json"),
+        "qwen3-8b" => include_str!("configs/qwen3-8b.json"),
+        "qwen3-32b" => include_str!("configs/qwen3-32b.json"),
+        "qwen3-30b-a3b" => include_str!("configs/qwen3-30b-a3b.json"),
+        "qwen3-235b-a22b" => include_str!("configs/qwen3-235b-a22b.json"),
+        "glm-4.5-air" => include_str!("configs/glm-4.5-air.json"),
         _ => return None,
     })
 }
