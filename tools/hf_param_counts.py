@@ -15,7 +15,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
-        --types mixtral qwen2_moe qwen3_moe deepseek_v3 glm4_moe distilbert mistral qwen3 roberta \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 glm4_moe gpt_oss distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
 
 `--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
@@ -34,8 +34,9 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
-         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe"}
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe")
+         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
+         "gpt_oss": "GptOss"}
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -120,6 +121,9 @@ def gen(mt):
                         first_k_dense_replace=RND.randint(0, L), n_shared_experts=pick(0, 1, 2), q_lora_rank=pick(None, 16, 32),
                         kv_lora_rank=pick(8, 16), qk_rope_head_dim=pick(4, 8), qk_nope_head_dim=pick(8, 16), v_head_dim=pick(8, 16))
             del base["num_key_value_heads"]
+        elif mt == "gpt_oss":
+            base.update(num_local_experts=pick(2, 4, 8), head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                        sliding_window=pick(16, 128), layer_types=[pick("sliding_attention", "full_attention") for _ in range(L)])
         elif mt == "glm4_moe":
             base.update(n_routed_experts=pick(2, 4, 8), moe_intermediate_size=RND.randint(8, 100), n_shared_experts=pick(0, 1, 2),
                         first_k_dense_replace=RND.randint(0, L), head_dim=pick(8, 16, 32), attention_bias=pick(True, False),

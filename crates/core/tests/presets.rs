@@ -155,6 +155,8 @@ fn published_config_counts() {
         ("qwen3-30b-a3b", 30_532_122_624),
         ("qwen3-235b-a22b", 235_093_634_560),
         ("glm-4.5-air", 106_852_245_504),
+        ("gpt-oss-20b", 20_914_757_184),
+        ("gpt-oss-120b", 116_829_156_672),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

@@ -8,6 +8,7 @@
 //! | `qwen2_moe` | RMSNorm, GQA + RoPE, q/k/v biases (`qkv_bias`), no `o_proj` bias | [`SparseMoe`] + shared expert and `shared_expert_gate`; dense `intermediate_size` MLP on `mlp_only_layers` and off `decoder_sparse_step` |
 //! | `qwen3_moe` | as `qwen2_moe` plus per-head RMSNorm on q and k (`q_norm`, `k_norm`), `attention_bias` | [`SparseMoe`], no shared expert |
 //! | `deepseek_v3` | [`MultiHeadLatentAttention`] | dense SwiGLU on the first `first_k_dense_replace` layers, then [`SparseMoe`] with the `grouped_sigmoid` router and `n_shared_experts` |
+//! | `gpt_oss` | RMSNorm, GQA + RoPE with q/k/v/o biases (`attention_bias`), `head_dim` 64, attention sinks, `layer_types` alternating `sliding_attention` (window `sliding_window`) and `full_attention` | [`SparseMoe`] with the `topk_softmax` router (a biased linear), biased experts and the clamped SwiGLU (`swiglu_limit`, `swiglu_alpha`) |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -31,7 +32,7 @@ use crate::layer::norm::NormKind;
 use crate::layer::embedding::Embedding;
 use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
-use crate::layer::moe::{Router, SparseMoe};
+use crate::layer::moe::{ExpertActivation, Router, SparseMoe};
 use crate::layer::norm::RmsNorm;
 use crate::layer_names::{set, LayerNames};
 use crate::path::{LayerPath, Slot};
@@ -41,7 +42,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -66,6 +67,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "qwen3_moe" => "Qwen3Moe",
         "deepseek_v3" => "DeepseekV3",
         "glm4_moe" => "Glm4Moe",
+        "gpt_oss" => "GptOss",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let (head, name) = pick_class(prefix, arch);
@@ -85,6 +87,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     let layers: Vec<(Layer, Layer)> = match model_type {
         "deepseek_v3" => deepseek_v3(&c, h, n_layers, eps)?,
         "glm4_moe" => glm4_moe(&c, &d, h, n_layers)?,
+        "gpt_oss" => gpt_oss(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;
@@ -157,6 +160,8 @@ impl Defaults {
             "qwen3_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 32, kv_heads: 4, intermediate: 6144, eps: 1e-6, max_pos: 32768 },
             // Glm4MoeConfig()
             "glm4_moe" => Defaults { hidden: 4096, vocab: 151552, layers: 46, heads: 96, kv_heads: 8, intermediate: 10944, eps: 1e-5, max_pos: 131072 },
+            // GptOssConfig()
+            "gpt_oss" => Defaults { hidden: 2880, vocab: 201088, layers: 36, heads: 64, kv_heads: 8, intermediate: 2880, eps: 1e-5, max_pos: 131072 },
             // DeepseekV3Config()
             _ => Defaults { hidden: 7168, vocab: 129280, layers: 61, heads: 128, kv_heads: 128, intermediate: 18432, eps: 1e-6, max_pos: 4096 },
         }
@@ -231,6 +236,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         key_bias: None,
         position_bias: false,
         contiguous_heads: false,
+        sinks: false,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" => ("num_local_experts", 8),
@@ -257,6 +263,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
             topk_group: 1,
             shared_intermediate_size: None,
             shared_expert_gate: false,
+            expert_bias: false,
+            activation: ExpertActivation::Silu,
         };
         return Ok((0..n_layers).map(|_| (attn.clone(), Layer::SparseMoe(moe.clone()))).collect());
     }
@@ -272,6 +280,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         topk_group: 1,
         shared_intermediate_size: shared,
         shared_expert_gate: shared.is_some(),
+        expert_bias: false,
+        activation: ExpertActivation::Silu,
     };
     // Qwen2MoeDecoderLayer: a sparse block where `layer_idx not in mlp_only_layers and
     // num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0`, else the dense MLP.
@@ -346,6 +356,7 @@ fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Vec<Block>> 
         key_bias: None,
         position_bias: false,
         contiguous_heads: false,
+        sinks: false,
     });
     let moe_i = c.size("moe_intermediate_size", 1408)?;
     let n_shared = c.int("n_shared_experts", 1)?;
@@ -365,10 +376,106 @@ fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Vec<Block>> 
         topk_group: c.size("topk_group", 1)?,
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
+        expert_bias: false,
+        activation: ExpertActivation::Silu,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
     let first_dense = c.int("first_k_dense_replace", 1)?;
     Ok((0..n_layers).map(|i| (attn.clone(), if i < first_dense { dense.clone() } else { Layer::SparseMoe(moe.clone()) })).collect())
+}
+
+/// `layer_types` (or `default` for each of `n` layers) as sliding windows: `Some(window)` for
+/// `sliding_attention`, `None` for `full_attention`; another type is refused by name.
+fn layer_windows(c: &Cfg, n: u64, window: Option<u64>, default: impl Fn(u64) -> bool) -> Result<Vec<Option<u64>>> {
+    let slide = |s: bool| if s { window } else { None };
+    match c.get("layer_types") {
+        None => Ok((0..n).map(|i| slide(default(i))).collect()),
+        Some(Value::Array(a)) => {
+            if a.len() as u64 != n {
+                return Err(Error::Import(format!("field `layer_types` has {} entries for {n} layers", a.len())));
+            }
+            a.iter()
+                .map(|t| match t.as_str() {
+                    Some("sliding_attention") => Ok(slide(true)),
+                    Some("full_attention") => Ok(None),
+                    _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
+                })
+                .collect()
+        }
+        Some(v) => Err(Cfg::wrong("layer_types", "a list of layer types", v)),
+    }
+}
+
+/// GPT-OSS (`modeling_gpt_oss.py`): `GptOssAttention` (GQA, all four projections biased, its own
+/// `head_dim`, `sinks`; `sliding_window` on `sliding_attention` layers, by default the even ones:
+/// `GptOssConfig.__post_init__`), `GptOssMLP`: `GptOssTopKRouter` and `GptOssExperts` (biased,
+/// `_apply_gate`), every layer sparse.
+fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = match c.opt_int("head_dim")? {
+        Some(0) => return Err(Error::Import("field `head_dim` must be at least 1".into())),
+        Some(hd) => hd,
+        None => 64,
+    };
+    let window = match c.map.get("sliding_window") {
+        Some(Value::Null) => {
+            c.ignore(&["sliding_window"]);
+            None
+        }
+        _ => Some(c.size("sliding_window", 128)?),
+    };
+    let windows = layer_windows(c, n_layers, window, |i| (i + 1) % 2 == 1)?;
+    let bias = c.flag("attention_bias", true)?;
+    let rotary_dim = match c.get("rope_parameters") {
+        Some(Value::Object(m)) if m.get("partial_rotary_factor").is_some_and(|v| !v.is_null()) => {
+            return Err(Error::Import("field `rope_parameters.partial_rotary_factor`: GPT-OSS rotates whole heads".into()));
+        }
+        _ => None,
+    };
+    let attn = |w: Option<u64>| {
+        Layer::MultiheadAttention(MultiheadAttention {
+            embed_dim: h,
+            num_heads: heads,
+            num_kv_heads: (kv != heads).then_some(kv),
+            dropout: 0.0,
+            bias,
+            causal: true,
+            rotary: true,
+            fused_qkv: false,
+            out_bias: None,
+            qk_norm: None,
+            head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
+            rotary_dim,
+            sliding_window: w,
+            logit_softcap: None,
+            key_bias: None,
+            position_bias: false,
+            contiguous_heads: false,
+            sinks: true,
+        })
+    };
+    c.prob("attention_dropout", 0.0)?;
+    // the published configs' `experts_per_token` and `initial_context_length` are OpenAI's
+    // names, which GptOssConfig stores and nothing reads (`num_experts_per_tok`, the YaRN base)
+    c.ignore(&["experts_per_token", "initial_context_length"]);
+    c.float("swiglu_alpha", 1.702)?;
+    c.float("swiglu_limit", 7.0)?;
+    let moe = SparseMoe {
+        hidden_size: h,
+        num_experts: c.size("num_local_experts", 128)?,
+        top_k: c.size("num_experts_per_tok", 4)?,
+        intermediate_size: c.size("intermediate_size", d.intermediate)?,
+        router: Router::TopkSoftmax,
+        norm_topk_prob: false,
+        n_group: 1,
+        topk_group: 1,
+        shared_intermediate_size: None,
+        shared_expert_gate: false,
+        expert_bias: true,
+        activation: ExpertActivation::ClampedSwiglu,
+    };
+    Ok(windows.into_iter().map(|w| (attn(w), Layer::SparseMoe(moe.clone()))).collect())
 }
 
 /// DeepSeek-V3: latent attention; dense SwiGLU first, grouped-sigmoid-routed MoE after.
@@ -435,6 +542,8 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
         topk_group: c.size("topk_group", 4)?,
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
+        expert_bias: false,
+        activation: ExpertActivation::Silu,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 18432)?, bias: false, gelu_new_dropout: None });
     let first_dense = c.int("first_k_dense_replace", 3)?;

@@ -75,6 +75,12 @@ pub struct MultiheadAttention {
     /// Q/K/V made contiguous per head (Whisper): a flash kernel's output keeps that layout, so its transpose back is a copy.
     #[serde(default, skip_serializing_if = "is_false")]
     pub contiguous_heads: bool,
+    /// Attention sinks (GPT-OSS `GptOssAttention.sinks`, one learned logit per head): a
+    /// parameter of `num_heads`; the scores get a sink column before the softmax, which is then
+    /// dropped (`eager_attention_forward` of `modeling_gpt_oss.py`). transformers runs such a model
+    /// eagerly (`_supports_sdpa = False`), so it is lowered eagerly whatever `attention` says.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sinks: bool,
 }
 
 impl MultiheadAttention {
@@ -176,6 +182,9 @@ impl MultiheadAttention {
             q = rotary(b, q, rd);
             k = rotary(b, k, rd);
         }
+        // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
+        // modelled (`kv_cache::attend` attends as without sinks)
+        let sinks = self.sinks.then(|| b.param(Shape::new([h])));
         #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
             let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
@@ -187,7 +196,7 @@ impl MultiheadAttention {
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
-        let eager = b.opts.attention == AttentionImpl::Eager;
+        let eager = b.opts.attention == AttentionImpl::Eager || self.sinks;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
         let explicit_mask = !eager && (self.position_bias || self.sliding_window.is_some_and(|w| seq >= w));
         let no_bias = "`position_bias` needs a `relative_position_bias` layer earlier in the model";
@@ -243,7 +252,19 @@ impl MultiheadAttention {
                 // converts the input (`input_.toType(dtype)`: a transient fp32 copy of the
                 // scores, nothing saved) except for CUDA fp16, which `_softmax(…, half_to_float)`
                 // reads directly; backward then casts the fp32 gradient back to the scores' dtype.
-                let probs = if self.rotary && eager {
+                let probs = if let Some(sk) = sinks {
+                    // cat([scores, sinks.expand(…, 1)], -1) → [H, S, S+1]; `- max(-1).values`
+                    // (max saves its int64 indices); softmax in that dtype saves its output;
+                    // `[..., :-1]` is a view of it
+                    let dt = b.dtype(scores);
+                    let wide = Shape::new([h, seq, seq.saturating_add(1)]);
+                    let combined = b.op("cat", &[scores, sk], &[(wide.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+                    let idx = (Shape::new([h, seq, 1]), true, DType::I64);
+                    let mx = b.op("max", &[combined], &[(Shape::new([h, seq, 1]), dt)], &[], false, &[idx], GradRule::Alloc)[0];
+                    let shifted = b.op("sub", &[combined, mx], &[(wide, dt)], &[], false, &[], GradRule::Alloc)[0];
+                    let probs = softmax(b, shifted, None);
+                    b.view(probs, Shape::new([h, seq, seq]))
+                } else if self.rotary && eager {
                     let query_dtype = b.dtype(scores);
                     let fused = b.opts.device == Device::Cuda && query_dtype == DType::F16;
                     let input = if fused { scores } else { b.cast(scores, DType::F32) };
@@ -257,7 +278,8 @@ impl MultiheadAttention {
                 if eager {
                     weights = Some(probs);
                 }
-                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
+                // the sliced probabilities are not contiguous: matmul copies them
+                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), sinks.is_some());
                 if let Some(dt) = math_dtype {
                     out = b.cast(out, dt);
                 }

@@ -136,6 +136,7 @@ impl TransformerLayer {
             key_bias: None,
             position_bias: false,
             contiguous_heads: false,
+            sinks: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;

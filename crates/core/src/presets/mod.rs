@@ -118,12 +118,14 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("qwen3-30b-a3b", "Qwen3-30B-A3B", Family::Moe, Some(4096)),
     hf("qwen3-235b-a22b", "Qwen3-235B-A22B", Family::Moe, Some(4096)),
     hf("glm-4.5-air", "GLM-4.5-Air (106B-A12B)", Family::Moe, Some(4096)),
+    hf("gpt-oss-20b", "gpt-oss-20b", Family::Moe, Some(4096)),
+    hf("gpt-oss-120b", "gpt-oss-120b", Family::Moe, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
 #[cfg(feature = "typed-layers")]
 /// The published `config.json` of preset `id` (Hugging Face hub, `config.json` at the model's
-/// main revision; DeepSeek-V3's without its FP8 `quantization_config`), for
+/// main revision; DeepSeek-V3's without its FP8 `quantization_config`, gpt-oss's without its MXFP4 one), for
 /// [`crate::import::preset`]. Only code that builds presets links these texts.
 pub fn hf_config(id: &str) -> Option<&'static str> {
     Some(match id {
@@ -146,6 +148,8 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "qwen3-30b-a3b" => include_str!("configs/qwen3-30b-a3b.json"),
         "qwen3-235b-a22b" => include_str!("configs/qwen3-235b-a22b.json"),
         "glm-4.5-air" => include_str!("configs/glm-4.5-air.json"),
+        "gpt-oss-20b" => include_str!("configs/gpt-oss-20b.json"),
+        "gpt-oss-120b" => include_str!("configs/gpt-oss-120b.json"),
         _ => return None,
     })
 }
