@@ -193,7 +193,7 @@ fn training_step_peaks_match_traced_pytorch() {
         assert!(err.abs() <= 3.0, "{} {} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"], r["dtype"]);
         n += 1;
     }
-    assert_eq!(n, 44);
+    assert_eq!(n, 47);
 }
 
 #[test]

@@ -255,7 +255,8 @@ impl MultiheadAttention {
                 let probs = if let Some(sk) = sinks {
                     // cat([scores, sinks.expand(…, 1)], -1) → [H, S, S+1]; `- max(-1).values`
                     // (max saves its int64 indices); softmax in that dtype saves its output;
-                    // `[..., :-1]` is a view of it
+                    // `[..., :-1]` is a view of it, and so is matmul's `[B·H, S, S]` reshape of
+                    // that slice (its batch strides merge): bmm saves the view, no copy (traced)
                     let dt = b.dtype(scores);
                     let wide = Shape::new([h, seq, seq.saturating_add(1)]);
                     let combined = b.op("cat", &[scores, sk], &[(wide.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
@@ -278,8 +279,7 @@ impl MultiheadAttention {
                 if eager {
                     weights = Some(probs);
                 }
-                // the sliced probabilities are not contiguous: matmul copies them
-                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), sinks.is_some());
+                let mut out = bmm(b, probs, v, Shape::new([h, seq, hd]), false);
                 if let Some(dt) = math_dtype {
                     out = b.cast(out, dt);
                 }
