@@ -15,7 +15,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
-        --types mixtral qwen2_moe qwen3_moe deepseek_v3 glm4_moe gpt_oss distilbert mistral qwen3 roberta \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 glm4_moe gpt_oss gemma3 distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
 
 `--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
@@ -35,7 +35,12 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
          "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
-         "gpt_oss": "GptOss"}
+         "gpt_oss": "GptOss", "gemma3": "Gemma3"}
+# class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
+# pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
+# which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
+# the class builds, its forward fails); 49 tokens pool it by 2
+DEFAULT_KW = {"gemma3": {"vision_config": {"vision_use_head": False}, "mm_tokens_per_image": 49}}
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
@@ -47,7 +52,7 @@ def classes(mt):
         return stem + "ForSequenceClassification", stem + "Model"
     if mt == "clip":
         return "CLIPModel", "CLIPModel"
-    if mt in SEQ2SEQ:
+    if mt in SEQ2SEQ or mt == "gemma3":
         return stem + "ForConditionalGeneration", stem + "Model"
     return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
 def gen(mt):
@@ -133,6 +138,17 @@ def gen(mt):
                         decoder_sparse_step=pick(1, 2), mlp_only_layers=pick([], [0]))
             if mt == "qwen2_moe": base.update(shared_expert_intermediate_size=RND.randint(8, 100))
             if mt == "qwen3_moe": base.update(attention_bias=pick(True, False), head_dim=pick(8, 16, 32))
+    elif mt == "gemma3":
+        patch, side, per = pick(2, 4, 8), pick(4, 8), pick(1, 2, 4)
+        vheads, vhd = pick(1, 2, 4), pick(8, 16)
+        vision = dict(hidden_size=vheads*vhd, num_attention_heads=vheads, intermediate_size=RND.randint(8, 200),
+                      num_hidden_layers=RND.randint(1, 3), image_size=patch*side, patch_size=patch, vision_use_head=False,
+                      num_channels=pick(1, 3))
+        text = dict(vocab_size=RND.randint(50, 3000), hidden_size=heads*hd, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=L, num_attention_heads=heads, num_key_value_heads=kv, head_dim=pick(8, 16, 32),
+                    sliding_window=pick(16, 512))
+        base = dict(vision_config=vision, text_config=text, mm_tokens_per_image=(side // per) ** 2 if side % per == 0 else 1,
+                    tie_word_embeddings=pick(True, False))
     if mt == "distilbert" and FULL_DICT:
         base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":
@@ -179,8 +195,8 @@ def main():
     out = json.load(open(args.out)) if args.types and not args.full_dict else {}
     for mt in args.types or STEMS:
         head, base = classes(mt)
-        out[f"{mt}-default"] = count(mt, head, {})
-        out[f"{mt}-base"] = count(mt, base, {})
+        out[f"{mt}-default"] = count(mt, head, DEFAULT_KW.get(mt, {}))
+        out[f"{mt}-base"] = count(mt, base, DEFAULT_KW.get(mt, {}))
         for i in range(args.per_type):
             arch = pick(head, base) if mt in ENCODERS else pick(head, head, base)
             out[f"{mt}-{i}"] = count(mt, arch, gen(mt))

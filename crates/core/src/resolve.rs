@@ -471,6 +471,7 @@ mod tests {
     fn every_kind_has_an_example_that_lowers() {
         let inputs = [
             (vec![128], InputDType::Float32),
+            (vec![16, 128], InputDType::Float32),
             (vec![16, 8, 8], InputDType::Float32),
             (vec![16, 8], InputDType::Float32),
             (vec![8, 128], InputDType::Float32),
@@ -483,6 +484,11 @@ mod tests {
                 // cross-attention reads the memory a `token_input` sets aside: the test input is it
                 let layers = match *kind {
                     "contrastive" => vec![Layer::example("token_input").unwrap(), serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(), serde_json::from_str(r#"{"kind": "select_token"}"#).unwrap(), layer.clone()],
+                    "image_tokens" => vec![
+                        Layer::example("token_input").unwrap(),
+                        serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
+                        layer.clone(),
+                    ],
                     "cross_attention" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),

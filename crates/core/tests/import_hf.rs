@@ -219,7 +219,7 @@ fn eager_attention_soft_capping_saves_the_tanh_output() {
 fn full_to_dict_configs_import_with_exact_counts() {
     let all: serde_json::Value = serde_json::from_str(&data("full_dict_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    for t in ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "distilbert", "mistral", "qwen3", "roberta"] {
+    for t in ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "gemma3", "distilbert", "mistral", "qwen3", "roberta"] {
         assert!(all.contains_key(&format!("{t}-default")), "{t}");
     }
     assert!(all.values().any(|w| w["config"]["sinusoidal_pos_embds"] == true));

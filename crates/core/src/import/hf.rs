@@ -37,12 +37,13 @@ mod dense;
 mod clip;
 mod encoders;
 mod seq2seq;
+mod vlm;
 
 pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "clip", "distilbert", "falcon", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
+    "bert", "clip", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gpt_neox", "llama", "mistral", "opt", "phi",
     "phi3", "qwen2", "qwen3", "roberta", "starcoder2", "t5", "vit", "whisper",
 ];
 
@@ -80,6 +81,7 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "t5" => seq2seq::t5(&c, arch),
         "clip" => clip::clip(&c, arch),
         "whisper" => seq2seq::whisper(&c, arch),
+        "gemma3" => vlm::gemma3(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
