@@ -74,6 +74,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         return Err(Error::TooLarge(format!("an input of {} values per sample", input_shape.numel())));
     }
     let mut b = Builder::new(opts);
+    b.prompt_len = seq_len.filter(|_| !spec.is_sequence_input());
     let dtype = match spec.input.dtype {
         InputDType::Int64 => DType::I64,
         InputDType::Float32 => b.float_dtype(),

@@ -193,7 +193,7 @@ fn training_step_peaks_match_traced_pytorch() {
         assert!(err.abs() <= 3.0, "{} {} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"], r["dtype"]);
         n += 1;
     }
-    assert_eq!(n, 47);
+    assert_eq!(n, 49);
 }
 
 #[test]
@@ -251,4 +251,20 @@ fn generic_fields_that_change_memory_are_refused_by_name() {
         let key = field.split('"').nth(1).unwrap();
         assert!(m.contains(&format!("`{key}`")) && m.contains("memory"), "{m}");
     }
+}
+
+#[test]
+fn spec_format_vlm_example_has_its_documented_count_and_follows_seq_len() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").skip(1).filter_map(|b| b.split("```").next()).find(|b| b.contains("\"tiny-vlm\"")).unwrap();
+    let spec = ModelSpec::from_json(block).unwrap();
+    // patch conv, positions, one tower layer (4 projections with biases, two MLP linears with
+    // biases, two LayerNorms), projection, embedding and head
+    let tower = 4 * (64 * 64 + 64) + 2 * 64 * 128 + 128 + 64 + 4 * 64;
+    assert_eq!(params(&spec), 3 * 8 * 8 * 64 + 64 + 16 * 64 + tower + 64 * 128 + 2 * 100 * 128);
+    assert_eq!(params(&spec), 80_640);
+    assert!(doc.contains("80,640"));
+    // the prompt follows the estimate's sequence length: a longer one costs more activations
+    let peak = |s| Prepared::new(&spec, &TrainConfig { batch: 2, seq_len: Some(s), ..TrainConfig::default() }).unwrap().estimate().peak_bytes;
+    assert!(peak(64) > peak(32));
 }

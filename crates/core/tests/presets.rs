@@ -157,6 +157,7 @@ fn published_config_counts() {
         ("glm-4.5-air", 106_852_245_504),
         ("gpt-oss-20b", 20_914_757_184),
         ("gpt-oss-120b", 116_829_156_672),
+        ("gemma-3-27b", 27_432_406_640),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

@@ -120,6 +120,7 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("glm-4.5-air", "GLM-4.5-Air (106B-A12B)", Family::Moe, Some(4096)),
     hf("gpt-oss-20b", "gpt-oss-20b", Family::Moe, Some(4096)),
     hf("gpt-oss-120b", "gpt-oss-120b", Family::Moe, Some(4096)),
+    hf("gemma-3-27b", "Gemma-3-27B (with its vision tower)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -150,6 +151,7 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "glm-4.5-air" => include_str!("configs/glm-4.5-air.json"),
         "gpt-oss-20b" => include_str!("configs/gpt-oss-20b.json"),
         "gpt-oss-120b" => include_str!("configs/gpt-oss-120b.json"),
+        "gemma-3-27b" => include_str!("configs/gemma-3-27b.json"),
         _ => return None,
     })
 }

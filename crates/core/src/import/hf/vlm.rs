@@ -11,7 +11,8 @@
 //! `mm_input_projection_weight [Dv, Dt]` matmul. A `token_input` of the prompt's token ids follows
 //! (the image tokens are its memory), the scaled token embedding, `image_tokens` (the image rows
 //! written into the image placeholders) and the decoder. The prompt is [`super::MAX_DEFAULT_SEQ_LEN`]
-//! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included.
+//! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included; the
+//! estimate's `seq_len` replaces it (`token_input`'s `prompt`).
 //!
 //! Not modelled (refused by name): SigLIP's pooling head (`vision_use_head: true`, the
 //! `SiglipVisionConfig` default, which Gemma 3 checkpoints turn off: its output is unused), and
@@ -117,7 +118,7 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     layers.push(layer(json!({"kind": "rms_norm", "normalized_shape": hv, "eps": eps}))?);
     // torch.matmul(normed, mm_input_projection_weight): a linear without bias
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": ht, "bias": false}))?);
-    layers.push(layer(json!({"kind": "token_input", "seq_len": seq}))?);
+    layers.push(layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?);
     let mut text_layers = decoder.layers.into_iter();
     // the embedding and its `embed_scale`, then the image rows
     layers.extend(text_layers.by_ref().take(2));
