@@ -95,6 +95,7 @@ impl MultiheadAttention {
             sliding_window: self.sliding_window,
             fp32_softmax: self.rotary,
             softcap: self.logit_softcap.is_some(),
+            sinks: self.sinks,
         }
     }
 

@@ -265,9 +265,11 @@ impl SparseMoe {
             (None, None)
         };
         let mut gate_up = grouped_mm(b, xin, w1, Shape::new([rows, i.saturating_mul(2)]));
+        let mut first_bias = None;
         if let Some(bias) = b1 {
             // `_grouped_linear(…, bias=gate_up_proj_bias[expert_ids_g])`: a gathered [R, 2I] copy, added
-            gate_up = gathered_bias_add(b, gate_up, bias, rows, i.saturating_mul(2));
+            let (sum, g) = gathered_bias_add(b, gate_up, bias, rows, i.saturating_mul(2));
+            (gate_up, first_bias) = (sum, Some(g));
         }
         let h = match self.activation {
             ExpertActivation::Silu => {
@@ -278,9 +280,15 @@ impl SparseMoe {
             }
             ExpertActivation::ClampedSwiglu => clamped_swiglu(b, gate_up, rows, i, pdt),
         };
+        if let Some(g) = first_bias {
+            // `selected_biases` is rebound to the down projection's only now
+            b.hold(g);
+        }
         let mut out = grouped_mm(b, h, w2, Shape::new([rows, d]));
         if let Some(bias) = b2 {
-            out = gathered_bias_add(b, out, bias, rows, d);
+            let (sum, g) = gathered_bias_add(b, out, bias, rows, d);
+            out = sum;
+            b.hold(g);
         }
         let out = mul(b, out, wg);
         let odt = b.dtype(out);
@@ -295,11 +303,11 @@ impl SparseMoe {
 
 /// `out + bias[expert_ids_g]`: the index gathers a `[R, n]` copy of the per-expert bias (its
 /// backward needs only the indices, int64 `[R]`); the add saves nothing.
-fn gathered_bias_add(b: &mut Builder, out: ValueId, bias: ValueId, rows: u64, n: u64) -> ValueId {
+fn gathered_bias_add(b: &mut Builder, out: ValueId, bias: ValueId, rows: u64, n: u64) -> (ValueId, ValueId) {
     let dt = b.dtype(bias);
     let index = (Shape::new([rows]), true, DType::I64);
     let g = b.op("index", &[bias], &[(Shape::new([rows, n]), dt)], &[], false, &[index], GradRule::Alloc)[0];
-    add(b, out, g)
+    (add(b, out, g), g)
 }
 
 /// GPT-OSS `_apply_gate` on `[R, 2I]` (see [`ExpertActivation::ClampedSwiglu`]): the strided
@@ -314,7 +322,13 @@ fn clamped_swiglu(b: &mut Builder, gate_up: ValueId, rows: u64, i: u64, dt: DTyp
     let sig = unary(b, "sigmoid", scaled, Saves::Output);
     let glu = mul(b, gate, sig);
     let up1 = unary(b, "add_scalar", up, Saves::Nothing);
-    mul(b, up1, glu)
+    let out = mul(b, up1, glu);
+    // `gate_up`, `gate`, `up` and `glu` are the function's locals until it returns (what no
+    // backward keeps, in generation, is alive until then too)
+    for v in [gate_up, gate, up, glu] {
+        b.hold(v);
+    }
+    out
 }
 
 /// The sequence length of a `[S, hidden]` input, or the complaint about its shape.
