@@ -33,21 +33,21 @@ use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::Value;
 
 /// More decoder layers than this is not a real config (and would build a huge spec).
-const MAX_LAYERS: u64 = 10_000;
+pub(super) const MAX_LAYERS: u64 = 10_000;
 
 /// A decoder-only language model as the importers assemble it.
-struct Decoder {
-    name: String,
-    vocab: u64,
-    embed_dim: u64,
-    after_embed: Vec<Layer>,
-    layers: Vec<TransformerLayer>,
-    final_norm: Option<Layer>,
-    after_norm: Vec<Layer>,
-    head: Option<Linear>,
-    after_head: Vec<Layer>,
-    seq_len: u64,
-    modules: DecoderModules,
+pub(super) struct Decoder {
+    pub(super) name: String,
+    pub(super) vocab: u64,
+    pub(super) embed_dim: u64,
+    pub(super) after_embed: Vec<Layer>,
+    pub(super) layers: Vec<TransformerLayer>,
+    pub(super) final_norm: Option<Layer>,
+    pub(super) after_norm: Vec<Layer>,
+    pub(super) head: Option<Linear>,
+    pub(super) after_head: Vec<Layer>,
+    pub(super) seq_len: u64,
+    pub(super) modules: DecoderModules,
 }
 
 impl Decoder {
@@ -56,7 +56,7 @@ impl Decoder {
         Decoder { modules, ..self }.build()
     }
 
-    fn build(self) -> ModelSpec {
+    pub(super) fn build(self) -> ModelSpec {
         let mut layers =
             vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None, tied_weight: false })];
         layers.extend(self.after_embed);
@@ -160,7 +160,7 @@ fn softcap(c: &Fields, key: &str, default: Option<f64>) -> Result<Option<f64>> {
     }
 }
 
-fn divisible(h: u64, heads: u64) -> Result<()> {
+pub(super) fn divisible(h: u64, heads: u64) -> Result<()> {
     if !h.is_multiple_of(heads) {
         return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
     }
@@ -193,12 +193,12 @@ fn layer_norm_decoder(
     }
 }
 
-fn head_for(class: &str, causal_lm: &str, h: u64, vocab: u64, tied: bool, bias: bool) -> Option<Linear> {
+pub(super) fn head_for(class: &str, causal_lm: &str, h: u64, vocab: u64, tied: bool, bias: bool) -> Option<Linear> {
     (class == causal_lm).then_some(Linear { in_features: h, out_features: vocab, bias, tied_weight: tied })
 }
 
 /// Fields of the LLaMA-like families that change neither parameters nor memory.
-const IGNORED_LLAMA_LIKE: &[&str] = &[
+pub(super) const IGNORED_LLAMA_LIKE: &[&str] = &[
     "pretraining_tp", "query_pre_attn_scalar", "rope_local_base_freq", "cache_implementation",
     "original_max_position_embeddings",
 ];
@@ -568,87 +568,4 @@ pub(super) fn starcoder2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("starcoder2", &[])?;
     Ok(layer_norm_decoder(name, vocab, vec![dropout(embd)?], layer, n, head_for(class, "Starcoder2ForCausalLM", h, vocab, tied, false), max_pos).named(LLAMA_MODULES))
-}
-
-/// A list of per-layer values (`no_rope_layers`, `layer_types`) of exactly `n` entries, or `None`.
-fn per_layer<'a>(c: &'a Fields, key: &str, n: u64) -> Result<Option<&'a Vec<Value>>> {
-    match c.get(key) {
-        None => Ok(None),
-        Some(Value::Array(a)) if a.len() as u64 == n => Ok(Some(a)),
-        Some(Value::Array(a)) => Err(Error::Import(format!("field `{key}` has {} entries for {n} layers", a.len()))),
-        Some(v) => Err(Fields::wrong(key, "a list with one entry per layer", v)),
-    }
-}
-
-/// `SmolLM3Config` (transformers 5.24, `modeling_smollm3.py`): LLaMA's layers with rotary on the
-/// layers `no_rope_layers` marks 1 (by default all but every `no_rope_layer_interval`-th), biases
-/// by `attention_bias` / `mlp_bias`, a sliding window on `sliding_attention` layers when
-/// `use_sliding_window`, the head tied by default.
-pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
-    let (class, name) = pick(arch, &["SmolLM3ForCausalLM", "SmolLM3Model"], "SmolLM3Model");
-    let h = c.size("hidden_size", 2048)?;
-    let heads = c.size("num_attention_heads", 16)?;
-    let kv = c.size("num_key_value_heads", 4)?;
-    divisible(h, heads)?;
-    let n = c.size("num_hidden_layers", 36)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", 128256)?;
-    let eps = c.float("rms_norm_eps", 1e-6)?;
-    let interval = c.size("no_rope_layer_interval", 4)?;
-    let rope: Vec<bool> = match per_layer(c, "no_rope_layers", n)? {
-        Some(a) => a.iter().map(|v| v.as_u64().map(|r| r != 0).or(v.as_bool()).ok_or_else(|| Fields::wrong("no_rope_layers", "a list of 0/1", v))).collect::<Result<_>>()?,
-        None => (0..n).map(|i| (i + 1) % interval != 0).collect(),
-    };
-    let use_sw = c.flag("use_sliding_window", false)?;
-    let window = c.opt_int("sliding_window")?;
-    let sliding: Vec<bool> = match per_layer(c, "layer_types", n)? {
-        Some(a) => a
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
-            })
-            .collect::<Result<_>>()?,
-        None => rope.iter().map(|r| use_sw && window.is_some() && !r).collect(),
-    };
-    c.activation("hidden_act", FfnActivation::Silu)?;
-    let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
-    let layer = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::Silu,
-        layer_norm_eps: eps,
-        norm_first: true,
-        bias: attn_bias,
-        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
-        norm: NormKind::RmsNorm,
-        gated_mlp: true,
-        num_kv_heads: (kv != heads).then_some(kv),
-        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
-    };
-    let layers = rope
-        .iter()
-        .zip(&sliding)
-        .map(|(&r, &s)| TransformerLayer { rotary: r, sliding_window: if use_sw && s { window } else { None }, ..layer.clone() })
-        .collect();
-    let max_pos = c.size("max_position_embeddings", 32768)?;
-    let tied = c.flag("tie_word_embeddings", true)?;
-    c.refuse_unknown("smollm3", IGNORED_LLAMA_LIKE)?;
-    Ok(Decoder {
-        name,
-        vocab,
-        embed_dim: h,
-        after_embed: vec![],
-        layers,
-        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
-        after_norm: vec![],
-        head: head_for(class, "SmolLM3ForCausalLM", h, vocab, tied, false),
-        after_head: vec![],
-        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
-        modules: LLAMA_MODULES,
-    }
-    .build())
 }

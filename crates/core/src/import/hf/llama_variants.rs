@@ -1,0 +1,161 @@
+//! LLaMA's variants with one mechanism of their own: `smollm3` (no-RoPE layers) and `granite`
+//! (embedding, residual, attention and logit multipliers), built on [`super::dense::Decoder`].
+
+use super::dense::{divisible, head_for, Decoder, IGNORED_LLAMA_LIKE, MAX_LAYERS};
+use crate::error::{Error, Result};
+use crate::import::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::fields::{pick, Fields};
+use crate::layer::activation::Scale;
+use crate::layer::norm::{NormKind, RmsNorm};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
+use crate::presets;
+use crate::spec::{Layer, ModelSpec};
+use serde_json::Value;
+
+/// A list of per-layer values (`no_rope_layers`, `layer_types`) of exactly `n` entries, or `None`.
+fn per_layer<'a>(c: &'a Fields, key: &str, n: u64) -> Result<Option<&'a Vec<Value>>> {
+    match c.get(key) {
+        None => Ok(None),
+        Some(Value::Array(a)) if a.len() as u64 == n => Ok(Some(a)),
+        Some(Value::Array(a)) => Err(Error::Import(format!("field `{key}` has {} entries for {n} layers", a.len()))),
+        Some(v) => Err(Fields::wrong(key, "a list with one entry per layer", v)),
+    }
+}
+
+/// `SmolLM3Config` (transformers 5.24, `modeling_smollm3.py`): LLaMA's layers with rotary on the
+/// layers `no_rope_layers` marks 1 (by default all but every `no_rope_layer_interval`-th), biases
+/// by `attention_bias` / `mlp_bias`, a sliding window on `sliding_attention` layers when
+/// `use_sliding_window`, the head tied by default.
+pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["SmolLM3ForCausalLM", "SmolLM3Model"], "SmolLM3Model");
+    let h = c.size("hidden_size", 2048)?;
+    let heads = c.size("num_attention_heads", 16)?;
+    let kv = c.size("num_key_value_heads", 4)?;
+    divisible(h, heads)?;
+    let n = c.size("num_hidden_layers", 36)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    let vocab = c.size("vocab_size", 128256)?;
+    let eps = c.float("rms_norm_eps", 1e-6)?;
+    let interval = c.size("no_rope_layer_interval", 4)?;
+    let rope: Vec<bool> = match per_layer(c, "no_rope_layers", n)? {
+        Some(a) => a.iter().map(|v| v.as_u64().map(|r| r != 0).or(v.as_bool()).ok_or_else(|| Fields::wrong("no_rope_layers", "a list of 0/1", v))).collect::<Result<_>>()?,
+        None => (0..n).map(|i| (i + 1) % interval != 0).collect(),
+    };
+    let use_sw = c.flag("use_sliding_window", false)?;
+    let window = c.opt_int("sliding_window")?;
+    let sliding: Vec<bool> = match per_layer(c, "layer_types", n)? {
+        Some(a) => a
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
+            })
+            .collect::<Result<_>>()?,
+        None => rope.iter().map(|r| use_sw && window.is_some() && !r).collect(),
+    };
+    c.activation("hidden_act", FfnActivation::Silu)?;
+    let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
+    let layer = TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        activation: FfnActivation::Silu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: attn_bias,
+        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
+        norm: NormKind::RmsNorm,
+        gated_mlp: true,
+        num_kv_heads: (kv != heads).then_some(kv),
+        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
+    };
+    let layers = rope
+        .iter()
+        .zip(&sliding)
+        .map(|(&r, &s)| TransformerLayer { rotary: r, sliding_window: if use_sw && s { window } else { None }, ..layer.clone() })
+        .collect();
+    let max_pos = c.size("max_position_embeddings", 32768)?;
+    let tied = c.flag("tie_word_embeddings", true)?;
+    c.refuse_unknown("smollm3", IGNORED_LLAMA_LIKE)?;
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed: vec![],
+        layers,
+        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
+        after_norm: vec![],
+        head: head_for(class, "SmolLM3ForCausalLM", h, vocab, tied, false),
+        after_head: vec![],
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
+    }
+    .build())
+}
+
+/// `GraniteConfig` (transformers 5.24, `modeling_granite.py`): LLaMA's layers (biases by
+/// `attention_bias` / `mlp_bias`), `inputs_embeds * embedding_multiplier` and
+/// `logits / logits_scaling` (each a new tensor: a `scale` layer), `attention_multiplier` as the
+/// attention's scaling (no memory) and `residual + h * residual_multiplier` on both residuals —
+/// that product, a transient `[S, D]` saving nothing, is the one part not written out (a layer
+/// here adds the branch directly).
+pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["GraniteForCausalLM", "GraniteModel"], "GraniteModel");
+    let h = c.size("hidden_size", 4096)?;
+    let heads = c.size("num_attention_heads", 32)?;
+    let kv = c.size("num_key_value_heads", heads)?;
+    divisible(h, heads)?;
+    let n = c.size("num_hidden_layers", 32)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    let vocab = c.size("vocab_size", 32000)?;
+    let eps = c.float("rms_norm_eps", 1e-6)?;
+    c.activation("hidden_act", FfnActivation::Silu)?;
+    let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
+    let multiplier = |key: &str| -> Result<f64> {
+        match c.get(key) {
+            None => Ok(1.0),
+            Some(v) => v.as_f64().filter(|f| f.is_finite() && *f != 0.0).ok_or_else(|| Fields::wrong(key, "a non-zero number", v)),
+        }
+    };
+    let embedding = multiplier("embedding_multiplier")?;
+    let logits = multiplier("logits_scaling")?;
+    multiplier("residual_multiplier")?;
+    multiplier("attention_multiplier")?;
+    let layer = TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        activation: FfnActivation::Silu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: attn_bias,
+        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
+        norm: NormKind::RmsNorm,
+        gated_mlp: true,
+        num_kv_heads: (kv != heads).then_some(kv),
+        rotary: true,
+        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
+    };
+    let max_pos = c.size("max_position_embeddings", 2048)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("granite", IGNORED_LLAMA_LIKE)?;
+    let head = head_for(class, "GraniteForCausalLM", h, vocab, tied, false);
+    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: 1.0 / logits })] } else { vec![] };
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed: vec![Layer::Scale(Scale { factor: embedding })],
+        layers: vec![layer; n as usize],
+        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
+        after_norm: vec![],
+        head,
+        after_head,
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
+    }
+    .build())
+}
