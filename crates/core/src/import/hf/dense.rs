@@ -131,7 +131,7 @@ fn windows(c: &Fields, n: u64, window: Option<u64>, default_sliding: impl Fn(u64
 /// `partial_rotary_factor` from `rope_parameters` (transformers 5) or the top level / `legacy`
 /// key, as `int(head_dim * factor)` rotated features per head: `(rotary, rotary_dim)` for the
 /// layer (no rotary at all when that is 0; `None` when it is the whole head).
-fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<(bool, Option<u64>)> {
+pub(super) fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<(bool, Option<u64>)> {
     let nested = match c.get("rope_parameters") {
         Some(Value::Object(m)) => m.get("partial_rotary_factor").filter(|v| !v.is_null()).cloned(),
         _ => None,

@@ -159,3 +159,60 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     .build())
 }
+
+/// `Glm4Config` (transformers 5.24, `modeling_glm4.py`): GLM-4's dense decoder — GQA with q/k/v
+/// biases (`attention_bias`, no `o_proj` bias), its own `head_dim`, partial rotary
+/// (`partial_rotary_factor`, default 0.5), four RMSNorms a layer (`post_self_attn_layernorm`,
+/// `post_mlp_layernorm` on the outputs: `post_norms`) and a fused `gate_up_proj` (the parameters of
+/// a gated MLP without biases).
+pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["Glm4ForCausalLM", "Glm4Model"], "Glm4Model");
+    let h = c.size("hidden_size", 4096)?;
+    let heads = c.size("num_attention_heads", 32)?;
+    let kv = c.size("num_key_value_heads", 2)?;
+    let hd = c.size("head_dim", 128)?;
+    let n = c.size("num_hidden_layers", 40)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    let vocab = c.size("vocab_size", 151552)?;
+    let eps = c.float("rms_norm_eps", 1.5625e-7)?;
+    c.activation("hidden_act", FfnActivation::Silu)?;
+    let (rotary, rotary_dim) = super::dense::rotary_dim(c, "partial_rotary_factor", 0.5, hd)?;
+    let bias = c.flag("attention_bias", true)?;
+    let layer = TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        activation: FfnActivation::Silu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias,
+        out_bias: bias.then_some(false),
+        mlp_bias: bias.then_some(false),
+        norm: NormKind::RmsNorm,
+        gated_mlp: true,
+        num_kv_heads: (kv != heads).then_some(kv),
+        head_dim: (!h.is_multiple_of(heads) || hd != h / heads).then_some(hd),
+        rotary,
+        rotary_dim,
+        post_norms: true,
+        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 13696)?)
+    };
+    let max_pos = c.size("max_position_embeddings", 131072)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("glm4", IGNORED_LLAMA_LIKE)?;
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed: vec![],
+        layers: vec![layer; n as usize],
+        final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
+        after_norm: vec![],
+        head: head_for(class, "Glm4ForCausalLM", h, vocab, tied, false),
+        after_head: vec![],
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
+    }
+    .build())
+}
