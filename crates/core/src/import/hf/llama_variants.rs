@@ -216,3 +216,65 @@ pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     .build())
 }
+
+/// `StableLmConfig` (transformers 5.24, `modeling_stablelm.py`): LayerNorms with biases, partial
+/// rotary (`partial_rotary_factor`, default 0.25), q/k/v biases by `use_qkv_bias` (no `o_proj`
+/// bias), the gated SiLU MLP without biases, `hidden_dropout` on the MLP's output only, and with
+/// `use_parallel_residual` one `input_layernorm` feeding attention and MLP. Per-head q/k
+/// LayerNorms (`qk_layernorm`: a LayerNorm per head, `num_heads × head_dim` weights) are refused.
+pub(super) fn stablelm(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["StableLmForCausalLM", "StableLmModel"], "StableLmModel");
+    let h = c.size("hidden_size", 2560)?;
+    let heads = c.size("num_attention_heads", 32)?;
+    let kv = c.size("num_key_value_heads", 32)?;
+    divisible(h, heads)?;
+    let n = c.size("num_hidden_layers", 32)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    if c.flag("qk_layernorm", false)? {
+        return Err(Error::Import("field `qk_layernorm`: StableLM's per-head q/k LayerNorms (one per head) are not modelled".into()));
+    }
+    let vocab = c.size("vocab_size", 50304)?;
+    let eps = c.float("layer_norm_eps", 1e-5)?;
+    c.activation("hidden_act", FfnActivation::Silu)?;
+    let (rotary, rotary_dim) = super::dense::rotary_dim(c, "partial_rotary_factor", 0.25, h / heads)?;
+    let qkv_bias = c.flag("use_qkv_bias", false)?;
+    let parallel = c.flag("use_parallel_residual", false)?;
+    let layer = TransformerLayer {
+        dropout: c.prob("hidden_dropout", 0.0)?,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        attn_out_dropout: Some(0.0),
+        activation: FfnActivation::Silu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: qkv_bias,
+        out_bias: qkv_bias.then_some(false),
+        mlp_bias: qkv_bias.then_some(false),
+        norm_bias: (!qkv_bias).then_some(true),
+        norm: NormKind::LayerNorm,
+        gated_mlp: true,
+        num_kv_heads: (kv != heads).then_some(kv),
+        rotary,
+        rotary_dim,
+        parallel: parallel.then_some(crate::layer::transformer::ParallelNorms::Shared),
+        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 6912)?)
+    };
+    let max_pos = c.size("max_position_embeddings", 4096)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("stablelm", IGNORED_LLAMA_LIKE)?;
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed: vec![],
+        layers: vec![layer; n as usize],
+        final_norm: Some(Layer::LayerNorm(crate::layer::norm::LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true })),
+        after_norm: vec![],
+        head: head_for(class, "StableLmForCausalLM", h, vocab, tied, false),
+        after_head: vec![],
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
+    }
+    .build())
+}
