@@ -278,3 +278,72 @@ pub(super) fn stablelm(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     .build())
 }
+
+/// GPT-J's module names (`modeling_gptj.py`: `transformer.wte`, `transformer.h`, `transformer.ln_f`).
+const GPTJ_MODULES: crate::import::decoder::DecoderModules =
+    crate::import::decoder::DecoderModules { embed: "transformer.wte", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" };
+
+/// `GPTJConfig` (transformers 5.24, `modeling_gptj.py`): one biased `ln_1` feeding attention and
+/// MLP in parallel, unbiased q/k/v/out projections, rotary on the first `rotary_dim` features of
+/// each head (all when null), the `fc_in`/`fc_out` MLP with biases and `activation_function`,
+/// `resid_pdrop` on both outputs, `embd_pdrop` after the embedding, `ln_f`, and an `lm_head` with a
+/// bias (its weight tied only with `tie_word_embeddings`).
+pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["GPTJForCausalLM", "GPTJModel"], "GPTJModel");
+    let h = c.size("n_embd", 4096)?;
+    let heads = c.size("n_head", 16)?;
+    divisible(h, heads)?;
+    let n = c.size("n_layer", 28)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `n_layer` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    let hd = h / heads;
+    let rotary_dim = match c.opt_int("rotary_dim")? {
+        None => None,
+        Some(r) if r == 0 || r > hd || !r.is_multiple_of(2) => {
+            return Err(Error::Import(format!("field `rotary_dim` ({r}) must be even and at most the head size ({hd})")))
+        }
+        Some(r) => (r < hd).then_some(r),
+    };
+    let vocab = c.size("vocab_size", 50400)?;
+    let eps = c.float("layer_norm_epsilon", 1e-5)?;
+    let inner = match c.opt_int("n_inner")? {
+        Some(0) => return Err(Error::Import("field `n_inner` must be at least 1".into())),
+        Some(i) => i,
+        None => h.saturating_mul(4),
+    };
+    let layer = TransformerLayer {
+        dropout: c.prob("resid_pdrop", 0.0)?,
+        attention_dropout: Some(c.prob("attn_pdrop", 0.0)?),
+        activation: c.activation("activation_function", FfnActivation::GeluNew)?,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: false,
+        mlp_bias: Some(true),
+        norm_bias: Some(true),
+        norm: NormKind::LayerNorm,
+        rotary: true,
+        rotary_dim,
+        parallel: Some(crate::layer::transformer::ParallelNorms::Shared),
+        ..presets::transformer_layer(h, heads, inner)
+    };
+    let embd = c.prob("embd_pdrop", 0.0)?;
+    let max_pos = c.size("n_positions", 2048)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("gptj", &[])?;
+    let after_embed = if embd > 0.0 { vec![crate::import::fields::dropout(embd)?] } else { vec![] };
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed,
+        layers: vec![layer; n as usize],
+        final_norm: Some(Layer::LayerNorm(crate::layer::norm::LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true })),
+        after_norm: vec![],
+        head: head_for(class, "GPTJForCausalLM", h, vocab, tied, true),
+        after_head: vec![],
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: GPTJ_MODULES,
+    }
+    .build())
+}
