@@ -6,6 +6,8 @@
 mod decoder;
 mod fields;
 mod generic;
+mod moe_cfg;
+mod moe_families;
 pub mod hf;
 pub mod hf_moe;
 
