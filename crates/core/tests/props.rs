@@ -140,7 +140,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "cross_attention" => json!({"embed_dim": a, "num_heads": k, "dropout": p, "key_bias": f1, "position_bias": f2}),
                 "relative_position_bias" => json!({"num_buckets": a, "num_heads": k, "bidirectional": f1}),
                 "lstm" | "gru" | "rnn" => json!({"input_size": a, "hidden_size": b, "num_layers": k, "bidirectional": f1, "dropout": p}),
-                "multihead_attention" => json!({"embed_dim": a, "num_heads": k, "causal": f1, "rotary": f2, "fused_qkv": f1 && f2, "sinks": f1 && !f2}),
+                "multihead_attention" => json!({"embed_dim": a, "num_heads": k, "causal": f1, "rotary": f2, "fused_qkv": f1 && f2, "sinks": f1 && !f2, "qk_norm_full": f2 && !f1}),
                 "gated_mlp" => json!({"hidden_size": a, "intermediate_size": b}),
                 "sparse_moe" => json!({"hidden_size": a, "num_experts": 2 * k, "top_k": k, "intermediate_size": b,
                     "router": if f1 { "grouped_sigmoid" } else if dim < 0 { "topk_softmax" } else { "softmax" }, "n_group": if f1 { 2 } else { 1 },

@@ -10,6 +10,7 @@
 //! | `deepseek_v3` | [`MultiHeadLatentAttention`] | dense SwiGLU on the first `first_k_dense_replace` layers, then [`SparseMoe`] with the `grouped_sigmoid` router and `n_shared_experts` |
 //! | `gpt_oss` | RMSNorm, GQA + RoPE with q/k/v/o biases (`attention_bias`), `head_dim` 64, attention sinks, `layer_types` alternating `sliding_attention` (window `sliding_window`) and `full_attention` | [`SparseMoe`] with the `topk_softmax` router (a biased linear), biased experts and the clamped SwiGLU (`swiglu_limit`, `swiglu_alpha`) |
 //! | `deepseek_v2` | as `deepseek_v3` | as `deepseek_v3` with `DeepseekV2TopkRouter` (softmax scores, no bias buffer: the `softmax` router) and V2's defaults |
+//! | `olmoe` | RMSNorm, GQA + RoPE, biases by `attention_bias`, `q_norm`/`k_norm` over the whole projections (`qk_norm_full`) | [`SparseMoe`] of `intermediate_size` experts, `softmax` router, `norm_topk_prob` |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -44,7 +45,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -64,6 +65,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "qwen3_moe" => "Qwen3Moe",
         "deepseek_v3" => "DeepseekV3",
         "deepseek_v2" => "DeepseekV2",
+        "olmoe" => "Olmoe",
         "glm4_moe" => "Glm4Moe",
         "gpt_oss" => "GptOss",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
@@ -175,9 +177,18 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
             }
         }
     }
+    let olmoe = model_type == "olmoe";
+    if olmoe {
+        // `clip_qkv`: in-place clamps of the projections, no memory
+        c.float("clip_qkv", 0.0)?;
+    }
     let (qkv_bias, out_bias, qk_norm) = match model_type {
         "mixtral" => (false, false, false),
         "qwen2_moe" => (c.flag("qkv_bias", true)?, false, false),
+        "olmoe" => {
+            let b = c.flag("attention_bias", false)?;
+            (b, b, false)
+        }
         _ => {
             let b = c.flag("attention_bias", false)?;
             (b, b, true)
@@ -202,10 +213,12 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         position_bias: false,
         contiguous_heads: false,
         sinks: false,
+        qk_norm_full: olmoe,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" => ("num_local_experts", 8),
         "qwen2_moe" => ("num_experts", 60),
+        "olmoe" => ("num_experts", 64),
         _ => ("num_experts", 128),
     };
     // Qwen3MoeConfig 5.24 writes `num_local_experts`; published Qwen3 configs `num_experts`.
@@ -238,7 +251,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         hidden_size: h,
         num_experts: experts,
         top_k,
-        intermediate_size: c.size("moe_intermediate_size", if model_type == "qwen2_moe" { 1408 } else { 768 })?,
+        // OlmoeExperts are `intermediate_size` wide
+        intermediate_size: if olmoe { dense_i } else { c.size("moe_intermediate_size", if model_type == "qwen2_moe" { 1408 } else { 768 })? },
         router: Router::Softmax,
         norm_topk_prob: c.flag("norm_topk_prob", false)?,
         n_group: 1,

@@ -81,6 +81,11 @@ pub struct MultiheadAttention {
     /// eagerly (`_supports_sdpa = False`), so it is lowered eagerly whatever `attention` says.
     #[serde(default, skip_serializing_if = "is_false")]
     pub sinks: bool,
+    /// An RMSNorm over the whole Q and K projections before the heads split (OLMoE:
+    /// `q_norm(q_proj(x))` with `num_heads × head_dim` weights, `k_norm` with
+    /// `num_kv_heads × head_dim`), instead of or besides `qk_norm`'s per-head one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm_full: bool,
 }
 
 impl MultiheadAttention {
@@ -168,6 +173,12 @@ impl MultiheadAttention {
             let named = |b: &mut Builder, role, l: Linear| { b.role = Some(role); l.lower(b, x) };
             let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
             (named(b, LinearRole::Q, proj(d, q_dim))?, named(b, LinearRole::K, key)?, named(b, LinearRole::V, proj(d, kv_dim))?)
+        };
+        let (q, k) = if self.qk_norm_full {
+            let norm = |n| RmsNorm { normalized_shape: n, eps: 1e-5, t5: false };
+            (norm(q_dim).lower(b, q)?, norm(kv_dim).lower(b, k)?)
+        } else {
+            (q, k)
         };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));

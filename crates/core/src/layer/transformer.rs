@@ -137,6 +137,7 @@ impl TransformerLayer {
             position_bias: false,
             contiguous_heads: false,
             sinks: false,
+            qk_norm_full: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
