@@ -14,8 +14,11 @@
 //! | `llama` | RMSNorm, SwiGLU `gated_mlp`, rotary, grouped-query `num_kv_heads`, untied `lm_head` unless `tie_word_embeddings` |
 //! | `vit` | patch conv (k = s = `patch_size`), flatten + transpose, `cls_token`, positions, pre-norm layers, final LayerNorm, `[CLS]` head |
 //!
-//! Other families have their own files: `hf/dense.rs` (decoders), `hf/encoders.rs` (RoBERTa,
-//! DistilBERT), `hf/seq2seq.rs` (T5, Whisper), `hf/clip.rs` (CLIP), and `hf_moe.rs`.
+//! Other families have their own files: `hf/dense.rs` (decoders), `hf/llama_variants.rs`
+//! (SmolLM3, Granite, GLM-4, StableLM, GPT-J), `hf/olmo.rs` (OLMo 2), `hf/encoders.rs` (BERT,
+//! RoBERTa, DistilBERT), `hf/seq2seq.rs` (T5, Whisper), `hf/clip.rs` (CLIP), `hf/vlm.rs` (Gemma 3's
+//! image-text model), and `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
+//! Generic `PretrainedConfig` fields are accepted alike by all (`import/generic.rs`).
 //!
 //! Sequence length of token models: BERT 128 (as the preset), decoders their context length
 //! capped at [`MAX_DEFAULT_SEQ_LEN`]; the estimate's `seq_len` overrides it.
