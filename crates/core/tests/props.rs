@@ -144,7 +144,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "gated_mlp" => json!({"hidden_size": a, "intermediate_size": b}),
                 "sparse_moe" => json!({"hidden_size": a, "num_experts": 2 * k, "top_k": k, "intermediate_size": b,
                     "router": if f1 { "grouped_sigmoid" } else if dim < 0 { "topk_softmax" } else { "softmax" }, "n_group": if f1 { 2 } else { 1 },
-                    "expert_bias": dim < 0, "activation": if dim == -1 { "clamped_swiglu" } else { "silu" },
+                    "expert_bias": dim < 0, "router_bias": dim == -2, "activation": if dim == -1 { "clamped_swiglu" } else { "silu" },
                     "topk_group": if f1 { 2 } else { 1 }, "shared_intermediate_size": if f2 { json!(c) } else { json!(null) },
                     "shared_expert_gate": f2 && !f1}),
                 "multi_head_latent_attention" => json!({"hidden_size": a, "num_heads": k, "q_lora_rank": if f1 { json!(c) } else { json!(null) },

@@ -11,6 +11,7 @@
 //! | `gpt_oss` | RMSNorm, GQA + RoPE with q/k/v/o biases (`attention_bias`), `head_dim` 64, attention sinks, `layer_types` alternating `sliding_attention` (window `sliding_window`) and `full_attention` | [`SparseMoe`] with the `topk_softmax` router (a biased linear), biased experts and the clamped SwiGLU (`swiglu_limit`, `swiglu_alpha`) |
 //! | `deepseek_v2` | as `deepseek_v3` | as `deepseek_v3` with `DeepseekV2TopkRouter` (softmax scores, no bias buffer: the `softmax` router) and V2's defaults |
 //! | `olmoe` | RMSNorm, GQA + RoPE, biases by `attention_bias`, `q_norm`/`k_norm` over the whole projections (`qk_norm_full`) | [`SparseMoe`] of `intermediate_size` experts, `softmax` router, `norm_topk_prob` |
+//! | `granitemoe` | as `mixtral`, biases by `attention_bias`; `embedding_multiplier` and `logits_scaling` as `scale` layers | [`SparseMoe`] with the `topk_softmax` router (no bias) |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -45,7 +46,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -66,6 +67,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "deepseek_v3" => "DeepseekV3",
         "deepseek_v2" => "DeepseekV2",
         "olmoe" => "Olmoe",
+        "granitemoe" => "GraniteMoe",
         "glm4_moe" => "Glm4Moe",
         "gpt_oss" => "GptOss",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
@@ -92,13 +94,38 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;
+    // Granite-MoE: `inputs_embeds * embedding_multiplier`, `logits / logits_scaling` (new
+    // tensors: `scale` layers); `residual_multiplier` scales each branch (a transient `[S, D]`
+    // saving nothing, not written out) and `attention_multiplier` is the attention's scaling
+    let granite = if model_type == "granitemoe" {
+        let m = |key: &str| -> Result<f64> {
+            match c.get(key) {
+                None => Ok(1.0),
+                Some(v) => v.as_f64().filter(|f| f.is_finite() && *f != 0.0).ok_or_else(|| Cfg::wrong(key, "a non-zero number", v)),
+            }
+        };
+        m("residual_multiplier")?;
+        m("attention_multiplier")?;
+        Some((m("embedding_multiplier")?, m("logits_scaling")?))
+    } else {
+        None
+    };
     c.finish(model_type)?;
     let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
     spec_layers.extend(group(layers, h, eps));
-    let names = module_names(head, spec_layers.len() - 1);
+    let mut names = module_names(head, spec_layers.len() - 1);
     spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }));
     if head {
         spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
+    }
+    if let Some((embedding, logits)) = granite {
+        use crate::layer::activation::Scale;
+        spec_layers.insert(1, Layer::Scale(Scale { factor: embedding }));
+        if head {
+            spec_layers.push(Layer::Scale(Scale { factor: 1.0 / logits }));
+        }
+        // the inserted scale shifts the layout the names were written for
+        names = Default::default();
     }
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -162,7 +189,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         return Err(Error::Import("field `use_sliding_window`: sliding-window attention is not modelled".into()));
     }
     c.ignore(&["max_window_layers"]);
-    if model_type == "mixtral" {
+    if matches!(model_type, "mixtral" | "granitemoe") {
         if c.opt_int("sliding_window")?.is_some() {
             return Err(Error::Import("field `sliding_window`: sliding-window attention is not modelled (null for full attention)".into()));
         }
@@ -185,7 +212,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
     let (qkv_bias, out_bias, qk_norm) = match model_type {
         "mixtral" => (false, false, false),
         "qwen2_moe" => (c.flag("qkv_bias", true)?, false, false),
-        "olmoe" => {
+        "olmoe" | "granitemoe" => {
             let b = c.flag("attention_bias", false)?;
             (b, b, false)
         }
@@ -216,7 +243,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         qk_norm_full: olmoe,
     });
     let (experts_key, experts_default) = match model_type {
-        "mixtral" => ("num_local_experts", 8),
+        "mixtral" | "granitemoe" => ("num_local_experts", 8),
         "qwen2_moe" => ("num_experts", 60),
         "olmoe" => ("num_experts", 64),
         _ => ("num_experts", 128),
@@ -226,22 +253,24 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => experts_default,
     };
-    let top_k = c.size("num_experts_per_tok", if model_type == "mixtral" { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
+    let top_k = c.size("num_experts_per_tok", if matches!(model_type, "mixtral" | "granitemoe") { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
     let dense_i = c.size("intermediate_size", d.intermediate)?;
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false, gelu_new_dropout: None });
-    if model_type == "mixtral" {
+    if matches!(model_type, "mixtral" | "granitemoe") {
         let moe = SparseMoe {
             hidden_size: h,
             num_experts: experts,
             top_k,
             intermediate_size: dense_i,
-            router: Router::SoftmaxFp32,
+            // GraniteMoeTopKRouter: top-k logits, softmax over them
+            router: if model_type == "granitemoe" { Router::TopkSoftmax } else { Router::SoftmaxFp32 },
             norm_topk_prob: true,
             n_group: 1,
             topk_group: 1,
             shared_intermediate_size: None,
             shared_expert_gate: false,
             expert_bias: false,
+            router_bias: false,
             activation: ExpertActivation::Silu,
         };
         return Ok((0..n_layers).map(|_| (attn.clone(), Layer::SparseMoe(moe.clone()))).collect());
@@ -260,6 +289,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         shared_intermediate_size: shared,
         shared_expert_gate: shared.is_some(),
         expert_bias: false,
+        router_bias: false,
         activation: ExpertActivation::Silu,
     };
     // Qwen2MoeDecoderLayer: a sparse block where `layer_idx not in mlp_only_layers and
@@ -372,6 +402,7 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64, v2: bool) -> Result<Vec
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
         expert_bias: false,
+        router_bias: false,
         activation: ExpertActivation::Silu,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", if v2 { 11008 } else { 18432 })?, bias: false, gelu_new_dropout: None });

@@ -79,6 +79,7 @@ pub(super) fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<V
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
         expert_bias: false,
+        router_bias: false,
         activation: ExpertActivation::Silu,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
@@ -176,6 +177,7 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
         shared_intermediate_size: None,
         shared_expert_gate: false,
         expert_bias: true,
+        router_bias: true,
         activation: ExpertActivation::ClampedSwiglu,
     };
     Ok(windows.into_iter().map(|w| (attn(w), Layer::SparseMoe(moe.clone()))).collect())

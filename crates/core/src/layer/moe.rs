@@ -59,8 +59,9 @@ pub enum Router {
     SoftmaxFp32,
     /// DeepSeek-V3: fp32 linear, sigmoid, bias-corrected group-limited top-k.
     GroupedSigmoid,
-    /// GPT-OSS `GptOssTopKRouter`: a linear with a bias (`bias: nn.Parameter(E)`), top-k of the
-    /// logits, softmax over the k values in the logits' dtype.
+    /// GPT-OSS `GptOssTopKRouter`, Granite-MoE `GraniteMoeTopKRouter`: a linear (with
+    /// `router_bias`, GPT-OSS's `[E]` bias), top-k of the logits, softmax over the k values in the
+    /// logits' dtype.
     TopkSoftmax,
 }
 
@@ -109,6 +110,9 @@ pub struct SparseMoe {
     /// `down_proj_bias [E, D]`, gathered per routed row and added).
     #[serde(default, skip_serializing_if = "is_false")]
     pub expert_bias: bool,
+    /// A bias on the router's linear (GPT-OSS).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub router_bias: bool,
     /// The experts' gated activation (default `silu`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub activation: ExpertActivation,
@@ -156,6 +160,9 @@ impl SparseMoe {
         }
         if self.shared_intermediate_size == Some(0) {
             return Err("`shared_intermediate_size` must be at least 1 (omit it for no shared expert)".into());
+        }
+        if self.router_bias && self.router != Router::TopkSoftmax {
+            return Err("`router_bias` belongs to the topk_softmax router".into());
         }
         if self.shared_expert_gate && self.shared_intermediate_size.is_none() {
             return Err("`shared_expert_gate` needs a shared expert (`shared_intermediate_size`)".into());
@@ -215,8 +222,8 @@ impl SparseMoe {
             (b.op("gather", &[scores], &[(Shape::new([seq, k]), dt)], &[], false, &[idx], GradRule::Alloc)[0], dt)
         } else if self.router == Router::TopkSoftmax {
             // F.linear(hidden_states, self.weight, self.bias); topk; softmax(top values, dtype=their dtype)
-            let bias = b.param(Shape::new([e]));
-            let logits = linear(b, x, w, Some(bias));
+            let bias = self.router_bias.then(|| b.param(Shape::new([e])));
+            let logits = linear(b, x, w, bias);
             let dt = b.dtype(logits);
             let top = b.op("topk", &[logits], &[(Shape::new([seq, k]), dt)], &[], false, &[idx], GradRule::Alloc)[0];
             (softmax(b, top, None), dt)
