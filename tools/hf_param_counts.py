@@ -15,7 +15,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
-        --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 distilbert mistral qwen3 roberta \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
 
 `--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
@@ -35,7 +35,7 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
          "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
-         "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe"}
+         "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
@@ -43,7 +43,7 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
 DEFAULT_KW = {"gemma3": {"vision_config": {"vision_use_head": False}, "mm_tokens_per_image": 49},
               # DeepseekV2Config's num_experts_per_tok is None (its router cannot run); DeepSeek-V2's 6
               "deepseek_v2": {"num_experts_per_tok": 6}}
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "deepseek_v2", "olmoe", "granitemoe")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "deepseek_v2", "olmoe", "granitemoe", "phimoe")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -123,6 +123,8 @@ def gen(mt):
                     num_key_value_heads=kv, num_experts_per_tok=pick(1, 2))
         if mt == "mixtral":
             base.update(num_local_experts=pick(2, 4))
+        elif mt == "phimoe":
+            base.update(num_local_experts=pick(2, 4, 8), num_experts_per_tok=2, attention_bias=pick(True, False), lm_head_bias=pick(True, False))
         elif mt == "granitemoe":
             base.update(num_local_experts=pick(2, 4, 8), attention_bias=pick(True, False), embedding_multiplier=pick(1.0, 12.0),
                         logits_scaling=pick(1.0, 6.0), residual_multiplier=pick(1.0, 0.22), attention_multiplier=pick(1.0, 0.015625))

@@ -12,6 +12,7 @@
 //! | `deepseek_v2` | as `deepseek_v3` | as `deepseek_v3` with `DeepseekV2TopkRouter` (softmax scores, no bias buffer: the `softmax` router) and V2's defaults |
 //! | `olmoe` | RMSNorm, GQA + RoPE, biases by `attention_bias`, `q_norm`/`k_norm` over the whole projections (`qk_norm_full`) | [`SparseMoe`] of `intermediate_size` experts, `softmax` router, `norm_topk_prob` |
 //! | `granitemoe` | as `mixtral`, biases by `attention_bias`; `embedding_multiplier` and `logits_scaling` as `scale` layers | [`SparseMoe`] with the `topk_softmax` router (no bias) |
+//! | `phimoe` | LayerNorms with biases, GQA + RoPE, biases by `attention_bias`, `lm_head_bias` | [`SparseMoe`]; the sparsemixer router lowered as `softmax` (its top-2 masks are `[S, E]` temporaries) |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -46,7 +47,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -68,6 +69,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "deepseek_v2" => "DeepseekV2",
         "olmoe" => "Olmoe",
         "granitemoe" => "GraniteMoe",
+        "phimoe" => "Phimoe",
         "glm4_moe" => "Glm4Moe",
         "gpt_oss" => "GptOss",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
@@ -97,6 +99,9 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     // Granite-MoE: `inputs_embeds * embedding_multiplier`, `logits / logits_scaling` (new
     // tensors: `scale` layers); `residual_multiplier` scales each branch (a transient `[S, D]`
     // saving nothing, not written out) and `attention_multiplier` is the attention's scaling
+    // PhiMoE's norms are `nn.LayerNorm`s with biases (eps `rms_norm_eps`); its `lm_head` may have a bias
+    let phimoe = model_type == "phimoe";
+    let head_bias = phimoe && c.flag("lm_head_bias", false)?;
     let granite = if model_type == "granitemoe" {
         let m = |key: &str| -> Result<f64> {
             match c.get(key) {
@@ -112,11 +117,11 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     };
     c.finish(model_type)?;
     let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
-    spec_layers.extend(group(layers, h, eps));
+    spec_layers.extend(group(layers, h, eps, phimoe));
     let mut names = module_names(head, spec_layers.len() - 1);
-    spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }));
+    spec_layers.push(final_norm(h, eps, phimoe));
     if head {
-        spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
+        spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: head_bias, tied_weight: tied }));
     }
     if let Some((embedding, logits)) = granite {
         use crate::layer::activation::Scale;
@@ -165,10 +170,19 @@ fn pick_class(prefix: &str, arch: Option<&str>) -> (bool, String) {
     }
 }
 
+/// An RMSNorm, or with `layer_norm` a LayerNorm with bias (PhiMoE).
+fn final_norm(h: u64, eps: f64, layer_norm: bool) -> Layer {
+    if layer_norm {
+        Layer::LayerNorm(crate::layer::norm::LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true })
+    } else {
+        Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })
+    }
+}
+
 /// Runs of equal layers become `repeat`s (one activation-checkpointing unit per repetition) of
 /// `residual([rms_norm, attention]), residual([rms_norm, feed-forward])`.
-fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
-    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false });
+fn group(layers: Vec<Block>, h: u64, eps: f64, layer_norm: bool) -> Vec<Layer> {
+    let norm = || final_norm(h, eps, layer_norm);
     let res = |l: Layer| Layer::Residual { body: vec![norm(), l], shortcut: None, inplace: false };
     let mut out: Vec<(u64, Block)> = Vec::new();
     for block in layers {
@@ -189,11 +203,19 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         return Err(Error::Import("field `use_sliding_window`: sliding-window attention is not modelled".into()));
     }
     c.ignore(&["max_window_layers"]);
-    if matches!(model_type, "mixtral" | "granitemoe") {
+    if model_type == "phimoe" {
+        // sparsemixer's `jitter_eps` (`router_jitter_noise`) only sets its masks' threshold;
+        // `input_jitter_noise` scales the input by fresh noise in training
+        c.float("router_jitter_noise", 0.01)?;
+        if c.float("input_jitter_noise", 0.0)? != 0.0 {
+            return Err(Error::Import("field `input_jitter_noise`: input jitter in training is not modelled (0 turns it off)".into()));
+        }
+    }
+    if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") {
         if c.opt_int("sliding_window")?.is_some() {
             return Err(Error::Import("field `sliding_window`: sliding-window attention is not modelled (null for full attention)".into()));
         }
-        if c.float("router_jitter_noise", 0.0)? != 0.0 {
+        if model_type != "phimoe" && c.float("router_jitter_noise", 0.0)? != 0.0 {
             return Err(Error::Import("field `router_jitter_noise`: router jitter in training is not modelled (0 turns it off)".into()));
         }
     } else {
@@ -212,7 +234,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
     let (qkv_bias, out_bias, qk_norm) = match model_type {
         "mixtral" => (false, false, false),
         "qwen2_moe" => (c.flag("qkv_bias", true)?, false, false),
-        "olmoe" | "granitemoe" => {
+        "olmoe" | "granitemoe" | "phimoe" => {
             let b = c.flag("attention_bias", false)?;
             (b, b, false)
         }
@@ -244,6 +266,7 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" | "granitemoe" => ("num_local_experts", 8),
+        "phimoe" => ("num_local_experts", 16),
         "qwen2_moe" => ("num_experts", 60),
         "olmoe" => ("num_experts", 64),
         _ => ("num_experts", 128),
@@ -253,17 +276,22 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => experts_default,
     };
-    let top_k = c.size("num_experts_per_tok", if matches!(model_type, "mixtral" | "granitemoe") { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
+    let top_k = c.size("num_experts_per_tok", if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
     let dense_i = c.size("intermediate_size", d.intermediate)?;
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false, gelu_new_dropout: None });
-    if matches!(model_type, "mixtral" | "granitemoe") {
+    if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") {
         let moe = SparseMoe {
             hidden_size: h,
             num_experts: experts,
             top_k,
             intermediate_size: dense_i,
             // GraniteMoeTopKRouter: top-k logits, softmax over them
-            router: if model_type == "granitemoe" { Router::TopkSoftmax } else { Router::SoftmaxFp32 },
+            // PhiMoE's sparsemixer (top-2 by masked softmaxes, `PhimoeMultiplier`): as `softmax`
+            router: match model_type {
+                "granitemoe" => Router::TopkSoftmax,
+                "phimoe" => Router::Softmax,
+                _ => Router::SoftmaxFp32,
+            },
             norm_topk_prob: true,
             n_group: 1,
             topk_group: 1,

@@ -40,6 +40,8 @@ impl Defaults {
             "gpt_oss" => Defaults { hidden: 2880, vocab: 201088, layers: 36, heads: 64, kv_heads: 8, intermediate: 2880, eps: 1e-5, max_pos: 131072 },
             // GraniteMoeConfig()
             "granitemoe" => Defaults { hidden: 4096, vocab: 32000, layers: 32, heads: 32, kv_heads: 32, intermediate: 11008, eps: 1e-6, max_pos: 2048 },
+            // PhimoeConfig()
+            "phimoe" => Defaults { hidden: 4096, vocab: 32064, layers: 32, heads: 32, kv_heads: 8, intermediate: 6400, eps: 1e-5, max_pos: 131072 },
             // OlmoeConfig()
             "olmoe" => Defaults { hidden: 2048, vocab: 50304, layers: 16, heads: 16, kv_heads: 16, intermediate: 2048, eps: 1e-5, max_pos: 4096 },
             // DeepseekV2Config()
