@@ -150,7 +150,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "multi_head_latent_attention" => json!({"hidden_size": a, "num_heads": k, "q_lora_rank": if f1 { json!(c) } else { json!(null) },
                     "kv_lora_rank": b, "qk_rope_head_dim": 2 * k, "qk_nope_head_dim": s, "v_head_dim": k + s, "rope_interleave": f2}),
                 _ => {
-                    let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else { "layer_norm" }});
+                    let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else if dim == 2 { "cohere_layer_norm" } else { "layer_norm" }});
                     // the Hugging Face switches (issue 12), some at a time
                     match dim {
                         -3 => t["head_dim"] = json!(c),

@@ -48,7 +48,7 @@ pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "clip", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "mistral", "olmo2", "opt", "phi",
+    "bert", "clip", "cohere", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "mistral", "olmo2", "opt", "phi",
     "phi3", "qwen2", "qwen3", "roberta", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper",
 ];
 
@@ -87,6 +87,7 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "stablelm" => llama_variants::stablelm(&c, arch),
         "gptj" => llama_variants::gptj(&c, arch),
         "olmo2" => olmo::olmo2(&c, arch),
+        "cohere" => llama_variants::cohere(&c, arch),
         "roberta" => encoders::roberta(&c, arch),
         "distilbert" => encoders::distilbert(&c, arch),
         "t5" => seq2seq::t5(&c, arch),
@@ -106,7 +107,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
-        ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
+        ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

@@ -357,6 +357,7 @@ fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<
     match kind {
         NormKind::RmsNorm => RmsNorm { normalized_shape: hd, eps: 1e-6, t5: false }.lower(b, x),
         NormKind::LayerNorm => LayerNorm { normalized_shape: hd, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, x),
+        NormKind::CohereLayerNorm => super::norm::cohere_layer_norm(b, x, hd),
     }
 }
 

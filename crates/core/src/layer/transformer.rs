@@ -198,6 +198,7 @@ impl TransformerLayer {
             }
             .lower(b, x),
             NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps, t5: false }.lower(b, x),
+            NormKind::CohereLayerNorm => super::norm::cohere_layer_norm(b, x, self.d_model),
         }
     }
 
