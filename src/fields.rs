@@ -151,6 +151,8 @@ const DEFERRED_OPTIONAL: &[(&str, &[&str])] = &[
     ("sparse_moe", &[]),
     ("multi_head_latent_attention", &[]),
     ("token_input", &[]),
+    ("image_tokens", &[]),
+    ("token_pool", &[]),
     ("cross_attention", &[]),
     ("relative_position_bias", &[]),
     ("contrastive", &[]),

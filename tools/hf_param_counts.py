@@ -14,6 +14,13 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --config-files crates/core/src/presets/configs/*.json
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
+    .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
+        --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
+        --out crates/core/tests/data/hf/full_dict_counts.json
+
+`--full-dict` writes each config as `to_json_string(use_diff=False)` does: every field of the
+class and of `PreTrainedConfig` (`chunk_size_feed_forward`, `problem_type`, …), as users save it
+with `config.to_dict()`; the random distilbert configs set `sinusoidal_pos_embds` at random.
 """
 import argparse
 import json
@@ -26,7 +33,17 @@ from transformers import AutoConfig
 STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma2",
          "gemma3_text": "Gemma3", "phi": "Phi", "phi3": "Phi3", "gpt_neox": "GPTNeoX", "falcon": "Falcon",
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
-         "t5": "T5", "whisper": "Whisper", "clip": "CLIP"}
+         "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
+         "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
+         "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe", "cohere": "Cohere"}
+# class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
+# pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
+# which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
+# the class builds, its forward fails); 49 tokens pool it by 2
+DEFAULT_KW = {"gemma3": {"vision_config": {"vision_use_head": False}, "mm_tokens_per_image": 49},
+              # DeepseekV2Config's num_experts_per_tok is None (its router cannot run); DeepSeek-V2's 6
+              "deepseek_v2": {"num_experts_per_tok": 6}}
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "deepseek_v2", "olmoe", "granitemoe", "phimoe")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
 
@@ -37,7 +54,7 @@ def classes(mt):
         return stem + "ForSequenceClassification", stem + "Model"
     if mt == "clip":
         return "CLIPModel", "CLIPModel"
-    if mt in SEQ2SEQ:
+    if mt in SEQ2SEQ or mt == "gemma3":
         return stem + "ForConditionalGeneration", stem + "Model"
     return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
 def gen(mt):
@@ -101,6 +118,82 @@ def gen(mt):
     elif mt == "distilbert":
         base = dict(vocab_size=RND.randint(50, 3000), n_layers=L, dim=heads*hd, n_heads=heads, hidden_dim=RND.randint(8, 300),
                     max_position_embeddings=RND.randint(16, 600), num_labels=RND.randint(1, 5))
+    elif mt in MOE:
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, num_experts_per_tok=pick(1, 2))
+        if mt == "mixtral":
+            base.update(num_local_experts=pick(2, 4))
+        elif mt == "phimoe":
+            base.update(num_local_experts=pick(2, 4, 8), num_experts_per_tok=2, attention_bias=pick(True, False), lm_head_bias=pick(True, False))
+        elif mt == "granitemoe":
+            base.update(num_local_experts=pick(2, 4, 8), attention_bias=pick(True, False), embedding_multiplier=pick(1.0, 12.0),
+                        logits_scaling=pick(1.0, 6.0), residual_multiplier=pick(1.0, 0.22), attention_multiplier=pick(1.0, 0.015625))
+        elif mt == "olmoe":
+            base.update(num_experts=pick(2, 4, 8), attention_bias=pick(True, False), norm_topk_prob=pick(True, False),
+                        clip_qkv=pick(None, 8.0))
+        elif mt == "deepseek_v2":
+            base.update(n_routed_experts=pick(4, 8), moe_intermediate_size=RND.randint(8, 100), first_k_dense_replace=RND.randint(0, L),
+                        n_shared_experts=pick(0, 1, 2), q_lora_rank=pick(None, 16, 32), kv_lora_rank=pick(8, 16), qk_rope_head_dim=pick(4, 8),
+                        qk_nope_head_dim=pick(8, 16), v_head_dim=pick(8, 16), topk_method=pick("greedy", "group_limited_greedy"),
+                        n_group=2, topk_group=1, attention_bias=pick(True, False))
+            del base["num_key_value_heads"]
+        elif mt == "deepseek_v3":
+            base.update(n_routed_experts=pick(4, 8), moe_intermediate_size=RND.randint(8, 100), n_group=pick(1, 2), topk_group=1,
+                        first_k_dense_replace=RND.randint(0, L), n_shared_experts=pick(0, 1, 2), q_lora_rank=pick(None, 16, 32),
+                        kv_lora_rank=pick(8, 16), qk_rope_head_dim=pick(4, 8), qk_nope_head_dim=pick(8, 16), v_head_dim=pick(8, 16))
+            del base["num_key_value_heads"]
+        elif mt == "gpt_oss":
+            base.update(num_local_experts=pick(2, 4, 8), head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                        sliding_window=pick(16, 128), layer_types=[pick("sliding_attention", "full_attention") for _ in range(L)])
+        elif mt == "glm4_moe":
+            base.update(n_routed_experts=pick(2, 4, 8), moe_intermediate_size=RND.randint(8, 100), n_shared_experts=pick(0, 1, 2),
+                        first_k_dense_replace=RND.randint(0, L), head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                        use_qk_norm=pick(True, False), partial_rotary_factor=pick(0.5, 1.0, 0.25), norm_topk_prob=pick(True, False))
+        else:
+            base.update(num_experts=pick(2, 4), moe_intermediate_size=RND.randint(8, 100), norm_topk_prob=pick(True, False),
+                        decoder_sparse_step=pick(1, 2), mlp_only_layers=pick([], [0]))
+            if mt == "qwen2_moe": base.update(shared_expert_intermediate_size=RND.randint(8, 100))
+            if mt == "qwen3_moe": base.update(attention_bias=pick(True, False), head_dim=pick(8, 16, 32))
+    elif mt == "smollm3":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False), mlp_bias=pick(True, False),
+                    no_rope_layer_interval=pick(1, 2, 4), use_sliding_window=pick(True, False), sliding_window=pick(None, 64))
+    elif mt == "cohere":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False), logit_scale=pick(0.0625, 0.125))
+    elif mt == "olmo2":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False))
+    elif mt == "gptj":
+        base = dict(vocab_size=RND.randint(50, 3000), n_embd=heads*hd, n_head=heads, n_layer=L, n_inner=pick(None, RND.randint(8, 300)),
+                    rotary_dim=pick(hd // 2 if hd // 2 % 2 == 0 else hd, hd), tie_word_embeddings=pick(True, False),
+                    activation_function=pick("gelu_new", "gelu"), resid_pdrop=pick(0.0, 0.1), embd_pdrop=pick(0.0, 0.1))
+    elif mt == "stablelm":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, use_qkv_bias=pick(True, False), use_parallel_residual=pick(True, False),
+                    partial_rotary_factor=pick(0.25, 0.5, 1.0), hidden_dropout=pick(0.0, 0.1))
+    elif mt == "glm4":
+        base.update(hidden_size=heads*hd*pick(1, 2), intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                    partial_rotary_factor=pick(0.5, 1.0, 0.25))
+    elif mt == "granite":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False), mlp_bias=pick(True, False),
+                    embedding_multiplier=pick(1.0, 12.0), logits_scaling=pick(1.0, 8.0), residual_multiplier=pick(1.0, 0.22),
+                    attention_multiplier=pick(1.0, 0.0078125))
+    elif mt == "gemma3":
+        patch, side, per = pick(2, 4, 8), pick(4, 8), pick(1, 2, 4)
+        vheads, vhd = pick(1, 2, 4), pick(8, 16)
+        vision = dict(hidden_size=vheads*vhd, num_attention_heads=vheads, intermediate_size=RND.randint(8, 200),
+                      num_hidden_layers=RND.randint(1, 3), image_size=patch*side, patch_size=patch, vision_use_head=False,
+                      num_channels=pick(1, 3))
+        text = dict(vocab_size=RND.randint(50, 3000), hidden_size=heads*hd, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=L, num_attention_heads=heads, num_key_value_heads=kv, head_dim=pick(8, 16, 32),
+                    sliding_window=pick(16, 512))
+        base = dict(vision_config=vision, text_config=text, mm_tokens_per_image=(side // per) ** 2 if side % per == 0 else 1,
+                    tie_word_embeddings=pick(True, False))
+    if mt == "distilbert" and FULL_DICT:
+        base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":
         base["pad_token_id"] = 1
     return base
@@ -111,7 +204,10 @@ def count(mt, arch, kwargs):
     cfg.architectures = [arch]
     with torch.device("meta"):
         model = getattr(transformers, arch)(cfg)
-    config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
+    if FULL_DICT:
+        config = json.loads(cfg.to_json_string(use_diff=False))
+    else:
+        config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
     return {"architecture": arch, "params": sum(p.numel() for p in model.parameters()), "config": config}
 
 
@@ -123,7 +219,10 @@ def main():
     ap.add_argument("--types", nargs="+", metavar="MODEL_TYPE", help="only these; add them to an existing --out")
     ap.add_argument("--config-files", nargs="+", metavar="JSON",
                     help="instead: count each config.json as its `architectures` class, {file stem: params}")
+    ap.add_argument("--full-dict", action="store_true", help="configs as to_json_string(use_diff=False) writes them")
     args = ap.parse_args()
+    global FULL_DICT
+    FULL_DICT = args.full_dict
     if args.config_files:
         out = {}
         for path in args.config_files:
@@ -136,11 +235,13 @@ def main():
             json.dump(out, f, indent=1, sort_keys=True)
         return
     RND.seed(args.seed)
-    out = json.load(open(args.out)) if args.types else {}
+    out = json.load(open(args.out)) if args.types and not args.full_dict else {}
     for mt in args.types or STEMS:
         head, base = classes(mt)
-        out[f"{mt}-default"] = count(mt, head, {})
-        out[f"{mt}-base"] = count(mt, base, {})
+        # --full-dict: the default distilbert with sinusoidal positions (the random ones draw it)
+        extra = {"sinusoidal_pos_embds": True} if FULL_DICT and mt == "distilbert" else {}
+        out[f"{mt}-default"] = count(mt, head, {**DEFAULT_KW.get(mt, {}), **extra})
+        out[f"{mt}-base"] = count(mt, base, DEFAULT_KW.get(mt, {}))
         for i in range(args.per_type):
             arch = pick(head, base) if mt in ENCODERS else pick(head, head, base)
             out[f"{mt}-{i}"] = count(mt, arch, gen(mt))
@@ -150,6 +251,7 @@ def main():
 
 
 RND = random.Random()
+FULL_DICT = False
 
 
 def pick(*xs):

@@ -13,6 +13,7 @@ from run to run (timings): it is regenerated but not compared by `--check`.
 
     python3 tools/readme.py            # rewrite README.md in place
     python3 tools/readme.py --check    # exit 1, with a diff, if a checked section is out of date
+    python3 tools/readme.py --checked-only   # rewrite the checked sections, keep the timings
 """
 import difflib
 import re
@@ -38,11 +39,12 @@ def run(cmd: str) -> str:
 
 def main() -> int:
     check = "--check" in sys.argv[1:]
+    keep_timings = "--checked-only" in sys.argv[1:]
     text = README.read_text()
     stale = []
 
     def regenerate(m: re.Match) -> str:
-        if check and m["unchecked"]:
+        if (check or keep_timings) and m["unchecked"]:
             return m.group(0)  # timings: regenerated on request, never compared
         body = run(m["cmd"])
         if check and not m["unchecked"] and body != m["body"]:

@@ -343,8 +343,10 @@ pub fn read_answer(hub: &HubRef, status: u16, body: &str, with_token: bool) -> R
     let value: serde_json::Value =
         serde_json::from_str(body).map_err(|e| HubError::Import { id: id.clone(), message: format!("config.json is not valid JSON: {e}") })?;
     if let Some(t) = value.get("model_type").and_then(|t| t.as_str()) {
-        if !hf::MODEL_TYPES.contains(&t) {
-            return Err(HubError::Unsupported { id, model_type: t.chars().take(64).collect(), supported: hf::MODEL_TYPES.join(", ") });
+        let moe = crate::import::hf_moe::MODEL_TYPES;
+        if !hf::MODEL_TYPES.contains(&t) && !moe.contains(&t) {
+            let supported = format!("{}, {}", hf::MODEL_TYPES.join(", "), moe.join(", "));
+            return Err(HubError::Unsupported { id, model_type: t.chars().take(64).collect(), supported });
         }
     }
     let mut spec = hf::from_config_json(body).map_err(|e| HubError::Import { id: id.clone(), message: e.to_string() })?;

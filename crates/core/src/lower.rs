@@ -90,6 +90,9 @@ pub struct Builder {
     /// The first stream's output that a `token_input` layer set aside: what `cross_attention`
     /// and `contrastive` layers read (the encoder's output, the other tower's embedding).
     pub memory: Option<ValueId>,
+    /// The estimate's sequence length when the spec's input is not a sequence (an image): a
+    /// `token_input` with `prompt` runs at it (a vision-language model's prompt).
+    pub prompt_len: Option<u64>,
     /// The current stack's relative position bias (`relative_position_bias`, T5).
     pub position_bias: Option<ValueId>,
     /// Running count of trainable parameter elements.
@@ -113,7 +116,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {

@@ -74,6 +74,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         return Err(Error::TooLarge(format!("an input of {} values per sample", input_shape.numel())));
     }
     let mut b = Builder::new(opts);
+    b.prompt_len = seq_len.filter(|_| !spec.is_sequence_input());
     let dtype = match spec.input.dtype {
         InputDType::Int64 => DType::I64,
         InputDType::Float32 => b.float_dtype(),
@@ -471,6 +472,7 @@ mod tests {
     fn every_kind_has_an_example_that_lowers() {
         let inputs = [
             (vec![128], InputDType::Float32),
+            (vec![16, 128], InputDType::Float32),
             (vec![16, 8, 8], InputDType::Float32),
             (vec![16, 8], InputDType::Float32),
             (vec![8, 128], InputDType::Float32),
@@ -483,6 +485,11 @@ mod tests {
                 // cross-attention reads the memory a `token_input` sets aside: the test input is it
                 let layers = match *kind {
                     "contrastive" => vec![Layer::example("token_input").unwrap(), serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(), serde_json::from_str(r#"{"kind": "select_token"}"#).unwrap(), layer.clone()],
+                    "image_tokens" => vec![
+                        Layer::example("token_input").unwrap(),
+                        serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
+                        layer.clone(),
+                    ],
                     "cross_attention" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),

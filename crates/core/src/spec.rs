@@ -23,11 +23,13 @@ use crate::layer::{
 };
 #[cfg(feature = "typed-layers")]
 use crate::layer::{
-    attention::{MultiheadAttention, TransformerLayer},
+    attention::MultiheadAttention,
+    transformer::TransformerLayer,
     mla::MultiHeadLatentAttention,
     moe::SparseMoe,
     recurrent::Recurrent,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
+    vision::{ImageTokens, TokenPool},
 };
 use crate::lower::Builder;
 use crate::path::Slot;
@@ -285,6 +287,11 @@ typed {
     /// Sets the output aside as the memory (the encoder's) and starts a stream of `seq_len` token
     /// ids (the decoder's input).
     TokenInput(l: TokenInput) = "token_input", r#"{"seq_len":8}"#, |b, x| l.lower(b, x);
+    /// Writes the memory a `token_input` set aside (a vision tower's image tokens) into the token
+    /// embeddings at the image placeholders (vision-language models).
+    ImageTokens(l: ImageTokens) = "image_tokens", r#"{"embed_dim":128}"#, |b, x| l.lower(b, x);
+    /// Average pooling of a square patch grid's tokens (Gemma 3's projector): `[grid², D]` → `[(grid/kernel)², D]`.
+    TokenPool(l: TokenPool) = "token_pool", r#"{"grid":4,"kernel":2}"#, |b, x| l.lower(b, x);
     /// Attention to the memory a `token_input` set aside (encoder–decoder cross-attention).
     CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).

@@ -124,3 +124,26 @@ fn dequantised_temporaries_follow_the_kernels() {
     assert_eq!(scratch("gptq-int4", 4096), (0, 0));
     assert_eq!(scratch("int8", 512), (0, 512 * (4096 + 4 + 4096 * 4)));
 }
+
+/// gpt-oss-20b as published, with its `quantization_config` (`quant_method: "mxfp4"`): the 24 × 32
+/// expert stacks (`[E, 5760, 2880]` and `[E, 2880, 2880]`: 19,110,297,600 weights) stored as
+/// transformers' `integrations/mxfp4.py` loads them (`_blocks` uint8 `[…, in / 32, 16]`,
+/// `_scales` uint8 `[…, in / 32]`: 17 bytes per 32), the other 1,804,459,584 parameters
+/// (attention, router, embeddings, head, expert biases, norms) in bf16: 13,761,264,768 bytes, the
+/// checkpoint's ~13.8 GB.
+#[test]
+fn gpt_oss_mxfp4_experts_are_stored_as_the_checkpoint() {
+    let mut cfg: serde_json::Value = serde_json::from_str(vramcalc_core::presets::hf_config("gpt-oss-20b").unwrap()).unwrap();
+    cfg["quantization_config"] = serde_json::json!({"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"});
+    let text = cfg.to_string();
+    let format = vramcalc_core::formats::hf::weights_of_config_json(&text).unwrap();
+    assert_eq!(format, Some(WeightFormat::Mxfp4));
+    let spec = vramcalc_core::import::hf::from_config_json(&text).unwrap();
+    let (params, bytes) = weights_in(&spec, "mxfp4", Precision::Bf16);
+    assert_eq!(params, 20_914_757_184);
+    let experts: u64 = 24 * 32 * (5760 * 2880 + 2880 * 2880);
+    assert_eq!(experts, 19_110_297_600);
+    assert_eq!(bytes, experts / 32 * 17 + (params - experts) * 2);
+    assert_eq!(bytes, 13_761_264_768);
+    assert_eq!(WeightFormat::parse("mxfp4").unwrap().name(), "mxfp4");
+}

@@ -123,6 +123,20 @@ fn config(t: &'static str) -> impl Strategy<Value = Value> {
     )
 }
 
+#[test]
+fn spec_format_gpt_oss_example_has_the_documented_count() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").skip(1).filter_map(|b| b.split("```").next()).find(|b| b.contains("\"clamped_swiglu\"")).unwrap();
+    let spec = ModelSpec::from_json(&format!(r#"{{"input": {{"shape": [16, 64]}}, "layers": {block}}}"#)).unwrap();
+    // q 64·128 + 128, k and v 64·64 + 64 each, o 128·64 + 64, 4 sinks; router 4·64 + 4,
+    // gate_up 4·128·64 + 4·128, down 4·64·64 + 4·64
+    let attn = 64 * 128 + 128 + 2 * (64 * 64 + 64) + 128 * 64 + 64 + 4;
+    let moe = 4 * 64 + 4 + 4 * 128 * 64 + 4 * 128 + 4 * 64 * 64 + 4 * 64;
+    assert_eq!(params(&spec), attn + moe);
+    assert_eq!(params(&spec), 75_080);
+    assert!(doc.contains("75,080") && doc.contains("24,896") && doc.contains("50,180"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 

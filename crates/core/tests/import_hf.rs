@@ -193,7 +193,7 @@ fn training_step_peaks_match_traced_pytorch() {
         assert!(err.abs() <= 3.0, "{} {} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"], r["dtype"]);
         n += 1;
     }
-    assert_eq!(n, 44);
+    assert_eq!(n, 73);
 }
 
 #[test]
@@ -208,4 +208,63 @@ fn eager_attention_soft_capping_saves_the_tanh_output() {
     // one more H·S·S fp32 tensor (4·32·32·4 B) saved for backward, eager only (SDPA ignores the cap)
     assert!(peak(r#", "logit_softcap": 50.0"#, Eager) >= peak("", Eager) + 4 * 32 * 32 * 4);
     assert_eq!(peak(r#", "logit_softcap": 50.0"#, Sdpa), peak("", Sdpa));
+}
+
+/// `full_dict_counts.json` (`tools/hf_param_counts.py --full-dict`): each config as
+/// `to_json_string(use_diff=False)` writes it — every `PreTrainedConfig` field included
+/// (`chunk_size_feed_forward`, `problem_type`, `is_encoder_decoder`, …) — for the MoE types, a
+/// dense decoder and two encoders (DistilBERT with `sinusoidal_pos_embds` at random): every
+/// importer accepts the generic fields alike, and the counts stay exact.
+#[test]
+fn full_to_dict_configs_import_with_exact_counts() {
+    let all: serde_json::Value = serde_json::from_str(&data("full_dict_counts.json")).unwrap();
+    let all = all.as_object().unwrap();
+    for t in ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "olmoe", "granitemoe", "phimoe", "glm4_moe", "gpt_oss", "gemma3", "smollm3", "granite", "glm4", "stablelm", "gptj", "olmo2", "cohere", "distilbert", "mistral", "qwen3", "roberta"] {
+        assert!(all.contains_key(&format!("{t}-default")), "{t}");
+    }
+    assert!(all.values().any(|w| w["config"]["sinusoidal_pos_embds"] == true));
+    for (name, want) in all {
+        assert!(want["config"].get("chunk_size_feed_forward").is_some(), "{name}: a full dict");
+        let spec = import(&want["config"].to_string());
+        assert_eq!(spec.name.as_deref(), want["architecture"].as_str(), "{name}");
+        assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{name}");
+    }
+}
+
+/// A generic field is inert where the family's code never reads it and an error naming it
+/// where it would change memory; a field no importer models stays an error.
+#[test]
+fn generic_fields_that_change_memory_are_refused_by_name() {
+    let moe = r#"{"model_type": "mixtral", "num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, FIELD}"#;
+    for field in [r#""chunk_size_feed_forward": 64"#, r#""add_cross_attention": true"#, r#""problem_type": "regression""#, r#""do_sample": true"#] {
+        import(&moe.replace("FIELD", field));
+    }
+    for field in [r#""per_layer_config": {"0": {"intermediate_size": 32}}"#, r#""num_experts_everywhere": 3"#] {
+        let m = import_err(&moe.replace("FIELD", field));
+        let key = field.split('"').nth(1).unwrap();
+        assert!(m.contains(&format!("`{key}`")), "{m}");
+    }
+    let roberta = r#"{"model_type": "roberta", "num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 64, "num_attention_heads": 4, "vocab_size": 100, FIELD}"#;
+    import(&roberta.replace("FIELD", r#""chunk_size_feed_forward": 0"#));
+    for field in [r#""chunk_size_feed_forward": 64"#, r#""add_cross_attention": true"#] {
+        let m = import_err(&roberta.replace("FIELD", field));
+        let key = field.split('"').nth(1).unwrap();
+        assert!(m.contains(&format!("`{key}`")) && m.contains("memory"), "{m}");
+    }
+}
+
+#[test]
+fn spec_format_vlm_example_has_its_documented_count_and_follows_seq_len() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").skip(1).filter_map(|b| b.split("```").next()).find(|b| b.contains("\"tiny-vlm\"")).unwrap();
+    let spec = ModelSpec::from_json(block).unwrap();
+    // patch conv, positions, one tower layer (4 projections with biases, two MLP linears with
+    // biases, two LayerNorms), projection, embedding and head
+    let tower = 4 * (64 * 64 + 64) + 2 * 64 * 128 + 128 + 64 + 4 * 64;
+    assert_eq!(params(&spec), 3 * 8 * 8 * 64 + 64 + 16 * 64 + tower + 64 * 128 + 2 * 100 * 128);
+    assert_eq!(params(&spec), 80_640);
+    assert!(doc.contains("80,640"));
+    // the prompt follows the estimate's sequence length: a longer one costs more activations
+    let peak = |s| Prepared::new(&spec, &TrainConfig { batch: 2, seq_len: Some(s), ..TrainConfig::default() }).unwrap().estimate().peak_bytes;
+    assert!(peak(64) > peak(32));
 }

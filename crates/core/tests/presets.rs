@@ -150,6 +150,14 @@ fn published_config_counts() {
         ("phi-3-mini", 3_821_079_552),
         ("mixtral-8x7b", 46_702_792_704),
         ("deepseek-v3", 671_026_404_352),
+        ("qwen3-8b", 8_190_735_360),
+        ("qwen3-32b", 32_762_123_264),
+        ("qwen3-30b-a3b", 30_532_122_624),
+        ("qwen3-235b-a22b", 235_093_634_560),
+        ("glm-4.5-air", 106_852_245_504),
+        ("gpt-oss-20b", 20_914_757_184),
+        ("gpt-oss-120b", 116_829_156_672),
+        ("gemma-3-27b", 27_432_406_640),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

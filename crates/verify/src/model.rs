@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Device, Layout, Module, ModuleT, Shape, Tensor, D};
 use candle_nn::{VarBuilder, VarMap};
 use vramcalc_core::layer::activation::GeluApprox;
-use vramcalc_core::layer::attention::{FfnActivation, TransformerLayer};
+use vramcalc_core::layer::transformer::{FfnActivation, TransformerLayer};
 use vramcalc_core::layer::args::{NamedPadding, Padding};
 use vramcalc_core::spec::Layer;
 

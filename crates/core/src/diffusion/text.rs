@@ -6,7 +6,7 @@
 
 use super::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::layer::attention::FfnActivation;
+use crate::layer::activation::FfnActivation;
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
@@ -56,7 +56,7 @@ pub fn clip(c: &Cfg, projection: bool) -> Result<TextEncoder> {
         "gelu" => FfnActivation::Gelu,
         other => return Err(Error::Import(format!("{}: `hidden_act` {other} is not supported (quick_gelu, gelu)", c.class))),
     };
-    let tl = crate::layer::attention::TransformerLayer {
+    let tl = crate::layer::transformer::TransformerLayer {
         dropout: 0.0,
         attention_dropout: Some(0.0),
         activation,

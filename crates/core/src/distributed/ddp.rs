@@ -13,7 +13,7 @@
 //! works in place. Measured: `shared/reference/llm/README.md` section C (world size 2).
 
 use super::layout::Layout;
-use super::{DistBreakdown, Rank};
+use super::setup::{DistBreakdown, ModelStates, Rank};
 use crate::config::{Mode, TrainConfig};
 use crate::memory::simulate::Phase;
 use crate::memory::breakdown::Breakdown;
@@ -90,10 +90,10 @@ impl Rank for Ddp {
         self.opt
     }
 
-    fn model_states(&self) -> super::ModelStates {
+    fn model_states(&self) -> ModelStates {
         let p = self.layout.bytes();
         let grads = if self.view { self.total() } else { self.total().saturating_add(self.layout.trainable_bytes()) };
-        super::ModelStates { parameters: p, gradients: grads, optimizer: self.opt.state, host: 0 }
+        ModelStates { parameters: p, gradients: grads, optimizer: self.opt.state, host: 0 }
     }
 
     fn detail(&self, _: Phase, _: Option<u32>) -> DistBreakdown {

@@ -26,7 +26,7 @@
 //! computes (implicit prefetch), keeping up to one more unit gathered; not modelled.
 
 use super::layout::{Layout, Param};
-use super::{DistBreakdown, DistConfig, Rank};
+use super::setup::{DistBreakdown, DistConfig, ModelStates, Rank};
 use crate::config::TrainConfig;
 use crate::memory::simulate::Phase;
 use crate::memory::breakdown::Breakdown;
@@ -193,8 +193,8 @@ impl Rank for Fsdp {
         self.opt
     }
 
-    fn model_states(&self) -> super::ModelStates {
-        super::ModelStates { parameters: self.shard.iter().sum(), gradients: self.grad_shard.iter().sum(), optimizer: self.opt.state, host: 0 }
+    fn model_states(&self) -> ModelStates {
+        ModelStates { parameters: self.shard.iter().sum(), gradients: self.grad_shard.iter().sum(), optimizer: self.opt.state, host: 0 }
     }
 
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {

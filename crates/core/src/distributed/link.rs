@@ -13,7 +13,7 @@
 //! | `off` | `offload` | `optimizer` `params` |
 //! | `sp` | `sequence_parallel` | `1` / `0` |
 
-use super::{DistConfig, MpDtype, Offload, Strategy, MAX_GPUS};
+use super::setup::{DistConfig, MpDtype, Offload, Strategy, MAX_GPUS};
 
 /// The keys this module owns.
 pub const KEYS: [&str; 9] = ["n", "st", "tp", "bv", "raf", "fpd", "frd", "off", "sp"];

@@ -25,7 +25,7 @@
 //! layer earlier. Not measured on this machine (DeepSpeed needs CUDA): modelled.
 
 use super::layout::Layout;
-use super::{DistBreakdown, DistConfig, Offload, Rank, Strategy};
+use super::setup::{DistBreakdown, DistConfig, ModelStates, Offload, Rank, Strategy};
 use crate::config::TrainConfig;
 use crate::memory::optimizer;
 use crate::memory::simulate::Phase;
@@ -225,7 +225,7 @@ impl Rank for Zero {
         }
     }
 
-    fn model_states(&self) -> super::ModelStates {
+    fn model_states(&self) -> ModelStates {
         let s = self.state(Phase::Optimizer, None);
         let offload = self.offload != Offload::None;
         let parameters = if self.stage == 3 {
@@ -237,7 +237,7 @@ impl Rank for Zero {
         let gradients = if self.stage == 1 { self.layout.trainable_bytes() } else { s.partition_grads };
         let fp32_grad = if self.master > 0 { self.part.saturating_mul(4) } else { 0 };
         let optimizer = if offload { 0 } else { self.master.saturating_add(self.state.state).saturating_add(fp32_grad) };
-        super::ModelStates { parameters, gradients, optimizer, host: self.host_bytes() }
+        ModelStates { parameters, gradients, optimizer, host: self.host_bytes() }
     }
 
     fn detail(&self, phase: Phase, op: Option<u32>) -> DistBreakdown {

@@ -6,6 +6,7 @@
 //! | `gptq` | `bits` (4, 8), `group_size` (-1: one group) (`GPTQConfig`) | `gptq-int4`, `gptq-int8` |
 //! | `awq` | `bits` 4, `group_size`, `version` `gemm` (`AwqConfig`) | `awq-int4` |
 //! | `fp8` | `weight_block_size` (`FineGrainedFP8Config`; absent: per tensor, vLLM's `Fp8Config`) | `fp8-block128`, `fp8` |
+//! | `mxfp4` | (`Mxfp4Config`: the experts only; GPT-OSS) | `mxfp4` |
 //!
 //! Anything else is an error naming the method.
 
@@ -61,8 +62,9 @@ pub fn from_quantization_config(q: &Value) -> Result<WeightFormat> {
             }
             Some(v) => Err(err(format!("fp8 weight_block_size {v} is not a square block"))),
         },
+        "mxfp4" => Ok(WeightFormat::Mxfp4),
         other => Err(err(format!(
-            "quantization `{other}` is not modelled (bitsandbytes, gptq, awq, fp8 are); choose the weights with --weights"
+            "quantization `{other}` is not modelled (bitsandbytes, gptq, awq, fp8, mxfp4 are); choose the weights with --weights"
         ))),
     }
 }

@@ -46,6 +46,13 @@ pub enum WeightFormat {
     Awq { group_size: u64 },
     /// A llama.cpp GGUF recipe.
     Gguf(GgufRecipe),
+    /// MXFP4 mixture-of-experts stacks (GPT-OSS's checkpoints: `quant_method: "mxfp4"`):
+    /// transformers' `integrations/mxfp4.py` stores each expert matrix as `…_blocks` uint8
+    /// `[E, out, in / 32, 16]` (two 4-bit values a byte) and `…_scales` uint8 `[E, out, in / 32]`
+    /// (one E8M0 exponent per 32): 17 bytes per 32 weights. Everything else — attention, router,
+    /// embeddings, `lm_head` (the checkpoints' `modules_to_not_convert`), biases, norms — stays in
+    /// the compute dtype.
+    Mxfp4,
 }
 
 /// Default GPTQ/AWQ group size (`QuantizeConfig.group_size`, AutoAWQ `q_group_size`).
@@ -99,6 +106,7 @@ impl WeightFormat {
             "bf16" => WeightFormat::Float(DType::Bf16),
             "fp8" => WeightFormat::Fp8 { block: None },
             "fp8-block128" => WeightFormat::Fp8 { block: Some(128) },
+            "mxfp4" => WeightFormat::Mxfp4,
             "int8" => WeightFormat::BnbInt8,
             "nf4" => WeightFormat::Bnb4 { nf4: true, double_quant: false },
             "nf4-dq" => WeightFormat::Bnb4 { nf4: true, double_quant: true },
@@ -124,6 +132,7 @@ impl WeightFormat {
             WeightFormat::Float(DType::Bf16) => "bf16".into(),
             WeightFormat::Float(_) => "fp32".into(),
             WeightFormat::Fp8 { block: None } => "fp8".into(),
+            WeightFormat::Mxfp4 => "mxfp4".into(),
             WeightFormat::Fp8 { block: Some(b) } => format!("fp8-block{b}"),
             WeightFormat::BnbInt8 => "int8".into(),
             WeightFormat::Bnb4 { nf4, double_quant } => {
@@ -158,6 +167,10 @@ impl WeightFormat {
                 };
             }
         };
+        if let WeightFormat::Mxfp4 = self {
+            // expert stacks only: 16 bytes of packed values and one scale byte per 32 weights
+            return if mats != 1 { mats.saturating_mul(out).saturating_mul(inp.div_ceil(32)).saturating_mul(17) } else { plain };
+        }
         if mats != 1 {
             // every format quantises each matrix of the stack alike (GGUF rows run on: `ne[0]` = in)
             let one = self.tensor_bytes(role, &[out, inp], dtype);
@@ -170,6 +183,7 @@ impl WeightFormat {
         }
         match self {
             WeightFormat::Float(d) => n.saturating_mul(d.size()),
+            WeightFormat::Mxfp4 => plain,
             WeightFormat::Gguf(recipe) => gguf_bytes(recipe, role, out, inp),
             _ if !matches!(role, TensorRole::BlockLinear { .. }) => plain,
             WeightFormat::Fp8 { block } => {

@@ -8,6 +8,15 @@
 //! | `qwen2_moe` | RMSNorm, GQA + RoPE, q/k/v biases (`qkv_bias`), no `o_proj` bias | [`SparseMoe`] + shared expert and `shared_expert_gate`; dense `intermediate_size` MLP on `mlp_only_layers` and off `decoder_sparse_step` |
 //! | `qwen3_moe` | as `qwen2_moe` plus per-head RMSNorm on q and k (`q_norm`, `k_norm`), `attention_bias` | [`SparseMoe`], no shared expert |
 //! | `deepseek_v3` | [`MultiHeadLatentAttention`] | dense SwiGLU on the first `first_k_dense_replace` layers, then [`SparseMoe`] with the `grouped_sigmoid` router and `n_shared_experts` |
+//! | `gpt_oss` | RMSNorm, GQA + RoPE with q/k/v/o biases (`attention_bias`), `head_dim` 64, attention sinks, `layer_types` alternating `sliding_attention` (window `sliding_window`) and `full_attention` | [`SparseMoe`] with the `topk_softmax` router (a biased linear), biased experts and the clamped SwiGLU (`swiglu_limit`, `swiglu_alpha`) |
+//! | `deepseek_v2` | as `deepseek_v3` | as `deepseek_v3` with `DeepseekV2TopkRouter` (softmax scores, no bias buffer: the `softmax` router) and V2's defaults |
+//! | `olmoe` | RMSNorm, GQA + RoPE, biases by `attention_bias`, `q_norm`/`k_norm` over the whole projections (`qk_norm_full`) | [`SparseMoe`] of `intermediate_size` experts, `softmax` router, `norm_topk_prob` |
+//! | `granitemoe` | as `mixtral`, biases by `attention_bias`; `embedding_multiplier` and `logits_scaling` as `scale` layers | [`SparseMoe`] with the `topk_softmax` router (no bias) |
+//! | `phimoe` | LayerNorms with biases, GQA + RoPE, biases by `attention_bias`, `lm_head_bias` | [`SparseMoe`]; the sparsemixer router lowered as `softmax` (its top-2 masks are `[S, E]` temporaries) |
+//! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
+//!
+//! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
+//! GLM-4.5's 128 at 4096 × 96): every `…Attention` reads `getattr(config, "head_dim", hidden_size // num_attention_heads)`.
 //!
 //! DeepSeek-V3's multi-token-prediction layers (`num_nextn_predict_layers`) are not built by
 //! transformers (`DeepseekV3Model` has `num_hidden_layers` layers; the checkpoint's layer 61 is
@@ -20,37 +29,29 @@
 //! activations are `tokens · top_k` rows whatever the balance, so uniform and skewed routing give
 //! the same figure.
 
-use super::hf::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use super::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::error::{Error, Result};
-use crate::layer::attention::{MultiheadAttention, NormKind};
+use crate::layer::attention::MultiheadAttention;
+use crate::layer::norm::NormKind;
 use crate::layer::embedding::Embedding;
 use crate::layer::linear::{GatedMlp, Linear};
 use crate::layer::mla::MultiHeadLatentAttention;
-use crate::layer::moe::{Router, SparseMoe};
+use crate::layer::moe::{ExpertActivation, Router, SparseMoe};
 use crate::layer::norm::RmsNorm;
 use crate::layer_names::{set, LayerNames};
 use crate::path::{LayerPath, Slot};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{Map, Value};
+use super::moe_cfg::{head_dim, Block, Cfg, Defaults};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
 const MAX_LAYERS: u64 = 20_000;
-
-/// Fields with no effect on the parameters or the memory of a training step (token ids,
-/// initialisation, generation and logging switches, RoPE frequencies, auxiliary-loss weights).
-const INERT: &[&str] = &[
-    "architectures", "model_type", "transformers_version", "_name_or_path", "bos_token_id", "eos_token_id",
-    "pad_token_id", "initializer_range", "use_cache", "output_router_logits", "router_aux_loss_coef",
-    "torch_dtype", "dtype", "rope_parameters", "rope_theta", "rope_scaling", "return_dict", "output_attentions",
-    "output_hidden_states", "id2label", "label2id", "auto_map", "tokenizer_class", "max_position_embeddings",
-    "hidden_act", "rms_norm_eps", "attention_dropout", "tie_word_embeddings",
-];
 
 /// Builds the spec of a `model_type` in [`MODEL_TYPES`].
 pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str>) -> Result<ModelSpec> {
@@ -65,6 +66,12 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "qwen2_moe" => "Qwen2Moe",
         "qwen3_moe" => "Qwen3Moe",
         "deepseek_v3" => "DeepseekV3",
+        "deepseek_v2" => "DeepseekV2",
+        "olmoe" => "Olmoe",
+        "granitemoe" => "GraniteMoe",
+        "phimoe" => "Phimoe",
+        "glm4_moe" => "Glm4Moe",
+        "gpt_oss" => "GptOss",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let (head, name) = pick_class(prefix, arch);
@@ -82,17 +89,48 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not supported (silu)"))),
     }
     let layers: Vec<(Layer, Layer)> = match model_type {
-        "deepseek_v3" => deepseek_v3(&c, h, n_layers, eps)?,
+        "deepseek_v3" => deepseek_v3(&c, h, n_layers, eps, false)?,
+        "deepseek_v2" => deepseek_v3(&c, h, n_layers, eps, true)?,
+        "glm4_moe" => super::moe_families::glm4_moe(&c, &d, h, n_layers)?,
+        "gpt_oss" => super::moe_families::gpt_oss(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;
+    // Granite-MoE: `inputs_embeds * embedding_multiplier`, `logits / logits_scaling` (new
+    // tensors: `scale` layers); `residual_multiplier` scales each branch (a transient `[S, D]`
+    // saving nothing, not written out) and `attention_multiplier` is the attention's scaling
+    // PhiMoE's norms are `nn.LayerNorm`s with biases (eps `rms_norm_eps`); its `lm_head` may have a bias
+    let phimoe = model_type == "phimoe";
+    let head_bias = phimoe && c.flag("lm_head_bias", false)?;
+    let granite = if model_type == "granitemoe" {
+        let m = |key: &str| -> Result<f64> {
+            match c.get(key) {
+                None => Ok(1.0),
+                Some(v) => v.as_f64().filter(|f| f.is_finite() && *f != 0.0).ok_or_else(|| Cfg::wrong(key, "a non-zero number", v)),
+            }
+        };
+        m("residual_multiplier")?;
+        m("attention_multiplier")?;
+        Some((m("embedding_multiplier")?, m("logits_scaling")?))
+    } else {
+        None
+    };
     c.finish(model_type)?;
     let mut spec_layers = vec![Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false })];
-    spec_layers.extend(group(layers, h, eps));
-    let names = module_names(head, spec_layers.len() - 1);
-    spec_layers.push(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false }));
+    spec_layers.extend(group(layers, h, eps, phimoe));
+    let mut names = module_names(head, spec_layers.len() - 1);
+    spec_layers.push(final_norm(h, eps, phimoe));
     if head {
-        spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
+        spec_layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: head_bias, tied_weight: tied }));
+    }
+    if let Some((embedding, logits)) = granite {
+        use crate::layer::activation::Scale;
+        spec_layers.insert(1, Layer::Scale(Scale { factor: embedding }));
+        if head {
+            spec_layers.push(Layer::Scale(Scale { factor: 1.0 / logits }));
+        }
+        // the inserted scale shifts the layout the names were written for
+        names = Default::default();
     }
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -132,40 +170,19 @@ fn pick_class(prefix: &str, arch: Option<&str>) -> (bool, String) {
     }
 }
 
-/// The config class defaults transformers fills in for an absent field.
-struct Defaults {
-    hidden: u64,
-    vocab: u64,
-    layers: u64,
-    heads: u64,
-    kv_heads: u64,
-    intermediate: u64,
-    eps: f64,
-    max_pos: u64,
-}
-
-impl Defaults {
-    fn of(model_type: &str) -> Defaults {
-        match model_type {
-            // MixtralConfig()
-            "mixtral" => Defaults { hidden: 4096, vocab: 32000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 131072 },
-            // Qwen2MoeConfig()
-            "qwen2_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 16, kv_heads: 16, intermediate: 5632, eps: 1e-6, max_pos: 32768 },
-            // Qwen3MoeConfig()
-            "qwen3_moe" => Defaults { hidden: 2048, vocab: 151936, layers: 24, heads: 32, kv_heads: 4, intermediate: 6144, eps: 1e-6, max_pos: 32768 },
-            // DeepseekV3Config()
-            _ => Defaults { hidden: 7168, vocab: 129280, layers: 61, heads: 128, kv_heads: 128, intermediate: 18432, eps: 1e-6, max_pos: 4096 },
-        }
+/// An RMSNorm, or with `layer_norm` a LayerNorm with bias (PhiMoE).
+fn final_norm(h: u64, eps: f64, layer_norm: bool) -> Layer {
+    if layer_norm {
+        Layer::LayerNorm(crate::layer::norm::LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true })
+    } else {
+        Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })
     }
 }
 
-/// One decoder layer as `(attention, feed-forward)`, each to be wrapped in `residual(norm, …)`.
-type Block = (Layer, Layer);
-
 /// Runs of equal layers become `repeat`s (one activation-checkpointing unit per repetition) of
 /// `residual([rms_norm, attention]), residual([rms_norm, feed-forward])`.
-fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
-    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false });
+fn group(layers: Vec<Block>, h: u64, eps: f64, layer_norm: bool) -> Vec<Layer> {
+    let norm = || final_norm(h, eps, layer_norm);
     let res = |l: Layer| Layer::Residual { body: vec![norm(), l], shortcut: None, inplace: false };
     let mut out: Vec<(u64, Block)> = Vec::new();
     for block in layers {
@@ -181,22 +198,24 @@ fn group(layers: Vec<Block>, h: u64, eps: f64) -> Vec<Layer> {
 fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps: f64) -> Result<Vec<Block>> {
     let heads = c.size("num_attention_heads", d.heads)?;
     let kv = c.size("num_key_value_heads", d.kv_heads)?;
-    if let Some(hd) = c.opt_int("head_dim")? {
-        if hd.checked_mul(heads) != Some(h) {
-            return Err(Error::Import(format!(
-                "field `head_dim` ({hd}) × num_attention_heads ({heads}) must equal hidden_size ({h}): other head sizes are not supported yet"
-            )));
-        }
-    }
+    let head_dim = head_dim(c, h, heads)?;
     if c.flag("use_sliding_window", false)? {
         return Err(Error::Import("field `use_sliding_window`: sliding-window attention is not modelled".into()));
     }
     c.ignore(&["max_window_layers"]);
-    if model_type == "mixtral" {
+    if model_type == "phimoe" {
+        // sparsemixer's `jitter_eps` (`router_jitter_noise`) only sets its masks' threshold;
+        // `input_jitter_noise` scales the input by fresh noise in training
+        c.float("router_jitter_noise", 0.01)?;
+        if c.float("input_jitter_noise", 0.0)? != 0.0 {
+            return Err(Error::Import("field `input_jitter_noise`: input jitter in training is not modelled (0 turns it off)".into()));
+        }
+    }
+    if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") {
         if c.opt_int("sliding_window")?.is_some() {
             return Err(Error::Import("field `sliding_window`: sliding-window attention is not modelled (null for full attention)".into()));
         }
-        if c.float("router_jitter_noise", 0.0)? != 0.0 {
+        if model_type != "phimoe" && c.float("router_jitter_noise", 0.0)? != 0.0 {
             return Err(Error::Import("field `router_jitter_noise`: router jitter in training is not modelled (0 turns it off)".into()));
         }
     } else {
@@ -207,9 +226,18 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
             }
         }
     }
+    let olmoe = model_type == "olmoe";
+    if olmoe {
+        // `clip_qkv`: in-place clamps of the projections, no memory
+        c.float("clip_qkv", 0.0)?;
+    }
     let (qkv_bias, out_bias, qk_norm) = match model_type {
         "mixtral" => (false, false, false),
         "qwen2_moe" => (c.flag("qkv_bias", true)?, false, false),
+        "olmoe" | "granitemoe" | "phimoe" => {
+            let b = c.flag("attention_bias", false)?;
+            (b, b, false)
+        }
         _ => {
             let b = c.flag("attention_bias", false)?;
             (b, b, true)
@@ -226,17 +254,21 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         fused_qkv: false,
         out_bias: (out_bias != qkv_bias).then_some(out_bias),
         qk_norm: qk_norm.then_some(NormKind::RmsNorm),
-        head_dim: None,
+        head_dim,
         rotary_dim: None,
         sliding_window: None,
         logit_softcap: None,
         key_bias: None,
         position_bias: false,
         contiguous_heads: false,
+        sinks: false,
+        qk_norm_full: olmoe,
     });
     let (experts_key, experts_default) = match model_type {
-        "mixtral" => ("num_local_experts", 8),
+        "mixtral" | "granitemoe" => ("num_local_experts", 8),
+        "phimoe" => ("num_local_experts", 16),
         "qwen2_moe" => ("num_experts", 60),
+        "olmoe" => ("num_experts", 64),
         _ => ("num_experts", 128),
     };
     // Qwen3MoeConfig 5.24 writes `num_local_experts`; published Qwen3 configs `num_experts`.
@@ -244,21 +276,30 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => experts_default,
     };
-    let top_k = c.size("num_experts_per_tok", if model_type == "mixtral" { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
+    let top_k = c.size("num_experts_per_tok", if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") { 2 } else if model_type == "qwen2_moe" { 4 } else { 8 })?;
     let dense_i = c.size("intermediate_size", d.intermediate)?;
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: dense_i, bias: false, gelu_new_dropout: None });
-    if model_type == "mixtral" {
+    if matches!(model_type, "mixtral" | "granitemoe" | "phimoe") {
         let moe = SparseMoe {
             hidden_size: h,
             num_experts: experts,
             top_k,
             intermediate_size: dense_i,
-            router: Router::SoftmaxFp32,
+            // GraniteMoeTopKRouter: top-k logits, softmax over them
+            // PhiMoE's sparsemixer (top-2 by masked softmaxes, `PhimoeMultiplier`): as `softmax`
+            router: match model_type {
+                "granitemoe" => Router::TopkSoftmax,
+                "phimoe" => Router::Softmax,
+                _ => Router::SoftmaxFp32,
+            },
             norm_topk_prob: true,
             n_group: 1,
             topk_group: 1,
             shared_intermediate_size: None,
             shared_expert_gate: false,
+            expert_bias: false,
+            router_bias: false,
+            activation: ExpertActivation::Silu,
         };
         return Ok((0..n_layers).map(|_| (attn.clone(), Layer::SparseMoe(moe.clone()))).collect());
     }
@@ -267,13 +308,17 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         hidden_size: h,
         num_experts: experts,
         top_k,
-        intermediate_size: c.size("moe_intermediate_size", if model_type == "qwen2_moe" { 1408 } else { 768 })?,
+        // OlmoeExperts are `intermediate_size` wide
+        intermediate_size: if olmoe { dense_i } else { c.size("moe_intermediate_size", if model_type == "qwen2_moe" { 1408 } else { 768 })? },
         router: Router::Softmax,
         norm_topk_prob: c.flag("norm_topk_prob", false)?,
         n_group: 1,
         topk_group: 1,
         shared_intermediate_size: shared,
         shared_expert_gate: shared.is_some(),
+        expert_bias: false,
+        router_bias: false,
+        activation: ExpertActivation::Silu,
     };
     // Qwen2MoeDecoderLayer: a sparse block where `layer_idx not in mlp_only_layers and
     // num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0`, else the dense MLP.
@@ -287,9 +332,13 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         .collect())
 }
 
-/// DeepSeek-V3: latent attention; dense SwiGLU first, grouped-sigmoid-routed MoE after.
-fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
-    let heads = c.size("num_attention_heads", 128)?;
+/// DeepSeek-V3: latent attention; dense SwiGLU first, grouped-sigmoid-routed MoE after. With `v2`
+/// DeepSeek-V2 (`modeling_deepseek_v2.py`): the same attention and experts, `DeepseekV2TopkRouter`
+/// (an fp32 `weight [E, D]`, softmax scores, `greedy` or `group_limited_greedy` top-k: no bias
+/// buffer; lowered as the `softmax` router, the group selection's `[S, E]` temporaries aside) and
+/// its class defaults (64 experts of 1407, two shared, no dense layers).
+fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64, v2: bool) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", if v2 { 32 } else { 128 })?;
     // DeepseekV3Attention has num_attention_heads K/V heads after kv_b_proj; `num_key_value_heads`
     // sizes nothing.
     c.ignore(&["num_key_value_heads", "pretraining_tp", "num_nextn_predict_layers", "ep_size"]);
@@ -314,7 +363,23 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
         }
         _ => Some(c.size("q_lora_rank", 1536)?),
     };
-    for (key, want) in [("scoring_func", "sigmoid"), ("topk_method", "noaux_tc")] {
+    if v2 {
+        // DeepseekV2TopkRouter reads `topk_method` only; `scoring_func` is the remote code's
+        match c.str("topk_method")?.unwrap_or("greedy") {
+            "greedy" | "group_limited_greedy" => {}
+            other => return Err(Error::Import(format!("field `topk_method`: `{other}` is not what DeepseekV2 implements (greedy, group_limited_greedy)"))),
+        }
+        if let Some(v) = c.str("scoring_func")? {
+            if v != "softmax" {
+                return Err(Error::Import(format!("field `scoring_func`: `{v}` is not what DeepseekV2 implements (softmax)")));
+            }
+        }
+        if c.flag("mlp_bias", false)? {
+            return Err(Error::Import("field `mlp_bias`: biased dense and shared-expert MLPs are not modelled".into()));
+        }
+        c.ignore(&["aux_loss_alpha", "seq_aux", "head_dim", "rope_interleave"]);
+    }
+    for (key, want) in [("scoring_func", "sigmoid"), ("topk_method", "noaux_tc")].into_iter().filter(|_| !v2) {
         if let Some(v) = c.str(key)? {
             if v != want {
                 return Err(Error::Import(format!("field `{key}`: `{v}` is not what DeepseekV3 implements ({want})")));
@@ -337,117 +402,41 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64) -> Result<Vec<Block>> {
         dropout: c.prob("attention_dropout", 0.0)?,
         eps,
     });
-    let moe_i = c.size("moe_intermediate_size", 2048)?;
-    let n_shared = c.int("n_shared_experts", 1)?;
+    let moe_i = c.size("moe_intermediate_size", if v2 { 1407 } else { 2048 })?;
+    let n_shared = c.int("n_shared_experts", if v2 { 2 } else { 1 })?;
     c.float("routed_scaling_factor", 2.5)?;
+    let experts = c.size("n_routed_experts", if v2 { 64 } else { 256 })?;
+    let top_k = match c.opt_int("num_experts_per_tok")? {
+        Some(k) if k > 0 => k,
+        // DeepseekV2Config's default is None, which its router cannot run (`topk(k=None)`)
+        _ if v2 => return Err(Error::Import("field `num_experts_per_tok` must be set (DeepseekV2Config's default, null, routes no tokens)".into())),
+        _ => 8,
+    };
+    let (n_group, topk_group) = if v2 {
+        c.ignore(&["n_group", "topk_group"]);
+        (1, 1)
+    } else {
+        (c.size("n_group", 8)?, c.size("topk_group", 4)?)
+    };
     let moe = SparseMoe {
         hidden_size: h,
-        num_experts: c.size("n_routed_experts", 256)?,
-        top_k: c.size("num_experts_per_tok", 8)?,
+        num_experts: experts,
+        top_k,
         intermediate_size: moe_i,
-        router: Router::GroupedSigmoid,
-        norm_topk_prob: c.flag("norm_topk_prob", true)?,
-        n_group: c.size("n_group", 8)?,
-        topk_group: c.size("topk_group", 4)?,
+        router: if v2 { Router::Softmax } else { Router::GroupedSigmoid },
+        norm_topk_prob: c.flag("norm_topk_prob", !v2)?,
+        n_group,
+        topk_group,
         shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
         shared_expert_gate: false,
+        expert_bias: false,
+        router_bias: false,
+        activation: ExpertActivation::Silu,
     };
-    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 18432)?, bias: false, gelu_new_dropout: None });
-    let first_dense = c.int("first_k_dense_replace", 3)?;
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", if v2 { 11008 } else { 18432 })?, bias: false, gelu_new_dropout: None });
+    let first_dense = c.int("first_k_dense_replace", if v2 { 0 } else { 3 })?;
     Ok((0..n_layers)
         .map(|i| (attn.clone(), if i < first_dense { dense.clone() } else { Layer::SparseMoe(moe.clone()) }))
         .collect())
 }
 
-/// A config object read field by field, remembering which fields were read.
-struct Cfg<'a> {
-    map: &'a Map<String, Value>,
-    seen: RefCell<BTreeSet<&'a str>>,
-}
-
-impl<'a> Cfg<'a> {
-    /// The field (marked as read), or `None` when absent or `null` (the class default).
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        let (k, v) = self.map.get_key_value(key)?;
-        self.seen.borrow_mut().insert(k.as_str());
-        Some(v).filter(|v| !v.is_null())
-    }
-
-    /// Marks fields as understood without reading them.
-    fn ignore(&self, keys: &[&str]) {
-        for key in keys {
-            self.get(key);
-        }
-    }
-
-    fn wrong(key: &str, want: &str, got: &Value) -> Error {
-        let shown: String = got.to_string().chars().take(40).collect();
-        Error::Import(format!("field `{key}` must be {want}, got {shown}"))
-    }
-
-    fn opt_int(&self, key: &str) -> Result<Option<u64>> {
-        self.get(key).map(|v| as_int(v).ok_or_else(|| Self::wrong(key, "a non-negative integer", v))).transpose()
-    }
-
-    fn int(&self, key: &str, default: u64) -> Result<u64> {
-        Ok(self.opt_int(key)?.unwrap_or(default))
-    }
-
-    fn size(&self, key: &str, default: u64) -> Result<u64> {
-        match self.int(key, default)? {
-            0 => Err(Error::Import(format!("field `{key}` must be at least 1"))),
-            v => Ok(v),
-        }
-    }
-
-    fn float(&self, key: &str, default: f64) -> Result<f64> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v.as_f64().filter(|f| f.is_finite() && *f >= 0.0).ok_or_else(|| Self::wrong(key, "a non-negative number", v)),
-        }
-    }
-
-    fn prob(&self, key: &str, default: f64) -> Result<f64> {
-        let p = self.float(key, default)?;
-        if p > 1.0 {
-            return Err(Error::Import(format!("field `{key}` must be a probability between 0 and 1, got {p}")));
-        }
-        Ok(p)
-    }
-
-    fn flag(&self, key: &str, default: bool) -> Result<bool> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| Self::wrong(key, "true or false", v)),
-        }
-    }
-
-    fn str(&self, key: &str) -> Result<Option<&'a str>> {
-        self.get(key).map(|v| v.as_str().ok_or_else(|| Self::wrong(key, "a string", v))).transpose()
-    }
-
-    fn int_list(&self, key: &str) -> Result<Vec<u64>> {
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(a)) => a.iter().map(|v| as_int(v).ok_or_else(|| Self::wrong(key, "a list of layer indices", v))).collect(),
-            Some(v) => Err(Self::wrong(key, "a list of layer indices", v)),
-        }
-    }
-
-    /// Refuses the first field that was neither read nor known to be inert (`null`s are defaults).
-    fn finish(&self, model_type: &str) -> Result<()> {
-        self.ignore(INERT);
-        let seen = self.seen.borrow();
-        match self.map.iter().find(|(k, v)| !v.is_null() && !seen.contains(k.as_str())) {
-            Some((k, _)) => Err(Error::Import(format!(
-                "field `{k}` is not understood by the {model_type} importer (rather than guess what it changes, the config is refused)"
-            ))),
-            None => Ok(()),
-        }
-    }
-}
-
-/// A JSON number that is a non-negative integer (`768` or `768.0`).
-fn as_int(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
-}

@@ -1,8 +1,16 @@
 //! Importers: other tools' model descriptions → [`crate::spec::ModelSpec`]. No memory logic here.
 //!
 //! - [`hf`]: a Hugging Face `config.json` (`hf::MODEL_TYPES`: decoders, encoders, T5, Whisper, CLIP).
-//! - [`hf_moe`]: its mixture-of-experts decoders (Mixtral, Qwen2/3-MoE, DeepSeek-V3), called from [`hf`].
+//! - [`hf_moe`]: its mixture-of-experts decoders (Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3, OLMoE,
+//!   GLM-4.5, GPT-OSS), called from [`hf`]; `moe_cfg.rs` and `moe_families.rs` below it.
+//! - `fields.rs`, `generic.rs`, `decoder.rs`: what the importers share (field access, the generic
+//!   `PretrainedConfig` fields, decoder module names), below all of them.
 
+mod decoder;
+mod fields;
+mod generic;
+mod moe_cfg;
+mod moe_families;
 pub mod hf;
 pub mod hf_moe;
 

@@ -7,6 +7,22 @@ use crate::serde_util::is_false;
 use crate::units::DType;
 use serde::{Deserialize, Serialize};
 
+/// Feed-forward activation of a transformer layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FfnActivation {
+    #[default]
+    Relu,
+    Gelu,
+    /// `gelu(approximate='tanh')`.
+    GeluTanh,
+    /// Hugging Face's `gelu_new`, written in Python ops (GPT-2).
+    GeluNew,
+    Silu,
+    /// `x * sigmoid(1.702 x)` (CLIP's `quick_gelu`): saves `x` and the sigmoid's output.
+    QuickGelu,
+}
+
 /// What an element-wise op keeps for its backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Saves {

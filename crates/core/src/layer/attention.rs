@@ -5,10 +5,9 @@
 //! memory-efficient/flash kernels save only Q, K, V, the output and an `H × S` log-sum-exp.
 
 pub use super::sdpa::{sdpa_backend, SdpaBackend};
-pub use super::transformer::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
 use super::activation::{add, dropout, mul, softmax, unary, Saves};
 use super::linear::Linear;
-use super::norm::{LayerNorm, RmsNorm};
+use super::norm::{LayerNorm, NormKind, RmsNorm};
 use super::{positive, LayerResult};
 use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
@@ -76,9 +75,35 @@ pub struct MultiheadAttention {
     /// Q/K/V made contiguous per head (Whisper): a flash kernel's output keeps that layout, so its transpose back is a copy.
     #[serde(default, skip_serializing_if = "is_false")]
     pub contiguous_heads: bool,
+    /// Attention sinks (GPT-OSS `GptOssAttention.sinks`, one learned logit per head): a
+    /// parameter of `num_heads`; the scores get a sink column before the softmax, which is then
+    /// dropped (`eager_attention_forward` of `modeling_gpt_oss.py`). transformers runs such a model
+    /// eagerly (`_supports_sdpa = False`), so it is lowered eagerly whatever `attention` says.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sinks: bool,
+    /// An RMSNorm over the whole Q and K projections before the heads split (OLMoE:
+    /// `q_norm(q_proj(x))` with `num_heads × head_dim` weights, `k_norm` with
+    /// `num_kv_heads × head_dim`), instead of or besides `qk_norm`'s per-head one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm_full: bool,
 }
 
 impl MultiheadAttention {
+    /// Its KV cache's geometry: `kv_heads` K/V heads of `head_dim` (`layer/kv_cache.rs`).
+    #[cfg(feature = "generate")]
+    fn geometry(&self, kv_heads: u64, head_dim: u64) -> super::kv_cache::Geometry {
+        super::kv_cache::Geometry {
+            heads: self.num_heads,
+            kv_heads,
+            head_dim,
+            v_head_dim: head_dim,
+            sliding_window: self.sliding_window,
+            fp32_softmax: self.rotary,
+            softcap: self.logit_softcap.is_some(),
+            sinks: self.sinks,
+        }
+    }
+
     fn check(&self) -> LayerResult<(u64, u64)> {
         positive(self.embed_dim, "embed_dim")?;
         positive(self.num_heads, "num_heads")?;
@@ -149,6 +174,12 @@ impl MultiheadAttention {
             let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
             (named(b, LinearRole::Q, proj(d, q_dim))?, named(b, LinearRole::K, key)?, named(b, LinearRole::V, proj(d, kv_dim))?)
         };
+        let (q, k) = if self.qk_norm_full {
+            let norm = |n| RmsNorm { normalized_shape: n, eps: 1e-5, t5: false };
+            (norm(q_dim).lower(b, q)?, norm(kv_dim).lower(b, k)?)
+        } else {
+            (q, k)
+        };
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
         let mut k = b.view(k, Shape::new([kvh, seq, hd]));
@@ -163,9 +194,12 @@ impl MultiheadAttention {
             q = rotary(b, q, rd);
             k = rotary(b, k, rd);
         }
+        // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
+        // modelled (`kv_cache::attend` attends as without sinks)
+        let sinks = self.sinks.then(|| b.param(Shape::new([h])));
         #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
-            let a = super::kv_cache::attend(b, step, super::kv_cache::Geometry::of(self, kvh, hd), q, k, v);
+            let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
             // and the caller's `hidden_states`, the attention's input
             a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
@@ -174,7 +208,7 @@ impl MultiheadAttention {
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
-        let eager = b.opts.attention == AttentionImpl::Eager;
+        let eager = b.opts.attention == AttentionImpl::Eager || self.sinks;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
         let explicit_mask = !eager && (self.position_bias || self.sliding_window.is_some_and(|w| seq >= w));
         let no_bias = "`position_bias` needs a `relative_position_bias` layer earlier in the model";
@@ -230,7 +264,20 @@ impl MultiheadAttention {
                 // converts the input (`input_.toType(dtype)`: a transient fp32 copy of the
                 // scores, nothing saved) except for CUDA fp16, which `_softmax(…, half_to_float)`
                 // reads directly; backward then casts the fp32 gradient back to the scores' dtype.
-                let probs = if self.rotary && eager {
+                let probs = if let Some(sk) = sinks {
+                    // cat([scores, sinks.expand(…, 1)], -1) → [H, S, S+1]; `- max(-1).values`
+                    // (max saves its int64 indices); softmax in that dtype saves its output;
+                    // `[..., :-1]` is a view of it, and so is matmul's `[B·H, S, S]` reshape of
+                    // that slice (its batch strides merge): bmm saves the view, no copy (traced)
+                    let dt = b.dtype(scores);
+                    let wide = Shape::new([h, seq, seq.saturating_add(1)]);
+                    let combined = b.op("cat", &[scores, sk], &[(wide.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+                    let idx = (Shape::new([h, seq, 1]), true, DType::I64);
+                    let mx = b.op("max", &[combined], &[(Shape::new([h, seq, 1]), dt)], &[], false, &[idx], GradRule::Alloc)[0];
+                    let shifted = b.op("sub", &[combined, mx], &[(wide, dt)], &[], false, &[], GradRule::Alloc)[0];
+                    let probs = softmax(b, shifted, None);
+                    b.view(probs, Shape::new([h, seq, seq]))
+                } else if self.rotary && eager {
                     let query_dtype = b.dtype(scores);
                     let fused = b.opts.device == Device::Cuda && query_dtype == DType::F16;
                     let input = if fused { scores } else { b.cast(scores, DType::F32) };
@@ -310,6 +357,7 @@ fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<
     match kind {
         NormKind::RmsNorm => RmsNorm { normalized_shape: hd, eps: 1e-6, t5: false }.lower(b, x),
         NormKind::LayerNorm => LayerNorm { normalized_shape: hd, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, x),
+        NormKind::CohereLayerNorm => super::norm::cohere_layer_norm(b, x, hd),
     }
 }
 

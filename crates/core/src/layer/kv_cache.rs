@@ -46,21 +46,8 @@ pub struct Geometry {
     /// Eager softmax in fp32, cast back (transformers' LLaMA family; GPT-2 keeps the dtype).
     pub fp32_softmax: bool,
     pub softcap: bool,
-}
-
-impl Geometry {
-    /// A (grouped-query) multi-head attention layer's: `kv_heads` K/V heads of `head_dim`.
-    pub fn of(a: &super::attention::MultiheadAttention, kv_heads: u64, head_dim: u64) -> Geometry {
-        Geometry {
-            heads: a.num_heads,
-            kv_heads,
-            head_dim,
-            v_head_dim: head_dim,
-            sliding_window: a.sliding_window,
-            fp32_softmax: a.rotary,
-            softcap: a.logit_softcap.is_some(),
-        }
-    }
+    /// GPT-OSS's attention sinks: eager always, a sink column on the scores.
+    pub sinks: bool,
 }
 
 /// Cache slots one layer (sliding `window` or none) holds for a sequence of `tokens` tokens.
@@ -103,8 +90,8 @@ pub fn attend(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: Valu
     let (kv, attended) = update(b, step, geo.sliding_window, &[k, v]);
     let (keys, values) = (kv[0], kv[1]);
     match b.opts.attention {
-        AttentionImpl::Sdpa => sdpa(b, step, geo, q, keys, values, attended),
-        AttentionImpl::Eager => eager(b, geo, q, keys, values, attended),
+        AttentionImpl::Sdpa if !geo.sinks => sdpa(b, step, geo, q, keys, values, attended),
+        _ => eager(b, geo, q, keys, values, attended),
     }
 }
 
@@ -285,7 +272,20 @@ fn eager(b: &mut Builder, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, att
     // `eager_mask`: `torch.where(mask, 0, min)` in the model's dtype, `[b, 1, Q, L]`
     let m = mask(b, ql, attended, b.float_dtype());
     let scores = add(b, scores, m);
-    let probs = if geo.fp32_softmax {
+    let mut locals_extra = None;
+    let probs = if geo.sinks {
+        // `cat([attn_weights, sinks], -1)`, `- max(-1)`, softmax over `L + 1`, `[..., :-1]` (a
+        // view); `attn_weights` (the scores) stays a Python local until the dropout reassigns it
+        let wide = Shape::new([geo.heads, ql, attended.saturating_add(1)]);
+        let combined = b.op("cat", &[scores], &[(wide.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let mx = b.op("max", &[combined], &[(Shape::new([geo.heads, ql, 1]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let shifted = b.op("sub", &[combined, mx], &[(wide, dt)], &[], false, &[], GradRule::Alloc)[0];
+        let p = softmax(b, shifted, None);
+        b.hold(scores);
+        // `combined_logits` (now the shifted logits) is a local until the function returns
+        locals_extra = Some(shifted);
+        b.view(p, Shape::new([geo.heads, ql, attended]))
+    } else if geo.fp32_softmax {
         // `softmax(attn_weights, dtype=float32)`: ATen converts its input inside the call (a
         // transient fp32 copy while `attn_weights` still holds the scores) except CUDA fp16
         let fused = b.opts.device == Device::Cuda && dt == DType::F16;
@@ -300,6 +300,8 @@ fn eager(b: &mut Builder, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, att
     };
     let out = b.op("bmm", &[probs, v], &[(Shape::new([geo.heads, ql, geo.v_head_dim]), dt)], &[], false, &[], GradRule::Alloc)[0];
     let out = b.op("clone", &[out], &[(Shape::new([ql, geo.heads.saturating_mul(geo.v_head_dim)]), dt)], &[], false, &[], GradRule::Alias)[0];
+    let mut locals = locals;
+    locals.extend(locals_extra);
     Attended { out, weights: Some(probs), locals }
 }
 

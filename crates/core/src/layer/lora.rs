@@ -15,7 +15,7 @@
 //! weights to fp32 (`tuners_utils.py`, `_cast_adapter_dtype`), also on a quantised base.
 
 use super::activation::{add, dropout};
-use super::linear::linear;
+use super::linear_op::linear;
 use crate::finetune::{names, LinearRole};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::Builder;

@@ -11,6 +11,7 @@ pub mod fused_ce;
 #[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
+pub mod linear_op;
 pub mod lora;
 pub mod mla;
 pub mod moe;
@@ -22,6 +23,7 @@ pub mod sdpa;
 pub mod seq_parallel;
 pub mod transformer;
 pub mod seq2seq;
+pub mod vision;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
 pub type LayerResult<T> = std::result::Result<T, String>;

@@ -38,8 +38,9 @@
 //! an fp32 linear, sigmoid scores plus the `e_score_correction_bias` buffer, group-limited top-k,
 //! `gather`, optional normalisation, `routed_scaling_factor`).
 
-use super::activation::{add, mul, unary, Saves};
-use super::linear::{linear, GatedMlp};
+use super::activation::{add, mul, softmax, unary, Saves};
+use super::linear::GatedMlp;
+use super::linear_op::linear;
 use super::{expect_last, positive, LayerResult};
 use crate::graph::{GradRule, Lin, ValueId};
 use crate::lower::Builder;
@@ -58,6 +59,23 @@ pub enum Router {
     SoftmaxFp32,
     /// DeepSeek-V3: fp32 linear, sigmoid, bias-corrected group-limited top-k.
     GroupedSigmoid,
+    /// GPT-OSS `GptOssTopKRouter`, Granite-MoE `GraniteMoeTopKRouter`: a linear (with
+    /// `router_bias`, GPT-OSS's `[E]` bias), top-k of the logits, softmax over the k values in the
+    /// logits' dtype.
+    TopkSoftmax,
+}
+
+/// The experts' gated activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpertActivation {
+    /// `silu(gate) * up` over `gate_up.chunk(2)`.
+    #[default]
+    Silu,
+    /// GPT-OSS `GptOssExperts._apply_gate`: interleaved `gate_up[..., ::2]` / `[..., 1::2]`,
+    /// `gate.clamp(max=limit)`, `up.clamp(-limit, limit)`, `glu = gate * sigmoid(gate * alpha)`,
+    /// `(up + 1) * glu`.
+    ClampedSwiglu,
 }
 
 /// A sparse MoE feed-forward block: router, `num_experts` SwiGLU experts, optional shared expert.
@@ -88,6 +106,20 @@ pub struct SparseMoe {
     /// Qwen2-MoE's `shared_expert_gate`: `sigmoid(Linear(D, 1)(x)) · shared_expert(x)`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub shared_expert_gate: bool,
+    /// Biases of the experts' projections (GPT-OSS: `gate_up_proj_bias [E, 2I]`,
+    /// `down_proj_bias [E, D]`, gathered per routed row and added).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expert_bias: bool,
+    /// A bias on the router's linear (GPT-OSS).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub router_bias: bool,
+    /// The experts' gated activation (default `silu`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub activation: ExpertActivation,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 fn one() -> u64 {
@@ -128,6 +160,9 @@ impl SparseMoe {
         }
         if self.shared_intermediate_size == Some(0) {
             return Err("`shared_intermediate_size` must be at least 1 (omit it for no shared expert)".into());
+        }
+        if self.router_bias && self.router != Router::TopkSoftmax {
+            return Err("`router_bias` belongs to the topk_softmax router".into());
         }
         if self.shared_expert_gate && self.shared_intermediate_size.is_none() {
             return Err("`shared_expert_gate` needs a shared expert (`shared_intermediate_size`)".into());
@@ -185,6 +220,13 @@ impl SparseMoe {
             // topk_weights = scores.gather(1, topk_indices): saves the indices
             let dt = b.dtype(scores);
             (b.op("gather", &[scores], &[(Shape::new([seq, k]), dt)], &[], false, &[idx], GradRule::Alloc)[0], dt)
+        } else if self.router == Router::TopkSoftmax {
+            // F.linear(hidden_states, self.weight, self.bias); topk; softmax(top values, dtype=their dtype)
+            let bias = self.router_bias.then(|| b.param(Shape::new([e])));
+            let logits = linear(b, x, w, bias);
+            let dt = b.dtype(logits);
+            let top = b.op("topk", &[logits], &[(Shape::new([seq, k]), dt)], &[], false, &[idx], GradRule::Alloc)[0];
+            (softmax(b, top, None), dt)
         } else {
             let logits = linear(b, x, w, None);
             // softmax(router_logits.float()) / softmax(router_logits, dtype=torch.float)
@@ -195,7 +237,9 @@ impl SparseMoe {
             (top, wdt)
         };
         let mut top = top;
-        if self.norm_topk_prob {
+        if self.router == Router::TopkSoftmax {
+            // the softmax over the k values is the routing weight as it is
+        } else if self.norm_topk_prob {
             // router_top_value /= router_top_value.sum(dim=-1, keepdim=True) (and DeepSeek's
             // `* routed_scaling_factor`): [S, k] tensors, one op for the chain
             let dt = b.dtype(top);
@@ -222,12 +266,37 @@ impl SparseMoe {
         // grouped_mm is not autocast-enabled: `input.to(weight.dtype)`
         let pdt = b.param_dtype();
         let xin = b.cast(xg, pdt);
-        let gate_up = grouped_mm(b, xin, w1, Shape::new([rows, i.saturating_mul(2)]));
-        // gate_up.chunk(2): views, read here through gate_up itself. silu saves gate (gate_up's
-        // storage), `act * up` saves act and up.
-        let act = b.op("silu", &[gate_up], &[(Shape::new([rows, i]), pdt)], &[gate_up], false, &[], GradRule::Alloc)[0];
-        let h = b.op("mul", &[act, gate_up], &[(Shape::new([rows, i]), pdt)], &[act, gate_up], false, &[], GradRule::Alloc)[0];
-        let out = grouped_mm(b, h, w2, Shape::new([rows, d]));
+        let (b1, b2) = if self.expert_bias {
+            (Some(b.param(Shape::new([e, i.saturating_mul(2)]))), Some(b.param(Shape::new([e, d]))))
+        } else {
+            (None, None)
+        };
+        let mut gate_up = grouped_mm(b, xin, w1, Shape::new([rows, i.saturating_mul(2)]));
+        let mut first_bias = None;
+        if let Some(bias) = b1 {
+            // `_grouped_linear(…, bias=gate_up_proj_bias[expert_ids_g])`: a gathered [R, 2I] copy, added
+            let (sum, g) = gathered_bias_add(b, gate_up, bias, rows, i.saturating_mul(2));
+            (gate_up, first_bias) = (sum, Some(g));
+        }
+        let h = match self.activation {
+            ExpertActivation::Silu => {
+                // gate_up.chunk(2): views, read here through gate_up itself. silu saves gate
+                // (gate_up's storage), `act * up` saves act and up.
+                let act = b.op("silu", &[gate_up], &[(Shape::new([rows, i]), pdt)], &[gate_up], false, &[], GradRule::Alloc)[0];
+                b.op("mul", &[act, gate_up], &[(Shape::new([rows, i]), pdt)], &[act, gate_up], false, &[], GradRule::Alloc)[0]
+            }
+            ExpertActivation::ClampedSwiglu => clamped_swiglu(b, gate_up, rows, i, pdt),
+        };
+        if let Some(g) = first_bias {
+            // `selected_biases` is rebound to the down projection's only now
+            b.hold(g);
+        }
+        let mut out = grouped_mm(b, h, w2, Shape::new([rows, d]));
+        if let Some(bias) = b2 {
+            let (sum, g) = gathered_bias_add(b, out, bias, rows, d);
+            out = sum;
+            b.hold(g);
+        }
         let out = mul(b, out, wg);
         let odt = b.dtype(out);
         let out = b.op("index", &[out], &[(Shape::new([rows, d]), odt)], &[], false, &[index], GradRule::Alloc)[0];
@@ -237,6 +306,36 @@ impl SparseMoe {
         b.hold(selected);
         res
     }
+}
+
+/// `out + bias[expert_ids_g]`: the index gathers a `[R, n]` copy of the per-expert bias (its
+/// backward needs only the indices, int64 `[R]`); the add saves nothing.
+fn gathered_bias_add(b: &mut Builder, out: ValueId, bias: ValueId, rows: u64, n: u64) -> (ValueId, ValueId) {
+    let dt = b.dtype(bias);
+    let index = (Shape::new([rows]), true, DType::I64);
+    let g = b.op("index", &[bias], &[(Shape::new([rows, n]), dt)], &[], false, &[index], GradRule::Alloc)[0];
+    (add(b, out, g), g)
+}
+
+/// GPT-OSS `_apply_gate` on `[R, 2I]` (see [`ExpertActivation::ClampedSwiglu`]): the strided
+/// halves are views; each clamp saves its input for the mask of its backward (`clamp_backward`:
+/// `self`), `gate * alpha` saves nothing, sigmoid its output, each product both operands, `up + 1`
+/// nothing.
+fn clamped_swiglu(b: &mut Builder, gate_up: ValueId, rows: u64, i: u64, dt: DType) -> ValueId {
+    let half = || (Shape::new([rows, i]), dt);
+    let gate = b.op("clamp", &[gate_up], &[half()], &[gate_up], false, &[], GradRule::Alloc)[0];
+    let up = b.op("clamp", &[gate_up], &[half()], &[gate_up], false, &[], GradRule::Alloc)[0];
+    let scaled = unary(b, "mul_scalar", gate, Saves::Nothing);
+    let sig = unary(b, "sigmoid", scaled, Saves::Output);
+    let glu = mul(b, gate, sig);
+    let up1 = unary(b, "add_scalar", up, Saves::Nothing);
+    let out = mul(b, up1, glu);
+    // `gate_up`, `gate`, `up` and `glu` are the function's locals until it returns (what no
+    // backward keeps, in generation, is alive until then too)
+    for v in [gate_up, gate, up, glu] {
+        b.hold(v);
+    }
+    out
 }
 
 /// The sequence length of a `[S, hidden]` input, or the complaint about its shape.

@@ -8,6 +8,42 @@ use crate::serde_util::t;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
+/// The norm a transformer layer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NormKind {
+    #[default]
+    LayerNorm,
+    RmsNorm,
+    /// Cohere's `CohereLayerNorm`: a LayerNorm without bias written in fp32 ops
+    /// (`modeling_cohere.py`: `mean`, `(x - mean).pow(2).mean()`, `(x - mean) * rsqrt(var + eps)`,
+    /// `weight.float() * …`), which keeps two centred copies and the product for backward.
+    CohereLayerNorm,
+}
+
+/// [`NormKind::CohereLayerNorm`] of `x` over its last `n` features, op by op.
+pub(crate) fn cohere_layer_norm(b: &mut Builder, x: ValueId, n: u64) -> LayerResult<ValueId> {
+    positive(n, "normalized_shape")?;
+    super::expect_last(b.shape(x), n, "features")?;
+    let w = b.param(Shape::new([n]));
+    let in_dtype = b.dtype(x);
+    let xf = b.cast(x, DType::F32);
+    let (shape, rows) = (b.shape(x).clone(), b.shape(x).with_last(1));
+    let mean = b.op("mean", &[xf], &[(rows.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    // `(hidden_states - mean).pow(2)`: pow saves the centred copy
+    let centred = b.op("sub", &[xf, mean], &[(shape.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let sq = unary(b, "pow", centred, Saves::Input);
+    let var = b.op("mean", &[sq], &[(rows, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let var = unary(b, "add_scalar", var, Saves::Nothing);
+    let inv = unary(b, "rsqrt", var, Saves::Output);
+    // `(hidden_states - mean) * rsqrt(…)`: a second centred copy, saved by the product
+    let centred = b.op("sub", &[xf, mean], &[(shape, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let normed = mul(b, centred, inv);
+    let wf = b.cast(w, DType::F32);
+    let out = mul(b, wf, normed);
+    Ok(b.cast(out, in_dtype))
+}
+
 fn eps() -> f64 {
     1e-5
 }

@@ -28,6 +28,10 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct TokenInput {
     pub seq_len: u64,
+    /// A vision-language model's prompt: after an image input, the estimate's sequence length
+    /// (`--seq-len`) replaces `seq_len`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prompt: bool,
 }
 
 impl TokenInput {
@@ -41,7 +45,8 @@ impl TokenInput {
         }
         b.memory = Some(x);
         b.position_bias = None;
-        Ok(b.input(Shape::new([self.seq_len]), DType::I64))
+        let len = if self.prompt { b.prompt_len.unwrap_or(self.seq_len) } else { self.seq_len };
+        Ok(b.input(Shape::new([len]), DType::I64))
     }
 }
 

@@ -26,7 +26,7 @@
 //!   whole `[S, D]` partial output and `reduce_scatter_to_sequence_parallel_region` makes it
 //!   `[S/t, D]`; backward all-gathers the gradient to `[S, D]`: the linear, then [`reduce_scatter`].
 
-use super::linear::linear;
+use super::linear_op::linear;
 use crate::finetune::LinearRole;
 use crate::graph::{GradRule, Value, ValueId};
 use crate::lower::{Builder, CastPolicy};

@@ -5,37 +5,14 @@ use super::activation::{add, dropout, unary, GeluApprox, Saves};
 use super::attention::MultiheadAttention;
 use super::linear::{GatedMlp, Linear};
 use super::norm::{LayerNorm, RmsNorm};
+pub use super::activation::FfnActivation;
+pub use super::norm::NormKind;
 use super::{positive, LayerResult};
 use crate::finetune::{LinearRole, NameStyle};
 use crate::graph::ValueId;
 use crate::lower::Builder;
 use crate::serde_util::{is_false, t};
 use serde::{Deserialize, Serialize};
-
-/// Feed-forward activation of a transformer layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum FfnActivation {
-    #[default]
-    Relu,
-    Gelu,
-    /// `gelu(approximate='tanh')`.
-    GeluTanh,
-    /// Hugging Face's `gelu_new`, written in Python ops (GPT-2).
-    GeluNew,
-    Silu,
-    /// `x * sigmoid(1.702 x)` (CLIP's `quick_gelu`): saves `x` and the sigmoid's output.
-    QuickGelu,
-}
-
-/// The norm a transformer layer uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum NormKind {
-    #[default]
-    LayerNorm,
-    RmsNorm,
-}
 
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
 /// activation='relu', layer_norm_eps=1e-5, norm_first=False, bias=True)`, plus the switches the
@@ -159,6 +136,8 @@ impl TransformerLayer {
             key_bias: None,
             position_bias: false,
             contiguous_heads: false,
+            sinks: false,
+            qk_norm_full: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
@@ -219,6 +198,7 @@ impl TransformerLayer {
             }
             .lower(b, x),
             NormKind::RmsNorm => RmsNorm { normalized_shape: self.d_model, eps: self.layer_norm_eps, t5: false }.lower(b, x),
+            NormKind::CohereLayerNorm => super::norm::cohere_layer_norm(b, x, self.d_model),
         }
     }
 

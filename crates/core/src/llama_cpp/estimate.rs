@@ -7,7 +7,7 @@ use super::hparams::Hparams;
 use super::kv::{check_types, kv_buffers, Context};
 use super::params::{GpuDevice, Params};
 use super::placement::{layer_devices, model_buffers, place, Buft};
-use super::LlamaError;
+use super::error::LlamaError;
 
 /// One device: the host (system RAM) or a GPU.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ pub struct Estimate {
     pub arch: String,
     pub n_layer: u32,
     pub ctx: Context,
-    /// Flash attention as resolved (`-fa auto` is on: see [`super::FlashAttn::Auto`]).
+    /// Flash attention as resolved (`-fa auto` is on: see [`FlashAttn::Auto`](super::params::FlashAttn::Auto)).
     pub flash_attn: bool,
     /// GPU layers as llama.cpp counts them (`-ngl`, at most `n_layer + 1`).
     pub n_gpu_layers: u64,

@@ -5,7 +5,7 @@ use crate::gguf::{GgmlType, Header};
 
 use super::estimate::{estimate, Estimate};
 use super::params::{FlashAttn, GpuDevice, Params, SplitMode, Target};
-use super::LlamaError;
+use super::error::LlamaError;
 
 /// The largest `x` in `lo..=hi` with `fits(x)`, for a `fits` that holds up to some point and not
 /// after it (memory grows with `x`); `None` when `fits(lo)` fails. O(log(hi − lo)) calls.

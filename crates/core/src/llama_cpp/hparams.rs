@@ -4,7 +4,7 @@
 
 use crate::gguf::{Header, Value};
 
-use super::LlamaError;
+use super::error::LlamaError;
 
 /// What the buffers depend on. Per-layer arrays have `n_layer` entries.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,7 @@
 use super::hparams::Hparams;
 use super::params::Params;
 use super::placement::Buft;
-use super::LlamaError;
+use super::error::LlamaError;
 
 /// `GGML_PAD(x, 256)`.
 fn pad256(x: u64) -> u64 {

@@ -17,6 +17,7 @@
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
 mod compute;
+mod error;
 mod estimate;
 pub mod fit;
 mod hparams;
@@ -27,19 +28,9 @@ mod placement;
 #[cfg(feature = "formats")]
 pub mod synth;
 
+pub use error::LlamaError;
 pub use estimate::{estimate, DeviceReport, Estimate};
 pub use hparams::Hparams;
 pub use kv::{Context, KvBytes};
 pub use params::{FlashAttn, GpuDevice, Override, Params, SplitMode, Target, FFN_EXPS_REGEX, KV_CACHE_TYPES};
 pub use placement::Buft;
-
-/// Why a model or a setting cannot be sized.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LlamaError {
-    #[error("GGUF metadata: {0}")]
-    Metadata(String),
-    #[error("{0}")]
-    Params(String),
-    #[error("not supported: {0}")]
-    Unsupported(String),
-}

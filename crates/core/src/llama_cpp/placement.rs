@@ -22,7 +22,7 @@ use crate::gguf::{Header, TensorInfo};
 
 use super::hparams::Hparams;
 use super::params::{GpuDevice, Params, SplitMode, Target, FFN_EXPS_REGEX};
-use super::LlamaError;
+use super::error::LlamaError;
 
 /// A buffer type, named as llama.cpp logs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use crate::formats::ggml::{GgmlType as MixType, GgufRecipe, MixModel, TensorCategory};
 use crate::gguf::{GgmlType, Header, TensorInfo, Value};
 
-use super::LlamaError;
+use super::error::LlamaError;
 
 fn field(c: &Json, k: &str) -> Option<u64> {
     c.get(k).and_then(Json::as_u64)

@@ -2,7 +2,7 @@
 //! embeddings (word + token type, `+=` positions, LayerNorm, dropout), post-norm encoder layers
 //! with exact GELU, the tanh pooler over `[CLS]`, and optionally dropout + a classifier.
 
-use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::norm::LayerNorm;
 use crate::spec::{Layer, ModelSpec};
@@ -86,7 +86,7 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
                 attention_dropout: Some(c.attention_probs_dropout_prob),
                 activation: c.hidden_act,
                 layer_norm_eps: c.layer_norm_eps,
-                ..super::transformer_layer(d, c.num_attention_heads, c.intermediate_size)
+                ..super::parts::transformer_layer(d, c.num_attention_heads, c.intermediate_size)
             })],
         },
         serde_json::from_value(json!({"kind": "select_token", "index": 0})).ok()?,
@@ -98,7 +98,7 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
         layers.push(serde_json::from_value(json!({"kind": "linear", "in_features": d, "out_features": c.num_labels})).ok()?);
     }
     let name = if classifier { "BertForSequenceClassification" } else { "BertModel" };
-    let mut spec = super::token_model(name, c.seq_len, c.vocab_size, layers);
+    let mut spec = super::parts::token_model(name, c.seq_len, c.vocab_size, layers);
     // `modeling_bert.py`'s modules; the first token is taken inside `pooler`'s forward
     let inner = if classifier { "bert." } else { "" };
     let own = [

@@ -2,7 +2,7 @@
 //! embeddings, dropout, pre-norm causal layers (fused `c_attn`, `gelu_new`), the final
 //! `ln_f`, and the `lm_head` tied to the token embedding; cross-entropy per token over the vocabulary.
 
-use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::LayerNorm;
@@ -71,7 +71,7 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
                 layer_norm_eps: c.layer_norm_epsilon,
                 norm_first: true,
                 fused_qkv: true,
-                ..super::transformer_layer(d, c.n_head, c.n_inner.unwrap_or(d.saturating_mul(4)))
+                ..super::parts::transformer_layer(d, c.n_head, c.n_inner.unwrap_or(d.saturating_mul(4)))
             })],
         },
         Layer::LayerNorm(LayerNorm { normalized_shape: d, eps: c.layer_norm_epsilon, elementwise_affine: true, bias: true }),
@@ -85,7 +85,7 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
         }));
     }
     let name = if lm_head { "GPT2LMHeadModel" } else { "GPT2Model" };
-    let mut spec = super::token_model(name, c.seq_len, c.vocab_size, layers);
+    let mut spec = super::parts::token_model(name, c.seq_len, c.vocab_size, layers);
     // `modeling_gpt2.py`: `transformer.wte`, …, `transformer.h.<i>`, `lm_head`
     let inner = if lm_head { "transformer." } else { "" };
     for (i, own) in ["wte", "wpe", "drop", "h", "ln_f"].into_iter().enumerate() {

@@ -10,7 +10,7 @@
 //! op order (aux first, then `Mixed_7a`…) is torchvision's. The only difference from the real step
 //! is one `[N, 1000]` add and one log-softmax instead of two.
 
-use super::{image_model, layer};
+use super::parts::{image_model, layer};
 use crate::layer::args::Pair;
 use crate::spec::{Join, Layer, ModelSpec};
 use serde_json::json;

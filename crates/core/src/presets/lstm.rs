@@ -46,5 +46,5 @@ pub fn lstm_lm(c: &LstmLmConfig) -> Option<ModelSpec> {
         drop()?,
         Layer::Linear(Linear { in_features: c.hidden_size, out_features: c.vocab_size, bias: true, tied_weight: c.tied }),
     ];
-    Some(super::token_model("LSTM language model (PTB medium)", c.seq_len, c.vocab_size, layers))
+    Some(super::parts::token_model("LSTM language model (PTB medium)", c.seq_len, c.vocab_size, layers))
 }

@@ -12,14 +12,12 @@ mod inception;
 mod lstm;
 mod resnet;
 mod vgg;
+mod parts;
 
 #[cfg(feature = "typed-layers")]
 use crate::error::{Error, Result};
 #[cfg(feature = "typed-layers")]
-use crate::layer::attention::{FfnActivation, NormKind, TransformerLayer};
-#[cfg(feature = "typed-layers")]
-use crate::spec::InputDType;
-use crate::spec::{InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+use crate::spec::ModelSpec;
 use serde::Serialize;
 
 #[cfg(feature = "typed-layers")]
@@ -31,6 +29,8 @@ pub use inception::inception_v3;
 pub use lstm::{lstm_lm, LstmLmConfig};
 pub use resnet::resnet;
 pub use vgg::vgg;
+#[cfg(feature = "typed-layers")]
+pub(crate) use parts::{token_model, transformer_layer};
 
 /// How the app groups presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,12 +113,20 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("phi-3-mini", "Phi-3-mini-4k", Family::Llm, Some(4096)),
     hf("mixtral-8x7b", "Mixtral-8x7B", Family::Moe, Some(4096)),
     hf("deepseek-v3", "DeepSeek-V3 (671B)", Family::Moe, Some(4096)),
+    hf("qwen3-8b", "Qwen3-8B", Family::Llm, Some(4096)),
+    hf("qwen3-32b", "Qwen3-32B", Family::Llm, Some(4096)),
+    hf("qwen3-30b-a3b", "Qwen3-30B-A3B", Family::Moe, Some(4096)),
+    hf("qwen3-235b-a22b", "Qwen3-235B-A22B", Family::Moe, Some(4096)),
+    hf("glm-4.5-air", "GLM-4.5-Air (106B-A12B)", Family::Moe, Some(4096)),
+    hf("gpt-oss-20b", "gpt-oss-20b", Family::Moe, Some(4096)),
+    hf("gpt-oss-120b", "gpt-oss-120b", Family::Moe, Some(4096)),
+    hf("gemma-3-27b", "Gemma-3-27B (with its vision tower)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
 #[cfg(feature = "typed-layers")]
 /// The published `config.json` of preset `id` (Hugging Face hub, `config.json` at the model's
-/// main revision; DeepSeek-V3's without its FP8 `quantization_config`), for
+/// main revision; DeepSeek-V3's without its FP8 `quantization_config`, gpt-oss's without its MXFP4 one), for
 /// [`crate::import::preset`]. Only code that builds presets links these texts.
 pub fn hf_config(id: &str) -> Option<&'static str> {
     Some(match id {
@@ -136,60 +144,16 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "phi-3-mini" => include_str!("configs/phi-3-mini.json"),
         "mixtral-8x7b" => include_str!("configs/mixtral-8x7b.json"),
         "deepseek-v3" => include_str!("configs/deepseek-v3.json"),
+        "qwen3-8b" => include_str!("configs/qwen3-8b.json"),
+        "qwen3-32b" => include_str!("configs/qwen3-32b.json"),
+        "qwen3-30b-a3b" => include_str!("configs/qwen3-30b-a3b.json"),
+        "qwen3-235b-a22b" => include_str!("configs/qwen3-235b-a22b.json"),
+        "glm-4.5-air" => include_str!("configs/glm-4.5-air.json"),
+        "gpt-oss-20b" => include_str!("configs/gpt-oss-20b.json"),
+        "gpt-oss-120b" => include_str!("configs/gpt-oss-120b.json"),
+        "gemma-3-27b" => include_str!("configs/gemma-3-27b.json"),
         _ => return None,
     })
-}
-
-/// A layer from its JSON form. Preset literals are valid specs: every preset is built and
-/// resolved by `tests/presets.rs`, so a failure here is a bug those tests catch.
-pub(crate) fn layer(v: serde_json::Value) -> Layer {
-    serde_json::from_value(v).expect("valid preset layer")
-}
-
-/// A model with a float input of `shape` (per sample) and cross-entropy loss.
-pub(crate) fn image_model(name: &str, shape: Vec<u64>, layers: Vec<Layer>) -> ModelSpec {
-    let input = InputSpec { shape, dtype: Default::default(), vocab_size: None };
-    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
-}
-
-#[cfg(feature = "typed-layers")]
-/// A model over `seq_len` token ids from a vocabulary of `vocab_size`, with cross-entropy loss.
-pub(crate) fn token_model(name: &str, seq_len: u64, vocab_size: u64, layers: Vec<Layer>) -> ModelSpec {
-    let input = InputSpec { shape: vec![seq_len], dtype: InputDType::Int64, vocab_size: Some(vocab_size) };
-    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
-}
-
-#[cfg(feature = "typed-layers")]
-/// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
-/// (post-norm LayerNorm, ReLU, biases, dropout 0.1); presets and importers change fields with `..`.
-pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) -> TransformerLayer {
-    TransformerLayer {
-        d_model,
-        nhead,
-        dim_feedforward,
-        dropout: 0.1,
-        attention_dropout: None,
-        activation: FfnActivation::Relu,
-        layer_norm_eps: 1e-5,
-        norm_first: false,
-        bias: true,
-        norm: NormKind::LayerNorm,
-        gated_mlp: false,
-        num_kv_heads: None,
-        rotary: false,
-        fused_qkv: false,
-        head_dim: None,
-        out_bias: None,
-        mlp_bias: None,
-        norm_bias: None,
-        rotary_dim: None,
-        qk_norm: false,
-        sliding_window: None,
-        logit_softcap: None,
-        parallel: None,
-        post_norms: false,
-        attn_out_dropout: None,
-    }
 }
 
 /// All presets, in menu order.

@@ -2,7 +2,7 @@
 //! 50/101/152; `out += identity` and `ReLU(inplace=True)` as torchvision writes them.
 //! Each stage is one activation-checkpointing unit.
 
-use super::{image_model, layer};
+use super::parts::{image_model, layer};
 use crate::spec::LayerNames;
 use crate::spec::{Layer, ModelSpec};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! torchvision VGGs (`torchvision/models/vgg.py`): configurations A/B/D/E, optional BatchNorm,
 //! `AdaptiveAvgPool2d((7, 7))`, and the 4096-4096-1000 classifier with dropout.
 
-use super::{image_model, layer};
+use super::parts::{image_model, layer};
 use crate::spec::ModelSpec;
 use serde_json::json;
 

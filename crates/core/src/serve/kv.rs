@@ -3,7 +3,7 @@
 //! latent of multi-head latent attention; and the widths the profile run's activations need.
 
 use crate::formats::KvDtype;
-use crate::layer::attention::TransformerLayer;
+use crate::layer::transformer::TransformerLayer;
 use crate::spec::{Layer, ModelSpec};
 
 /// One attention layer's cache.

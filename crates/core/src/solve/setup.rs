@@ -1,7 +1,7 @@
 //! One setup the solver varies: a model, its step's settings and the multi-GPU job (one GPU by
 //! default), and what setting one variable does to it.
 
-use super::{Limit, Variable};
+use super::variable::{Limit, Variable};
 use crate::config::{Mode, TrainConfig};
 use crate::distributed::{DistConfig, DistEstimate, DistPrepared};
 use crate::error::{Error, Result};
@@ -111,7 +111,7 @@ impl<'a> Setup<'a> {
         Ok(Setup { config: c, ..*self })
     }
 
-    /// Where the peak of this setup (at `value` of the variable) is, for [`super::Answer::limit`].
+    /// Where the peak of this setup (at `value` of the variable) is, for the answer's `limit`.
     pub fn limit(&self, value: u64) -> Result<Limit> {
         let e = match self.estimate() {
             Ok(e) => e.estimate,

@@ -18,6 +18,10 @@ pub struct Record {
 }
 
 pub fn spec_of(r: &Value) -> ModelSpec {
+    // records of tools/measure_generate_hf.py carry their whole config
+    if let Some(c) = r.get("hf_config_file").and_then(Value::as_object) {
+        return vramcalc_core::import::hf::from_config(c).unwrap();
+    }
     let mut config = r["model_extra"]["hf_config"].as_object().expect("model_extra.hf_config").clone();
     let arch = if config["model_type"] == "gpt2" { "GPT2LMHeadModel" } else { "LlamaForCausalLM" };
     config.insert("architectures".into(), serde_json::json!([arch]));

@@ -11,9 +11,10 @@ pub fn data(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The estimate of a short training step (the parameter count does not depend on it).
+/// The estimate of a short training step (the parameter count does not depend on it); an image
+/// model's prompt (a vision-language model's) keeps its length, which holds the image tokens.
 pub fn estimate(spec: &ModelSpec) -> vramcalc_core::Estimate {
-    let cfg = TrainConfig { batch: 1, seq_len: Some(8), ..TrainConfig::default() };
+    let cfg = TrainConfig { batch: 1, seq_len: spec.is_sequence_input().then_some(8), ..TrainConfig::default() };
     Prepared::new(spec, &cfg).unwrap_or_else(|e| panic!("{:?}: {e}", spec.name)).estimate()
 }
 

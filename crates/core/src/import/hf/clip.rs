@@ -7,9 +7,9 @@
 //! Layers use `quick_gelu` unless `hidden_act` says otherwise. The text tower pools one token per
 //! sample (the end-of-text token: an advanced-indexing gather, modelled as `select_token`).
 
-use super::{invalid, pick, Fields};
+use crate::import::fields::{invalid, pick, Fields};
 use crate::error::{Error, Result};
-use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
 use crate::presets;
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};

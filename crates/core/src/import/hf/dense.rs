@@ -20,10 +20,11 @@
 //! | `opt` | learned positions (offset 2), ReLU MLP, optional `project_in`/`project_out`, pre- or post-norm |
 //! | `starcoder2` | LayerNorm, biased plain GELU-tanh MLP, grouped K/V, sliding window |
 
-use super::{dropout, pick, DecoderModules, Fields, LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::decoder::{DecoderModules, LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::fields::{dropout, pick, Fields};
 use crate::error::{Error, Result};
 use crate::layer::activation::{LogitSoftcap, Scale};
-use crate::layer::attention::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, NormKind, ParallelNorms, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::{LayerNorm, RmsNorm};
@@ -32,21 +33,21 @@ use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::Value;
 
 /// More decoder layers than this is not a real config (and would build a huge spec).
-const MAX_LAYERS: u64 = 10_000;
+pub(super) const MAX_LAYERS: u64 = 10_000;
 
 /// A decoder-only language model as the importers assemble it.
-struct Decoder {
-    name: String,
-    vocab: u64,
-    embed_dim: u64,
-    after_embed: Vec<Layer>,
-    layers: Vec<TransformerLayer>,
-    final_norm: Option<Layer>,
-    after_norm: Vec<Layer>,
-    head: Option<Linear>,
-    after_head: Vec<Layer>,
-    seq_len: u64,
-    modules: DecoderModules,
+pub(super) struct Decoder {
+    pub(super) name: String,
+    pub(super) vocab: u64,
+    pub(super) embed_dim: u64,
+    pub(super) after_embed: Vec<Layer>,
+    pub(super) layers: Vec<TransformerLayer>,
+    pub(super) final_norm: Option<Layer>,
+    pub(super) after_norm: Vec<Layer>,
+    pub(super) head: Option<Linear>,
+    pub(super) after_head: Vec<Layer>,
+    pub(super) seq_len: u64,
+    pub(super) modules: DecoderModules,
 }
 
 impl Decoder {
@@ -55,7 +56,7 @@ impl Decoder {
         Decoder { modules, ..self }.build()
     }
 
-    fn build(self) -> ModelSpec {
+    pub(super) fn build(self) -> ModelSpec {
         let mut layers =
             vec![Layer::Embedding(Embedding { num_embeddings: self.vocab, embedding_dim: self.embed_dim, padding_idx: None, tied_weight: false })];
         layers.extend(self.after_embed);
@@ -130,7 +131,7 @@ fn windows(c: &Fields, n: u64, window: Option<u64>, default_sliding: impl Fn(u64
 /// `partial_rotary_factor` from `rope_parameters` (transformers 5) or the top level / `legacy`
 /// key, as `int(head_dim * factor)` rotated features per head: `(rotary, rotary_dim)` for the
 /// layer (no rotary at all when that is 0; `None` when it is the whole head).
-fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<(bool, Option<u64>)> {
+pub(super) fn rotary_dim(c: &Fields, legacy: &str, default: f64, head_dim: u64) -> Result<(bool, Option<u64>)> {
     let nested = match c.get("rope_parameters") {
         Some(Value::Object(m)) => m.get("partial_rotary_factor").filter(|v| !v.is_null()).cloned(),
         _ => None,
@@ -159,7 +160,7 @@ fn softcap(c: &Fields, key: &str, default: Option<f64>) -> Result<Option<f64>> {
     }
 }
 
-fn divisible(h: u64, heads: u64) -> Result<()> {
+pub(super) fn divisible(h: u64, heads: u64) -> Result<()> {
     if !h.is_multiple_of(heads) {
         return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
     }
@@ -192,12 +193,12 @@ fn layer_norm_decoder(
     }
 }
 
-fn head_for(class: &str, causal_lm: &str, h: u64, vocab: u64, tied: bool, bias: bool) -> Option<Linear> {
+pub(super) fn head_for(class: &str, causal_lm: &str, h: u64, vocab: u64, tied: bool, bias: bool) -> Option<Linear> {
     (class == causal_lm).then_some(Linear { in_features: h, out_features: vocab, bias, tied_weight: tied })
 }
 
 /// Fields of the LLaMA-like families that change neither parameters nor memory.
-const IGNORED_LLAMA_LIKE: &[&str] = &[
+pub(super) const IGNORED_LLAMA_LIKE: &[&str] = &[
     "pretraining_tp", "query_pre_attn_scalar", "rope_local_base_freq", "cache_implementation",
     "original_max_position_embeddings",
 ];

@@ -1,9 +1,9 @@
 //! Encoder families beside BERT: `roberta` (BERT's layers and embeddings, its own classifier
 //! head) and `distilbert` (no token types, no pooler, no dropout after attention).
 
-use super::{bert_config, dropout, invalid, pick, Fields};
+use crate::import::fields::{dropout, invalid, pick, Fields};
 use crate::error::{Error, Result};
-use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
 use crate::layer::embedding::{Embedding, PositionalEmbedding};
 use crate::layer::linear::Linear;
 use crate::layer::norm::LayerNorm;
@@ -59,9 +59,10 @@ pub(super) fn roberta(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
 pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let (class, name) =
         pick(arch, &["DistilBertModel", "DistilBertForSequenceClassification"], "DistilBertModel");
-    if c.flag("sinusoidal_pos_embds", false)? {
-        return Err(Error::Import("field `sinusoidal_pos_embds`: frozen sinusoidal positions are not modelled (only false)".into()));
-    }
+    // transformers 5.24 only initialises the (trainable) position embedding with sinusoids when
+    // set (`DistilBertPreTrainedModel._init_weights`: `init.copy_(…, create_sinusoidal_embeddings(…))`):
+    // the same parameter either way (checked: `requires_grad` stays true).
+    c.flag("sinusoidal_pos_embds", false)?;
     let dim = c.size("dim", 768)?;
     let vocab = c.size("vocab_size", 30522)?;
     let max_pos = c.size("max_position_embeddings", 512)?;
@@ -110,5 +111,54 @@ pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             crate::layer_names::name_top(&mut spec.names, i, part);
         }
     }
+    Ok(spec)
+}
+
+/// The fields BERT and RoBERTa share, with `d`'s values as defaults.
+fn bert_config(c: &Fields, d: BertConfig) -> Result<BertConfig> {
+    match c.str("position_embedding_type")? {
+        None | Some("absolute") => {}
+        Some(other) => {
+            return Err(Error::Import(format!(
+                "field `position_embedding_type`: `{other}` is not supported (only \"absolute\")"
+            )))
+        }
+    }
+    let max_pos = c.size("max_position_embeddings", d.max_position_embeddings)?;
+    let cfg = BertConfig {
+        vocab_size: c.size("vocab_size", d.vocab_size)?,
+        hidden_size: c.size("hidden_size", d.hidden_size)?,
+        num_hidden_layers: c.size("num_hidden_layers", d.num_hidden_layers)?,
+        num_attention_heads: c.size("num_attention_heads", d.num_attention_heads)?,
+        intermediate_size: c.size("intermediate_size", d.intermediate_size)?,
+        max_position_embeddings: max_pos,
+        type_vocab_size: c.size("type_vocab_size", d.type_vocab_size)?,
+        hidden_dropout_prob: c.prob("hidden_dropout_prob", d.hidden_dropout_prob)?,
+        attention_probs_dropout_prob: c.prob("attention_probs_dropout_prob", d.attention_probs_dropout_prob)?,
+        layer_norm_eps: c.float("layer_norm_eps", d.layer_norm_eps)?,
+        hidden_act: c.activation("hidden_act", d.hidden_act)?,
+        num_labels: c.num_labels()?,
+        seq_len: d.seq_len.min(max_pos),
+    };
+    Ok(cfg)
+}
+
+/// `BertConfig` (transformers): defaults are BERT-base's.
+pub(super) fn bert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["BertModel", "BertForSequenceClassification"], "BertModel");
+    let cfg = bert_config(c, BertConfig::base())?;
+    let classifier = class == "BertForSequenceClassification";
+    if classifier && cfg.num_labels == 0 {
+        return Err(Error::Import("BertForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+    }
+    let mut spec = presets::bert(&cfg, classifier).ok_or_else(|| invalid("BERT"))?;
+    if classifier {
+        // `classifier_dropout` replaces `hidden_dropout_prob` before the classifier when set.
+        if let Some(p) = c.get("classifier_dropout").map(|_| c.prob("classifier_dropout", 0.0)).transpose()? {
+            let n = spec.layers.len();
+            spec.layers[n - 2] = dropout(p)?;
+        }
+    }
+    spec.name = Some(name);
     Ok(spec)
 }

@@ -17,7 +17,7 @@
 //! | `t5` | shared embedding; per stack a `relative_position_bias` (bidirectional in the encoder), RMS-norm blocks without biases (`d_kv` heads), ReLU / GELU or gated-GELU (`feed_forward_proj`) MLP; the LM head is always `shared` (transformers 5.24 `T5Config` forces `tie_word_embeddings = True`; `false` only drops the `d_model^-0.5` scaling before it) |
 //! | `whisper` | conv1d (k 3) + GELU, conv1d (k 3, stride 2) + GELU on `[frames, num_mel_bins]`, sinusoidal positions (a frozen table, counted as a parameter), pre-LayerNorm blocks (K projection without bias), decoder with learned positions, `proj_out` tied to the token embedding |
 
-use super::{dropout, invalid, pick, Fields};
+use crate::import::fields::{dropout, invalid, pick, Fields};
 use crate::error::{Error, Result};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Value};

@@ -11,7 +11,7 @@ use crate::memory::simulate::{round512, round_reserved, Phase, TimelinePoint};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::CandleStep;
+use super::step::CandleStep;
 
 /// Most timeline points a step keeps (the estimate downsamples again for display).
 const MAX_TIMELINE: usize = 4000;

@@ -56,19 +56,21 @@ mod backward;
 mod ledger;
 mod model;
 mod nn;
+mod step;
 mod tensor;
 
 use crate::error::{Error, Result};
 use crate::layer::activation::GeluApprox;
-use crate::layer::attention::{FfnActivation, NormKind};
+use crate::layer::transformer::{FfnActivation, NormKind};
 use crate::config::{Device, Mode, OptimizerKind, Precision, TrainConfig};
-use crate::memory::breakdown::{Breakdown, Category};
-use crate::memory::simulate::{OptimizerCost, Phase, StepResult, TimelinePoint};
+use crate::memory::breakdown::Category;
+use crate::memory::simulate::{OptimizerCost, Phase};
 use crate::layer::args::{NamedPadding, Padding};
 use crate::spec::{Layer, Loss, ModelSpec};
 use model::Model;
 use std::rc::Rc;
 use tensor::{product, Tensor, Tracer};
+pub use step::CandleStep;
 
 /// A spec ready to be traced with candle's semantics at any batch size.
 #[derive(Debug, Clone)]
@@ -196,36 +198,6 @@ impl CandlePlan {
         }
         drop((grads, loss, target));
         Ok(())
-    }
-}
-
-/// The result of one simulated candle step.
-#[derive(Debug, Clone, Default)]
-pub struct CandleStep {
-    pub peak: u64,
-    pub peak_phase: Option<Phase>,
-    /// Row of the per-layer table active at the peak (`u32::MAX`: loss or optimizer).
-    pub peak_layer: u32,
-    pub breakdown: Breakdown,
-    pub phase_peaks: [u64; 3],
-    pub peak_rounded512: u64,
-    pub peak_reserved: u64,
-    pub timeline: Vec<TimelinePoint>,
-}
-
-impl CandleStep {
-    /// As the PyTorch simulation's result, with `peak_op` found by the caller.
-    pub fn into_step_result(self, peak_op: Option<u32>, n_ops: usize) -> StepResult {
-        StepResult {
-            peak: self.peak,
-            peak_phase: self.peak_phase.unwrap_or(Phase::Forward),
-            peak_op,
-            breakdown: self.breakdown,
-            phase_peaks: self.phase_peaks,
-            snapshot: Vec::new(),
-            timeline: self.timeline,
-            saved_by_op: vec![0; n_ops],
-        }
     }
 }
 

@@ -5,7 +5,7 @@ use super::nn::{adaptive_avg, batch_norm_train, conv2d, dropout, embedding, laye
 use super::tensor::{product, BinaryOp, Tensor, Tracer, UnaryOp};
 use crate::error::{Error, Result};
 use crate::layer::activation::GeluApprox;
-use crate::layer::attention::{FfnActivation, TransformerLayer};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
 use crate::memory::breakdown::Category;
 use crate::layer::args::{NamedPadding, Padding};
 use crate::spec::Layer;

@@ -5,7 +5,7 @@
 //! the step's bytes `u64::MAX` (reported as `TooLarge`), never a wrapped number or a panic.
 
 use super::ledger::{Ledger, SharedLedger, Storage};
-use super::CandleStep;
+use super::step::CandleStep;
 use crate::memory::breakdown::Category;
 use crate::memory::simulate::Phase;
 use std::cell::Cell;

@@ -1,0 +1,78 @@
+//! `olmo2`: OLMo 2 (`modeling_olmo2.py`, transformers 5.24), LLaMA's parts in another order — no
+//! norm before attention or MLP, an RMSNorm on each one's output before its residual add
+//! (`post_attention_layernorm`, `post_feedforward_layernorm`), and `q_norm`/`k_norm` over the
+//! whole Q and K projections (`qk_norm_full`). Each layer is written as two `residual` blocks
+//! (`[attention, rms_norm]`, `[gated_mlp, rms_norm]`) in one `repeat`.
+
+use crate::error::{Error, Result};
+use crate::import::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
+use crate::import::fields::{pick, Fields};
+use crate::layer::attention::MultiheadAttention;
+use crate::layer::embedding::Embedding;
+use crate::layer::linear::{GatedMlp, Linear};
+use crate::layer::norm::RmsNorm;
+use crate::layer::transformer::FfnActivation;
+use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+
+/// `Olmo2Config` (transformers): defaults are OLMo-2's 7B shape.
+pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["Olmo2ForCausalLM", "Olmo2Model"], "Olmo2Model");
+    let h = c.size("hidden_size", 4096)?;
+    let heads = c.size("num_attention_heads", 32)?;
+    let kv = c.size("num_key_value_heads", heads)?;
+    if !h.is_multiple_of(heads) {
+        return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
+    }
+    let n = c.size("num_hidden_layers", 32)?;
+    if n > 10_000 {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds (10000)")));
+    }
+    let vocab = c.size("vocab_size", 50304)?;
+    let eps = c.float("rms_norm_eps", 1e-5)?;
+    c.activation("hidden_act", FfnActivation::Silu)?;
+    let bias = c.flag("attention_bias", false)?;
+    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false });
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: c.prob("attention_dropout", 0.0)?,
+        bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        out_bias: None,
+        qk_norm: None,
+        head_dim: None,
+        rotary_dim: None,
+        sliding_window: None,
+        logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
+        contiguous_heads: false,
+        sinks: false,
+        qk_norm_full: true,
+    });
+    let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
+    let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };
+    let max_pos = c.size("max_position_embeddings", 2048)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("olmo2", &["pretraining_tp"])?;
+    let lm = class == "Olmo2ForCausalLM";
+    let mut layers = vec![
+        Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false }),
+        Layer::Repeat { times: n, body: vec![res(attn), res(mlp)] },
+        norm(),
+    ];
+    if lm {
+        layers.push(Layer::Linear(Linear { in_features: h, out_features: vocab, bias: false, tied_weight: tied }));
+    }
+    Ok(ModelSpec {
+        version: SPEC_VERSION,
+        name: Some(name),
+        input: InputSpec { shape: vec![max_pos.min(MAX_DEFAULT_SEQ_LEN)], dtype: InputDType::Int64, vocab_size: Some(vocab) },
+        layers,
+        loss: Loss::CrossEntropy,
+        names: LLAMA_MODULES.names(1..2, Some(2), lm.then_some(3)),
+    })
+}

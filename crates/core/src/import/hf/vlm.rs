@@ -1,0 +1,136 @@
+//! `gemma3`: the image-text model most Gemma 3 checkpoints are, built as transformers 5.24's
+//! `modeling_gemma3.py` builds `Gemma3ForConditionalGeneration`: the SigLIP vision tower
+//! (`SiglipVisionModel` from `vision_config`, `modeling_siglip.py`), `Gemma3MultiModalProjector`
+//! and the `gemma3_text` decoder of `text_config` (`Gemma3TextModel`, [`super::dense`]), with its
+//! `lm_head` tied to the token embedding unless `tie_word_embeddings` is false.
+//!
+//! The spec's input is one image (`num_channels × image_size²`); the tower runs on it —
+//! patch conv with bias (k = s = `patch_size`), flatten and transpose, learned positions (no class
+//! token), pre-norm layers with the tanh GELU, `post_layernorm` — then the projector:
+//! `token_pool` to `mm_tokens_per_image` tokens, `mm_soft_emb_norm` (RMSNorm) and the
+//! `mm_input_projection_weight [Dv, Dt]` matmul. A `token_input` of the prompt's token ids follows
+//! (the image tokens are its memory), the scaled token embedding, `image_tokens` (the image rows
+//! written into the image placeholders) and the decoder. The prompt is [`super::MAX_DEFAULT_SEQ_LEN`]
+//! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included; the
+//! estimate's `seq_len` replaces it (`token_input`'s `prompt`).
+//!
+//! Not modelled (refused by name): SigLIP's pooling head (`vision_use_head: true`, the
+//! `SiglipVisionConfig` default, which Gemma 3 checkpoints turn off: its output is unused), and
+//! Gemma 3's bidirectional attention among an image's tokens, which changes a mask only.
+
+use super::dense;
+use crate::error::{Error, Result};
+use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
+use crate::import::fields::{invalid, Fields};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
+use crate::presets;
+use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
+use serde_json::{json, Map, Value};
+
+fn layer(v: Value) -> Result<Layer> {
+    let kind = v["kind"].as_str().unwrap_or("layer").to_string();
+    serde_json::from_value(v).map_err(|_| invalid(&kind))
+}
+
+/// A sub-config object (`text_config`, `vision_config`), empty when absent.
+fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
+    match c.get(key) {
+        None => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(v) => Err(Fields::wrong(key, "an object", v)),
+    }
+}
+
+/// `SiglipVisionTransformer` without its head: `(layers, channels, image size, hidden, patches per side, eps)`.
+fn siglip(obj: &Map<String, Value>) -> Result<(Vec<Layer>, u64, u64, u64, u64, f64)> {
+    let t = Fields::new(obj);
+    let h = t.size("hidden_size", 768)?;
+    let heads = t.size("num_attention_heads", 12)?;
+    let channels = t.size("num_channels", 3)?;
+    let image = t.size("image_size", 224)?;
+    let patch = t.size("patch_size", 16)?;
+    if image < patch {
+        return Err(Error::Import(format!("vision_config: `image_size` {image} is smaller than `patch_size` {patch}")));
+    }
+    if t.flag("vision_use_head", true)? {
+        return Err(Error::Import(
+            "vision_config: field `vision_use_head` (true, SiglipVisionConfig's default): the pooling head is not modelled; Gemma 3 checkpoints set it false".into(),
+        ));
+    }
+    let eps = t.float("layer_norm_eps", 1e-6)?;
+    let side = image / patch;
+    let patches = side.saturating_mul(side);
+    let enc = TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
+        activation: t.activation("hidden_act", FfnActivation::GeluTanh)?,
+        layer_norm_eps: eps,
+        norm_first: true,
+        ..presets::transformer_layer(h, heads, t.size("intermediate_size", 3072)?)
+    };
+    let layers = vec![
+        layer(json!({"kind": "conv2d", "in_channels": channels, "out_channels": h, "kernel_size": patch, "stride": patch}))?,
+        layer(json!({"kind": "flatten", "start_dim": 2}))?,
+        layer(json!({"kind": "transpose", "dim0": 1, "dim1": 2}))?,
+        // `position_embedding(self.position_ids)`; `position_ids` is a non-persistent int64 buffer
+        layer(json!({"kind": "positional_embedding", "num_embeddings": patches, "embedding_dim": h, "index_buffer": patches}))?,
+        Layer::Repeat { times: t.size("num_hidden_layers", 12)?, body: vec![Layer::TransformerEncoderLayer(enc)] },
+        layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps}))?,
+    ];
+    t.refuse_unknown("gemma3 vision_config", &["model_type", "initializer_range", "projection_dim"])?;
+    Ok((layers, channels, image, h, side, eps))
+}
+
+/// `Gemma3Config` (transformers): `text_config` a `Gemma3TextConfig`, `vision_config` a
+/// `SiglipVisionConfig`, `mm_tokens_per_image` 256.
+pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let lm = match arch {
+        None | Some("Gemma3ForConditionalGeneration") => true,
+        Some("Gemma3Model") => false,
+        Some(other) => return Err(Error::Import(format!("`{other}`: gemma3 imports Gemma3ForConditionalGeneration or Gemma3Model"))),
+    };
+    let (vision, channels, image, hv, side, eps) = siglip(&sub(c, "vision_config")?)?;
+    let tokens = c.size("mm_tokens_per_image", 256)?;
+    let per_side = (tokens as f64).sqrt() as u64;
+    if per_side * per_side != tokens || per_side == 0 || side % per_side != 0 {
+        return Err(Error::Import(format!(
+            "field `mm_tokens_per_image` ({tokens}) must be a square whose side divides the {side} × {side} patch grid"
+        )));
+    }
+    // the text model: its own config with Gemma3Config's `tie_word_embeddings`
+    let mut text = sub(c, "text_config")?;
+    text.insert("model_type".into(), json!("gemma3_text"));
+    text.insert("tie_word_embeddings".into(), json!(c.flag("tie_word_embeddings", true)?));
+    let tc = Fields::new(&text);
+    let decoder = dense::llama_like(&tc, Some(if lm { "Gemma3ForCausalLM" } else { "Gemma3TextModel" }), "gemma3_text")?;
+    let loss = decoder.loss;
+    let dt = decoder.input.vocab_size.ok_or_else(|| invalid("gemma3 text model"))?;
+    let Some(Layer::Embedding(embed)) = decoder.layers.first() else { return Err(invalid("gemma3 text model")) };
+    let ht = embed.embedding_dim;
+    for key in ["image_token_index", "boi_token_index", "eoi_token_index", "image_token_id", "boi_token_id", "eoi_token_id"] {
+        c.get(key);
+    }
+    c.refuse_unknown("gemma3", &[])?;
+    let seq = decoder.input.shape.first().copied().unwrap_or(MAX_DEFAULT_SEQ_LEN).max(tokens);
+    let mut layers = vision;
+    layers.push(layer(json!({"kind": "token_pool", "grid": side, "kernel": side / per_side}))?);
+    // Gemma3RMSNorm (`x · (1 + w)`): as an RMSNorm's memory and parameters
+    layers.push(layer(json!({"kind": "rms_norm", "normalized_shape": hv, "eps": eps}))?);
+    // torch.matmul(normed, mm_input_projection_weight): a linear without bias
+    layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": ht, "bias": false}))?);
+    layers.push(layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?);
+    let mut text_layers = decoder.layers.into_iter();
+    // the embedding and its `embed_scale`, then the image rows
+    layers.extend(text_layers.by_ref().take(2));
+    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
+    layers.extend(text_layers);
+    let name = if lm { "Gemma3ForConditionalGeneration" } else { "Gemma3Model" };
+    Ok(ModelSpec {
+        version: SPEC_VERSION,
+        name: Some(name.to_string()),
+        input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: Some(dt) },
+        layers,
+        loss,
+        names: Default::default(),
+    })
+}
