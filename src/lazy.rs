@@ -150,6 +150,7 @@ pub fn estimate_from_json(v: &Value) -> Option<Estimate> {
             input: n(b, "input")?,
             frozen_parameters: n(b, "frozen_parameters").unwrap_or(0),
             adapter_parameters: n(b, "adapter_parameters").unwrap_or(0),
+            weight_casts: n(b, "weight_casts").unwrap_or(0),
             kv_cache: n(b, "kv_cache").unwrap_or(0),
         },
         phase_peaks: n3(&v["phase_peaks"])?,
