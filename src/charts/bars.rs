@@ -8,6 +8,10 @@ use vramcalc_core::{ByteUnit, Category, Estimate, LayerReport};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Category(Category),
+    /// Of the activations: autocast's cached half-precision weight copies (`Breakdown::weight_casts`).
+    WeightCasts,
+    /// The KV cache of generation (`Breakdown::kv_cache`, not a core category).
+    KvCache,
     Overhead,
     Peak,
     DeviceTotal,
@@ -18,6 +22,8 @@ impl Part {
     pub fn key(self) -> &'static str {
         match self {
             Part::Category(c) => c.key(),
+            Part::WeightCasts => "weight_casts",
+            Part::KvCache => "kv_cache",
             Part::Overhead => "overhead",
             Part::Peak => "peak",
             Part::DeviceTotal => "device_total",
@@ -80,7 +86,18 @@ pub fn overhead(est: &Estimate) -> u64 {
 /// The peak's categories plus the device overhead, stacked left to right over `width`
 /// (zero categories are left out).
 pub fn breakdown(est: &Estimate, width: f64) -> Vec<Bar> {
-    let mut parts: Vec<(Part, u64)> = est.breakdown.entries().iter().map(|&(c, b)| (Part::Category(c), b)).collect();
+    let bk = &est.breakdown;
+    let mut parts: Vec<(Part, u64)> = Vec::new();
+    for (c, b) in bk.entries() {
+        if c == Category::Activations {
+            // autocast's weight copies are activations by PyTorch's count: shown as their own part
+            parts.push((Part::Category(c), b.saturating_sub(bk.weight_casts)));
+            parts.push((Part::WeightCasts, bk.weight_casts.min(b)));
+        } else {
+            parts.push((Part::Category(c), b));
+        }
+    }
+    parts.push((Part::KvCache, bk.kv_cache));
     parts.push((Part::Overhead, overhead(est)));
     let total: u64 = parts.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
     let s = Linear::new((0.0, total.max(1) as f64), (0.0, width));
