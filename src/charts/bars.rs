@@ -167,6 +167,27 @@ mod tests {
         vramcalc_core::estimate(&presets::build("vgg16").unwrap(), &Default::default()).unwrap()
     }
 
+    /// Generation's KV cache is a part of the bar (issue 22 item 6), and autocast's cached weight
+    /// copies a part of their own, taken out of the activations (item 2); the parts add up.
+    #[test]
+    fn the_kv_cache_and_autocasts_weight_copies_are_parts_of_the_bar() {
+        let gpt2 = presets::build("gpt2").unwrap();
+        let gen = vramcalc_core::TrainConfig { mode: vramcalc_core::Mode::Generate, batch: 2, seq_len: Some(128), ..Default::default() };
+        let e = vramcalc_core::estimate(&gpt2, &gen).unwrap();
+        let segs = breakdown(&e, 500.0);
+        let kv = segs.iter().find(|s| s.key == Part::KvCache).expect("a KV-cache part");
+        assert_eq!(kv.bytes, e.breakdown.kv_cache);
+        assert_eq!(segs.iter().map(|s| s.bytes).sum::<u64>(), e.breakdown.total() + overhead(&e));
+        // the split itself, on a breakdown whose activations hold weight copies (what FSDP with
+        // autocast gives at its peak: crates/core, `StorageClass::ParamCast`)
+        let mut e = vgg();
+        e.breakdown.weight_casts = e.breakdown.activations / 4;
+        let segs = breakdown(&e, 500.0);
+        let part = |p: Part| segs.iter().find(|s| s.key == p).map_or(0, |s| s.bytes);
+        assert_eq!(part(Part::WeightCasts), e.breakdown.weight_casts);
+        assert_eq!(part(Part::Category(Category::Activations)) + part(Part::WeightCasts), e.breakdown.activations);
+    }
+
     #[test]
     fn capacity_bars_fit_the_axis() {
         let e = vgg();

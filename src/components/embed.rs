@@ -204,3 +204,27 @@ pub fn embed_setup(t: &crate::i18n::Tr, c: &vramcalc_core::TrainConfig, d: &vram
     parts.push(format!("{} {}", vramcalc_core::thousands(params), t.params));
     parts.join(" · ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::embed_setup;
+    use vramcalc_core::distributed::{DistConfig, Strategy};
+    use vramcalc_core::{finetune::Method, Mode, TrainConfig};
+
+    /// A QLoRA card says QLoRA, its sequence, checkpointing and GPUs (issue 22 item 6); a generate
+    /// card says generate and no optimizer.
+    #[test]
+    fn the_cards_setup_line_names_the_method_sequence_checkpointing_and_gpus() {
+        let t = crate::i18n::tr(crate::i18n::Lang::En);
+        let mut c = TrainConfig { batch: 1, checkpointing: true, ..Default::default() };
+        (c.finetune.method, c.finetune.lora_r) = (Method::Qlora, 16);
+        let d = DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..Default::default() };
+        let line = embed_setup(t, &c, &d, Some(2048), 8_030_261_248);
+        for part in ["qlora r=16", "seq 2048", "checkpointing", "8 × GPU (fsdp"] {
+            assert!(line.contains(part), "{part}: {line}");
+        }
+        let g = TrainConfig { mode: Mode::Generate, ..Default::default() };
+        let line = embed_setup(t, &g, &DistConfig::default(), Some(128), 1);
+        assert!(line.starts_with("generate +256 tokens") && !line.contains("adamw"), "{line}");
+    }
+}
