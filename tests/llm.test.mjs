@@ -252,3 +252,29 @@ test('with LoRA the per-layer table marks the adapted linears and the frozen lay
   assert.match(title, /Trainable: [\d,]+/);
   assert.deepEqual(errors, []);
 });
+
+test('the LLM fields commit as you type: focus stays, keystrokes never concatenate, the link follows (issue 23)', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await page.getByTestId('finetune').selectOption('lora');
+  const alpha = page.getByTestId('lora-alpha');
+  await alpha.click();
+  await alpha.press('Control+A');
+  await page.keyboard.type('32', { delay: 30 });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'lora-alpha', 'the field keeps the focus');
+  assert.equal(await alpha.inputValue(), '32');
+  await page.waitForFunction(() => decodeURIComponent(location.hash).includes('"lora_alpha":32'));
+  // a click from one field into another is not lost
+  await page.getByTestId('lora-r').click();
+  await page.getByTestId('lora-r').press('Control+A');
+  await page.keyboard.type('16', { delay: 30 });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'lora-r');
+  const want = cli('--preset', 'gpt2', '--batch', await batchOf(page), '--finetune', 'lora', '--lora-r', '16', '--lora-alpha', '32');
+  await waitAttr(page, 'trainable', 'data-count', (v) => v === String(want.trainable_params), 20000);
+  assert.equal(await alpha.inputValue(), '32', 'no concatenated value');
+  // a text that is no value stays in the field with its reason, the settings unchanged
+  await page.getByTestId('lora-r').fill('0');
+  await page.getByTestId('llm-error').waitFor();
+  assert.equal(await page.getByTestId('trainable').getAttribute('data-count'), String(want.trainable_params));
+  assert.deepEqual(errors, []);
+});
