@@ -20,10 +20,8 @@ export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # Warnings are errors here (RUSTFLAGS for the native build only: the wasm build keeps its own flags).
 echo "== native tests (release: the verifier trains real models) =="
 RUSTFLAGS="-D warnings" cargo test --release --workspace
-# The app's own tests once more without the CLI's and verifier's features (no candle). They link
-# the lazily loaded module's full core natively (moe, sequence: `crates/web-extras`), so the app's
-# route to it is decided by layer kind, never by a feature (`src/lazy.rs`); the wasm build's own
-# feature set (no moe, no sequence) is exercised by the browser tests.
+# The app's own tests once more without the CLI's and verifier's features (no candle): the core
+# as the app builds it, for the browser too (every feature but candle).
 RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-web
 # The core as the app's first-load bundle builds it (no default features): its spec keeps the
 # kinds it does not parse as their JSON (`spec::DeferredLayer`); the share links carry them.

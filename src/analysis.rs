@@ -1,19 +1,21 @@
-//! Everything the views derive from the state, computed by the core: the estimate, the batch
-//! sweep, the largest batch that fits and per-row lookups for the layer editor. (The what-ifs are
-//! computed by the lazily loaded module: [`crate::lazy::what_ifs`].)
+//! Everything the views derive from the state, computed by the core: the estimate (rank 0's for a
+//! multi-GPU job), the batch sweep, the largest batch that fits, the what-ifs of the whole job and
+//! per-row lookups for the layer editor.
 //! Pure; the app wraps these in `use_memo`. The app itself computes no memory.
 
 use crate::charts::batch::sweep_points;
 use crate::tree::{normalize_core_path, ListPath, NodePath};
 use std::collections::HashMap;
-use vramcalc_core::memory::Prepared;
+use vramcalc_core::distributed::{DistConfig, DistPrepared, DistReport};
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
-/// The estimate and the batch analysis for one model, setup and capacity.
+/// The estimate and the batch analysis for one model, setup, job and capacity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     pub estimate: Estimate,
+    /// Rank 0's report of a multi-GPU job.
+    pub distributed: Option<DistReport>,
     pub capacity: u64,
     /// Largest batch whose device total fits (`None`: not even batch 1).
     pub max_batch: Option<u64>,
@@ -22,46 +24,51 @@ pub struct Report {
 }
 
 pub fn analyse(spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
-    PreparedCache::default().analyse(spec, config, capacity)
+    PreparedCache::default().analyse(spec, config, &DistConfig::default(), capacity)
 }
 
-/// Keeps the resolved model of each setup the estimate and the what-ifs used, with the batch
-/// left out: a `Prepared` gives the estimate at any batch, so after a batch change (the most
-/// frequent edit) nothing is resolved again. Emptied when the model changes; at most
-/// [`Self::MAX`] setups.
+/// Keeps the resolved model of each setup the estimate used, with the batch left out: a
+/// `DistPrepared` gives the estimate at any batch, so after a batch change (the most frequent
+/// edit) nothing is resolved again. Emptied when the model changes; at most [`Self::MAX`] setups.
 #[derive(Default)]
 pub struct PreparedCache {
     spec: Option<ModelSpec>,
-    /// Setup (batch 0) → its prepared model, most recently used last.
-    prepared: Vec<(TrainConfig, Prepared)>,
+    /// Setup (batch 0) and job → its prepared model, most recently used last.
+    prepared: Vec<((TrainConfig, DistConfig), DistPrepared)>,
 }
 
 impl PreparedCache {
     pub const MAX: usize = 16;
 
     /// The estimate with its batch analysis, like [`analyse`], reusing resolved models.
-    pub fn analyse(&mut self, spec: &ModelSpec, config: &TrainConfig, capacity: u64) -> Result<Report, Error> {
-        let prepared = self.prepared(spec, config)?;
-        let estimate = prepared.estimate_at(config.batch)?;
+    pub fn analyse(&mut self, spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, capacity: u64) -> Result<Report, Error> {
+        let prepared = self.prepared(spec, config, dist)?;
+        let e = prepared.estimate_at(config.batch)?;
         let max_batch = prepared.max_batch(capacity);
-        let sweep = prepared.sweep(&sweep_points(config.batch, max_batch));
-        Ok(Report { estimate, capacity, max_batch, sweep })
+        let sweep = sweep_points(config.batch, max_batch)
+            .into_iter()
+            .map(|b| {
+                let (peak, total) = prepared.peak_at(b);
+                (b, peak, total)
+            })
+            .collect();
+        Ok(Report { estimate: e.estimate, distributed: e.distributed, capacity, max_batch, sweep })
     }
 
-    /// The prepared model of `spec` under `cfg` (any batch), resolving it only when new.
-    fn prepared(&mut self, spec: &ModelSpec, cfg: &TrainConfig) -> Result<&Prepared, Error> {
+    /// The prepared model of `spec` under `cfg` (any batch) and `dist`, resolving it only when new.
+    fn prepared(&mut self, spec: &ModelSpec, cfg: &TrainConfig, dist: &DistConfig) -> Result<&DistPrepared, Error> {
         if self.spec.as_ref() != Some(spec) {
             self.spec = Some(spec.clone());
             self.prepared.clear();
         }
-        let key = TrainConfig { batch: 0, ..*cfg };
+        let key = (TrainConfig { batch: 0, ..*cfg }, *dist);
         match self.prepared.iter().position(|(k, _)| *k == key) {
             Some(i) => {
                 let entry = self.prepared.remove(i);
                 self.prepared.push(entry);
             }
             None => {
-                let p = Prepared::new(spec, cfg)?;
+                let p = DistPrepared::new(spec, cfg, dist)?;
                 if self.prepared.len() >= Self::MAX {
                     self.prepared.remove(0);
                 }
@@ -131,70 +138,35 @@ mod tests {
     use super::*;
     use vramcalc_core::presets;
 
-    /// The web app's core is built without the `moe` feature (bundle budget): there, such a
-    /// model's estimate is a clear error, never a panic or a wrong figure, and the app never asks
-    /// it: the model takes the lazy route to the full core ([`crate::lazy`]).
+    /// One core in the browser (issue 23): mixture-of-experts, encoder–decoder and fine-tuning
+    /// setups are estimated by the app's own core, as the CLI estimates them.
     #[test]
-    fn moe_layers_take_the_lazy_route_the_apps_own_core_refuses_them() {
-        let spec = vramcalc_core::ModelSpec::from_json(
+    fn every_kind_of_model_and_setup_is_estimated_by_the_apps_core() {
+        let moe = vramcalc_core::ModelSpec::from_json(
             r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#,
         )
         .unwrap();
-        assert!(crate::lazy::needs_full_core(&spec, &Default::default(), &Default::default()));
-        let estimate = vramcalc_core::estimate(&spec, &Default::default());
-        // `cargo test --workspace` unifies features (the CLI's default has `moe`); `scripts/test.sh`
-        // also runs this crate alone, as the wasm build compiles it.
-        if vramcalc_core::layer::MOE_LOWERING {
-            assert!(estimate.is_ok(), "{estimate:?}");
-        } else {
-            let err = estimate.unwrap_err().to_string();
-            assert!(err.contains("sparse_moe") && err.contains("vramcalc estimate --hf-config"), "{err}");
-        }
-    }
-
-    /// Likewise the encoder–decoder and two-tower layers (core feature `seq2seq`: T5, Whisper, CLIP):
-    /// the app's own core refuses them with a pointer to the CLI, so they take the lazy route.
-    #[test]
-    fn encoder_decoder_layers_take_the_lazy_route_the_apps_own_core_refuses_them() {
-        let spec = vramcalc_core::ModelSpec::from_json(
+        let t5 = vramcalc_core::ModelSpec::from_json(
             r#"{"input":{"shape":[8,16]},"layers":[{"kind":"token_input","seq_len":4},{"kind":"embedding","num_embeddings":10,"embedding_dim":16},{"kind":"cross_attention","embed_dim":16,"num_heads":2}]}"#,
         )
         .unwrap();
-        assert!(crate::lazy::needs_full_core(&spec, &Default::default(), &Default::default()));
-        let estimate = vramcalc_core::estimate(&spec, &Default::default());
-        if vramcalc_core::layer::SEQ2SEQ_LOWERING {
-            assert!(estimate.is_ok(), "{estimate:?}");
-        } else {
-            let err = estimate.unwrap_err().to_string();
-            assert!(err.contains("token_input") && err.contains("vramcalc estimate --hf-config"), "{err}");
+        let mut lora = TrainConfig::default();
+        lora.finetune.method = vramcalc_core::finetune::Method::Lora;
+        for (spec, cfg) in [(moe, TrainConfig::default()), (t5, TrainConfig::default()), (presets::build("gpt2").unwrap(), lora)] {
+            let r = analyse(&spec, &cfg, 24 << 30).unwrap();
+            assert_eq!(r.estimate, vramcalc_core::estimate(&spec, &cfg).unwrap());
         }
     }
 
-    /// Likewise a fine-tuning setup (core feature `finetune`, held by the app as the JSON of
-    /// `Model::llm`); layers a spec marks `"trainable": false` freeze in the app's own core and
-    /// stay on the fast path.
+    /// A multi-GPU job's report is rank 0's, the CLI's `estimate --gpus --strategy`.
     #[test]
-    fn fine_tuning_setups_take_the_lazy_route_frozen_layers_do_not() {
-        let spec = presets::build("resnet18").unwrap();
-        let mut cfg = TrainConfig::default();
-        cfg.finetune.method = vramcalc_core::finetune::Method::Lora;
-        let mut llm = serde_json::Map::new();
-        llm.insert("finetune".into(), serde_json::to_value(cfg.finetune).unwrap());
-        assert!(crate::lazy::needs_full_core(&spec, &TrainConfig::default(), &llm));
-        let estimate = vramcalc_core::estimate(&spec, &cfg);
-        if vramcalc_core::finetune::LOWERING {
-            assert!(estimate.is_ok(), "{estimate:?}");
-        } else {
-            let err = estimate.unwrap_err().to_string();
-            assert!(err.contains("vramcalc estimate --finetune"), "{err}");
-        }
-        let frozen = vramcalc_core::ModelSpec::from_json(
-            r#"{"input":{"shape":[16]},"layers":[{"kind":"linear","in_features":16,"out_features":16,"trainable":false},{"kind":"linear","in_features":16,"out_features":4}]}"#,
-        )
-        .unwrap();
-        assert!(!crate::lazy::needs_full_core(&frozen, &TrainConfig::default(), &Default::default()));
-        let e = vramcalc_core::estimate(&frozen, &TrainConfig::default()).unwrap();
-        assert_eq!((e.params, e.trainable_params), (16 * 16 + 16 + 16 * 4 + 4, 16 * 4 + 4));
+    fn a_jobs_report_is_rank_0s() {
+        let spec = presets::build("gpt2").unwrap();
+        let cfg = TrainConfig { batch: 2, seq_len: Some(128), ..Default::default() };
+        let d = DistConfig { gpus: 4, strategy: vramcalc_core::distributed::Strategy::Zero3, ..Default::default() };
+        let r = PreparedCache::default().analyse(&spec, &cfg, &d, 24 << 30).unwrap();
+        let want = vramcalc_core::distributed::estimate(&spec, &cfg, &d).unwrap();
+        assert_eq!((r.estimate, r.distributed), (want.estimate, want.distributed));
     }
 
     #[test]
@@ -215,11 +187,11 @@ mod tests {
         let spec = presets::build("resnet18").unwrap();
         for batch in [32, 8, 512, 1, 33] {
             let cfg = TrainConfig { batch, ..Default::default() };
-            assert_eq!(cache.analyse(&spec, &cfg, 24 << 30), analyse(&spec, &cfg, 24 << 30), "batch {batch}");
+            assert_eq!(cache.analyse(&spec, &cfg, &DistConfig::default(), 24 << 30), analyse(&spec, &cfg, 24 << 30), "batch {batch}");
         }
         assert_eq!(cache.prepared.len(), 1, "one setup, resolved once");
         let bad = TrainConfig { batch: 2, grad_accum: 4, ..Default::default() };
-        assert!(cache.analyse(&spec, &bad, 24 << 30).is_err());
+        assert!(cache.analyse(&spec, &bad, &DistConfig::default(), 24 << 30).is_err());
     }
 
     #[test]

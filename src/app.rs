@@ -2,8 +2,9 @@
 
 use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
-use crate::components::llm::llm_panel;
-use crate::components::panels::{use_module_panel, use_panel_events, EXPORT_HOST};
+use crate::components::llm::LlmSetup;
+use crate::components::llm_answers::LlmAnswers;
+use crate::components::downloads::Downloads;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
@@ -11,7 +12,6 @@ use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
-use crate::lazy;
 use crate::state::Action;
 use std::rc::Rc;
 use vramcalc_core::spec::Layer;
@@ -32,28 +32,22 @@ pub fn app(p: &AppProps) -> Html {
     let model = &state.model;
     let capacity = model.gpu.capacity();
 
-    // Derived, never stored: the estimate with its batch analysis, and the what-ifs. What the
-    // app's build of the core leaves out (attention, recurrent, MoE/MLA layers) takes the lazy
-    // route: the lazily loaded module computes it asynchronously, the newest request winning.
-    let lazy_report = use_report(&model.spec, model.config, &model.llm, capacity);
-    // What-ifs resolve the model once per trick: computed by the lazily loaded module (full core),
-    // right after the main update is drawn, so the first chart never waits for that module.
-    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.llm.clone()), 0, |(spec, config, llm)| async move {
-        lazy::what_ifs(&spec, &config, &llm).await
+    // Derived, never stored: the estimate with its batch analysis (rank 0's for a multi-GPU
+    // job), and the what-ifs of the whole job, computed after the main update is drawn.
+    let report = use_report(&model.spec, model.config, model.dist, capacity);
+    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.dist, capacity), 0, |(spec, config, dist, cap)| async move {
+        vramcalc_core::whatif::job::what_ifs(&spec, &config, &dist, Some(cap)).ok()
     });
-    // The last good report stays on screen while the input has an error, or while the lazy
-    // route computes (shown as such).
+    // The last good report stays on screen while the input has an error.
     let last_good = use_mut_ref(|| None::<Rc<Report>>);
-    let current = lazy_report.answer.clone();
     // A model without layers is a neutral start ("add a layer"), not an error beside old figures.
-    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match current {
+    let (shown, error): (Option<Rc<Report>>, Option<Error>) = match report {
         _ if model.spec.layers.is_empty() => (None, None),
-        Some(Ok(r)) => {
+        Ok(r) => {
             *last_good.borrow_mut() = Some(r.clone());
             (Some(r), None)
         }
-        Some(Err(e)) => (last_good.borrow().clone(), Some(e)),
-        None => (last_good.borrow().clone(), None),
+        Err(e) => (last_good.borrow().clone(), Some(e)),
     };
     let fix = error.as_ref().and_then(|e| crate::fix::suggest(&model.spec, e)).map(|f| {
         let d = state.dispatcher();
@@ -83,11 +77,12 @@ pub fn app(p: &AppProps) -> Html {
         }
         m
     };
-    let llm_error = use_module_panel("render_llm", crate::components::llm::request(&model.spec, &model.config, &model.llm, capacity, state.prefs.unit, state.prefs.lang.code()));
-    use_panel_events(state.dispatcher());
-    // (its buttons alert what goes wrong; the panel stays empty if the module cannot load)
-    use_module_panel("render_exports", lazy::request(&model.spec, &model.config, &model.llm,
-        &format!(r#","host":"{EXPORT_HOST}","lang":"{}""#, state.prefs.lang.code())));
+    let llm_fields = use_memo((model.spec.clone(), model.config, model.dist), |(spec, c, d)| crate::llm::setup::fields(spec, c, d));
+    let spec_shared = {
+        let spec = model.spec.clone();
+        use_memo(spec, |spec| Rc::new(spec.clone()))
+    };
+    let job = (model.config, model.dist);
     let applied = use_state(|| None);
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
@@ -99,30 +94,31 @@ pub fn app(p: &AppProps) -> Html {
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
-                stale: error.is_some(), applied: applied.clone() }) }
+                job, stale: error.is_some(), applied: applied.clone() }) }
             <main class="layout">
                 <div class="col left">
-                    <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
-                        has_relu={has_relu} error={config_error} />
-                    { llm_panel(&ctx, llm_error) }
+                    // read top-down (issue 23): the model first, then its setup, then the answers
                     <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
+                    <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
+                        has_relu={has_relu} error={config_error} />
+                    <LlmSetup fields={(*llm_fields).clone()} config={model.config} dist={model.dist} />
                 </div>
-                <div class="col right" aria-busy={lazy_report.computing.to_string()}>
-                    if lazy_report.computing {
-                        <p class="computing muted small" role="status" data-testid="computing">{ ctx.tr().computing }</p>
-                    }
+                <div class="col right">
                     { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq }) }
-                    if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
-                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), base: r.estimate.peak_bytes, config: model.config,
-                            applied: applied.clone(), stale: error.is_some() }) }
+                    if let Some(r) = &shown {
+                        <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} />
+                    }
+                    if let (Some(_), Some(w)) = (&shown, what_ifs.clone()) {
+                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some() }) }
                     }
                     <Charts report={shown.clone()} />
-                    // The downloads panel: drawn by the lazily loaded module once there are figures.
-                    <section class="panel exports" aria-labelledby="exports-h" data-testid="exports" hidden={shown.is_none()}>
-                        <h2 id="exports-h">{ ctx.tr().downloads }</h2>
-                        <div id={EXPORT_HOST}></div>
-                    </section>
+                    if shown.is_some() {
+                        <section class="panel exports" aria-labelledby="exports-h" data-testid="exports">
+                            <h2 id="exports-h">{ ctx.tr().downloads }</h2>
+                            <Downloads spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} />
+                        </section>
+                    }
                 </div>
             </main>
             <footer class="foot muted small">

@@ -61,8 +61,8 @@ pub fn replace_fragment(fragment: &str, mirror: bool) {
 }
 
 /// Whether the address bar's fragment was written by this page as a copy of the saved work.
-/// The copy follows edits a moment later (a custom model's link is encoded by a lazily loaded
-/// module), so on a reload the saved work, stored synchronously on every edit, is the newer of
+/// The copy follows edits a moment later (the link is written after the update is drawn), so on
+/// a reload the saved work, stored synchronously on every edit, is the newer of
 /// the two. A link pasted or opened is a new history entry without the marker and wins.
 pub fn fragment_is_mirror() -> bool {
     let Some(state) = window().and_then(|w| w.history().ok()).and_then(|h| h.state().ok()) else { return false };

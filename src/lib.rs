@@ -12,14 +12,13 @@
 //! | `tree` | paths into the spec's block tree and structural edits |
 //! | `fields` | inline editing of any layer's hyper-parameters via its JSON form |
 //! | `fix` | the one-click repair a shape error suggests (error banner) |
-//! | `paste` | reading a pasted spec or Hugging Face `config.json` |
 //! | `analysis` | estimate, batch sweep, max batch, what-ifs (core calls, wrapped in `use_memo`) |
 //! | `charts` | pure geometry for the SVG charts |
 //! | `i18n` | English / 中文 strings |
 //! | `share_link` | the state ↔ a share link (`#v1.…`), the load rule (link vs. saved work), embed parameters |
-//! | `export` | download file names (the CSV and JSON are written by the lazily loaded module) |
-//! | `extras` | the lazily loaded second module: custom-model link codec, Hugging Face import, paste, downloads, the full core |
-//! | `lazy` | the lazy route: what the app's core leaves out (MoE/MLA) is computed by that module, newest request wins |
+//! | `export` | the downloads' files: the per-layer CSV, the estimate's JSON, their names |
+//! | `import` | the Hugging Face hub fetch and the paste box's reader (the import panel's logic) |
+//! | `llm` | the LLM setup's fields and what they set; its answers (GPU sizing, vLLM serving) |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
@@ -27,11 +26,12 @@ pub mod analysis;
 pub mod capacity;
 pub mod charts;
 
-pub mod extras;
+pub mod export;
 pub mod fields;
 pub mod fix;
 pub mod i18n;
-pub mod lazy;
+pub mod import;
+pub mod llm;
 pub mod prefs;
 pub mod share_link;
 pub mod state;
@@ -43,3 +43,18 @@ pub mod dom;
 pub mod hooks;
 
 pub use app::App;
+
+/// For native tests.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub mod test_util {
+    /// Runs a future that never waits on anything outside it (no fetch, no timer) to the end.
+    pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+}

@@ -9,11 +9,9 @@
 //! On load, a link in the fragment wins over LocalStorage for what is displayed, but the saved work
 //! is only overwritten once the user edits ([`Start::guard`]).
 
-use crate::extras;
 use crate::i18n::Lang;
 use crate::state::{GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
-use serde_json::{Map, Value};
 use vramcalc_core::{presets, TrainConfig};
 
 /// The share state of what the app shows.
@@ -28,28 +26,18 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
         GpuChoice::Custom(b) => (None, Some(*b)),
     };
-    ShareState { model: source, config: model.config, dist: Default::default(), gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
+    ShareState { model: source, config: model.config, dist: model.dist, gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
 }
 
 /// The link fragment (without `#`) of what the app shows; `None` when the model exceeds what a
-/// link may carry (the address bar then keeps its last link). A preset's link is written here; a
-/// custom model's needs the spec codec of the lazily loaded module ([`extras`]).
+/// link may carry (the address bar then keeps its last link).
 pub async fn fragment(model: &Model, prefs: &Prefs) -> Option<String> {
-    let state = to_share(model, prefs);
-    match state.model {
-        ModelSource::Preset { .. } | ModelSource::Hub(_) if model.llm.is_empty() => share::encode_preset(&state).ok(),
-        _ => extras::encode_link(&state, &model.llm).await.ok(),
-    }
+    share::encode(&to_share(model, prefs)).ok()
 }
 
-/// Decodes a link and its LLM settings (`Model::llm`); one with a custom spec (`s=`) or an LLM
-/// setting goes to the lazily loaded module's codec.
-pub async fn decode(fragment: &str) -> Result<(ShareState, Map<String, Value>), String> {
-    if share::carries_spec(fragment) || share::carries_llm_settings(fragment) {
-        extras::decode_link(fragment).await
-    } else {
-        Ok((share::decode_preset(fragment).map_err(|e| e.to_string())?, Map::new()))
-    }
+/// Decodes a link (every field, the LLM settings and the job included: the core's codec).
+pub async fn decode(fragment: &str) -> Result<ShareState, String> {
+    share::decode(fragment).map_err(|e| e.to_string())
 }
 
 /// What a link opens: the model and the display preferences it carries (the theme stays the
@@ -65,8 +53,8 @@ fn field(key: &str, message: String) -> String {
 }
 
 /// Maps a decoded link to the app's model; the error names the field that is wrong. A preset
-/// other than the default one comes from the lazily loaded module ([`extras`]).
-pub async fn from_share(s: ShareState, llm: Map<String, Value>, base: Prefs) -> Result<Linked, String> {
+/// is built by the core; a hub model's config is fetched again (`crate::import::hub`).
+pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
     let mut model = match s.model {
         ModelSource::Preset { id } => {
             if presets::info(&id).is_none() {
@@ -76,18 +64,18 @@ pub async fn from_share(s: ShareState, llm: Map<String, Value>, base: Prefs) -> 
         }
         // the hub's config, fetched again by the module (a failure offers a retry: `Notice`)
         ModelSource::Hub(id) => {
-            let spec = crate::extras::hub_model(&id).await.map_err(|e| field("h", e))?;
-            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+            let (_, spec, _) = crate::import::hub::load(&id, "").await.map_err(|e| field("h", e.to_string()))?;
+            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), gpu: GpuChoice::default(), dist: Default::default() }
         }
         ModelSource::Spec(spec) => {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
             let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
-            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: Default::default() }
         }
     };
     model.config = s.config;
-    model.llm = llm;
+    model.dist = s.dist;
     model.gpu = match (s.capacity_bytes, s.gpu) {
         (Some(0), _) => return Err(field("k", "the capacity must be more than 0 bytes".into())),
         (Some(b), _) => GpuChoice::Custom(b),
@@ -102,8 +90,8 @@ pub async fn from_share(s: ShareState, llm: Map<String, Value>, base: Prefs) -> 
 
 /// Decodes a fragment (`#v1.…` or `v1.…`) into what it opens.
 pub async fn open(fragment: &str, base: Prefs) -> Result<Linked, String> {
-    let (state, llm) = decode(fragment).await?;
-    from_share(state, llm, base).await
+    let state = decode(fragment).await?;
+    from_share(state, base).await
 }
 
 /// Why the page shows something other than the saved work.
@@ -232,7 +220,7 @@ mod tests {
     use vramcalc_core::{ByteUnit, Precision};
     use yew::Reducible;
 
-    use crate::extras::block_on;
+    use crate::test_util::block_on;
 
     fn fragment_now(model: &Model, prefs: &Prefs) -> Option<String> {
         block_on(fragment(model, prefs))
@@ -254,7 +242,7 @@ mod tests {
         assert_eq!(back.model.spec, model.spec, "{link}");
         assert_eq!(back.model.config, model.config);
         assert_eq!(back.model.gpu, model.gpu);
-        assert_eq!(back.model.llm, model.llm, "{link}");
+        assert_eq!(back.model.dist, model.dist, "{link}");
         assert_eq!((back.prefs.lang, back.prefs.unit), (prefs.lang, prefs.unit));
         link
     }
@@ -263,21 +251,94 @@ mod tests {
     /// LLM panel writes them) travel in the link, on a preset's link and on a custom spec's.
     #[test]
     fn llm_settings_travel_in_the_link() {
-        let llm = |json: &str| match serde_json::from_str(json).unwrap() {
-            Value::Object(m) => Action::SetLlm(m),
-            _ => unreachable!(),
-        };
+        use vramcalc_core::distributed::{DistConfig, Offload, Strategy};
+        use vramcalc_core::finetune::{BaseFormat, Method, NameList};
         let s = reduce(State::default(), Action::LoadPreset(Model::preset("gpt2").unwrap()));
-        let s = reduce(s, llm(r#"{"finetune":{"method":"qlora","lora_r":16,"lora_alpha":32.0,"lora_dropout":0.05,"lora_targets":["all-linear"],"base_format":"nf4","double_quant":true},"dist":{"gpus":4,"strategy":"zero3","tp":1,"gradient_as_bucket_view":false,"reshard_after_forward":true,"fsdp_param_dtype":null,"fsdp_reduce_dtype":null,"offload":"optimizer"}}"#));
+        let mut c = s.model.config;
+        let ft = &mut c.finetune;
+        (ft.method, ft.lora_r, ft.lora_alpha, ft.lora_dropout) = (Method::Qlora, 16, 32.0, 0.05);
+        (ft.lora_targets, ft.base_format, ft.double_quant) = (NameList::parse("all-linear").unwrap(), Some(BaseFormat::Nf4), true);
+        let d = DistConfig { gpus: 4, strategy: Strategy::Zero3, offload: Offload::Optimizer, ..Default::default() };
+        let s = reduce(s, Action::SetJob(c, d));
         let link = round_trip(&s.model, s.prefs);
         assert!(link.starts_with("v1.p=gpt2") && link.contains("st=zero3") && link.contains("double_quant"), "{link}");
         let mut c = s.model.config;
         c.mode = vramcalc_core::Mode::Generate;
-        let s = reduce(s, Action::SetConfig(c));
-        let mut s = reduce(s, llm(r#"{"generate":{"prompt_len":128,"new_tokens":64,"cache":"static","logits_to_keep":1,"kv_dtype":"fp8"}}"#));
+        (c.generate.prompt_len, c.generate.new_tokens) = (Some(128), 64);
+        c.generate.cache = vramcalc_core::KvCacheKind::Static;
+        c.generate.kv_dtype = vramcalc_core::KvDType::parse("fp8");
+        let mut s = reduce(s, Action::SetJob(c, DistConfig::default()));
         s.model.unedited = false;
         let link = round_trip(&s.model, s.prefs);
         assert!(link.starts_with("v1.s=") && link.contains("gk=fp8"), "{link}");
+    }
+
+    /// The links the load-time benchmark opens (`tests/data/bench_links.txt`, read by
+    /// `tests/loadtime.mjs`) are the setups their names say, as today's encoder writes them.
+    #[test]
+    fn the_benchmarks_links_are_the_setups_they_name() {
+        use vramcalc_core::distributed::{DistConfig, Strategy};
+        use vramcalc_core::finetune::Method;
+        use vramcalc_core::{Mode, Precision};
+        let llm = |id: &str, f: &dyn Fn(&mut TrainConfig, &mut DistConfig, &mut GpuChoice)| {
+            let mut m = Model::preset(id).unwrap();
+            m.config = TrainConfig { batch: 1, seq_len: Some(2048), precision: Precision::Bf16, ..Default::default() };
+            f(&mut m.config, &mut m.dist, &mut m.gpu);
+            fragment_now(&m, &Prefs::default()).unwrap()
+        };
+        let h100 = || GpuChoice::Listed("h100-80gb".into());
+        let want = [
+            ("llama-8b-qlora", llm("llama-3.1-8b", &|c, _, _| (c.finetune.method, c.finetune.lora_r, c.finetune.lora_alpha) = (Method::Qlora, 16, 32.0))),
+            ("llama-8b-generate", llm("llama-3.1-8b", &|c, _, g| {
+                (c.mode, c.generate.prompt_len, c.generate.new_tokens, *g) = (Mode::Generate, Some(2048), 512, h100());
+            })),
+            ("llama-8b-serve", llm("llama-3.1-8b", &|c, _, g| (c.mode, c.batch, c.seq_len, *g) = (Mode::Infer, 16, Some(4096), h100()))),
+            ("llama-70b-fsdp8", llm("llama-3.1-70b", &|c, d, g| {
+                c.checkpointing = true;
+                (*d, *g) = (DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..Default::default() }, h100());
+            })),
+        ];
+        let text: String = want.iter().map(|(n, l)| format!("{n} {l}\n")).collect();
+        let file = include_str!("../tests/data/bench_links.txt");
+        assert_eq!(file.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect::<String>(), text, "new lines:\n{text}");
+    }
+
+    /// Every saved link of `crates/core/tests/data/share_links.txt` opens in the app to the state
+    /// the core's decoder reads (the hub's needs a fetch: its decoded state is checked).
+    #[test]
+    fn every_saved_link_opens_to_the_same_state() {
+        let text = include_str!("../crates/core/tests/data/share_links.txt");
+        let mut opened = 0;
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            let (name, link) = line.split_once(' ').unwrap();
+            let mut want = share::decode(link).unwrap();
+            if want.gpu.is_none() && want.capacity_bytes.is_none() {
+                // a link without a GPU opens on the app's default GPU, and its link then names it
+                want.gpu = match GpuChoice::default() {
+                    GpuChoice::Listed(id) => Some(id),
+                    GpuChoice::Custom(_) => None,
+                };
+            }
+            if Lang::parse(&want.lang).is_none() {
+                want.lang = "en".into(); // a language this version lacks opens in English
+            }
+            if matches!(want.model, ModelSource::Hub(_)) {
+                assert_eq!(block_on(decode(link)).unwrap(), want, "{name}");
+                continue;
+            }
+            let back = open_now(link, Prefs::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut again = to_share(&back.model, &back.prefs);
+            if let (ModelSource::Spec(_), ModelSource::Preset { id }) = (&want.model, &again.model) {
+                panic!("{name}: a spec link reopened as preset {id}");
+            }
+            if let (ModelSource::Preset { id }, ModelSource::Spec(spec)) = (&want.model, &again.model) {
+                assert_eq!(*spec, vramcalc_core::import::preset(id).unwrap(), "{name}");
+                again.model = want.model.clone();
+            }
+            assert_eq!(again, want, "{name}");
+            opened += 1;
+        }
+        assert!(opened >= 5, "{opened}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub use crate::prefs::{Prefs, Theme};
 use crate::tree::{self, GroupKind, ListPath, NodePath};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use vramcalc_core::distributed::DistConfig;
 use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
@@ -56,8 +57,10 @@ impl Default for GpuChoice {
     }
 }
 
-/// What undo/redo and persistence cover: the model, its training setup and the GPU.
+/// What undo/redo and persistence cover: the model, its training setup (fine-tuning, generation
+/// and weight format included: the core's own `TrainConfig`), the multi-GPU job and the GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "SavedModel")]
 pub struct Model {
     pub spec: ModelSpec,
     /// The preset the spec started from, if any (kept through edits, for the title).
@@ -76,37 +79,75 @@ pub struct Model {
     pub config: TrainConfig,
     #[serde(default)]
     pub gpu: GpuChoice,
-    /// The LLM settings — fine-tuning, generate mode's settings, the weights' format, the
-    /// multi-GPU job — as the core's serde writes them (`{"finetune", "generate", "weights",
-    /// "dist"}`, defaults left out). The lazily loaded module reads and edits them
-    /// (`crates/web-extras/src/llm_form.rs`); the app's build passes them through untyped.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub llm: Map<String, Value>,
+    /// The multi-GPU job (default: one GPU), as the CLI's `--gpus`, `--strategy`, … set it.
+    #[serde(default, skip_serializing_if = "DistConfig::is_default")]
+    pub dist: DistConfig,
+}
+
+/// A [`Model`] as LocalStorage may hold it: work saved before the settings were typed kept the
+/// LLM settings beside the config as the core's serde wrote them (`"llm": {"finetune",
+/// "generate", "weights", "dist"}`); they are read into the config and the job.
+#[derive(Deserialize)]
+struct SavedModel {
+    spec: ModelSpec,
+    #[serde(default)]
+    preset: Option<String>,
+    #[serde(default)]
+    unedited: bool,
+    #[serde(default)]
+    hub: Option<String>,
+    config: Value,
+    #[serde(default)]
+    gpu: GpuChoice,
+    #[serde(default)]
+    dist: Option<DistConfig>,
+    #[serde(default)]
+    llm: Map<String, Value>,
+}
+
+impl From<SavedModel> for Model {
+    fn from(s: SavedModel) -> Model {
+        let mut config = s.config;
+        let mut dist = s.dist;
+        for (key, value) in s.llm {
+            if key == "dist" {
+                dist = dist.or_else(|| serde_json::from_value(value).ok());
+            } else if let Value::Object(c) = &mut config {
+                c.entry(key).or_insert(value);
+            }
+        }
+        // an unreadable setup is the default one (as an unreadable save is the default state)
+        let config = serde_json::from_value(config).unwrap_or_default();
+        Model { spec: s.spec, preset: s.preset, unedited: s.unedited, hub: s.hub, config, gpu: s.gpu, dist: dist.unwrap_or_default() }
+    }
 }
 
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), llm: Map::new() }
+        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default() }
     }
 
-    /// A preset with the default training setup. Only the default preset is built by the main
-    /// bundle; the others come from the lazily loaded module ([`crate::extras`]). The error
-    /// names an unknown id or says why the module could not be used.
+    /// A preset with the default training setup (a published model's from its `config.json`:
+    /// `import::preset`). The error names an unknown id.
     pub async fn load_preset(id: &str) -> Result<Model, String> {
-        if id == DEFAULT_PRESET {
-            return Ok(Model::default());
-        }
         if presets::info(id).is_none() {
             return Err(format!("unknown preset `{id}`"));
         }
-        Ok(Model::of_preset(id, crate::extras::preset(id).await?))
+        Ok(Model::of_preset(id, vramcalc_core::import::preset(id).map_err(|e| e.to_string())?))
+    }
+
+    /// The `torch_dtype` of the published config the model is (a preset from `config.json`).
+    pub fn torch_dtype(&self) -> Option<String> {
+        let text = presets::hf_config(self.preset.as_deref()?)?;
+        let v: Value = serde_json::from_str(text).ok()?;
+        v["torch_dtype"].as_str().or(v["dtype"].as_str()).map(String::from)
     }
 
     /// A preset built synchronously (tests only: the app loads presets with [`Model::load_preset`]).
     #[cfg(test)]
     pub fn preset(id: &str) -> Option<Model> {
-        Some(Model::of_preset(id, presets::build(id).ok()?))
+        Some(Model::of_preset(id, vramcalc_core::import::preset(id).ok()?))
     }
 
     /// An image model with no layers yet.
@@ -125,7 +166,7 @@ impl Model {
             hub: None,
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
-            llm: Map::new(),
+            dist: DistConfig::default(),
         }
     }
 }
@@ -230,7 +271,7 @@ pub enum Action {
     /// A preset's model ([`Model::load_preset`]); the user's training setup and GPU are kept.
     LoadPreset(Model),
     StartEmpty,
-    /// A spec from the paste box (read and checked by the lazily loaded module: `components::panels`).
+    /// A spec from the paste box (read and checked by `crate::import::paste`).
     LoadSpec(ModelSpec),
     /// A Hugging Face import, the context its `config.json` gives and the hub id it came from
     /// (none for a pasted config): runs at [`IMPORT_SEQ_LEN`] (or the importer's length, if
@@ -240,8 +281,8 @@ pub enum Action {
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
     SetConfig(TrainConfig),
-    /// The LLM settings as the lazily loaded module wrote them ([`Model::llm`]).
-    SetLlm(Map<String, Value>),
+    /// The training setup and the multi-GPU job together (the LLM setup, a what-if of the job).
+    SetJob(TrainConfig, DistConfig),
     SetGpu(GpuChoice),
     SetInput(InputSpec),
     AddLayer { list: ListPath, index: Option<usize>, layer: Layer },
@@ -338,7 +379,7 @@ impl State {
     fn load_spec(&mut self, spec: ModelSpec) {
         self.assumed_seq = None;
         let config = TrainConfig { seq_len: None, ..self.model.config };
-        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), llm: self.model.llm.clone() };
+        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), dist: self.model.dist };
         self.replace_model(m);
     }
 
@@ -362,8 +403,15 @@ impl Reducible for State {
                 s.assumed_seq = None;
                 // Keep the user's training setup and GPU; the sequence length belongs to the model.
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
+                // A language model picked after another kind starts as LLMs are run (issue 22
+                // item 5): batch 1, at most 2048 tokens, its config's torch_dtype.
+                if !vramcalc_core::defaults::is_language_model(&s.model.spec) {
+                    if let Some(c) = vramcalc_core::defaults::starting_setup(&m.spec, m.torch_dtype().as_deref(), &m.config) {
+                        m.config = c;
+                    }
+                }
                 m.gpu = s.model.gpu.clone();
-                m.llm = s.model.llm.clone();
+                m.dist = s.model.dist;
                 s.replace_model(m);
             }
             Action::StartEmpty => {
@@ -371,7 +419,7 @@ impl Reducible for State {
                 let mut m = Model::empty();
                 m.config = TrainConfig { seq_len: None, ..s.model.config };
                 m.gpu = s.model.gpu.clone();
-                m.llm = s.model.llm.clone();
+                m.dist = s.model.dist;
                 s.replace_model(m);
             }
             Action::LoadSpec(spec) => s.load_spec(spec),
@@ -382,7 +430,13 @@ impl Reducible for State {
             }
             Action::ImportHf(spec, context, hub) => {
                 let seq = spec.seq_len(None).map(|l| l.min(IMPORT_SEQ_LEN));
+                let from_other = !vramcalc_core::defaults::is_language_model(&s.model.spec);
+                let start = vramcalc_core::defaults::starting_setup(&spec, None, &s.model.config).filter(|_| from_other);
                 s.load_spec(spec);
+                if let Some(c) = start {
+                    // batch 1 and the checkpoints' bf16 (issue 22 item 5); the length as below
+                    (s.model.config.batch, s.model.config.precision, s.model.config.grad_accum) = (c.batch, c.precision, c.grad_accum);
+                }
                 s.model.config.seq_len = seq;
                 s.model.unedited = hub.is_some();
                 s.model.hub = hub;
@@ -399,9 +453,9 @@ impl Reducible for State {
                 m.config = c;
                 s.commit(m, None);
             }
-            Action::SetLlm(llm) => {
+            Action::SetJob(c, d) => {
                 let mut m = s.model.clone();
-                m.llm = llm;
+                (m.config, m.dist) = (c, d);
                 s.commit(m, None);
             }
             Action::SetGpu(g) => {
@@ -492,6 +546,34 @@ mod ux_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Work saved while the LLM settings were untyped (`"llm": {…}` beside the config) opens with
+    /// them in the typed config and job; saved again, it has no `llm` left.
+    #[test]
+    fn work_saved_with_untyped_llm_settings_reads_them_typed() {
+        let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: Model::preset("gpt2").unwrap(), prefs: Prefs::default() }).unwrap();
+        v["model"]["llm"] = serde_json::json!({ "finetune": { "method": "lora", "lora_r": 16 }, "dist": { "gpus": 4, "strategy": "zero3" } });
+        let saved: Saved = serde_json::from_value(v).unwrap();
+        let m = &saved.model;
+        assert_eq!((m.config.finetune.method, m.config.finetune.lora_r), (vramcalc_core::finetune::Method::Lora, 16));
+        assert_eq!((m.dist.gpus, m.dist.strategy), (4, vramcalc_core::distributed::Strategy::Zero3));
+        let again = serde_json::to_value(&saved).unwrap();
+        assert!(again["model"].get("llm").is_none() && again["model"]["dist"]["gpus"] == 4, "{again}");
+        assert_eq!(serde_json::from_value::<Saved>(again).unwrap(), saved);
+    }
+
+    /// Picking a language model after a CNN starts it as LLMs run: batch 1, 2048 tokens, its
+    /// config's torch_dtype (issue 22 item 5).
+    #[test]
+    fn a_language_model_picked_after_a_cnn_starts_at_batch_1_in_its_dtype() {
+        let s = (*Rc::new(State::default()).reduce(Action::LoadPreset(Model::preset("llama-3.1-8b").unwrap()))).clone();
+        let c = s.model.config;
+        assert_eq!((c.batch, c.seq_len, c.precision), (1, Some(2048), vramcalc_core::Precision::Bf16));
+        // from one LLM to another, the user's setup stays
+        let s = (*Rc::new(s).reduce(Action::SetBatch(4))).clone();
+        let s = (*Rc::new(s).reduce(Action::LoadPreset(Model::preset("gpt2").unwrap()))).clone();
+        assert_eq!(s.model.config.batch, 4);
+    }
     use crate::tree::Slot;
 
     fn reduce(s: State, a: Action) -> State {
@@ -628,7 +710,7 @@ mod tests {
         assert_eq!(s.model.config.batch, 7);
         let before = s.model.clone();
         assert!(Model::preset("no-such-model").is_none());
-        let err = crate::extras::block_on(Model::load_preset("no-such-model")).unwrap_err();
+        let err = crate::test_util::block_on(Model::load_preset("no-such-model")).unwrap_err();
         assert!(err.contains("unknown preset `no-such-model`"), "{err}");
         assert_eq!(s.model, before);
     }

@@ -37,16 +37,16 @@ test('axe-core: no violations on the app (desktop and phone) and the embed card'
 test('Ctrl+Z: the app undoes outside a text field; inside one it is the field\'s own', async () => {
   const { context, page, errors } = await open(browser);
   await page.getByTestId('whatif-amp').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-fp16');
+  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-bf16');
   await page.getByTestId('batch-input').focus();
   await page.keyboard.press('Control+z');
   await page.waitForTimeout(100);
-  assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-fp16', 'a text field keeps Ctrl+Z');
+  assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-bf16', 'a text field keeps Ctrl+Z');
   await page.getByTestId('batch-slider').focus();
   await page.keyboard.press('Control+z');
   await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'fp32');
   await page.keyboard.press('Control+Shift+z');
-  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-fp16');
+  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-bf16');
   assert.deepEqual(errors, []);
   await context.close();
 });

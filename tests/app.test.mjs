@@ -57,7 +57,7 @@ test('changing the batch size changes the peak and the charts', async () => {
   await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === p64);
   // a what-if applies its setting
   await page.getByTestId('whatif-amp').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-fp16');
+  await page.waitForFunction(() => document.querySelector('[data-testid=precision-select]').value === 'amp-bf16');
   assert.ok((await bytes(page, 'peak')) < p64, 'AMP lowers the peak');
   await shot(page, '02-resnet50-batch64-amp');
   assert.deepEqual(errors, []);

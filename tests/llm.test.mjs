@@ -119,7 +119,7 @@ test('generate mode shows the prefill and decode peaks and the KV cache the CLI 
   assert.equal(await bytes(page, 'peak'), want.peak_bytes);
   // the generation what-ifs: a paged cache, as the CLI computes it; Apply is covered by the LoRA test
   const paged = cli('--preset', 'gpt2', '--batch', batch, '--mode', 'generate', '--prompt-len', '128', '--new-tokens', '64', '--kv-cache', 'paged', '--kv-dtype', 'fp8');
-  await waitAttr(page, 'llm-whatif-paged-cache', 'data-bytes', (v) => Number(v) === paged.peak_bytes, 20000);
+  await waitAttr(page, 'whatif-paged-cache', 'data-bytes', (v) => Number(v) === paged.peak_bytes, 20000);
   const { second, errors, url } = await reopen(page, (f) => f.includes('gn=64') && f.includes('gk=fp8'));
   // the embed card of the link shows the same peak
   const embed = await browser.newPage();
@@ -216,7 +216,7 @@ test('a multi-GPU job shows the fewest GPUs that fit (the CLI\'s `vramcalc fewes
   const gpu = await page.getByTestId('gpu-select').inputValue();
   const want = cliJson('fewest-gpus', '--preset', 'gpt2', '--batch', batch, '--gpu', gpu, '--gpus', '2', '--strategy', 'zero3');
   await page.getByTestId('fewest-gpus').waitFor();
-  assert.ok(want.gpus >= 2, JSON.stringify(want));
+  assert.ok(want.gpus >= 1, JSON.stringify(want)); // fewest-gpus starts at one GPU (issue 22)
   await waitAttr(page, 'fewest-gpus', 'data-gpus', (v) => v === String(want.gpus), 20000);
   assert.equal(await page.getByTestId('fewest-gpus').getAttribute('data-batch'), String(want.max_batch_per_gpu));
   const bars = page.locator('[data-testid=chart-gpus] rect');
@@ -232,8 +232,8 @@ test('full training of GPT-2 offers "LoRA r=16 instead": its peak is the CLI\'s,
   await pickPreset(page, 'gpt2');
   const batch = await batchOf(page);
   const want = cli('--preset', 'gpt2', '--batch', batch, '--finetune', 'lora', '--lora-r', '16', '--lora-alpha', '32');
-  await waitAttr(page, 'llm-whatif-lora-r16', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
-  await page.getByTestId('llm-apply-lora-r16').click();
+  await waitAttr(page, 'whatif-lora-r16', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
+  await page.getByTestId('whatif-lora-r16').click();
   await waitAttr(page, 'peak', 'data-bytes', (v) => Number(v) === want.peak_bytes, 20000);
   assert.equal(await page.getByTestId('finetune').inputValue(), 'lora');
   assert.equal(await page.getByTestId('lora-r').inputValue(), '16');
@@ -250,5 +250,31 @@ test('with LoRA the per-layer table marks the adapted linears and the frozen lay
   assert.ok(await page.locator('[data-testid=layer-table-row][data-train=frozen]').count() >= 1);
   const title = await page.locator('[data-testid=layer-table-row][data-train=adapter] .train-mark').first().getAttribute('title');
   assert.match(title, /Trainable: [\d,]+/);
+  assert.deepEqual(errors, []);
+});
+
+test('the LLM fields commit as you type: focus stays, keystrokes never concatenate, the link follows (issue 23)', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await page.getByTestId('finetune').selectOption('lora');
+  const alpha = page.getByTestId('lora-alpha');
+  await alpha.click();
+  await alpha.press('Control+A');
+  await page.keyboard.type('32', { delay: 30 });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'lora-alpha', 'the field keeps the focus');
+  assert.equal(await alpha.inputValue(), '32');
+  await page.waitForFunction(() => decodeURIComponent(location.hash).includes('"lora_alpha":32'));
+  // a click from one field into another is not lost
+  await page.getByTestId('lora-r').click();
+  await page.getByTestId('lora-r').press('Control+A');
+  await page.keyboard.type('16', { delay: 30 });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'lora-r');
+  const want = cli('--preset', 'gpt2', '--batch', await batchOf(page), '--finetune', 'lora', '--lora-r', '16', '--lora-alpha', '32');
+  await waitAttr(page, 'trainable', 'data-count', (v) => v === String(want.trainable_params), 20000);
+  assert.equal(await alpha.inputValue(), '32', 'no concatenated value');
+  // a text that is no value stays in the field with its reason, the settings unchanged
+  await page.getByTestId('lora-r').fill('0');
+  await page.getByTestId('llm-error').waitFor();
+  assert.equal(await page.getByTestId('trainable').getAttribute('data-count'), String(want.trainable_params));
   assert.deepEqual(errors, []);
 });

@@ -16,7 +16,7 @@ if [ "${DEV:-0}" = 1 ]; then
   exec env "${VRAMCALC_WASM_ENV[@]}" trunk serve --offline --port "$PORT"
 fi
 # Rebuild when any source is newer than the bundle.
-if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src crates/web-extras/src index.html static Cargo.toml Trunk.toml scripts/wasm-env.sh -newer dist/index.html -print -quit)" ]; then
+if [ ! -f dist/index.html ] || [ -n "$(find src crates/core/src index.html static Cargo.toml Trunk.toml scripts/wasm-env.sh -newer dist/index.html -print -quit)" ]; then
   SKIP_SETUP=1 bash scripts/build.sh
 fi
 echo "vramcalc: http://127.0.0.1:$PORT/"

@@ -52,11 +52,11 @@ async function page() {
   return { context, page: p, problems };
 }
 
-test('under a sub-path: the app, its lazily loaded module, share links and the embed card all load', async () => {
+test('under a sub-path: the app, share links and the embed card all load', async () => {
   const { context, page: app, problems } = await page();
   await app.goto(base);
   await app.getByTestId('chart-capacity').waitFor();
-  // an edit makes the model custom: its link is written by the extras module, fetched from the sub-path
+  // an edit makes the model custom: its link carries the spec
   await app.getByTestId('preset-select').selectOption('vgg11');
   await app.waitForFunction(() => document.querySelector('[data-testid=model-panel]')?.dataset.preset === 'vgg11');
   await openRow(app.locator('[data-testid=layer-row]').last());

@@ -37,9 +37,9 @@ test('the sticky summary stays in view: desktop, VGG-16 scrolled to its last lay
   await context.close();
 });
 
-test('the sticky summary stays in view: a 390 px phone, at the preset picker and after a batch edit', async () => {
+test('the sticky summary stays in view: a 390 px phone, at the setup (below the model) and after a batch edit', async () => {
   const { context, page, errors } = await open(browser, { viewport: { width: 390, height: 844 } });
-  await page.getByTestId('preset-select').scrollIntoViewIfNeeded();
+  await page.getByTestId('batch-input').scrollIntoViewIfNeeded(); // the setup follows the model (issue 23)
   assert.ok(await page.evaluate(() => window.scrollY) > 300, 'the page did scroll');
   await summaryInView(page);
   await pickPreset(page, 'vgg16');
@@ -138,7 +138,7 @@ test('the verdict leads with the fix: use the largest batch, or the cheapest wha
   const trick = await fix.getAttribute('data-trick');
   await fix.click();
   await waitAttr(page, 'summary', 'data-fits', (v) => v === 'true');
-  if (trick === 'amp') assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-fp16');
+  if (trick === 'amp') assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-bf16');
   await page.getByTestId('undo').click();
   await waitAttr(page, 'summary', 'data-fits', (v) => v === 'false');
   // "Use N"
@@ -223,7 +223,7 @@ test('what-ifs keep their place: applied shows as applied with an undo; no-ops a
   await page.getByTestId('whatif-applied-amp').waitFor();
   const after = await items();
   assert.equal(after.indexOf('whatif-applied-amp'), at, `${before} → ${after}`);
-  assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-fp16');
+  assert.equal(await page.getByTestId('precision-select').inputValue(), 'amp-bf16');
   await page.getByTestId('whatif-undo-amp').click();
   await page.getByTestId('whatif-amp').waitFor();
   assert.equal(await page.getByTestId('precision-select').inputValue(), 'fp32');
@@ -335,4 +335,16 @@ test('charts you can ask: the timeline names the layer under the pointer and a c
   await column.click();
   await page.waitForFunction((b) => document.querySelector('[data-testid=batch-input]')?.value === b, batch);
   assert.deepEqual(errors, []);
+});
+
+test('the page reads top-down: the model first, then the setup, then the LLM setup (desktop and phone)', async () => {
+  for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+    const { context, page, errors } = await open(browser, { viewport });
+    const y = async (id) => (await page.getByTestId(id).boundingBox()).y;
+    const [model, setup, llm] = [await y('model-panel'), await y('settings'), await y('llm')];
+    assert.ok(model < setup && setup < llm, `model ${model}, setup ${setup}, llm ${llm} at ${viewport.width} px`);
+    assert.ok(await y('preset-select') < viewport.height, 'the model picker is on the first screen');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
 });

@@ -8,6 +8,10 @@ use vramcalc_core::{ByteUnit, Category, Estimate, LayerReport};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Category(Category),
+    /// Of the activations: autocast's cached half-precision weight copies (`Breakdown::weight_casts`).
+    WeightCasts,
+    /// The KV cache of generation (`Breakdown::kv_cache`, not a core category).
+    KvCache,
     Overhead,
     Peak,
     DeviceTotal,
@@ -18,6 +22,8 @@ impl Part {
     pub fn key(self) -> &'static str {
         match self {
             Part::Category(c) => c.key(),
+            Part::WeightCasts => "weight_casts",
+            Part::KvCache => "kv_cache",
             Part::Overhead => "overhead",
             Part::Peak => "peak",
             Part::DeviceTotal => "device_total",
@@ -80,7 +86,18 @@ pub fn overhead(est: &Estimate) -> u64 {
 /// The peak's categories plus the device overhead, stacked left to right over `width`
 /// (zero categories are left out).
 pub fn breakdown(est: &Estimate, width: f64) -> Vec<Bar> {
-    let mut parts: Vec<(Part, u64)> = est.breakdown.entries().iter().map(|&(c, b)| (Part::Category(c), b)).collect();
+    let bk = &est.breakdown;
+    let mut parts: Vec<(Part, u64)> = Vec::new();
+    for (c, b) in bk.entries() {
+        if c == Category::Activations {
+            // autocast's weight copies are activations by PyTorch's count: shown as their own part
+            parts.push((Part::Category(c), b.saturating_sub(bk.weight_casts)));
+            parts.push((Part::WeightCasts, bk.weight_casts.min(b)));
+        } else {
+            parts.push((Part::Category(c), b));
+        }
+    }
+    parts.push((Part::KvCache, bk.kv_cache));
     parts.push((Part::Overhead, overhead(est)));
     let total: u64 = parts.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
     let s = Linear::new((0.0, total.max(1) as f64), (0.0, width));
@@ -148,6 +165,27 @@ mod tests {
 
     fn vgg() -> Estimate {
         vramcalc_core::estimate(&presets::build("vgg16").unwrap(), &Default::default()).unwrap()
+    }
+
+    /// Generation's KV cache is a part of the bar (issue 22 item 6), and autocast's cached weight
+    /// copies a part of their own, taken out of the activations (item 2); the parts add up.
+    #[test]
+    fn the_kv_cache_and_autocasts_weight_copies_are_parts_of_the_bar() {
+        let gpt2 = presets::build("gpt2").unwrap();
+        let gen = vramcalc_core::TrainConfig { mode: vramcalc_core::Mode::Generate, batch: 2, seq_len: Some(128), ..Default::default() };
+        let e = vramcalc_core::estimate(&gpt2, &gen).unwrap();
+        let segs = breakdown(&e, 500.0);
+        let kv = segs.iter().find(|s| s.key == Part::KvCache).expect("a KV-cache part");
+        assert_eq!(kv.bytes, e.breakdown.kv_cache);
+        assert_eq!(segs.iter().map(|s| s.bytes).sum::<u64>(), e.breakdown.total() + overhead(&e));
+        // the split itself, on a breakdown whose activations hold weight copies (what FSDP with
+        // autocast gives at its peak: crates/core, `StorageClass::ParamCast`)
+        let mut e = vgg();
+        e.breakdown.weight_casts = e.breakdown.activations / 4;
+        let segs = breakdown(&e, 500.0);
+        let part = |p: Part| segs.iter().find(|s| s.key == p).map_or(0, |s| s.bytes);
+        assert_eq!(part(Part::WeightCasts), e.breakdown.weight_casts);
+        assert_eq!(part(Part::Category(Category::Activations)) + part(Part::WeightCasts), e.breakdown.activations);
     }
 
     #[test]

@@ -52,8 +52,8 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     });
     let model = &state.model;
     let capacity = model.gpu.capacity();
-    // By the card's own core, or (attention, recurrent, MoE layers) by the lazily loaded module.
-    let report = use_report(&model.spec, model.config, &model.llm, capacity).answer;
+    // By the card's own core: every model and setup (rank 0's for a multi-GPU job).
+    let report = Some(use_report(&model.spec, model.config, model.dist, capacity));
     let fragment = use_link(model, state.prefs, 0).fragment;
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();
@@ -98,7 +98,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                     </p>
                     { breakdown_chart(&ctx, r) }
                     <p class="small muted setup" data-testid="embed-setup" data-params={e.params.to_string()}>
-                        { format!("{} {} · {} · {} · {} {}", t.batch, c.batch, c.precision, c.optimizer, vramcalc_core::thousands(e.params), t.params) }
+                        { embed_setup(t, &c, &model.dist, model.spec.seq_len(c.seq_len), e.params) }
                     </p>
                 </>
             }
@@ -172,5 +172,59 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                 <footer class="small muted">{ "vramcalc — " }{ t.tagline }</footer>
             </article></main>
         </ContextProvider<Ctx>>
+    }
+}
+
+/// The embed card's setup line: what was estimated (training with its method, generation or
+/// inference), the batch, sequence length, precision, optimizer, checkpointing and GPUs, so a
+/// reader of a QLoRA card never takes it for full fine-tuning (issue 22 item 6).
+pub fn embed_setup(t: &crate::i18n::Tr, c: &vramcalc_core::TrainConfig, d: &vramcalc_core::distributed::DistConfig, seq: Option<u64>, params: u64) -> String {
+    use vramcalc_core::Mode;
+    let what = match c.mode {
+        Mode::Train if c.finetune.is_default() => format!("{} ({})", c.mode.name(), c.finetune.method.name()),
+        Mode::Train if c.finetune.has_adapters() => format!("{} {} r={}", c.mode.name(), c.finetune.method.name(), c.finetune.lora_r),
+        Mode::Train => format!("{} {}", c.mode.name(), c.finetune.method.name()),
+        Mode::Generate => format!("{} +{} tokens", c.mode.name(), c.generate.new_tokens),
+        Mode::Infer => c.mode.name().to_string(),
+    };
+    let mut parts = vec![what, format!("{} {}", t.batch, c.batch)];
+    if let Some(s) = seq {
+        parts.push(format!("seq {s}"));
+    }
+    parts.push(c.precision.to_string());
+    if c.mode == Mode::Train {
+        parts.push(c.optimizer.to_string());
+        if c.checkpointing {
+            parts.push("checkpointing".into());
+        }
+    }
+    if !d.is_single() {
+        parts.push(format!("{} × GPU ({}, rank 0)", d.gpus, d.strategy.name()));
+    }
+    parts.push(format!("{} {}", vramcalc_core::thousands(params), t.params));
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::embed_setup;
+    use vramcalc_core::distributed::{DistConfig, Strategy};
+    use vramcalc_core::{finetune::Method, Mode, TrainConfig};
+
+    /// A QLoRA card says QLoRA, its sequence, checkpointing and GPUs (issue 22 item 6); a generate
+    /// card says generate and no optimizer.
+    #[test]
+    fn the_cards_setup_line_names_the_method_sequence_checkpointing_and_gpus() {
+        let t = crate::i18n::tr(crate::i18n::Lang::En);
+        let mut c = TrainConfig { batch: 1, checkpointing: true, ..Default::default() };
+        (c.finetune.method, c.finetune.lora_r) = (Method::Qlora, 16);
+        let d = DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..Default::default() };
+        let line = embed_setup(t, &c, &d, Some(2048), 8_030_261_248);
+        for part in ["qlora r=16", "seq 2048", "checkpointing", "8 × GPU (fsdp"] {
+            assert!(line.contains(part), "{part}: {line}");
+        }
+        let g = TrainConfig { mode: Mode::Generate, ..Default::default() };
+        let line = embed_setup(t, &g, &DistConfig::default(), Some(128), 1);
+        assert!(line.starts_with("generate +256 tokens") && !line.contains("adamw"), "{line}");
     }
 }

@@ -1,61 +1,113 @@
-//! The LLM setup (issues 13–15): fine-tuning (full, freeze, LoRA, QLoRA), generate mode's settings,
-//! the weights' format and GPUs × strategy, and what they give (trainable parameters, the
-//! generation's peaks, rank 0's host memory, the fewest GPUs, serving capacity). The lazily
-//! loaded module draws the controls into the panel and answers them
-//! (`crates/web-extras/src/llm_form.rs`, `llm_panel.rs`: which fields apply, their labels,
-//! options and checks), so the first-load bundle carries neither the settings' types nor their
-//! rules nor their controls; the app keeps the settings as the module writes them (`Model::llm`).
-//! Every such setting takes the lazy route (`crate::lazy::needs_full_core`): the figures are the
-//! full core's, the CLI's.
+//! The LLM setup (issues 13–15, 23): fine-tuning (full, freeze, LoRA, QLoRA), generate mode's
+//! settings, the weights' format, GPUs × strategy and autocast's weight cache, as controls on the
+//! core's typed settings. Which fields apply and how a text reads are `crate::llm::setup`'s
+//! (tested natively); text fields commit as they are typed, and a text that is not a value is
+//! kept in the field with the reason beside it (the settings unchanged).
 
-use super::Ctx;
-use serde_json::{Map, Value};
-use vramcalc_core::{ByteUnit, ModelSpec, TrainConfig};
+use super::use_ctx;
+use crate::llm::setup::{self, Field, Kind};
+use crate::state::Action;
+use std::collections::HashMap;
+use vramcalc_core::distributed::DistConfig;
+use vramcalc_core::TrainConfig;
+use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-/// The element the module draws the controls into.
-pub const HOST: &str = "llm-host";
-
-/// The module's request for the panel (`crates/web-extras/src/llm_form.rs`): the model, its
-/// setup carrying the LLM settings (by the core's serde names), the job, the GPU's memory and how
-/// the page shows bytes (for the answers below the fields: fewest GPUs, serving capacity).
-pub fn request(spec: &ModelSpec, config: &TrainConfig, llm: &Map<String, Value>, capacity: u64, unit: ByteUnit, lang: &str) -> String {
-    let unit = if unit == ByteUnit::Mib { "MiB" } else { "MB" };
-    crate::lazy::request(spec, config, llm, &format!(r#","host":"{HOST}","lang":"{lang}","capacity":{capacity},"unit":"{unit}""#))
+#[derive(Properties, PartialEq)]
+pub struct LlmProps {
+    /// `llm::setup::fields` of the model and setup.
+    pub fields: Vec<Field>,
+    pub config: TrainConfig,
+    pub dist: DistConfig,
 }
 
-/// The LLM panel: its heading and the host the module fills.
-pub fn llm_panel(ctx: &Ctx, error: Option<String>) -> Html {
+#[function_component(LlmSetup)]
+pub fn llm_setup(p: &LlmProps) -> Html {
+    let ctx = use_ctx();
+    let l = ctx.llm();
+    // the text typed into a field while it is not a value, and why
+    let drafts = use_state(HashMap::<&'static str, (String, String)>::new);
+    let (c, d) = (p.config, p.dist);
+    let commit = {
+        let (dispatch, drafts) = (ctx.dispatch.clone(), drafts.clone());
+        move |id: &'static str, text: String| match setup::with(&c, &d, id, &text) {
+            Ok((c, d)) => {
+                if drafts.contains_key(id) {
+                    let mut m = (*drafts).clone();
+                    m.remove(id);
+                    drafts.set(m);
+                }
+                dispatch.dispatch(Action::SetJob(c, d));
+            }
+            Err(e) => {
+                let mut m = (*drafts).clone();
+                m.insert(id, (text, e));
+                drafts.set(m);
+            }
+        }
+    };
+    let control = |f: &Field| -> Html {
+        let id = f.id;
+        let label = l.label(id);
+        match &f.kind {
+            Kind::Select(options) => {
+                let commit = commit.clone();
+                let onchange = Callback::from(move |e: Event| commit(id, e.target_unchecked_into::<HtmlSelectElement>().value()));
+                html! {
+                    <div class="field">
+                        <label for={id}>{ label }</label>
+                        <select {id} data-testid={id} {onchange}>
+                            { for options.iter().map(|o| html! {
+                                <option value={*o} selected={*o == f.value}>{ if o.is_empty() { "—" } else { o } }</option>
+                            }) }
+                        </select>
+                    </div>
+                }
+            }
+            Kind::Text => {
+                let commit = commit.clone();
+                let oninput = Callback::from(move |e: InputEvent| commit(id, e.target_unchecked_into::<HtmlInputElement>().value()));
+                let draft = drafts.get(id);
+                let value = draft.map_or_else(|| f.value.clone(), |d| d.0.clone());
+                html! {
+                    <div class={classes!("field", draft.is_some().then_some("invalid"))}>
+                        <label for={id}>{ label }</label>
+                        <input {id} type="text" {value} data-testid={id} {oninput} aria-invalid={draft.is_some().to_string()} />
+                    </div>
+                }
+            }
+            Kind::Checks(options) => {
+                let ticked: Vec<&'static str> = f.ticked.clone();
+                html! {
+                    <div class="targets" role="group" aria-label={label} data-testid={id}>
+                        { for options.iter().map(|o| {
+                            let o: &'static str = o;
+                            let commit = commit.clone();
+                            let next = setup::toggle_target(&ticked, o);
+                            let onchange = Callback::from(move |_: Event| commit(id, next.clone()));
+                            let box_id = format!("{id}-{o}");
+                            html! {
+                                <div class="field check">
+                                    <input id={box_id.clone()} type="checkbox" checked={ticked.contains(&o)} data-testid={format!("target-{o}")} {onchange} />
+                                    <label for={box_id}>{ o }</label>
+                                </div>
+                            }
+                        }) }
+                    </div>
+                }
+            }
+        }
+    };
+    let errors: Vec<_> = p.fields.iter().filter_map(|f| drafts.get(f.id).map(|d| (f.id, d.1.clone()))).collect();
+    let adapters = p.config.finetune.has_adapters() && p.config.mode == vramcalc_core::Mode::Train;
     html! {
         <section class="panel llm" aria-labelledby="llm-h" data-testid="llm">
             <h2 id="llm-h">{ ctx.tr().llm_setup }</h2>
-            <div id={HOST} class="grid2"></div>
-            if let Some(e) = error { <p class="error small" role="alert" data-testid="llm-error">{ e }</p> }
+            <div class="grid2">{ for p.fields.iter().map(control) }</div>
+            if adapters { <p class="muted small">{ l.peft_defaults }</p> }
+            { for errors.into_iter().map(|(id, e)| html! {
+                <p class="error small llm-error" role="alert" data-testid="llm-error">{ format!("{}: {e}", l.label(id)) }</p>
+            }) }
         </section>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The panel's request is what the module reads: the settings join the config, the job
-    /// stands beside it, and a change comes back as the module's settings.
-    #[test]
-    fn the_request_carries_the_settings_to_the_module() {
-        let spec = vramcalc_core::presets::build("gpt2").unwrap();
-        let mut llm = Map::new();
-        llm.insert("finetune".into(), serde_json::json!({ "method": "lora" }));
-        llm.insert("dist".into(), serde_json::json!({ "gpus": 4 }));
-        let mut r: Value = serde_json::from_str(&request(&spec, &TrainConfig::default(), &llm, 24 << 30, ByteUnit::Mib, "en")).unwrap();
-        assert_eq!(r["host"], HOST);
-        r["set"] = serde_json::json!({ "field": "lora-r", "value": "16" });
-        let answer: Value = serde_json::from_str(&vramcalc_web_extras::llm_form(&r.to_string()).unwrap()).unwrap();
-        assert!(answer["error"].is_null(), "{answer}");
-        assert_eq!(answer["llm"]["finetune"]["lora_r"], 16);
-        assert_eq!(answer["llm"]["finetune"]["method"], "lora");
-        assert_eq!(answer["llm"]["dist"]["gpus"], 4);
-        let ids: Vec<&str> = answer["fields"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
-        assert!(ids.contains(&"lora-targets") && ids.contains(&"gpus"), "{ids:?}");
     }
 }

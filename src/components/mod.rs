@@ -5,14 +5,16 @@
 //! re-exports its members, so `components::layers::LayerRow` names the same item as before.
 
 pub mod charts;
+pub mod downloads;
 pub mod embed;
 
 pub mod header;
+pub mod import;
 pub mod inputs;
 pub mod layers;
 pub mod llm;
+pub mod llm_answers;
 pub mod model;
-pub mod panels;
 pub mod results;
 pub mod settings;
 pub mod share;
@@ -38,6 +40,10 @@ pub struct Ctx {
 impl Ctx {
     pub fn tr(&self) -> &'static Tr {
         tr(self.lang)
+    }
+    /// The LLM setup's texts.
+    pub fn llm(&self) -> &'static crate::i18n::llm::LlmTr {
+        crate::i18n::llm_tr(self.lang)
     }
     /// ViewBox width of the charts.
     pub fn chart_width(&self) -> f64 {

@@ -37,9 +37,8 @@ pub fn parse_shape(text: &str) -> Option<Vec<u64>> {
 pub fn model_panel(p: &ModelProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.tr();
-    let import_error = super::panels::use_module_panel("render_import", format!(r#"{{"host":"{}","lang":"{}"}}"#, super::panels::IMPORT_HOST, ctx.lang.code()));
     let d = ctx.dispatch.clone();
-    // A preset other than the default one is built by the lazily loaded module: the previous
+    // A preset is built by the core's importer (a published config) or constructor: the previous
     // model stays until it arrives; a module that fails to load is reported, not a panic.
     let preset_error = use_state(|| None::<String>);
     let current = p.model.preset.clone().unwrap_or_default();
@@ -155,9 +154,7 @@ pub fn model_panel(p: &ModelProps) -> Html {
             </div>
             <Layers spec={p.model.spec.clone()} config={p.model.config} collapsed={p.collapsed.clone()}
                 selected={p.selected.clone()} rows={p.rows.clone()} error={p.error.clone()} />
-            // The import panel (Hugging Face model id, paste box): drawn by the lazily loaded module.
-            <div id={super::panels::IMPORT_HOST} class="import"></div>
-            if let Some(e) = import_error { <p class="error small" role="alert" data-testid="import-error">{ e }</p> }
+            <super::import::ImportPanel />
         </section>
     }
 }

@@ -1,69 +1,78 @@
-//! What-ifs: each memory trick applied to the current setup, with its saving; click to apply.
-//! They keep their place: an applied trick stays where it was, marked applied, with an undo
-//! (instead of vanishing and reflowing the grid); a trick that changes nothing is not shown.
+//! What-ifs: every change — the memory tricks, fine-tuning, generation and the multi-GPU strategy
+//! — applied alone to the whole job as it is (`vramcalc_core::whatif::job`: same GPUs and
+//! strategy, compared with that job's rank 0), only those that lower its device total, each saying
+//! whether it alone makes the job fit; click to apply. They keep their place: an applied change
+//! stays where it was, marked applied, with an undo (instead of vanishing and reflowing the grid).
 
 use super::{percent, Ctx, Shared};
 use crate::i18n::fill;
 use crate::state::Action;
-use vramcalc_core::whatif::{Trick, WhatIf};
+use vramcalc_core::distributed::DistConfig;
+use vramcalc_core::whatif::job::{Change, JobWhatIf, JobWhatIfs};
 use vramcalc_core::TrainConfig;
 use yew::prelude::*;
 
-/// The trick applied last: `(trick, setup before, setup after)`; shown as applied while the
-/// setup is still the one it made.
-pub type Applied = UseStateHandle<Option<(Trick, TrainConfig, TrainConfig)>>;
+/// A job: its training setup and its GPUs.
+pub type Job = (TrainConfig, DistConfig);
+
+/// The change applied last: `(change, job before, job after)`; shown as applied while the job is
+/// still the one it made.
+pub type Applied = UseStateHandle<Option<(Change, Job, Job)>>;
+
+/// A change's label in the page's language.
+pub fn label(ctx: &Ctx, c: Change) -> &'static str {
+    match c {
+        Change::Trick(t) => ctx.tr().trick(t),
+        other => ctx.llm().change(other).unwrap_or_else(|| other.describe()),
+    }
+}
 
 /// Applies `w` to `current` and remembers it in `applied`.
-pub fn apply(ctx_dispatch: &UseReducerDispatcher<crate::state::State>, applied: &Applied, current: TrainConfig, w: &WhatIf) -> Callback<MouseEvent> {
-    let (d, applied, trick, after) = (ctx_dispatch.clone(), applied.clone(), w.trick, w.config);
+pub fn apply(dispatch: &UseReducerDispatcher<crate::state::State>, applied: &Applied, current: Job, w: &JobWhatIf) -> Callback<MouseEvent> {
+    let (d, applied, change, after) = (dispatch.clone(), applied.clone(), w.change, (w.config, w.dist));
     Callback::from(move |_| {
-        applied.set(Some((trick, current, after)));
-        d.dispatch(Action::SetConfig(after));
+        applied.set(Some((change, current, after)));
+        d.dispatch(Action::SetJob(after.0, after.1));
     })
 }
 
 pub struct WhatIfProps {
-    pub items: Shared<Vec<WhatIf>>,
-    /// The current peak.
-    pub base: u64,
-    pub config: TrainConfig,
+    pub items: Shared<JobWhatIfs>,
+    pub job: Job,
     pub applied: Applied,
     /// The model has an error: the what-ifs are the last valid model's.
     pub stale: bool,
 }
 
-/// A plain view function (no state of its own: the applied trick is the app's).
+/// A plain view function (no state of its own: the applied change is the app's).
 pub fn what_if_panel(ctx: &Ctx, p: &WhatIfProps) -> Html {
     let t = ctx.tr();
-    let base = p.base;
-    let applied = (*p.applied).filter(|(_, _, after)| *after == p.config);
-    let item = |trick: Trick| -> Option<Html> {
-        if let Some(w) = p.items.iter().find(|w| w.trick == trick && w.peak != base) {
-            let (cls, text) = if w.peak < base {
-                let s = base - w.peak;
-                ("saves", format!("{} ({})", fill(t.saves, &[&ctx.bytes(s)]), percent(s, base)))
-            } else {
-                ("adds", fill(t.adds, &[&ctx.bytes(w.peak - base)]))
-            };
+    let base = p.items.device_total;
+    let applied = (*p.applied).filter(|(_, _, after)| *after == p.job);
+    let item = |change: Change| -> Option<Html> {
+        let id = change.id();
+        if let Some(w) = p.items.items.iter().find(|w| w.change == change) {
+            let text = format!("{} ({})", fill(t.saves, &[&ctx.bytes(w.saves)]), percent(w.saves, base));
             return Some(html! {
                 <li>
-                    <button class="trick" onclick={apply(&ctx.dispatch, &p.applied, p.config, w)} disabled={p.stale}
-                        data-testid={format!("whatif-{}", trick.id())}>
-                        <span class="trick-name">{ t.trick(trick) }</span>
-                        <span class={classes!("trick-effect", cls)}>{ text }</span>
-                        <span class="muted">{ format!("→ {}", ctx.bytes(w.peak)) }</span>
+                    <button class="trick" onclick={apply(&ctx.dispatch, &p.applied, p.job, w)} disabled={p.stale}
+                        data-testid={format!("whatif-{id}")} data-bytes={w.peak.to_string()} data-device-total={w.device_total.to_string()} data-fits={w.fits.map(|f| f.to_string())}>
+                        <span class="trick-name">{ label(ctx, change) }</span>
+                        <span class="trick-effect saves">{ text }</span>
+                        <span class="muted">{ format!("→ {}", ctx.bytes(w.device_total)) }
+                            if w.fits == Some(true) { { " · ✓ " }{ ctx.llm().fits_alone } }</span>
                     </button>
                 </li>
             });
         }
-        let (_, before, _) = applied.filter(|a| a.0 == trick)?;
+        let (_, before, _) = applied.filter(|a| a.0 == change)?;
         let d = ctx.dispatch.clone();
         Some(html! {
-            <li class="applied" data-testid={format!("whatif-applied-{}", trick.id())}>
-                <span class="trick-name">{ "✓ " }{ t.trick(trick) }</span>
+            <li class="applied" data-testid={format!("whatif-applied-{id}")}>
+                <span class="trick-name">{ "✓ " }{ label(ctx, change) }</span>
                 <span class="muted">{ t.applied }</span>
-                <button onclick={Callback::from(move |_| d.dispatch(Action::SetConfig(before)))}
-                    data-testid={format!("whatif-undo-{}", trick.id())}>{ t.undo }</button>
+                <button onclick={Callback::from(move |_| d.dispatch(Action::SetJob(before.0, before.1)))}
+                    data-testid={format!("whatif-undo-{id}")}>{ t.undo }</button>
             </li>
         })
     };
@@ -71,7 +80,7 @@ pub fn what_if_panel(ctx: &Ctx, p: &WhatIfProps) -> Html {
         <section class={classes!("panel", "whatif", p.stale.then_some("is-stale"))} aria-labelledby="whatif-h" data-testid="whatif">
             <h2 id="whatif-h">{ t.what_if }</h2>
             <p class="muted small">{ t.what_if_help }</p>
-            <ul>{ for Trick::ALL.into_iter().filter_map(item) }</ul>
+            <ul>{ for Change::all().filter_map(item) }</ul>
         </section>
     }
 }

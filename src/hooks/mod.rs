@@ -25,8 +25,8 @@ pub struct AppState {
     pub link: Link,
 }
 
-/// What the full app starts from: decoded before the first render (a link with a custom model
-/// needs the lazily loaded codec), so the first chart already shows the right model.
+/// What the full app starts from: decoded before the first render (a hub link fetches its
+/// config first), so the first chart already shows the right model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Boot {
     pub start: share_link::Start,
@@ -208,8 +208,8 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 
 use wasm_bindgen::JsCast;
 
-mod lazy;
-pub use lazy::{use_lazy_report, use_report, LazyReport};
+mod report;
+pub use report::use_report;
 
 /// Like `use_memo`, but computes after the render that changed `deps`, so slow secondary views
 /// (what-ifs, the share link) never delay the main estimate's update; a delay above zero also lets

@@ -7,6 +7,8 @@
 //! [`Lang`] variant and a file like `zh.rs`.
 
 mod en;
+pub mod import;
+pub mod llm;
 mod zh;
 
 pub use en::EN;
@@ -123,7 +125,7 @@ pub struct Tr {
     pub mode_train: &'static str,
     pub mode_infer: &'static str,
     pub mode_generate: &'static str,
-    /// The setup panel's LLM fields (their labels come with them from the lazily loaded module).
+    /// The LLM setup panel's heading (its fields' labels: `llm::LlmTr`).
     pub llm_setup: &'static str,
     pub trainable: &'static str,
     /// A layer whose weights all freeze (the per-layer table's mark).
@@ -169,7 +171,14 @@ pub struct Tr {
     pub cat_temporaries: &'static str,
     pub cat_input: &'static str,
     pub cat_overhead: &'static str,
+    pub cat_weight_casts: &'static str,
+    /// Why autocast's weight copies are there (one sentence, beside the breakdown).
+    pub weight_casts_why: &'static str,
+    pub cat_kv_cache: &'static str,
+    pub checkpoint_off: &'static str,
     pub timeline: &'static str,
+    pub timeline_generate: &'static str,
+    pub timeline_infer: &'static str,
     pub phase_forward: &'static str,
     pub phase_backward: &'static str,
     pub phase_optimizer: &'static str,
@@ -187,7 +196,7 @@ pub struct Tr {
     pub show_fewer: &'static str,
     pub what_if: &'static str,
     pub what_if_help: &'static str,
-    /// Shown while the lazily loaded module computes a model the app's build leaves out.
+    /// Shown while a link's model is still being read (a hub link's fetch: the embed card).
     pub computing: &'static str,
     pub trick_halve_batch: &'static str,
     pub trick_amp: &'static str,
@@ -232,6 +241,9 @@ pub struct Tr {
     pub copied: &'static str,
     pub preview: &'static str,
     pub open_in_app: &'static str,
+    pub export_csv: &'static str,
+    pub export_json: &'static str,
+    pub export_charts: &'static str,
     pub downloads: &'static str,
 }
 
@@ -240,6 +252,22 @@ pub fn tr(lang: Lang) -> &'static Tr {
     match lang {
         Lang::En => &EN,
         Lang::Zh => &ZH,
+    }
+}
+
+/// The import panel's texts in `lang`.
+pub fn import_tr(lang: Lang) -> &'static import::ImportTr {
+    match lang {
+        Lang::En => &import::IMPORT_EN,
+        Lang::Zh => &import::IMPORT_ZH,
+    }
+}
+
+/// The LLM setup's texts in `lang`.
+pub fn llm_tr(lang: Lang) -> &'static llm::LlmTr {
+    match lang {
+        Lang::En => &llm::LLM_EN,
+        Lang::Zh => &llm::LLM_ZH,
     }
 }
 
@@ -265,6 +293,8 @@ impl Tr {
         use crate::charts::bars::Part;
         match p {
             Part::Category(c) => self.category(c),
+            Part::WeightCasts => self.cat_weight_casts,
+            Part::KvCache => self.cat_kv_cache,
             Part::Overhead => self.cat_overhead,
             Part::Peak => self.peak,
             Part::DeviceTotal => self.device_total,

@@ -32,6 +32,7 @@ pub fn breakdown_chart(ctx: &Ctx, report: &Report) -> Html {
                     </li>
                 }) }
             </ul>
+            if est.breakdown.weight_casts > 0 { <p class="small muted" data-testid="weight-casts-why">{ t.weight_casts_why }</p> }
         </figure>
     }
 }

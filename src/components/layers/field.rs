@@ -13,6 +13,10 @@ pub struct FieldProps {
     pub path: NodePath,
     pub layer: Layer,
     pub field: Field,
+    /// Activation checkpointing is on: a block's `checkpoint` box shows its flag only then
+    /// (issue 22 item 7: never ticked while the setup's box is off).
+    #[prop_or_default]
+    pub checkpointing: bool,
 }
 
 /// One hyper-parameter. Invalid text stays in the box with serde's message beside it.
@@ -39,9 +43,11 @@ pub fn field_input(p: &FieldProps) -> Html {
                 let v = e.target_unchecked_into::<HtmlInputElement>().checked();
                 apply(FieldValue::Bool(v), String::new())
             });
+            let inert = p.field.name == "checkpoint" && !p.checkpointing;
             html! {
-                <span class="lf check">
-                    <input {id} type="checkbox" checked={*b} {onchange} data-testid={testid} />
+                <span class={classes!("lf", "check", inert.then_some("muted"))}>
+                    <input {id} type="checkbox" checked={*b && !inert} disabled={inert} {onchange} data-testid={testid}
+                        title={inert.then_some(ctx.tr().checkpoint_off)} />
                     <label for={format!("f-{}-{}", p.path, name)}>{ &name }</label>
                     if let Some((_, e)) = &*draft { <span class="error" role="alert" data-testid="field-error">{ e }</span> }
                 </span>

@@ -104,7 +104,7 @@ pub fn layers(p: &LayersProps) -> Html {
                 <LayerRow key={key.clone()} path={path.clone()} name={vramcalc_core::layer_names::full_name(&p.spec, &path)} layer={layer.clone()} {depth} {collapsed}
                     selected={p.selected.contains(&path)} report={map.get(&key).cloned()} {total}
                     first={index == 0} last={index + 1 >= len} open={error.is_some() || default_open != open.1.contains(&key)}
-                    {error} on_toggle={on_toggle.clone()} />
+                    {error} on_toggle={on_toggle.clone()} checkpointing={p.config.checkpointing} />
             }
         }
         Row::List { list, depth, len } => {

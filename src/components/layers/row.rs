@@ -29,6 +29,9 @@ pub struct RowProps {
     /// parameters, share of saved memory) and one Tab stop.
     pub open: bool,
     pub on_toggle: Callback<String>,
+    /// Activation checkpointing is on (a block's `checkpoint` box means nothing without it).
+    #[prop_or_default]
+    pub checkpointing: bool,
 }
 
 #[function_component(LayerRow)]
@@ -150,7 +153,7 @@ pub fn layer_row(p: &RowProps) -> Html {
                 <div class="row-fields">
                     { for fields(&p.layer).into_iter().map(|f| {
                         let key = f.name.clone();
-                        html! { <FieldInput {key} path={p.path.clone()} layer={p.layer.clone()} field={f} /> }
+                        html! { <FieldInput {key} path={p.path.clone()} layer={p.layer.clone()} field={f} checkpointing={p.checkpointing} /> }
                     }) }
                 </div>
             }

@@ -10,7 +10,8 @@ use crate::components::{Ctx, Shared};
 use crate::i18n::fill;
 use crate::capacity::gpu_label;
 use crate::state::{Action, GpuChoice};
-use vramcalc_core::whatif::{Trick, WhatIf};
+use vramcalc_core::whatif::job::{Change, JobWhatIf, JobWhatIfs};
+use vramcalc_core::whatif::Trick;
 use yew::prelude::*;
 
 /// What the bar shows (a plain view function: it re-renders with the app, whose every render
@@ -18,7 +19,9 @@ use yew::prelude::*;
 pub struct BarProps {
     pub report: Option<Shared<Report>>,
     pub gpu: GpuChoice,
-    pub what_ifs: Option<Shared<Vec<WhatIf>>>,
+    pub what_ifs: Option<Shared<JobWhatIfs>>,
+    /// The job the figures are for (what a fix applies to).
+    pub job: crate::components::whatif::Job,
     /// The current input has an error: the figures are the last good ones.
     pub stale: bool,
     pub applied: Applied,
@@ -31,9 +34,14 @@ pub struct BarProps {
 const BY_COST: [Trick; 7] =
     [Trick::Amp, Trick::InplaceRelu, Trick::Checkpointing, Trick::GradAccum4, Trick::ShorterSeq, Trick::HalveBatch, Trick::Sgd];
 
-/// The least disruptive what-if whose device total fits `capacity`.
-pub fn cheapest_fix(items: &[WhatIf], capacity: u64) -> Option<&WhatIf> {
-    BY_COST.iter().find_map(|t| items.iter().find(|w| w.trick == *t && w.device_total <= capacity))
+/// The least disruptive what-if whose device total fits `capacity`: the memory tricks by
+/// [`BY_COST`], then the other changes in the list's order.
+pub fn cheapest_fix(items: &[JobWhatIf], capacity: u64) -> Option<&JobWhatIf> {
+    let fits = |w: &&JobWhatIf| w.device_total <= capacity;
+    BY_COST
+        .iter()
+        .find_map(|t| items.iter().filter(fits).find(|w| w.change == Change::Trick(*t)))
+        .or_else(|| items.iter().filter(fits).find(|w| !matches!(w.change, Change::Trick(_))))
 }
 
 pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
@@ -61,9 +69,9 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
             </button>
         }
     });
-    let fix = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(w, r.capacity))).flatten().map(|w| html! {
-        <button class="fix" data-testid="fix-whatif" data-trick={w.trick.id()}
-            onclick={apply(&ctx.dispatch, &p.applied, e.config, w)}>{ fill(t.or_fix, &[t.trick(w.trick)]) }</button>
+    let fix = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(&w.items, r.capacity))).flatten().map(|w| html! {
+        <button class="fix" data-testid="fix-whatif" data-trick={w.id}
+            onclick={apply(&ctx.dispatch, &p.applied, p.job, w)}>{ fill(t.or_fix, &[crate::components::whatif::label(ctx, w.change)]) }</button>
     });
     let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
     html! {

@@ -23,10 +23,18 @@ pub fn charts(p: &ChartsProps) -> Html {
         Some(m) => fill(t.max_batch, &[&thousands(m)]),
         None => t.no_batch_fits.to_string(),
     };
+    let mode = r.estimate.config.mode;
+    // generation and inference save nothing for a backward: no per-layer chart of it
+    let training = mode == vramcalc_core::Mode::Train;
+    let timeline = match mode {
+        vramcalc_core::Mode::Train => t.timeline,
+        vramcalc_core::Mode::Generate => t.timeline_generate,
+        vramcalc_core::Mode::Infer => t.timeline_infer,
+    };
     html! {
         <>
             <section class="panel" aria-labelledby="timeline-h">
-                <h2 id="timeline-h">{ t.timeline }</h2>
+                <h2 id="timeline-h" data-testid="timeline-title">{ timeline }</h2>
                 { timeline_chart(&ctx, r) }
             </section>
             <section class="panel" aria-labelledby="batch-h">
@@ -39,11 +47,13 @@ pub fn charts(p: &ChartsProps) -> Html {
                     <span class="key cap"></span>{ t.capacity }
                 </p>
             </section>
-            <section class="panel" aria-labelledby="layers-h">
-                <h2 id="layers-h">{ t.per_layer }</h2>
-                <LayerChart report={r.clone()} />
-                { layer_table(&ctx, r, &all_rows) }
-            </section>
+            if training {
+                <section class="panel" aria-labelledby="layers-h">
+                    <h2 id="layers-h">{ t.per_layer }</h2>
+                    <LayerChart report={r.clone()} />
+                    { layer_table(&ctx, r, &all_rows) }
+                </section>
+            }
         </>
     }
 }

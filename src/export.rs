@@ -1,29 +1,18 @@
-//! Downloads computed on first use: the per-layer table as CSV and the estimate as JSON (the
-//! schema of `vramcalc estimate --json`). The app sends the model and setup it shows; the estimate
-//! is recomputed here with the same core, so the app's bundle carries neither the formats nor the
-//! estimate's serialiser. Charts are exported as SVG by the app itself (`src/dom.rs`).
+//! The downloads' files: the per-layer table as CSV and the estimate as JSON (the schema of
+//! `vramcalc estimate --json`), from the model and job the app shows. Pure: tested natively;
+//! `components::downloads` offers them (and the charts as SVG).
 
 use serde_json::Value;
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{Estimate, TrainConfig};
 
-/// `{"spec", "config", "format": "csv" | "json"}` → the file's text.
-pub fn export_file(request_json: &str) -> Result<String, String> {
-    let mut v: Value = serde_json::from_str(request_json).map_err(|e| format!("request: {e}"))?;
-    let spec: ModelSpec = serde_json::from_value(v["spec"].take()).map_err(|e| format!("request `spec`: {e}"))?;
-    let config: TrainConfig = serde_json::from_value(v["config"].take()).map_err(|e| format!("request `config`: {e}"))?;
-    // one rank of a multi-GPU job: rank 0's estimate, as the CLI's `--gpus --strategy` gives it
-    let est = match v["dist"].take() {
-        serde_json::Value::Null => vramcalc_core::estimate(&spec, &config),
-        d => {
-            let dist = serde_json::from_value(d).map_err(|e| format!("request `dist`: {e}"))?;
-            vramcalc_core::distributed::estimate(&spec, &config, &dist).map(|d| d.estimate)
-        }
-    }
-    .map_err(|e| e.to_string())?;
-    match v["format"].as_str() {
-        Some("csv") => Ok(layers_csv(&est)),
-        Some("json") => Ok(estimate_json(&spec, &est)),
+/// The file of `format` (`csv`, `json`) for the model and job shown: rank 0's estimate for a
+/// multi-GPU job, as the CLI's `--gpus --strategy` gives it.
+pub fn export_file(spec: &ModelSpec, config: &TrainConfig, dist: &vramcalc_core::distributed::DistConfig, format: &str) -> Result<String, String> {
+    let est = vramcalc_core::distributed::estimate(spec, config, dist).map(|d| d.estimate).map_err(|e| e.to_string())?;
+    match format {
+        "csv" => Ok(layers_csv(&est)),
+        "json" => Ok(estimate_json(spec, &est)),
         other => Err(format!("export format must be \"csv\" or \"json\", got {other:?}")),
     }
 }
@@ -133,14 +122,15 @@ mod tests {
     }
 
     #[test]
-    fn requests_name_their_format_and_errors_say_what_is_wrong() {
+    fn files_name_their_format_and_errors_say_what_is_wrong() {
         let spec = presets::build("vgg11").unwrap();
-        let req = |format: &str| serde_json::json!({ "spec": spec, "config": TrainConfig::default(), "format": format }).to_string();
-        assert!(export_file(&req("csv")).unwrap().starts_with(CSV_HEADER));
-        assert!(export_file(&req("json")).unwrap().contains("\"model\": \"vgg11\""));
-        assert!(export_file(&req("xml")).unwrap_err().contains("\"csv\" or \"json\""));
-        let bad = serde_json::json!({ "spec": spec, "config": TrainConfig { batch: 0, ..Default::default() }, "format": "csv" });
-        assert!(export_file(&bad.to_string()).unwrap_err().contains("batch"));
+        let one = vramcalc_core::distributed::DistConfig::default();
+        let c = TrainConfig::default();
+        assert!(export_file(&spec, &c, &one, "csv").unwrap().starts_with(CSV_HEADER));
+        assert!(export_file(&spec, &c, &one, "json").unwrap().contains("\"model\": \"vgg11\""));
+        assert!(export_file(&spec, &c, &one, "xml").unwrap_err().contains("\"csv\" or \"json\""));
+        let bad = TrainConfig { batch: 0, ..Default::default() };
+        assert!(export_file(&spec, &bad, &one, "csv").unwrap_err().contains("batch"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The paste box's reader, on first use: a vramcalc JSON spec or a Hugging Face `config.json`
-//! (recognised by its `model_type`), checked with the full core, so a pasted MoE model is read
-//! like any other. Errors name the problem.
+//! The paste box's reader: a vramcalc JSON spec or a Hugging Face `config.json` (recognised by
+//! its `model_type`), checked with the core, so a pasted MoE model is read like any other. Errors
+//! name the problem.
 
 use serde_json::Value;
 use vramcalc_core::spec::ModelSpec;
@@ -12,9 +12,24 @@ pub fn context_of(config_json: &str) -> Option<u64> {
     ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64())
 }
 
+/// What the paste box read: a Hugging Face config (with the context it gives) or a spec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pasted {
+    Hf(ModelSpec, Option<u64>),
+    Spec(ModelSpec),
+}
+
+/// Pasted text → what it was read as; the error says what is wrong and where.
+pub fn read(text: &str) -> Result<Pasted, String> {
+    let answer = read_paste(text)?;
+    let (kind, json) = answer.split_once('\n').unwrap_or_default();
+    let spec = ModelSpec::from_json(json).map_err(|e| e.to_string())?;
+    Ok(if kind == "hf" { Pasted::Hf(spec, context_of(text)) } else { Pasted::Spec(spec) })
+}
+
 /// Pasted text → what it was read as (`spec` or `hf`), a newline, and the spec's JSON; the error
 /// says what is wrong and where.
-pub fn read_paste(text: &str) -> Result<String, String> {
+fn read_paste(text: &str) -> Result<String, String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("nothing to read: paste a vramcalc spec or a Hugging Face config.json".into());
@@ -52,13 +67,13 @@ mod tests {
 
     #[test]
     fn reads_a_bert_config_and_its_context() {
-        let text = include_str!("../../../tests/data/bert-base-uncased.config.json");
+        let text = include_str!("../../tests/data/bert-base-uncased.config.json");
         let (kind, spec) = read(text).unwrap();
         assert_eq!((kind.as_str(), context_of(text)), ("hf", Some(512)));
         assert!(!spec.layers.is_empty());
     }
 
-    /// The app's own core leaves MoE out; the paste box reads with the full core.
+    /// A pasted MoE model is read like any other (one core in the browser).
     #[test]
     fn reads_a_moe_spec() {
         let text = r#"{"input":{"shape":[16,64]},"layers":[{"kind":"sparse_moe","hidden_size":64,"num_experts":4,"top_k":2,"intermediate_size":128}]}"#;

@@ -1,71 +1,72 @@
-//! The downloads panel in the page: the per-layer table (CSV) and the estimate (JSON, as
-//! `vramcalc estimate --json` writes it), computed here with the full core, and each chart as a
-//! standalone SVG copied from the page. This module draws the panel into the app's host element
-//! and answers its buttons, so none of it is in the app's first-load bundle.
+//! The downloads panel: the per-layer table (CSV) and the estimate (JSON, as `vramcalc estimate
+//! --json` writes it: `crate::export`, tested natively), and each chart as a standalone SVG copied
+//! from the page.
 
-use crate::panel::{document, draw, element, listen, target_with};
-use std::cell::RefCell;
+use super::use_ctx;
+use crate::export::{export_file, file_stem};
+use vramcalc_core::distributed::DistConfig;
+use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::TrainConfig;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
+use yew::prelude::*;
 
-thread_local! {
-    /// The request of the panel shown: `{"host", "lang", "spec", "config", "dist"?}`.
-    static SHOWN: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// `(id, selector of the <svg>, English name, Chinese name)` of each chart.
-const CHARTS: [(&str, &str, &str, &str); 5] = [
-    ("capacity", "svg[data-testid=chart-capacity]", "Capacity", "容量"),
-    ("breakdown", "[data-testid=chart-breakdown] svg", "Breakdown of the peak", "峰值构成"),
-    ("timeline", "svg[data-testid=chart-timeline]", "Memory over one training step", "一次训练迭代中的显存变化"),
-    ("batch", "svg[data-testid=chart-batch]", "Memory vs batch size", "显存与批大小"),
-    ("layers", "svg[data-testid=chart-layers]", "Per layer: activations saved for backward", "逐层：为反向保存的激活"),
+/// `(id, selector of the <svg>)` of each chart; their names are the charts' titles (`Tr`).
+const CHARTS: [(&str, &str); 5] = [
+    ("capacity", "svg[data-testid=chart-capacity]"),
+    ("breakdown", "[data-testid=chart-breakdown] svg"),
+    ("timeline", "svg[data-testid=chart-timeline]"),
+    ("batch", "svg[data-testid=chart-batch]"),
+    ("layers", "svg[data-testid=chart-layers]"),
 ];
 
-/// Draws the panel for `request_json` into its host (nothing while the page shows no estimate).
-pub fn render(request_json: &str) -> Result<(), String> {
-    let r: serde_json::Value = serde_json::from_str(request_json).map_err(|e| e.to_string())?;
-    let Ok(host) = element(r["host"].as_str().unwrap_or_default()) else { return Ok(()) };
-    SHOWN.with(|s| *s.borrow_mut() = request_json.to_string());
-    let zh = r["lang"] == "zh";
-    let tr = |en: &'static str, cn: &'static str| if zh { cn } else { en };
-    let charts: String = CHARTS
-        .iter()
-        .map(|(id, _, en, cn)| format!(r#"<button type="button" data-act="svg-{id}" data-testid="export-svg-{id}">{}</button>"#, tr(en, cn)))
-        .collect();
-    let html = format!(
-        r#"<p class="buttons"><button type="button" data-act="csv" data-testid="export-csv">⤓ {}</button><button type="button" data-act="json" data-testid="export-json">⤓ {}</button></p><p class="buttons"><span class="small muted">{}</span>{charts}</p>"#,
-        tr("Per-layer table (CSV)", "逐层表格（CSV）"),
-        tr("Estimate (JSON)", "估算结果（JSON）"),
-        tr("Charts (SVG):", "图表（SVG）："),
-    );
-    draw(&host, &html);
-    listen(&host, "click", on_click);
-    Ok(())
+#[derive(Properties, PartialEq)]
+pub struct DownloadsProps {
+    pub spec: super::Shared<ModelSpec>,
+    pub config: TrainConfig,
+    pub dist: DistConfig,
 }
 
-fn on_click(e: web_sys::Event) {
-    let Some((_, act)) = target_with(&e, "data-act") else { return };
-    let request = SHOWN.with(|s| s.borrow().clone());
-    let Ok(mut r) = serde_json::from_str::<serde_json::Value>(&request) else { return };
-    let stem = crate::export::file_stem(r["spec"]["name"].as_str().unwrap_or("custom model"));
-    let file = match act.as_str() {
-        "csv" | "json" => {
-            r["format"] = act.as_str().into();
-            let name = if act == "csv" { format!("{stem}-layers.csv") } else { format!("{stem}-estimate.json") };
-            let mime = if act == "csv" { "text/csv;charset=utf-8" } else { "application/json" };
-            crate::export::export_file(&r.to_string()).map(|text| (name, mime, text))
-        }
-        svg => {
-            let id = svg.trim_start_matches("svg-");
-            let selector = CHARTS.iter().find(|c| c.0 == id).map_or("", |c| c.1);
-            standalone_svg(selector).map(|text| (format!("{stem}-{id}.svg"), "image/svg+xml", text)).ok_or_else(|| "the chart is not on the page".into())
-        }
+#[function_component(Downloads)]
+pub fn downloads(p: &DownloadsProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.tr();
+    let stem = file_stem(&p.spec.display_name());
+    let file = |format: &'static str| {
+        let (spec, c, d, stem) = (p.spec.clone(), p.config, p.dist, stem.clone());
+        Callback::from(move |_: MouseEvent| {
+            let (name, mime) = if format == "csv" { (format!("{stem}-layers.csv"), "text/csv;charset=utf-8") } else { (format!("{stem}-estimate.json"), "application/json") };
+            match export_file(&spec, &c, &d, format) {
+                Ok(text) => download(&name, mime, &text),
+                // the model has an error: say so
+                Err(e) => drop(web_sys::window().map(|w| w.alert_with_message(&e))),
+            }
+        })
     };
-    match file {
-        Ok((name, mime, text)) => download(&name, mime, &text),
-        // The model has an error: say so.
-        Err(e) => drop(web_sys::window().map(|w| w.alert_with_message(&e))),
+    let chart_name = |id: &str| match id {
+        "capacity" => t.capacity,
+        "breakdown" => t.breakdown,
+        "timeline" => t.timeline,
+        "batch" => t.batch_chart,
+        _ => t.per_layer,
+    };
+    html! {
+        <>
+            <p class="buttons">
+                <button type="button" data-testid="export-csv" onclick={file("csv")}>{ "⤓ " }{ t.export_csv }</button>
+                <button type="button" data-testid="export-json" onclick={file("json")}>{ "⤓ " }{ t.export_json }</button>
+            </p>
+            <p class="buttons"><span class="small muted">{ t.export_charts }</span>
+                { for CHARTS.iter().map(|(id, selector)| {
+                    let name = format!("{stem}-{id}.svg");
+                    let onclick = Callback::from(move |_: MouseEvent| match standalone_svg(selector) {
+                        Some(text) => download(&name, "image/svg+xml", &text),
+                        None => drop(web_sys::window().map(|w| w.alert_with_message("the chart is not on the page"))),
+                    });
+                    html! { <button type="button" data-testid={format!("export-svg-{id}")} {onclick}>{ chart_name(id) }</button> }
+                }) }
+            </p>
+        </>
     }
 }
 
@@ -75,7 +76,7 @@ pub fn download(name: &str, mime: &str, text: &str) {
 }
 
 fn try_download(name: &str, mime: &str, text: &str) -> Option<()> {
-    let doc = document()?;
+    let doc = web_sys::window()?.document()?;
     let parts = js_sys::Array::of1(&JsValue::from_str(text));
     let opts = web_sys::BlobPropertyBag::new();
     opts.set_type(mime);
@@ -106,7 +107,7 @@ const SVG_PROPS: &[&str] = &[
 /// viewBox, and its computed look inlined.
 pub fn standalone_svg(selector: &str) -> Option<String> {
     let w = web_sys::window()?;
-    let svg = document()?.query_selector(selector).ok()??;
+    let svg = web_sys::window()?.document()?.query_selector(selector).ok()??;
     let copy: web_sys::Element = svg.clone_node_with_deep(true).ok()?.dyn_into().ok()?;
     let elements = |root: &web_sys::Element| -> Vec<web_sys::Element> {
         let mut v = vec![root.clone()];
@@ -141,7 +142,7 @@ pub fn standalone_svg(selector: &str) -> Option<String> {
     }
     // The panel's background goes first: the text colours are the page theme's, so a dark-mode
     // chart on a transparent background would be light text on whatever the file is shown on.
-    if let (Some(fill), Ok(rect)) = (panel_background(&w, &svg), document()?.create_element_ns(Some(SVG_NS), "rect")) {
+    if let (Some(fill), Ok(rect)) = (panel_background(&w, &svg), w.document()?.create_element_ns(Some(SVG_NS), "rect")) {
         for (k, v) in [("width", "100%"), ("height", "100%"), ("fill", fill.as_str())] {
             let _ = rect.set_attribute(k, v);
         }

@@ -30,7 +30,7 @@ pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option
     };
     let (status, body) = fetch(&hub.config_url(), &token).await?;
     let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((hub, spec, crate::paste::context_of(&body)))
+    Ok((hub, spec, super::paste::context_of(&body)))
 }
 
 /// The `sessionStorage` key of the access token: this tab only, gone when it closes, never in

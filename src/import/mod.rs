@@ -1,0 +1,38 @@
+//! The import panel's logic: the Hugging Face hub fetch (`hub`) and the paste box's reader
+//! (`paste`), and the action each answer is for the app's state. `components::import` draws it.
+
+pub mod hub;
+pub mod paste;
+
+use crate::state::Action;
+use paste::Pasted;
+use vramcalc_core::hub::HubRef;
+use vramcalc_core::spec::ModelSpec;
+
+/// The app's action for a paste box's model: a config runs as an import (its length, its note).
+pub fn pasted_action(p: Pasted) -> Action {
+    match p {
+        Pasted::Hf(spec, context) => Action::ImportHf(spec, context, None),
+        Pasted::Spec(spec) => Action::LoadSpec(spec),
+    }
+}
+
+/// The app's action for a model loaded from the hub: its link names it (`id@revision`).
+pub fn hub_action(hub: &HubRef, spec: ModelSpec, context: Option<u64>) -> Action {
+    Action::ImportHf(spec, context, Some(hub.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_panel_reads_becomes_actions() {
+        let spec = vramcalc_core::presets::build("vgg11").unwrap();
+        assert!(matches!(pasted_action(paste::read(&spec.to_json_pretty()).unwrap()), Action::LoadSpec(s) if s == spec));
+        let bert = include_str!("../../tests/data/bert-base-uncased.config.json");
+        assert!(matches!(pasted_action(paste::read(bert).unwrap()), Action::ImportHf(_, Some(512), None)));
+        let hub = HubRef::parse("Qwen/Qwen2.5-0.5B@v2").unwrap();
+        assert!(matches!(hub_action(&hub, spec, Some(512)), Action::ImportHf(_, Some(512), Some(h)) if h == "Qwen/Qwen2.5-0.5B@v2"));
+    }
+}
