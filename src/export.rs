@@ -17,11 +17,13 @@ pub fn export_file(spec: &ModelSpec, config: &TrainConfig, dist: &vramcalc_core:
     }
 }
 
-/// The estimate as `vramcalc estimate --json` writes it: the core's `Estimate` plus `"model"`.
+/// The estimate as `vramcalc estimate --json` writes it: the core's `Estimate` plus `"model"`
+/// and `"engine"` (whose allocation it simulates).
 pub fn estimate_json(spec: &ModelSpec, est: &Estimate) -> String {
     let mut v = serde_json::to_value(est).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.insert("model".into(), Value::String(spec.display_name()));
+        o.insert("engine".into(), Value::String(est.config.engine().into()));
     }
     let mut out = serde_json::to_string_pretty(&v).unwrap_or_default();
     out.push('\n');
@@ -108,6 +110,7 @@ mod tests {
 
         let json: Value = serde_json::from_str(&estimate_json(&spec, &est)).unwrap();
         assert_eq!(json["model"], "vgg16");
+        assert_eq!(json["engine"], "PyTorch training step");
         assert_eq!(json["params"], 138_357_544u64);
         assert_eq!(json["peak_bytes"], est.peak_bytes);
         // the same keys as the core's Estimate (what the CLI writes)
@@ -115,6 +118,7 @@ mod tests {
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         let mut expected = keys(&core);
         expected.push("model".into());
+        expected.push("engine".into());
         expected.sort();
         let mut got = keys(&json);
         got.sort();
