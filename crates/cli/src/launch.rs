@@ -56,7 +56,7 @@ pub fn run(a: &LaunchArgs) -> Result<String> {
     match a.kind.as_str() {
         "vllm" => {
             let g = card(&a.gpu)?;
-            let mut cfg = serve_config(&a.model, &a.settings, a.dist.tp, &a.serving, g.bytes)?;
+            let mut cfg = serve_config(&spec, &a.model, &a.settings, &a.dist, &a.serving, g.bytes)?;
             // no --context: the longest that the concurrency (default 1) fits
             if a.serving.context.is_none() && a.settings.seq_len.is_none() {
                 cfg.concurrency = Some(cfg.concurrency.unwrap_or(1));

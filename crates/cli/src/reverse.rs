@@ -10,11 +10,10 @@ use clap::Args;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use vramcalc_core::formats::KvDtype;
 use vramcalc_core::memory::device::{gpu, Gpu};
 use vramcalc_core::serve::{self, ServeConfig};
 use vramcalc_core::solve::{self, Answer, Setup, Variable};
-use vramcalc_core::{format_bytes, thousands, ByteUnit, ModelSpec, Precision};
+use vramcalc_core::{format_bytes, thousands, ByteUnit, ModelSpec};
 
 /// `vramcalc max`.
 #[derive(Args)]
@@ -62,38 +61,22 @@ pub fn card(id: &str) -> Result<&'static Gpu> {
     gpu(id).ok_or_else(|| anyhow!("unknown GPU {id:?} (run `vramcalc gpus`)"))
 }
 
-/// vLLM's config from the setup's flags: `--precision` fp16 or bf16 (fp32, the training default,
-/// reads as vLLM's bf16), `--weights`, `--kv-dtype` (default the model dtype), `--tp`.
-pub fn serve_config(model: &ModelArgs, s: &Settings, tp: u64, v: &ServingArgs, gpu_bytes: u64) -> Result<ServeConfig> {
-    let mut precision = match s.precision.as_deref().unwrap_or("fp32") {
-        "fp16" | "amp-fp16" => Precision::Fp16,
-        _ => Precision::Bf16,
-    };
-    let weights = match &s.weights {
-        Some(w) => Some(vramcalc_core::formats::WeightFormat::parse(w)?),
-        None => model.quantization()?,
-    };
-    match weights {
-        Some(vramcalc_core::formats::WeightFormat::Float(vramcalc_core::DType::F16)) => precision = Precision::Fp16,
-        Some(vramcalc_core::formats::WeightFormat::Float(vramcalc_core::DType::Bf16)) => precision = Precision::Bf16,
-        _ => {}
+/// vLLM's config from the setup's flags, as `ServeConfig::for_setup` serves any setup: its
+/// precision (a language model's own dtype when `--precision` is left out), `--weights` (or the
+/// config's `quantization_config`), `--kv-dtype` and `--tp`; the serving flags on top.
+pub fn serve_config(spec: &ModelSpec, model: &ModelArgs, s: &Settings, dist: &crate::dist::DistArgs, v: &ServingArgs, gpu_bytes: u64) -> Result<ServeConfig> {
+    let mut config = model.config(spec, s)?;
+    if config.weights.is_none() {
+        config.weights = model.quantization()?;
     }
-    let kv_dtype = match &s.generate.kv_dtype {
-        None if precision == Precision::Fp16 => KvDtype::Fp16,
-        None => KvDtype::Bf16,
-        Some(k) => KvDtype::parse(k).ok_or_else(|| anyhow!("--kv-dtype {k:?} is not one of fp16, bf16, fp8"))?,
-    };
+    let setup = ServeConfig::for_setup(&config, &dist.config()?, gpu_bytes, v.context.or(s.seq_len).unwrap_or(4096));
     Ok(ServeConfig {
-        tensor_parallel: tp.max(1),
         gpu_memory_utilization: v.gpu_memory_utilization,
         max_num_batched_tokens: v.max_num_batched_tokens,
         max_num_seqs: v.max_num_seqs,
         concurrency: v.concurrency,
-        kv_dtype,
-        precision,
-        weights,
         enforce_eager: v.enforce_eager,
-        ..ServeConfig::new(gpu_bytes, v.context.or(s.seq_len).unwrap_or(4096))
+        ..setup
     })
 }
 
@@ -109,7 +92,7 @@ pub fn max(a: &MaxArgs) -> Result<(String, ExitCode)> {
         if of == Variable::Concurrency && a.serving.context.is_none() && a.settings.seq_len.is_none() {
             bail!("--of concurrency counts sequences of a --context (tokens each)");
         }
-        solve::max_serving(&spec, &serve_config(&a.model, &a.settings, a.dist.tp, &a.serving, g.bytes)?, of)
+        solve::max_serving(&spec, &serve_config(&spec, &a.model, &a.settings, &a.dist, &a.serving, g.bytes)?, of)
     } else {
         let config = a.model.config(&spec, &a.settings)?;
         solve::max_value(&Setup { spec: &spec, config, dist: a.dist.config()? }, of, g.bytes)
