@@ -137,6 +137,14 @@ pub struct LlamaCppArgs {
     /// `--no-mmap`: read the weights into allocated memory instead of mapping the file.
     #[arg(long = "no-mmap")]
     pub no_mmap: bool,
+    #[command(flatten)]
+    pub devices: Devices,
+}
+
+/// The cards and host a llama.cpp run is sized for, and how the answer prints (`llama-cpp` and
+/// `ollama` alike).
+#[derive(Args)]
+pub struct Devices {
     /// A GPU id from `vramcalc gpus`, once per card (mixed cards allowed); none: CPU only.
     #[arg(long = "gpu")]
     pub gpu: Vec<String>,
@@ -149,6 +157,20 @@ pub struct LlamaCppArgs {
     /// Byte units of the text: MB or MiB.
     #[arg(long, default_value = "MiB")]
     pub units: String,
+}
+
+impl Devices {
+    pub fn gpus(&self) -> Result<Vec<GpuDevice>> {
+        gpu_devices(&self.gpu)
+    }
+
+    pub fn ram(&self) -> Result<Option<u64>> {
+        parse_ram(self.ram.as_deref())
+    }
+
+    pub fn unit(&self) -> ByteUnit {
+        unit_of(&self.units)
+    }
 }
 
 /// Reads the header, growing the read while the reader asks for more bytes.
@@ -243,13 +265,6 @@ impl LlamaCppArgs {
         })
     }
 
-    fn gpus(&self) -> Result<Vec<GpuDevice>> {
-        gpu_devices(&self.gpu)
-    }
-
-    fn unit(&self) -> ByteUnit {
-        unit_of(&self.units)
-    }
 }
 
 pub fn unit_of(s: &str) -> ByteUnit {
@@ -293,12 +308,12 @@ pub fn run(a: &LlamaCppArgs) -> Result<(String, std::process::ExitCode)> {
         }
         (None, None) => bail!("give --gguf FILE or --hf-config FILE --quant NAME"),
     };
-    let gpus = a.gpus()?;
+    let gpus = a.devices.gpus()?;
     let p = a.params(gpus.len())?;
-    let ram = parse_ram(a.ram.as_deref())?;
+    let ram = a.devices.ram()?;
     match &a.max_of {
-        Some(of) => max_of(of, &header, &p, &gpus, ram, &path, a.json),
-        None => report(&header, &p, &gpus, ram, &path, a.json, a.unit(), None).map(|t| (t, std::process::ExitCode::SUCCESS)),
+        Some(of) => max_of(of, &header, &p, &gpus, ram, &path, a.devices.json),
+        None => report(&header, &p, &gpus, ram, &path, a.devices.json, a.devices.unit(), None).map(|t| (t, std::process::ExitCode::SUCCESS)),
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use vramcalc_core::gguf::GgmlType;
 use vramcalc_core::llama_cpp::{fit, ollama::Ollama, Hparams};
 
-use crate::llama_cpp::{gpu_devices, parse_ram, read_header, report, unit_of};
+use crate::llama_cpp::{read_header, report};
 
 #[derive(Args)]
 pub struct OllamaArgs {
@@ -36,22 +36,14 @@ pub struct OllamaArgs {
     /// `OLLAMA_CONTEXT_LENGTH`.
     #[arg(long = "context-length")]
     pub context_length: Option<u64>,
-    /// A GPU id from `vramcalc gpus`, once per card.
-    #[arg(long = "gpu")]
-    pub gpu: Vec<String>,
-    /// System RAM to check the host's buffers against.
-    #[arg(long)]
-    pub ram: Option<String>,
-    #[arg(long)]
-    pub json: bool,
-    #[arg(long, default_value = "MiB")]
-    pub units: String,
+    #[command(flatten)]
+    pub devices: crate::llama_cpp::Devices,
 }
 
 pub fn run(a: &OllamaArgs) -> Result<String> {
     let header = read_header(&a.gguf)?;
-    let gpus = gpu_devices(&a.gpu)?;
-    let ram = parse_ram(a.ram.as_deref())?;
+    let gpus = a.devices.gpus()?;
+    let ram = a.devices.ram()?;
     let kv_cache_type = a
         .kv_cache_type
         .as_deref()
@@ -86,5 +78,5 @@ pub fn run(a: &OllamaArgs) -> Result<String> {
     if !modelfile.is_empty() {
         text += &format!("Modelfile:\n  {}\n", modelfile.join("\n  "));
     }
-    report(&header, &p, &gpus, ram, &a.gguf.display().to_string(), a.json, unit_of(&a.units), Some((extra, text)))
+    report(&header, &p, &gpus, ram, &a.gguf.display().to_string(), a.devices.json, a.devices.unit(), Some((extra, text)))
 }
