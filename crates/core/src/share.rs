@@ -489,13 +489,7 @@ fn walk(layers: &[Layer], depth: usize, nodes: &mut usize) -> Res<u64> {
         }
         match layer {
             Layer::Repeat { times, .. } => inner = inner.max(1).saturating_mul(*times),
-            #[cfg(feature = "typed-layers")]
             Layer::Lstm(r) | Layer::Gru(r) | Layer::Rnn(r) => inner = r.num_layers,
-            // the same count from the fields (PyTorch's default: one layer)
-            #[cfg(not(feature = "typed-layers"))]
-            Layer::Deferred(d) if matches!(d.kind, "lstm" | "gru" | "rnn") => {
-                inner = d.fields.get("num_layers").and_then(serde_json::Value::as_u64).unwrap_or(1)
-            }
             _ => {}
         }
         total = total.saturating_add(1).saturating_add(inner);
