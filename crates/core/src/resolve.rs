@@ -93,8 +93,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         && matches!(spec.loss, Loss::CausalLm | Loss::CrossEntropy)
         && head == Some(spec.layers.len() - 1))
         .then_some(spec.layers.len() - 1);
-    // the split region holds transformer layers: a build without them never enters it
-    let sp = (cfg!(feature = "sequence") && opts.sequence_parallel > 1).then_some(crate::layer::seq_parallel::Region::Before);
+    let sp = (opts.sequence_parallel > 1).then_some(crate::layer::seq_parallel::Region::Before);
     let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None, sp };
     let out = match lm_head_keeps(spec, opts) {
         // `generate()`'s `logits_to_keep`: the LM head reads `hidden_states[:, -k:, :]`, a view

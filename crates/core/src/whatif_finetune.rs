@@ -115,7 +115,7 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<FineTuneWh
 }
 
 // The tests build a Llama by the importer and lower it: they need the full core.
-#[cfg(all(test, feature = "finetune", feature = "sequence"))]
+#[cfg(all(test, feature = "finetune"))]
 mod tests {
     use super::*;
 

@@ -148,9 +148,6 @@ impl MultiheadAttention {
     /// Also returns the attention probabilities (eager only), which Hugging Face layers return
     /// and keep in a local (`attn_output, _ = self.attn(...)`) until the layer returns.
     pub fn lower_with_weights(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, Option<ValueId>)> {
-        if !cfg!(feature = "sequence") {
-            return Err(super::not_in_this_build("attention"));
-        }
         let (hd, kvh) = self.check()?;
         let s = b.shape(x).0.clone();
         if s.len() != 2 {

@@ -47,7 +47,7 @@ impl Linear {
         let bias = self.bias.then(|| b.param(Shape::new([self.out_features])));
         b.param_role = None;
         quantise_frozen(b, w, role);
-        let out = if cfg!(feature = "sequence") && b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
+        let out = if b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
         Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) {
             // peft's `lora.bnb.Linear4bit.forward`: `result = result.clone()` ("defensively")
             let four_bit = b.quant_format_of(w).is_some_and(|f| matches!(f, crate::finetune::BaseFormat::Nf4 | crate::finetune::BaseFormat::Fp4));
