@@ -87,7 +87,6 @@ fn sliding_window_layers_are_capped_at_the_window() {
     assert_eq!(kv_end(&generate(&spec, 1, 1000, 10, KvCacheKind::Static, None)), per_token * 1009);
 }
 
-#[cfg(feature = "moe")]
 #[test]
 fn latent_attention_caches_the_latent() {
     // DeepSeek-V3: 61 layers, kv_lora_rank 512 + rope 64 per token, bf16

@@ -86,9 +86,6 @@ impl MultiHeadLatentAttention {
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "moe") {
-            return Err(super::not_in_this_build("multi-head latent attention"));
-        }
         self.check()?;
         let seq = super::moe::sequence_len(b, x, self.hidden_size)?;
         let (d, h) = (self.hidden_size, self.num_heads);

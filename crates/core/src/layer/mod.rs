@@ -39,18 +39,6 @@ pub(crate) fn expect_last(shape: &crate::units::Shape, expected: u64, what: &str
     Ok(())
 }
 
-/// Whether this build lowers mixture-of-experts and latent attention layers (core feature `moe`).
-pub const MOE_LOWERING: bool = cfg!(feature = "moe");
-
-/// Whether this build lowers the encoder–decoder and two-tower layers (core feature `seq2seq`).
-pub const SEQ2SEQ_LOWERING: bool = cfg!(feature = "seq2seq");
-
-/// The error of a layer whose lowering this build leaves out (core feature `moe`): the web app's
-/// first-load bundle has no room for it yet; the CLI and the verifier estimate it.
-pub(crate) fn not_in_this_build(what: &str) -> String {
-    format!("{what} layers are estimated by the CLI (`vramcalc estimate --hf-config config.json`), not yet by the web app")
-}
-
 pub(crate) fn positive(v: u64, name: &str) -> LayerResult<()> {
     if v == 0 {
         Err(format!("`{name}` must be at least 1"))
