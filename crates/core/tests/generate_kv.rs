@@ -2,7 +2,6 @@
 //! batch × bytes` (grouped-query heads counted once), sliding-window layers capped at the window,
 //! whole 16-token pages for the paged cache, DeepSeek's latent (`kv_lora_rank + rope` per token
 //! and layer) for multi-head latent attention; and the generation estimate's invariants.
-#![cfg(feature = "generate")]
 
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{estimate, Estimate, GenerateConfig, KvCacheKind, KvDType, Mode, Precision, TrainConfig};

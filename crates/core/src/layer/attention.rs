@@ -90,7 +90,6 @@ pub struct MultiheadAttention {
 
 impl MultiheadAttention {
     /// Its KV cache's geometry: `kv_heads` K/V heads of `head_dim` (`layer/kv_cache.rs`).
-    #[cfg(feature = "generate")]
     fn geometry(&self, kv_heads: u64, head_dim: u64) -> super::kv_cache::Geometry {
         super::kv_cache::Geometry {
             heads: self.num_heads,
@@ -194,7 +193,6 @@ impl MultiheadAttention {
         // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
         // modelled (`kv_cache::attend` attends as without sinks)
         let sinks = self.sinks.then(|| b.param(Shape::new([h])));
-        #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
             let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;

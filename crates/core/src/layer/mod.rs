@@ -8,7 +8,6 @@ pub mod bnb;
 pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
-#[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;

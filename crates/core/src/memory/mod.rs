@@ -42,7 +42,6 @@ pub struct Prepared {
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
     /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
-    #[cfg(feature = "generate")]
     generation: Option<Box<generate::GenPlan>>,
 }
 
@@ -78,7 +77,6 @@ impl Prepared {
         if self.candle.is_some() {
             return self.device_at(batch);
         }
-        #[cfg(feature = "generate")]
         if self.generation.is_some() {
             return self.device_at(batch);
         }
@@ -108,7 +106,6 @@ impl Prepared {
             generation: None,
             sequence_parallel: t.max(1),
         };
-        #[cfg(feature = "generate")]
         let (resolved, plan, generation) = match config.mode {
             Mode::Generate => {
                 let gen = generate::GenPlan::new(spec, config, opts)?;
@@ -116,13 +113,6 @@ impl Prepared {
                 (prefill.resolved, Some(prefill.plan), Some(Box::new(gen)))
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
-        };
-        #[cfg(not(feature = "generate"))]
-        let (resolved, plan) = match config.mode {
-            Mode::Generate => {
-                return Err(Error::Config("generate mode is estimated by the CLI (`vramcalc estimate --mode generate`), not yet by the web app".into()))
-            }
-            _ => (resolve(spec, config.seq_len, opts)?, None::<Plan>),
         };
         #[cfg(feature = "formats")]
         let resolved = match config.weights {
@@ -168,7 +158,6 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
-            #[cfg(feature = "generate")]
             generation,
         };
         Ok(prepared)
@@ -188,7 +177,6 @@ impl Prepared {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
-        #[cfg(feature = "generate")]
         if let Some(gen) = &self.generation {
             return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
@@ -266,14 +254,10 @@ impl Prepared {
         self.report(cfg, r, device)
     }
 
-    fn report(&self, cfg: TrainConfig, #[cfg_attr(not(feature = "generate"), allow(unused_mut))] mut r: StepResult, device: DeviceTotal) -> Estimate {
+    fn report(&self, cfg: TrainConfig, mut r: StepResult, device: DeviceTotal) -> Estimate {
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
-        #[cfg_attr(not(feature = "generate"), allow(unused_mut))]
         let (mut prefix, mut at) = ("", &self.resolved);
-        #[cfg(not(feature = "generate"))]
-        let generation = None;
-        #[cfg(feature = "generate")]
         let generation = self.generation.as_ref().map(|gen| {
             let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
             prefix = "prefill: ";
