@@ -114,17 +114,10 @@ impl Prepared {
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
         };
-        #[cfg(feature = "formats")]
         let resolved = match config.weights {
             Some(w) => apply_weights(resolved, w, training)?,
             None => resolved,
         };
-        #[cfg(not(feature = "formats"))]
-        if let Some(w) = config.weights {
-            return Err(Error::Config(format!(
-                "weights `{w}` are not part of this build; the CLI has them: vramcalc estimate --mode infer --weights {w}"
-            )));
-        }
         let g = &resolved.graph;
         // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
         let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
@@ -283,7 +276,7 @@ impl Prepared {
             config: cfg,
             params: g.param_numel(),
             trainable_params: if cfg.mode == Mode::Train { g.trainable_numel() } else { 0 },
-            quantised_base: cfg.finetune.quant_format().filter(|f| crate::finetune::LOWERING && f.is_quantised()),
+            quantised_base: cfg.finetune.quant_format().filter(|f| f.is_quantised()),
             param_bytes: g.param_bytes(),
             buffer_bytes: g.buffer_bytes(self.micro(cfg.batch)),
             optimizer_state_bytes: self.opt.state,
@@ -317,7 +310,7 @@ impl Prepared {
 fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
     use crate::config::Precision;
     use crate::finetune::{BaseFormat, Method};
-    if crate::finetune::LOWERING && c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
+    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
         match c.finetune.base_format {
             Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
             Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
@@ -328,7 +321,6 @@ fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
 }
 
 /// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
-#[cfg(feature = "formats")]
 fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
     if training {
         return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
@@ -383,13 +375,7 @@ pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
-    if crate::finetune::LOWERING {
-        c.finetune.validate().map_err(Error::Config)?;
-    } else if !c.finetune.is_default() {
-        return Err(Error::Config(
-            "fine-tuning setups are estimated by the CLI (`vramcalc estimate --finetune freeze|lora|qlora`), not yet by the web app".into(),
-        ));
-    }
+    c.finetune.validate().map_err(Error::Config)?;
     if c.batch == 0 {
         return Err(Error::Config("batch size must be at least 1".into()));
     }
