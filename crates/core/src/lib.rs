@@ -45,7 +45,6 @@ pub mod import;
 pub mod launch;
 pub mod layer;
 pub mod layer_names;
-#[cfg(feature = "llama-cpp")]
 pub mod llama_cpp;
 pub mod lower;
 pub mod memory;
