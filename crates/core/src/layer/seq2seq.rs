@@ -9,7 +9,6 @@
 //! `T5ForConditionalGeneration` / `WhisperForConditionalGeneration` runs, as
 //! transformers 5.24 `modeling_t5.py` (`T5Attention`, `T5Stack`) and `modeling_whisper.py`
 //! (`WhisperAttention`) write it. Per sample, activations are `[S, D]`; the memory `[S_enc, D]`.
-//! Lowered only with the core feature `seq2seq` (the CLI's; not the web app's first-load bundle).
 
 use super::activation::{add, dropout, softmax, unary, Saves};
 use super::attention::{bmm, copy, sdpa_backend, SdpaBackend};

@@ -358,8 +358,7 @@ pub fn largest_batch(fits: impl Fn(u64) -> bool) -> Option<u64> {
 }
 
 /// Batch sizes the app's batch chart sweeps: powers of two up to beyond the current batch and the
-/// largest that fits, plus those two. Here so that the web app and its lazily loaded module (which
-/// computes the models the app's build leaves out) draw the same points.
+/// largest that fits, plus those two.
 pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
     let top = batch.saturating_mul(2).max(max_batch.unwrap_or(1).saturating_mul(2)).clamp(64, 1 << 24);
     let mut v: Vec<u64> = (0..=24).map(|k| 1u64 << k).take_while(|&b| b <= top).collect();
