@@ -23,8 +23,8 @@ RUSTFLAGS="-D warnings" cargo test --release --workspace
 # The app's own tests once more without the CLI's and verifier's features (no candle): the core
 # as the app builds it, for the browser too (every feature but candle).
 RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-web
-# The core as the app's first-load bundle builds it (no default features): its spec keeps the
-# kinds it does not parse as their JSON (`spec::DeferredLayer`); the share links carry them.
+# The core without its default features (no candle, as the app builds it): the spec and the
+# share-link codec.
 RUSTFLAGS="-D warnings" cargo test --release -p vramcalc-core --no-default-features --lib -- spec:: share::
 
 echo "== the README's generated sections match what their commands print =="

@@ -126,7 +126,7 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
         if obj.contains_key(*name) {
             continue;
         }
-        if accepts(layer, &obj, name, *default) {
+        if accepts(&obj, name, *default) {
             out.push(Field {
                 name: (*name).into(),
                 value: match default {
@@ -140,32 +140,9 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
     out
 }
 
-/// The optional fields the kinds of [`Layer::DEFERRED_KINDS`] accept. The app's first-load build
-/// keeps those layers as their JSON and cannot probe their configs; the test
-/// `deferred_optional_fields_match_the_configs` checks this table against them.
-const DEFERRED_OPTIONAL: &[(&str, &[&str])] = &[
-    ("lstm", &["bidirectional"]),
-    ("gru", &["bidirectional"]),
-    ("rnn", &["bidirectional"]),
-    ("multihead_attention", &["causal", "rotary", "fused_qkv", "num_kv_heads"]),
-    ("sparse_moe", &[]),
-    ("multi_head_latent_attention", &[]),
-    ("token_input", &[]),
-    ("image_tokens", &[]),
-    ("token_pool", &[]),
-    ("cross_attention", &[]),
-    ("relative_position_bias", &[]),
-    ("contrastive", &[]),
-    ("transformer_encoder_layer", &["rotary", "fused_qkv", "norm_first", "gated_mlp", "num_kv_heads", "attention_dropout"]),
-    ("transformer_decoder_layer", &["rotary", "fused_qkv", "norm_first", "gated_mlp", "num_kv_heads", "attention_dropout"]),
-];
-
 /// Whether `layer` (as JSON: `obj`) accepts the optional field `name`: by deserialising it with
-/// the field added, or from [`DEFERRED_OPTIONAL`] for the kinds the app's build keeps as JSON.
-fn accepts(layer: &Layer, obj: &Map<String, Value>, name: &str, default: OptionalDefault) -> bool {
-    if let Some((_, names)) = DEFERRED_OPTIONAL.iter().find(|(k, _)| *k == layer.kind()) {
-        return names.contains(&name);
-    }
+/// the field added.
+fn accepts(obj: &Map<String, Value>, name: &str, default: OptionalDefault) -> bool {
     let mut probe = obj.clone();
     let value = match default {
         OptionalDefault::False => Value::Bool(false),
@@ -268,31 +245,6 @@ mod tests {
 
     fn ex(kind: &str) -> Layer {
         Layer::example(kind).unwrap()
-    }
-
-    #[test]
-    fn deferred_optional_fields_match_the_configs() {
-        let kinds: Vec<&str> = DEFERRED_OPTIONAL.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, Layer::DEFERRED_KINDS);
-        let mut wrong = Vec::new();
-        for (kind, names) in DEFERRED_OPTIONAL {
-            let obj = to_object(&ex(kind));
-            let probed: Vec<&str> = OPTIONAL
-                .iter()
-                .filter(|(n, d)| {
-                    let mut probe = obj.clone();
-                    probe.insert((*n).into(), if matches!(d, OptionalDefault::False) { Value::Bool(false) } else { Value::Null });
-                    !obj.contains_key(*n) && from_object(probe).is_ok()
-                })
-                .map(|(n, _)| *n)
-                .collect();
-            let mut listed = names.to_vec();
-            listed.sort_by_key(|n| OPTIONAL.iter().position(|(o, _)| o == n));
-            if listed != probed {
-                wrong.push(format!("{kind}: {probed:?}"));
-            }
-        }
-        assert!(wrong.is_empty(), "accepted: {wrong:?}");
     }
 
     #[test]

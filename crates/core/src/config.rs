@@ -132,15 +132,12 @@ pub struct TrainConfig {
     pub inplace_relu: Option<bool>,
     pub framework: Framework,
     /// Fine-tuning: frozen parts, LoRA adapters, a quantised base (`finetune/`).
-    #[cfg_attr(not(feature = "llm-settings"), serde(skip))]
     #[serde(skip_serializing_if = "crate::finetune::FineTune::is_default")]
     pub finetune: crate::finetune::FineTune,
     /// Prompt, new tokens and KV cache of `Mode::Generate` (ignored by the other modes).
-    #[cfg_attr(not(feature = "llm-settings"), serde(skip))]
     #[serde(skip_serializing_if = "GenerateConfig::is_default")]
     pub generate: GenerateConfig,
     /// How the weights are stored for inference (`--weights`); `None`: the precision's dtype.
-    #[cfg_attr(not(feature = "llm-settings"), serde(skip))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<crate::formats::WeightFormat>,
 }

@@ -1,7 +1,7 @@
 //! Models on the Hugging Face hub by id: what the user typed or pasted (`Qwen/Qwen2.5-7B-Instruct`,
 //! `gpt2@refs/pr/1`, a model page's URL) → a [`HubRef`] → the address of its `config.json`; and
 //! the answer (HTTP status and body) → a spec or a [`HubError`] that says what to do.
-//! No I/O here: the web app's lazily loaded module fetches, this module reads.
+//! No I/O here: the web app fetches (`src/import/hub.rs`), this module reads.
 //!
 //! Accepted forms (surrounding spaces and a trailing `/` ignored):
 //!

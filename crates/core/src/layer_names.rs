@@ -119,7 +119,6 @@ mod tests {
     }
 
     /// The layer at spec path `path`.
-    #[cfg(feature = "typed-layers")]
     fn layer_at<'a>(layers: &'a [Layer], path: &LayerPath) -> Option<&'a Layer> {
         let (first, rest) = path.0.split_first()?;
         let mut layer = layers.get(first.index)?;
@@ -133,7 +132,6 @@ mod tests {
     /// Every name a preset (or an importer behind one) writes is on a layer it has, and the
     /// named presets name their first and last rows.
     #[test]
-    #[cfg(feature = "typed-layers")] // the importers
     fn preset_names_are_on_real_layers() {
         for p in crate::presets::list() {
             let s = crate::import::preset(p.id).unwrap();
@@ -167,7 +165,6 @@ mod tests {
 
     /// The resolved rows carry their names.
     #[test]
-    #[cfg(feature = "typed-layers")] // the importers
     fn resolved_rows_carry_their_names() {
         for id in ["resnet50", "gpt2", "mixtral-8x7b", "deepseek-v3"] {
             let s = crate::import::preset(id).unwrap();

@@ -32,7 +32,6 @@
 
 pub mod config;
 pub mod defaults;
-#[cfg(feature = "typed-layers")]
 pub mod diffusion;
 pub mod distributed;
 pub mod error;
@@ -41,26 +40,20 @@ pub mod generation;
 pub mod gguf;
 pub mod formats;
 pub mod graph;
-#[cfg(feature = "typed-layers")]
 pub mod hub;
-#[cfg(feature = "typed-layers")]
 pub mod import;
-#[cfg(feature = "typed-layers")]
 pub mod launch;
 pub mod layer;
 pub mod layer_names;
-#[cfg(feature = "llama-cpp")]
 pub mod llama_cpp;
 pub mod lower;
 pub mod memory;
 pub mod path;
 pub mod presets;
 pub mod resolve;
-#[cfg(feature = "typed-layers")]
 pub mod serve;
 mod serde_util;
 pub mod share;
-#[cfg(feature = "typed-layers")]
 pub mod solve;
 pub mod spec;
 pub mod units;

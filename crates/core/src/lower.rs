@@ -187,7 +187,7 @@ impl Builder {
 
     /// Training on a bitsandbytes base (the model `prepare_model_for_kbit_training` prepared).
     pub fn kbit_prepared(&self) -> bool {
-        crate::finetune::LOWERING && self.opts.training && self.opts.finetune.quant_format().is_some_and(crate::finetune::BaseFormat::is_quantised)
+        self.opts.training && self.opts.finetune.quant_format().is_some_and(crate::finetune::BaseFormat::is_quantised)
     }
 
     /// The dtype the precision computes in (bitsandbytes' `bnb_4bit_compute_dtype`).
@@ -271,8 +271,7 @@ impl Builder {
     pub fn param_frozen(&self) -> bool {
         let ft = &self.opts.finetune;
         self.frozen
-            && !(crate::finetune::LOWERING
-                && ft.method == crate::finetune::Method::Freeze
+            && !(ft.method == crate::finetune::Method::Freeze
                 && !ft.train_only.is_empty()
                 && self.param_role.is_some_and(|r| crate::finetune::names::is_target(r, self.style, &ft.train_only)))
     }
@@ -295,9 +294,6 @@ impl Builder {
     }
 
     pub fn quant_format_of(&self, v: ValueId) -> Option<crate::finetune::BaseFormat> {
-        if !crate::finetune::LOWERING {
-            return None;
-        }
         self.quantised.iter().find(|(q, _)| *q == v).map(|&(_, f)| f)
     }
 

@@ -87,14 +87,12 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     let first_block = spec.layers.iter().position(Layer::is_block).unwrap_or(spec.layers.len());
     let first_repeat = spec.layers.iter().position(|l| matches!(l, Layer::Repeat { .. }));
     // `--loss chunked`: the head and the loss become one fused op (`layer/fused_ce.rs`)
-    let fuse_head = (finetune::LOWERING
-        && opts.training
+    let fuse_head = (opts.training
         && opts.finetune.loss == finetune::LossKernel::Chunked
         && matches!(spec.loss, Loss::CausalLm | Loss::CrossEntropy)
         && head == Some(spec.layers.len() - 1))
         .then_some(spec.layers.len() - 1);
-    // the split region holds transformer layers: a build without them never enters it
-    let sp = (cfg!(feature = "sequence") && opts.sequence_parallel > 1).then_some(crate::layer::seq_parallel::Region::Before);
+    let sp = (opts.sequence_parallel > 1).then_some(crate::layer::seq_parallel::Region::Before);
     let mut r = Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head, first_block, first_repeat }, fuse_head, fused_loss: None, sp };
     let out = match lm_head_keeps(spec, opts) {
         // `generate()`'s `logits_to_keep`: the LM head reads `hidden_states[:, -k:, :]`, a view
@@ -246,13 +244,12 @@ impl Resolver {
         let ft = self.b.opts.finetune;
         self.b.frozen = parent_frozen
             || matches!(layer, Layer::Frozen { .. })
-            || (finetune::LOWERING
-                && (ft.has_adapters()
-                    || match (ft.method, top) {
-                        (finetune::Method::Freeze, Some(i)) => self.freeze.top_frozen(&ft, i, layer, path),
-                        (finetune::Method::Freeze, None) => ft.freeze_paths.iter().any(|p| path_under(path, p)),
-                        _ => false,
-                    }));
+            || ft.has_adapters()
+            || match (ft.method, top) {
+                (finetune::Method::Freeze, Some(i)) => self.freeze.top_frozen(&ft, i, layer, path),
+                (finetune::Method::Freeze, None) => ft.freeze_paths.iter().any(|p| path_under(path, p)),
+                _ => false,
+            };
         if let (Layer::Linear(_), Some(i)) = (layer, top) {
             self.b.role = Some(if Some(i) == self.freeze.head { LinearRole::Head } else { LinearRole::Other });
         }
@@ -262,7 +259,7 @@ impl Resolver {
         let out = out?;
         // peft with checkpointing: `model.enable_input_require_grads()` makes the input
         // embeddings' output require a gradient (a forward hook, `modeling_utils.py`)
-        if finetune::LOWERING && matches!(layer, Layer::Embedding(_)) && top.is_some() && ft.has_adapters() && self.b.opts.checkpointing && self.b.opts.training {
+        if matches!(layer, Layer::Embedding(_)) && top.is_some() && ft.has_adapters() && self.b.opts.checkpointing && self.b.opts.training {
             self.b.g.values[out as usize].requires_grad = true;
         }
         // the caller holds the module's input until the module returns
@@ -330,7 +327,7 @@ impl Resolver {
                 let ft = self.b.opts.finetune;
                 let frozen = self.b.frozen;
                 let freeze_first = match ft.freeze_first {
-                    Some(k) if finetune::LOWERING && ft.method == finetune::Method::Freeze && top.is_some() && top == self.freeze.first_repeat => k,
+                    Some(k) if ft.method == finetune::Method::Freeze && top.is_some() && top == self.freeze.first_repeat => k,
                     _ => 0,
                 };
                 for i in 0..*times {
@@ -356,7 +353,7 @@ impl Resolver {
                 self.b.set_layer(row as u32);
                 self.join(&outs, *join).map_err(err)?
             }
-            Layer::Linear(l) if finetune::LOWERING && top.is_some() && top == self.fuse_head => {
+            Layer::Linear(l) if top.is_some() && top == self.fuse_head => {
                 self.b.role = None;
                 self.b.param_role = Some(LinearRole::Head);
                 let loss = crate::layer::fused_ce::fused_linear_cross_entropy(&mut self.b, l, x);
@@ -445,7 +442,7 @@ fn causal_lm_loss(b: &mut Builder, logits: ValueId, input: ValueId) -> ValueId {
         b.input(rows, DType::I64)
     };
     // `--loss bf16-logits`: no `logits.float()`, the loss runs in the logits' dtype
-    let upcast = if finetune::LOWERING && b.opts.finetune.loss == finetune::LossKernel::Bf16Logits { logits } else { b.cast(logits, DType::F32) };
+    let upcast = if b.opts.finetune.loss == finetune::LossKernel::Bf16Logits { logits } else { b.cast(logits, DType::F32) };
     let dt = b.dtype(upcast);
     let logp = b.op("log_softmax", &[upcast], &[(shape, dt)], &[], true, &[], GradRule::Alloc)[0];
     let l = b.op("nll_loss", &[logp, target], &[(Shape::new([]), DType::F32)], &[logp, target], false, &[], GradRule::Alloc)[0];

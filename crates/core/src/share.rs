@@ -48,7 +48,6 @@ pub struct ShareState {
     pub config: TrainConfig,
     /// The multi-GPU job (default: one GPU).
     #[serde(default, skip_serializing_if = "DistConfig::is_default")]
-    #[cfg_attr(not(feature = "llm-settings"), serde(skip))]
     pub dist: DistConfig,
     /// GPU id from [`crate::GPUS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,9 +166,6 @@ const V1_CONFIG_KEYS: &[(&str, &str, Kind)] = &[
 pub const GENERATE_DEFAULTS: &str = r#"{"new_tokens":256,"cache":"dynamic","logits_to_keep":1}"#;
 
 /// Short keys of `TrainConfig::generate`'s fields, frozen.
-/// Config fields added after v1 that links carry by their serde names (`llm-settings`).
-const LLM_KEYS: [&str; 2] = ["finetune", "weights"];
-
 const GENERATE_KEYS: &[(&str, &str, Kind)] = &[
     ("gp", "prompt_len", Kind::Int),
     ("gn", "new_tokens", Kind::Int),
@@ -293,16 +289,6 @@ pub fn names_hub_model(link: &str) -> bool {
     has_field(link, "h=")
 }
 
-/// Whether `link` carries an LLM setting (fine-tuning, generate mode's settings, a weight format,
-/// a multi-GPU job): what a build with feature `llm-settings` reads (the web app's lazily loaded
-/// module; the app's own build refuses such a link by name).
-pub fn carries_llm_settings(link: &str) -> bool {
-    let body = fragment_of(link.trim()).split_once('.').map_or("", |(_, body)| body);
-    body.split(',').filter_map(|field| field.split_once('=')).any(|(key, _)| {
-        LLM_KEYS.contains(&key) || GENERATE_KEYS.iter().any(|k| k.0 == key) || link::KEYS.contains(&key)
-    })
-}
-
 /// The part after `#` of a whole URL, or `link` itself.
 fn fragment_of(link: &str) -> &str {
     match link.find('#') {
@@ -385,11 +371,6 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                 }
             }
             "l" => state.lang = text,
-            #[cfg(not(feature = "llm-settings"))]
-            _ if LLM_KEYS.contains(&key) || GENERATE_KEYS.iter().any(|k| k.0 == key) || link::KEYS.contains(&key) => {
-                return Err(field_err(key, "a fine-tuning, generation, multi-GPU or weight-format setting, which this build does not read: open the link in the CLI (vramcalc estimate) for now"));
-            }
-            #[cfg(feature = "llm-settings")]
             _ if GENERATE_KEYS.iter().any(|k| k.0 == key) => {
                 let &(_, sub, kind) = GENERATE_KEYS.iter().find(|k| k.0 == key).unwrap_or(&GENERATE_KEYS[0]);
                 let value = typed(key, &text, kind)?;
@@ -398,7 +379,6 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                     g.insert(sub.to_string(), value);
                 }
             }
-            #[cfg(feature = "llm-settings")]
             k if link::KEYS.contains(&k) => link::set(&mut state.dist, k, &text).map_err(|m| field_err(key, m))?,
             _ => {
                 let (name, value) = match V1_CONFIG_KEYS.iter().find(|k| k.0 == key) {
@@ -489,13 +469,7 @@ fn walk(layers: &[Layer], depth: usize, nodes: &mut usize) -> Res<u64> {
         }
         match layer {
             Layer::Repeat { times, .. } => inner = inner.max(1).saturating_mul(*times),
-            #[cfg(feature = "typed-layers")]
             Layer::Lstm(r) | Layer::Gru(r) | Layer::Rnn(r) => inner = r.num_layers,
-            // the same count from the fields (PyTorch's default: one layer)
-            #[cfg(not(feature = "typed-layers"))]
-            Layer::Deferred(d) if matches!(d.kind, "lstm" | "gru" | "rnn") => {
-                inner = d.fields.get("num_layers").and_then(serde_json::Value::as_u64).unwrap_or(1)
-            }
             _ => {}
         }
         total = total.saturating_add(1).saturating_add(inner);
@@ -626,16 +600,6 @@ pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn links_with_llm_settings_are_told_apart() {
-        for link in ["v1.p=gpt2,n=4,st=zero3", "#v1.p=gpt2,m=generate,gn=64", "https://x/#v1.p=gpt2,finetune=%7B%22method%22%3A%22lora%22%7D", "v1.p=gpt2,weights=nf4"] {
-            assert!(carries_llm_settings(link), "{link}");
-        }
-        for link in ["v1.p=resnet50,b=8,g=rtx-4090", "v1.s=abc", "", "v1."] {
-            assert!(!carries_llm_settings(link), "{link}");
-        }
-    }
 
     #[test]
     fn base64url_round_trips_every_length() {

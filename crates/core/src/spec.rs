@@ -21,7 +21,6 @@ use crate::layer::{
     reshape::{Flatten, SelectToken, Transpose},
     LayerResult,
 };
-#[cfg(feature = "typed-layers")]
 use crate::layer::{
     attention::MultiheadAttention,
     transformer::TransformerLayer,
@@ -103,47 +102,17 @@ pub enum Loss {
     CausalLm,
 }
 
-/// A layer of one of [`Layer::DEFERRED_KINDS`] in a build that does not parse their configs
-/// (feature `typed-layers` off: the web app's first-load bundle, where their derived
-/// deserialisers, serialisers and shape rules would cost about 10 KB gzipped). It keeps the
-/// layer's JSON fields, so the layer is shown, edited, saved and shared unchanged; a build with
-/// the feature (the app's lazily loaded module, the CLI) checks and lowers it.
-#[cfg(not(feature = "typed-layers"))]
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeferredLayer {
-    pub kind: &'static str,
-    /// Every field but `kind` (and `trainable`, which reads as a [`Layer::Frozen`] around it).
-    pub fields: serde_json::Map<String, serde_json::Value>,
-}
-
-#[cfg(not(feature = "typed-layers"))]
-impl Serialize for DeferredLayer {
-    /// The layer's JSON as written: `kind`, then its fields.
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.fields.len() + 1))?;
-        map.serialize_entry("kind", self.kind)?;
-        for (k, v) in &self.fields {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
 /// Declares [`Layer`] from one table, so a new kind is one row here plus its file in `layer/`.
 /// From each row come the enum variant (with its JSON tag), [`Layer::kind`], [`Layer::KINDS`],
 /// the deserializer's arm, [`Layer::example`] and the lowering in [`Layer::lower_leaf`].
 ///
 /// A leaf row: `Variant(config: Config) = "tag", "example fields as JSON", |builder, input| lowering;`
-/// (a kind without settings has no `(config: Config)`). Rows under `typed` exist as variants only
-/// with feature `typed-layers`; without it they read as [`Layer::Deferred`]. A block row: `Variant { fields } =
+/// (a kind without settings has no `(config: Config)`). A block row: `Variant { fields } =
 /// "tag", "example";` — blocks contain layers, so `resolve` lowers them.
 macro_rules! layer_kinds {
     (
         leaves { $( $(#[$doc:meta])* $v:ident $(($l:ident: $p:ty))? = $tag:literal, $example:literal,
             |$b:ident, $x:ident| $lower:expr; )* }
-        typed { $( $(#[$tdoc:meta])* $tv:ident($tl:ident: $tp:ty) = $ttag:literal, $texample:literal,
-            |$tb:ident, $tx:ident| $tlower:expr; )* }
         blocks { $( $(#[$bdoc:meta])* $bv:ident { $( $(#[$fm:meta])* $f:ident: $ft:ty ),* $(,)? }
             = $btag:literal, $bexample:literal; )* }
     ) => {
@@ -152,33 +121,21 @@ macro_rules! layer_kinds {
         #[serde(tag = "kind")]
         pub enum Layer {
             $( $(#[$doc])* #[serde(rename = $tag)] $v $(($p))?, )*
-            $( $(#[$tdoc])* #[cfg(feature = "typed-layers")] #[serde(rename = $ttag)] $tv($tp), )*
             $( $(#[$bdoc])* #[serde(rename = $btag)] $bv { $( $(#[$fm])* $f: $ft ),* }, )*
-            /// A kind of [`Layer::DEFERRED_KINDS`] in a build without feature `typed-layers`.
-            #[cfg(not(feature = "typed-layers"))]
-            #[serde(untagged)]
-            Deferred(DeferredLayer),
         }
 
         impl Layer {
             /// Every `kind` tag, for menus and docs: the leaves, then the blocks.
-            pub const KINDS: &'static [&'static str] = &[$($tag,)* $($ttag,)* $($btag,)*];
+            pub const KINDS: &'static [&'static str] = &[$($tag,)* $($btag,)*];
 
             /// The kinds that contain no other layers.
-            pub const LEAF_KINDS: &'static [&'static str] = &[$($tag,)* $($ttag),*];
-
-            /// The kinds whose configs only a build with feature `typed-layers` parses (and
-            /// lowers): attention, transformer, recurrent, MoE, MLA and encoder–decoder layers.
-            pub const DEFERRED_KINDS: &'static [&'static str] = &[$($ttag),*];
+            pub const LEAF_KINDS: &'static [&'static str] = &[$($tag),*];
 
             /// The `kind` tag as written in JSON.
             pub fn kind(&self) -> &'static str {
                 match self {
                     $( Layer::$v { .. } => $tag, )*
-                    $( #[cfg(feature = "typed-layers")] Layer::$tv(_) => $ttag, )*
                     $( Layer::$bv { .. } => $btag, )*
-                    #[cfg(not(feature = "typed-layers"))]
-                    Layer::Deferred(d) => d.kind,
                 }
             }
 
@@ -186,7 +143,6 @@ macro_rules! layer_kinds {
             fn example_fields(kind: &str) -> Option<&'static str> {
                 match kind {
                     $( $tag => Some($example), )*
-                    $( $ttag => Some($texample), )*
                     $( $btag => Some($bexample), )*
                     _ => None,
                 }
@@ -199,16 +155,7 @@ macro_rules! layer_kinds {
                         let ($b, $x) = (builder, input);
                         $lower
                     } )*
-                    $( #[cfg(feature = "typed-layers")] Layer::$tv($tl) => {
-                        let ($tb, $tx) = (builder, input);
-                        $tlower
-                    } )*
                     $( Layer::$bv { .. } => Err(format!("{} is a block: resolve lowers its layers", $btag)), )*
-                    #[cfg(not(feature = "typed-layers"))]
-                    Layer::Deferred(d) => Err(format!(
-                        "`{}` layers are lowered by the full core (the CLI, or the web app's lazily loaded module)",
-                        d.kind
-                    )),
                 }
             }
         }
@@ -217,12 +164,6 @@ macro_rules! layer_kinds {
         fn layer_from_fields(kind: &str, rest: serde_json::Map<String, serde_json::Value>) -> serde_json::Result<Layer> {
             Ok(match kind {
                 $( $tag => Layer::$v $((from_fields::<$p>(rest)?))?, )*
-                $(
-                    #[cfg(feature = "typed-layers")]
-                    $ttag => Layer::$tv(from_fields::<$tp>(rest)?),
-                    #[cfg(not(feature = "typed-layers"))]
-                    $ttag => Layer::Deferred(DeferredLayer { kind: $ttag, fields: rest }),
-                )*
                 $( $btag => {
                     /// The block's fields (`Layer` itself has no derived `Deserialize`).
                     #[derive(Deserialize)]
@@ -273,8 +214,6 @@ leaves {
     ClsToken(l: ClsToken) = "cls_token", r#"{"embedding_dim":128}"#, |b, x| l.lower(b, x);
     /// SwiGLU feed-forward (LLaMA): `down(silu(gate(x)) * up(x))`.
     GatedMlp(l: GatedMlp) = "gated_mlp", r#"{"hidden_size":128,"intermediate_size":344}"#, |b, x| l.lower(b, x);
-}
-typed {
     Lstm(l: Recurrent) = "lstm", r#"{"input_size":128,"hidden_size":128}"#, |b, x| l.lower(b, x, 4);
     Gru(l: Recurrent) = "gru", r#"{"input_size":128,"hidden_size":128}"#, |b, x| l.lower(b, x, 3);
     Rnn(l: Recurrent) = "rnn", r#"{"input_size":128,"hidden_size":128}"#, |b, x| l.lower(b, x, 1);
@@ -498,27 +437,6 @@ mod tests {
         let layer = ok(json);
         assert_eq!(serde_json::from_value::<Layer>(serde_json::from_str(json).unwrap()).unwrap(), layer);
         assert_eq!(serde_json::from_str::<Layer>(&serde_json::to_string(&layer).unwrap()).unwrap(), layer);
-    }
-
-    /// Without `typed-layers` (the web app's first-load build) a deferred kind keeps its JSON:
-    /// `cargo test -p vramcalc-core --no-default-features --lib` runs this.
-    #[cfg(not(feature = "typed-layers"))]
-    #[test]
-    fn deferred_kinds_keep_their_fields() {
-        for kind in Layer::DEFERRED_KINDS {
-            let layer = Layer::example(kind).unwrap();
-            assert!(matches!(&layer, Layer::Deferred(d) if d.kind == *kind), "{kind}");
-        }
-        let json = r#"{"kind":"transformer_decoder_layer","d_model":64,"nhead":4,"dim_feedforward":256,"made_up":[1,2]}"#;
-        let layer: Layer = serde_json::from_str(json).unwrap();
-        assert_eq!(layer.kind(), "transformer_decoder_layer");
-        let back: serde_json::Value = serde_json::from_str(&serde_json::to_string(&layer).unwrap()).unwrap();
-        assert_eq!(back, serde_json::from_str::<serde_json::Value>(json).unwrap());
-        let frozen: Layer = serde_json::from_str(r#"{"kind":"lstm","input_size":8,"hidden_size":8,"trainable":false}"#).unwrap();
-        assert!(matches!(&frozen, Layer::Frozen { layers } if layers[0].kind() == "lstm"));
-        let spec = ModelSpec::from_json(&format!(r#"{{"input":{{"shape":[4,64]}},"layers":[{json}]}}"#)).unwrap();
-        let err = crate::resolve::resolve(&spec, None, Default::default()).unwrap_err().to_string();
-        assert!(err.contains("lowered by the full core"), "{err}");
     }
 
     #[test]

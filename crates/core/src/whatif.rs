@@ -158,7 +158,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg(feature = "sequence")] // BERT's layers are lowered only with it
     fn what_ifs_save_memory() {
         use crate::presets;
         let spec = presets::build("bert-base").unwrap();

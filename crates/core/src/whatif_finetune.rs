@@ -114,8 +114,7 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<FineTuneWh
         .collect())
 }
 
-// The tests build a Llama by the importer and lower it: they need the full core.
-#[cfg(all(test, feature = "finetune", feature = "sequence"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

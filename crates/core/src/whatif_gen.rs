@@ -94,7 +94,7 @@ pub fn what_ifs(spec: &ModelSpec, config: &TrainConfig) -> Result<Vec<GenWhatIf>
         .collect())
 }
 
-#[cfg(all(test, feature = "generate"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::generation::GenerateConfig;

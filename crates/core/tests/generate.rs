@@ -5,7 +5,6 @@
 //!
 //! `data/kvcache.jsonl` is the shared file's `memtracker_fake` records:
 //! `jq -c 'select(.method == "memtracker_fake")' kvcache.jsonl > tests/data/kvcache.jsonl`.
-#![cfg(feature = "generate")]
 
 mod common;
 use common::generate::{records, rel, Record};

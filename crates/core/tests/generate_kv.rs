@@ -2,7 +2,6 @@
 //! batch × bytes` (grouped-query heads counted once), sliding-window layers capped at the window,
 //! whole 16-token pages for the paged cache, DeepSeek's latent (`kv_lora_rank + rope` per token
 //! and layer) for multi-head latent attention; and the generation estimate's invariants.
-#![cfg(feature = "generate")]
 
 use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{estimate, Estimate, GenerateConfig, KvCacheKind, KvDType, Mode, Precision, TrainConfig};
@@ -87,7 +86,6 @@ fn sliding_window_layers_are_capped_at_the_window() {
     assert_eq!(kv_end(&generate(&spec, 1, 1000, 10, KvCacheKind::Static, None)), per_token * 1009);
 }
 
-#[cfg(feature = "moe")]
 #[test]
 fn latent_attention_caches_the_latent() {
     // DeepSeek-V3: 61 layers, kv_lora_rank 512 + rope 64 per token, bf16

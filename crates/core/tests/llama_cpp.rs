@@ -1,7 +1,6 @@
 //! llama.cpp's buffers against what it allocated: records of `tools/measure_llama_cpp.py`
 //! (llama-cpp-python 0.3.36, CPU backend) in `tests/data/llama_cpp/measured.jsonl`, the models'
 //! GGUF headers (cut after the tensor infos) beside them.
-#![cfg(feature = "llama-cpp")]
 
 use serde_json::Value;
 use vramcalc_core::gguf::{GgmlType, Header};

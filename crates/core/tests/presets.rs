@@ -14,7 +14,7 @@ fn preset_params(id: &str) -> u64 {
     params(&build(id))
 }
 
-/// Any preset, as the CLI and the app's second module build it.
+/// Any preset, as the CLI and the app build it.
 fn build(id: &str) -> ModelSpec {
     vramcalc_core::import::preset(id).unwrap_or_else(|e| panic!("{id}: {e}"))
 }

@@ -29,9 +29,7 @@ pub const SP_BASIS: &str = "TP with sequence parallelism: each rank's split laye
 /// is an error, so a figure never claims what it did not model.
 pub fn check_sequence_parallel(t: u64, config: &TrainConfig) -> std::result::Result<(), String> {
     let ft = &config.finetune;
-    let why = if !cfg!(feature = "sequence") {
-        "is lowered with the transformer layers, by the full core (the CLI, or the web app's lazily loaded module)"
-    } else if t <= 1 {
+    let why = if t <= 1 {
         "needs tensor parallelism (--tp > 1, or --strategy tp on more than one GPU): it splits the sequence over the tensor-parallel ranks"
     } else if config.mode == Mode::Generate {
         "is modelled for --mode train and infer, not for generate's KV-cache steps"

@@ -9,13 +9,6 @@
 
 pub mod names;
 
-/// Whether this build lowers fine-tuning setups (core feature `finetune`): without it only the
-/// default setup (full training; `"trainable": false` layers still freeze) is estimated, and
-/// [`crate::memory::Prepared::new`] turns any other into an error that names the CLI. The call
-/// sites test this constant first, so the optimiser drops the adapter, bitsandbytes, fused-loss
-/// and freezing-rule code from such a build.
-pub const LOWERING: bool = cfg!(feature = "finetune");
-
 pub use names::{LinearRole, NameList, NameStyle};
 use serde::{Deserialize, Serialize};
 

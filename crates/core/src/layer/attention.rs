@@ -90,7 +90,6 @@ pub struct MultiheadAttention {
 
 impl MultiheadAttention {
     /// Its KV cache's geometry: `kv_heads` K/V heads of `head_dim` (`layer/kv_cache.rs`).
-    #[cfg(feature = "generate")]
     fn geometry(&self, kv_heads: u64, head_dim: u64) -> super::kv_cache::Geometry {
         super::kv_cache::Geometry {
             heads: self.num_heads,
@@ -148,9 +147,6 @@ impl MultiheadAttention {
     /// Also returns the attention probabilities (eager only), which Hugging Face layers return
     /// and keep in a local (`attn_output, _ = self.attn(...)`) until the layer returns.
     pub fn lower_with_weights(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, Option<ValueId>)> {
-        if !cfg!(feature = "sequence") {
-            return Err(super::not_in_this_build("attention"));
-        }
         let (hd, kvh) = self.check()?;
         let s = b.shape(x).0.clone();
         if s.len() != 2 {
@@ -197,7 +193,6 @@ impl MultiheadAttention {
         // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
         // modelled (`kv_cache::attend` attends as without sinks)
         let sinks = self.sinks.then(|| b.param(Shape::new([h])));
-        #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
             let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;

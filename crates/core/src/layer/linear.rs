@@ -47,8 +47,8 @@ impl Linear {
         let bias = self.bias.then(|| b.param(Shape::new([self.out_features])));
         b.param_role = None;
         quantise_frozen(b, w, role);
-        let out = if cfg!(feature = "sequence") && b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
-        Ok(if crate::finetune::LOWERING && super::lora::is_targeted(b, role) {
+        let out = if b.seq_shards > 1 { super::seq_parallel::split_linear(b, x, w, bias, role)? } else { linear(b, x, w, bias) };
+        Ok(if super::lora::is_targeted(b, role) {
             // peft's `lora.bnb.Linear4bit.forward`: `result = result.clone()` ("defensively")
             let four_bit = b.quant_format_of(w).is_some_and(|f| matches!(f, crate::finetune::BaseFormat::Nf4 | crate::finetune::BaseFormat::Fp4));
             let out = if four_bit { super::activation::clone(b, out) } else { out };
@@ -64,7 +64,7 @@ impl Linear {
 /// (`integrations/bitsandbytes.py`, `get_keys_to_not_convert`).
 fn quantise_frozen(b: &mut Builder, w: ValueId, role: Option<crate::finetune::LinearRole>) {
     let ft = b.opts.finetune;
-    let Some(format) = ft.quant_format().filter(|_| crate::finetune::LOWERING) else { return };
+    let Some(format) = ft.quant_format() else { return };
     if b.value(w).requires_grad || role == Some(crate::finetune::LinearRole::Head) || b.quant_format_of(w).is_some() {
         return;
     }

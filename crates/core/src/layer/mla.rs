@@ -86,9 +86,6 @@ impl MultiHeadLatentAttention {
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "moe") {
-            return Err(super::not_in_this_build("multi-head latent attention"));
-        }
         self.check()?;
         let seq = super::moe::sequence_len(b, x, self.hidden_size)?;
         let (d, h) = (self.hidden_size, self.num_heads);
@@ -110,7 +107,6 @@ impl MultiHeadLatentAttention {
         let k_latent = b.view(ckv, Shape::new([seq, self.kv_lora_rank]));
         let kv = norm(self.kv_lora_rank).lower(b, k_latent)?;
         let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(b, kv)?;
-        #[cfg(feature = "generate")]
         if let Some(step) = b.opts.generation {
             // generation caches the latent (`layer/kv_cache.rs`, `latent`); a decode step attends
             // in the latent space, the prefill as below

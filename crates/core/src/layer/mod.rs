@@ -8,7 +8,6 @@ pub mod bnb;
 pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
-#[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
@@ -37,18 +36,6 @@ pub(crate) fn expect_last(shape: &crate::units::Shape, expected: u64, what: &str
         return Err(format!("expected {expected} {what}, got {} (input shape {shape})", shape.last()));
     }
     Ok(())
-}
-
-/// Whether this build lowers mixture-of-experts and latent attention layers (core feature `moe`).
-pub const MOE_LOWERING: bool = cfg!(feature = "moe");
-
-/// Whether this build lowers the encoder–decoder and two-tower layers (core feature `seq2seq`).
-pub const SEQ2SEQ_LOWERING: bool = cfg!(feature = "seq2seq");
-
-/// The error of a layer whose lowering this build leaves out (core feature `moe`): the web app's
-/// first-load bundle has no room for it yet; the CLI and the verifier estimate it.
-pub(crate) fn not_in_this_build(what: &str) -> String {
-    format!("{what} layers are estimated by the CLI (`vramcalc estimate --hf-config config.json`), not yet by the web app")
 }
 
 pub(crate) fn positive(v: u64, name: &str) -> LayerResult<()> {

@@ -171,9 +171,6 @@ impl SparseMoe {
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "moe") {
-            return Err(super::not_in_this_build("mixture-of-experts"));
-        }
         self.check()?;
         let seq = sequence_len(b, x, self.hidden_size)?;
         let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: false, gelu_new_dropout: None };

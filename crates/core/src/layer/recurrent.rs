@@ -34,9 +34,6 @@ fn one() -> u64 {
 impl Recurrent {
     /// `gates`: 4 for LSTM, 3 for GRU, 1 for a plain RNN.
     pub fn lower(&self, b: &mut Builder, x: ValueId, gates: u64) -> LayerResult<ValueId> {
-        if !cfg!(feature = "sequence") {
-            return Err(super::not_in_this_build("recurrent"));
-        }
         positive(self.hidden_size, "hidden_size")?;
         positive(self.num_layers, "num_layers")?;
         let s = b.shape(x).0.clone();

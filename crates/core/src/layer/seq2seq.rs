@@ -9,7 +9,6 @@
 //! `T5ForConditionalGeneration` / `WhisperForConditionalGeneration` runs, as
 //! transformers 5.24 `modeling_t5.py` (`T5Attention`, `T5Stack`) and `modeling_whisper.py`
 //! (`WhisperAttention`) write it. Per sample, activations are `[S, D]`; the memory `[S_enc, D]`.
-//! Lowered only with the core feature `seq2seq` (the CLI's; not the web app's first-load bundle).
 
 use super::activation::{add, dropout, softmax, unary, Saves};
 use super::attention::{bmm, copy, sdpa_backend, SdpaBackend};
@@ -36,9 +35,6 @@ pub struct TokenInput {
 
 impl TokenInput {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "seq2seq") {
-            return Err(super::not_in_this_build("encoder–decoder and two-tower"));
-        }
         positive(self.seq_len, "seq_len")?;
         if b.memory.is_some() {
             return Err("a model has at most one `token_input`".into());
@@ -66,9 +62,6 @@ pub struct RelativePositionBias {
 
 impl RelativePositionBias {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "seq2seq") {
-            return Err(super::not_in_this_build("encoder–decoder and two-tower"));
-        }
         positive(self.num_buckets, "num_buckets")?;
         positive(self.num_heads, "num_heads")?;
         let s = b.shape(x).0.clone();
@@ -115,9 +108,6 @@ pub struct CrossAttention {
 
 impl CrossAttention {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "seq2seq") {
-            return Err(super::not_in_this_build("encoder–decoder and two-tower"));
-        }
         positive(self.embed_dim, "embed_dim")?;
         positive(self.num_heads, "num_heads")?;
         let hd = match self.head_dim {
@@ -200,9 +190,6 @@ pub struct Contrastive {
 
 impl Contrastive {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        if !cfg!(feature = "seq2seq") {
-            return Err(super::not_in_this_build("encoder–decoder and two-tower"));
-        }
         let mem = b.memory.ok_or("contrastive needs a `token_input` earlier in the model (the first tower's output is its memory)")?;
         for v in [x, mem] {
             if b.shape(v).0 != [self.embed_dim] {

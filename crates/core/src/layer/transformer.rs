@@ -109,9 +109,6 @@ fn ln_eps() -> f64 {
 
 impl TransformerLayer {
     pub fn lower(&self, b: &mut Builder, x: ValueId, causal: bool) -> LayerResult<ValueId> {
-        if !cfg!(feature = "sequence") {
-            return Err(super::not_in_this_build("transformer"));
-        }
         positive(self.dim_feedforward, "dim_feedforward")?;
         // Hugging Face module names of this layer's linears (fine-tuning targets)
         b.style = NameStyle::of(self.gated_mlp || self.rotary, self.fused_qkv);

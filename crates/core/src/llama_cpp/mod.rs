@@ -25,7 +25,6 @@ mod kv;
 pub mod ollama;
 mod params;
 mod placement;
-#[cfg(feature = "formats")]
 pub mod synth;
 
 pub use error::LlamaError;

@@ -16,7 +16,7 @@
 //!   the CPU's weights are one `CPU_Mapped` buffer over the file range from its first tensor to the
 //!   end of its last (`get_mapping_range`), gaps included; measured.
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use crate::gguf::{Header, TensorInfo};
 

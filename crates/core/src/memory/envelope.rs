@@ -61,8 +61,7 @@ pub(crate) fn device_total(peak: u64, live: &[Lin], batch: u64) -> DeviceTotal {
 /// Indices of the lines that are the maximum somewhere on `batch ≥ 1`, in increasing slope (of
 /// identical lines, the last). Gift wrapping: from the top line at batch 1, the line that
 /// overtakes the current one first, until none does. That is O(lines × hull lines), a few
-/// passes since the hull is short, and needs no sort: the web app's first-load bundle carries
-/// no sort for it.
+/// passes since the hull is short, and needs no sort.
 fn upper_hull(lines: &[Lin]) -> Vec<usize> {
     let a = |i: usize| lines[i].fixed as i128;
     let b = |i: usize| lines[i].per_sample as i128;

@@ -19,7 +19,6 @@
 //! (`memory/envelope.rs` does the same over the batch) — a 4,096-token decode of an 80-layer
 //! model costs a few simulated steps, not 4,096.
 
-#[cfg(feature = "generate")]
 use {
     super::device::DeviceTotal,
     super::simulate::{OptimizerCost, Plan, StepResult},
@@ -35,11 +34,9 @@ use {
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-#[cfg(feature = "generate")]
 const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "sdpa_mask"];
 
 /// Points the decode series keeps (enough for a chart).
-#[cfg(feature = "generate")]
 const SERIES_POINTS: usize = 600;
 
 /// Prompt length, new tokens and the cache size `generate()` would use.
@@ -68,7 +65,6 @@ pub struct GenerationReport {
     pub decode_series: Vec<(u64, u64)>,
 }
 
-#[cfg(feature = "generate")]
 /// The lengths of a generation setup, checked.
 pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     let g = &c.generate;
@@ -108,21 +104,18 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     Ok(Lengths { prompt, new_tokens: g.new_tokens, max_cache_len })
 }
 
-#[cfg(feature = "generate")]
 /// One simulated forward: its graph and liveness plan.
 pub struct Stage {
     pub resolved: Resolved,
     pub plan: Plan,
 }
 
-#[cfg(feature = "generate")]
 impl Stage {
     fn simulate(&self, batch: u64, timeline: bool) -> StepResult {
         self.plan.simulate(&self.resolved.graph, batch, OptimizerCost::default(), timeline, None)
     }
 }
 
-#[cfg(feature = "generate")]
 /// The lowering options of one forward: `past` cached tokens, `tokens` new ones.
 fn step_options(base: LowerOptions, c: &TrainConfig, len: &Lengths, past: u64) -> LowerOptions {
     let kv = c.generate.kv_dtype;
@@ -140,7 +133,6 @@ fn step_options(base: LowerOptions, c: &TrainConfig, len: &Lengths, past: u64) -
     }
 }
 
-#[cfg(feature = "generate")]
 /// Builds the prefill forward (`past == 0`, the prompt) or decode step `step` (1-based).
 pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Lengths, step: u64) -> Result<Stage> {
     let past = if step == 0 { 0 } else { len.prompt + step - 1 };
@@ -197,7 +189,6 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     Ok(Stage { resolved, plan })
 }
 
-#[cfg(feature = "generate")]
 /// Bytes the cache holds after a forward: its storages that outlive it.
 fn cache_bytes(g: &Graph, batch: u64) -> u64 {
     g.storages
@@ -207,7 +198,6 @@ fn cache_bytes(g: &Graph, batch: u64) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-#[cfg(feature = "generate")]
 /// The decode side of a generation setup: the last step (the decode peak) and what the series needs.
 pub struct GenPlan {
     spec: ModelSpec,
@@ -220,7 +210,6 @@ pub struct GenPlan {
     device: std::sync::Mutex<Option<(u64, u64, DeviceTotal)>>,
 }
 
-#[cfg(feature = "generate")]
 impl GenPlan {
     pub fn new(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions) -> Result<GenPlan> {
         let lengths = lengths(spec, c)?;
@@ -334,7 +323,6 @@ impl GenPlan {
     }
 }
 
-#[cfg(feature = "generate")]
 /// One simulated decode step of the series: its samples without the resident paged cache, and
 /// the resident cache tensors' bytes.
 struct Knot {
@@ -343,7 +331,6 @@ struct Knot {
     kv: Vec<u64>,
 }
 
-#[cfg(feature = "generate")]
 /// Steps `t0..=t1` of one piece: per-sample lines in `x(t)` through the two timelines, their
 /// upper envelope walked once over the steps (the peaks interpolated if the two steps ran
 /// different ops).
@@ -386,7 +373,6 @@ fn piece(t0: u64, a: &[u64], t1: u64, b: &[u64], x: impl Fn(u64) -> u64) -> Vec<
         .collect()
 }
 
-#[cfg(feature = "generate")]
 /// Keeps at most `max` points, the largest of each bucket.
 fn downsample(points: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
     if points.len() <= max {
@@ -396,7 +382,6 @@ fn downsample(points: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
     points.chunks(chunk).filter_map(|c| c.iter().copied().max_by_key(|p| p.1)).collect()
 }
 
-#[cfg(feature = "generate")]
 /// The fewest learned positions of the model's position embeddings (`None`: rotary or none).
 fn positions(spec: &ModelSpec) -> Option<u64> {
     let found = std::cell::Cell::new(None::<u64>);
@@ -414,7 +399,6 @@ fn positions(spec: &ModelSpec) -> Option<u64> {
     found.get()
 }
 
-#[cfg(feature = "generate")]
 /// The distinct sliding windows of the model's attention layers.
 fn windows(spec: &ModelSpec) -> Vec<u64> {
     let found = std::cell::RefCell::new(Vec::new());

@@ -42,7 +42,6 @@ pub struct Prepared {
     /// Peak against batch, built on first use.
     envelope: std::sync::OnceLock<envelope::Envelope>,
     /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
-    #[cfg(feature = "generate")]
     generation: Option<Box<generate::GenPlan>>,
 }
 
@@ -78,7 +77,6 @@ impl Prepared {
         if self.candle.is_some() {
             return self.device_at(batch);
         }
-        #[cfg(feature = "generate")]
         if self.generation.is_some() {
             return self.device_at(batch);
         }
@@ -108,7 +106,6 @@ impl Prepared {
             generation: None,
             sequence_parallel: t.max(1),
         };
-        #[cfg(feature = "generate")]
         let (resolved, plan, generation) = match config.mode {
             Mode::Generate => {
                 let gen = generate::GenPlan::new(spec, config, opts)?;
@@ -117,24 +114,10 @@ impl Prepared {
             }
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
         };
-        #[cfg(not(feature = "generate"))]
-        let (resolved, plan) = match config.mode {
-            Mode::Generate => {
-                return Err(Error::Config("generate mode is estimated by the CLI (`vramcalc estimate --mode generate`), not yet by the web app".into()))
-            }
-            _ => (resolve(spec, config.seq_len, opts)?, None::<Plan>),
-        };
-        #[cfg(feature = "formats")]
         let resolved = match config.weights {
             Some(w) => apply_weights(resolved, w, training)?,
             None => resolved,
         };
-        #[cfg(not(feature = "formats"))]
-        if let Some(w) = config.weights {
-            return Err(Error::Config(format!(
-                "weights `{w}` are not part of this build; the CLI has them: vramcalc estimate --mode infer --weights {w}"
-            )));
-        }
         let g = &resolved.graph;
         // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
         let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
@@ -168,7 +151,6 @@ impl Prepared {
             #[cfg(feature = "candle")]
             candle,
             envelope: std::sync::OnceLock::new(),
-            #[cfg(feature = "generate")]
             generation,
         };
         Ok(prepared)
@@ -188,7 +170,6 @@ impl Prepared {
             let s = c.simulate(micro, false);
             return (s.peak, DeviceTotal::new(s.peak_rounded512, s.peak_reserved));
         }
-        #[cfg(feature = "generate")]
         if let Some(gen) = &self.generation {
             return gen.device_at(&self.resolved.graph, &self.plan, micro);
         }
@@ -266,14 +247,10 @@ impl Prepared {
         self.report(cfg, r, device)
     }
 
-    fn report(&self, cfg: TrainConfig, #[cfg_attr(not(feature = "generate"), allow(unused_mut))] mut r: StepResult, device: DeviceTotal) -> Estimate {
+    fn report(&self, cfg: TrainConfig, mut r: StepResult, device: DeviceTotal) -> Estimate {
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
-        #[cfg_attr(not(feature = "generate"), allow(unused_mut))]
         let (mut prefix, mut at) = ("", &self.resolved);
-        #[cfg(not(feature = "generate"))]
-        let generation = None;
-        #[cfg(feature = "generate")]
         let generation = self.generation.as_ref().map(|gen| {
             let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
             prefix = "prefill: ";
@@ -299,7 +276,7 @@ impl Prepared {
             config: cfg,
             params: g.param_numel(),
             trainable_params: if cfg.mode == Mode::Train { g.trainable_numel() } else { 0 },
-            quantised_base: cfg.finetune.quant_format().filter(|f| crate::finetune::LOWERING && f.is_quantised()),
+            quantised_base: cfg.finetune.quant_format().filter(|f| f.is_quantised()),
             param_bytes: g.param_bytes(),
             buffer_bytes: g.buffer_bytes(self.micro(cfg.batch)),
             optimizer_state_bytes: self.opt.state,
@@ -333,7 +310,7 @@ impl Prepared {
 fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
     use crate::config::Precision;
     use crate::finetune::{BaseFormat, Method};
-    if crate::finetune::LOWERING && c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
+    if c.precision == Precision::Fp32 && c.finetune.method != Method::Full {
         match c.finetune.base_format {
             Some(BaseFormat::Bf16) => c.precision = Precision::Bf16,
             Some(BaseFormat::Fp16) => c.precision = Precision::Fp16,
@@ -344,7 +321,6 @@ fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
 }
 
 /// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
-#[cfg(feature = "formats")]
 fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
     if training {
         return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
@@ -382,8 +358,7 @@ pub fn largest_batch(fits: impl Fn(u64) -> bool) -> Option<u64> {
 }
 
 /// Batch sizes the app's batch chart sweeps: powers of two up to beyond the current batch and the
-/// largest that fits, plus those two. Here so that the web app and its lazily loaded module (which
-/// computes the models the app's build leaves out) draw the same points.
+/// largest that fits, plus those two.
 pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
     let top = batch.saturating_mul(2).max(max_batch.unwrap_or(1).saturating_mul(2)).clamp(64, 1 << 24);
     let mut v: Vec<u64> = (0..=24).map(|k| 1u64 << k).take_while(|&b| b <= top).collect();
@@ -399,13 +374,7 @@ pub fn sweep_points(batch: u64, max_batch: Option<u64>) -> Vec<u64> {
 }
 
 fn validate(c: &TrainConfig) -> Result<()> {
-    if crate::finetune::LOWERING {
-        c.finetune.validate().map_err(Error::Config)?;
-    } else if !c.finetune.is_default() {
-        return Err(Error::Config(
-            "fine-tuning setups are estimated by the CLI (`vramcalc estimate --finetune freeze|lora|qlora`), not yet by the web app".into(),
-        ));
-    }
+    c.finetune.validate().map_err(Error::Config)?;
     if c.batch == 0 {
         return Err(Error::Config("batch size must be at least 1".into()));
     }

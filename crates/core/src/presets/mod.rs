@@ -3,33 +3,24 @@
 //! by the importer: [`crate::import::preset`]). Parameter counts equal PyTorch's exactly (tested
 //! in `tests/presets.rs`).
 
-#[cfg(feature = "typed-layers")]
 mod bert;
-#[cfg(feature = "typed-layers")]
 mod gpt2;
 mod inception;
-#[cfg(feature = "typed-layers")]
 mod lstm;
 mod resnet;
 mod vgg;
 mod parts;
 
-#[cfg(feature = "typed-layers")]
 use crate::error::{Error, Result};
-#[cfg(feature = "typed-layers")]
 use crate::spec::ModelSpec;
 use serde::Serialize;
 
-#[cfg(feature = "typed-layers")]
 pub use bert::{bert, BertConfig};
-#[cfg(feature = "typed-layers")]
 pub use gpt2::{gpt2, Gpt2Config};
 pub use inception::inception_v3;
-#[cfg(feature = "typed-layers")]
 pub use lstm::{lstm_lm, LstmLmConfig};
 pub use resnet::resnet;
 pub use vgg::vgg;
-#[cfg(feature = "typed-layers")]
 pub(crate) use parts::{token_model, transformer_layer};
 
 /// How the app groups presets.
@@ -124,7 +115,6 @@ pub const PRESETS: &[PresetInfo] = &[
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
-#[cfg(feature = "typed-layers")]
 /// The published `config.json` of preset `id` (Hugging Face hub, `config.json` at the model's
 /// main revision; DeepSeek-V3's without its FP8 `quantization_config`, gpt-oss's without its MXFP4 one), for
 /// [`crate::import::preset`]. Only code that builds presets links these texts.
@@ -170,7 +160,6 @@ pub fn named(name: &str) -> Option<&'static PresetInfo> {
     PRESETS.iter().find(|p| p.spec_name == name)
 }
 
-#[cfg(feature = "typed-layers")]
 /// Builds the spec of preset `id` from its constructor; the presets of published Hugging Face
 /// configs ([`hf_config`]) are built by [`crate::import::preset`], which also builds these.
 pub fn build(id: &str) -> Result<ModelSpec> {

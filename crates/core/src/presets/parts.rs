@@ -2,9 +2,7 @@
 //! PyTorch's default transformer layer (importers start from it too). Below `presets/mod.rs` and
 //! every constructor file, so none of them imports another.
 
-#[cfg(feature = "typed-layers")]
 use crate::layer::transformer::{FfnActivation, NormKind, TransformerLayer};
-#[cfg(feature = "typed-layers")]
 use crate::spec::InputDType;
 use crate::spec::{InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 
@@ -20,14 +18,12 @@ pub(crate) fn image_model(name: &str, shape: Vec<u64>, layers: Vec<Layer>) -> Mo
     ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
 }
 
-#[cfg(feature = "typed-layers")]
 /// A model over `seq_len` token ids from a vocabulary of `vocab_size`, with cross-entropy loss.
 pub(crate) fn token_model(name: &str, seq_len: u64, vocab_size: u64, layers: Vec<Layer>) -> ModelSpec {
     let input = InputSpec { shape: vec![seq_len], dtype: InputDType::Int64, vocab_size: Some(vocab_size) };
     ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
 }
 
-#[cfg(feature = "typed-layers")]
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
 /// (post-norm LayerNorm, ReLU, biases, dropout 0.1); presets and importers change fields with `..`.
 pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) -> TransformerLayer {
