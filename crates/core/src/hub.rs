@@ -112,16 +112,7 @@ impl HubError {
 }
 
 impl HubErrorKind {
-    const ALL: [HubErrorKind; 6] = [
-        HubErrorKind::Invalid,
-        HubErrorKind::NotFound,
-        HubErrorKind::Gated,
-        HubErrorKind::Network,
-        HubErrorKind::Unsupported,
-        HubErrorKind::Import,
-    ];
-
-    /// `not_found`, `gated`, …: the page's `data-kind` and the module's failure text.
+    /// `not_found`, `gated`, …: the page's `data-kind`.
     pub fn name(self) -> &'static str {
         match self {
             HubErrorKind::Invalid => "invalid",
@@ -131,56 +122,6 @@ impl HubErrorKind {
             HubErrorKind::Unsupported => "unsupported",
             HubErrorKind::Import => "import",
         }
-    }
-}
-
-/// A [`HubError`] as the app receives it from the lazily loaded module: the text
-/// `<kind name>|<message>` ([`HubFailure::to_text`], [`HubFailure::from_text`]), lighter in the
-/// main bundle than JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HubFailure {
-    pub kind: HubErrorKind,
-    pub message: String,
-}
-
-impl From<HubError> for HubFailure {
-    fn from(e: HubError) -> Self {
-        HubFailure { kind: e.kind(), message: e.to_string() }
-    }
-}
-
-impl HubFailure {
-    pub fn to_text(&self) -> String {
-        format!("{}|{}", self.kind.name(), self.message)
-    }
-
-    /// Reads [`HubFailure::to_text`]; any other text (the module itself failed to load) is a
-    /// network failure with that message.
-    pub fn from_text(text: &str) -> HubFailure {
-        let known = text.split_once('|').and_then(|(k, m)| HubErrorKind::ALL.into_iter().find(|x| x.name() == k).map(|k| (k, m)));
-        match known {
-            Some((kind, message)) => HubFailure { kind, message: message.to_string() },
-            None => HubFailure { kind: HubErrorKind::Network, message: text.to_string() },
-        }
-    }
-}
-
-/// A model loaded from the hub: where from, and its spec. The module sends it as the text
-/// `<HubRef>\n<spec JSON>` ([`HubLoaded::to_text`], [`HubLoaded::from_text`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HubLoaded {
-    pub hub: HubRef,
-    pub spec: ModelSpec,
-}
-
-impl HubLoaded {
-    pub fn to_text(&self) -> String {
-        format!("{}\n{}", self.hub, serde_json::to_string(&self.spec).unwrap_or_default())
-    }
-
-    pub fn from_text(text: &str) -> Option<HubLoaded> {
-        let (hub, spec) = text.split_once('\n')?;
-        Some(HubLoaded { hub: HubRef::try_from(hub.to_string()).ok()?, spec: ModelSpec::from_json(spec).ok()? })
     }
 }
 
@@ -444,14 +385,9 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("`mamba`") && text.contains("llama") && text.contains("paste"), "{text}");
         assert_eq!(read_answer(&h, 200, "<html>", false).unwrap_err().kind(), HubErrorKind::Import);
-        let f = HubFailure::from(e);
-        assert!(f.to_text().starts_with("unsupported|`TinyLlama/"), "{}", f.to_text());
-        assert_eq!(HubFailure::from_text(&f.to_text()), f);
-        assert_eq!(HubFailure::from_text("could not load x.js").kind, HubErrorKind::Network);
-        let loaded = HubLoaded { hub: HubRef::parse("a/b@refs/pr/2").unwrap(), spec: read_answer(&h, 200, llama, false).unwrap() };
-        assert_eq!(HubLoaded::from_text(&loaded.to_text()), Some(loaded.clone()));
-        assert_eq!(serde_json::to_string(&loaded.hub).unwrap(), "\"a/b@refs/pr/2\"");
-        assert_eq!(serde_json::from_str::<HubRef>("\"a/b@refs/pr/2\"").unwrap(), loaded.hub);
+        let hub = HubRef::parse("a/b@refs/pr/2").unwrap();
+        assert_eq!(serde_json::to_string(&hub).unwrap(), "\"a/b@refs/pr/2\"");
+        assert_eq!(serde_json::from_str::<HubRef>("\"a/b@refs/pr/2\"").unwrap(), hub);
         assert!(serde_json::from_str::<HubRef>("\"a/b/c\"").is_err());
         assert_eq!(serde_json::from_str::<HubRef>("\"gpt2@main\"").unwrap(), HubRef::parse("gpt2").unwrap());
     }
