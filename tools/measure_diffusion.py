@@ -184,6 +184,12 @@ def grid():
     add("flux", FLUX, width=256, height=256, text_len=64, batch=2)
     add("wanvae-decode", WANVAE, width=128, height=128, frames=9)
     add("wanvae-decode", WANVAE, width=192, height=128, frames=13, dtype="bf16")
+    # held out when the chunk model was written: one latent frame (a first chunk only), two
+    # (the `"Rep"` chunk), batch 2, fp16, two resnets per block and a wider base
+    add("wanvae-decode", WANVAE, width=96, height=64, frames=1)
+    add("wanvae-decode", WANVAE, width=128, height=96, frames=5, dtype="bf16")
+    add("wanvae-decode", WANVAE, width=64, height=128, frames=9, batch=2)
+    add("wanvae-decode", dict(WANVAE, num_res_blocks=2, base_dim=24), width=128, height=128, frames=17, dtype="fp16")
     for L in [77, 32]:
         add("clip-l", CLIP, text_len=L)
         add("clip-g", CLIPG, text_len=L, dtype="bf16")
