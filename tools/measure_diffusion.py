@@ -104,6 +104,9 @@ def inputs(cfg, rec, dt):
         g = torch.ones(b, dtype=dt)
         img_ids = torch.zeros(s, 3)
         txt_ids = torch.zeros(L, 3)
+        if not cfg.get("guidance_embeds"):
+            return (lambda m: m(hidden_states=x, encoder_hidden_states=e, pooled_projections=p, timestep=t, img_ids=img_ids,
+                                txt_ids=txt_ids).sample), [x, e, p, t, img_ids, txt_ids]
         return (lambda m: m(hidden_states=x, encoder_hidden_states=e, pooled_projections=p, timestep=t, img_ids=img_ids,
                             txt_ids=txt_ids, guidance=g).sample), [x, e, p, t, g, img_ids, txt_ids]
     if cls == "SD3Transformer2DModel":
@@ -182,6 +185,11 @@ def grid():
         add("wan", WAN, width=w, height=h, text_len=32, frames=9, dtype="bf16")
     add("unet-sd", UNET, width=256, height=256, text_len=77, batch=2, dtype="fp16")
     add("flux", FLUX, width=256, height=256, text_len=64, batch=2)
+    # held out when the rotary locals were fixed: Flux-schnell style (no guidance), more
+    # blocks, wider heads, another text length, batch 2 in bf16
+    add("flux", dict(FLUX, guidance_embeds=False, num_layers=1, num_single_layers=3, attention_head_dim=32, axes_dims_rope=[8, 12, 12]),
+        width=512, height=384, text_len=32, dtype="bf16")
+    add("flux", FLUX, width=320, height=320, text_len=96, batch=2, dtype="bf16")
     add("wanvae-decode", WANVAE, width=128, height=128, frames=9)
     add("wanvae-decode", WANVAE, width=192, height=128, frames=13, dtype="bf16")
     # held out when the chunk model was written: one latent frame (a first chunk only), two
