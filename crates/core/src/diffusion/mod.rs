@@ -16,6 +16,7 @@
 //! | `train` | a LoRA training step of the denoiser |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
 //! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
+//! | `reverse` | the largest size, frames or batch that fits a GPU, and the what-ifs |
 
 pub mod cfg;
 pub mod component;
@@ -24,6 +25,7 @@ pub mod offload;
 pub mod ops;
 pub mod pipeline;
 pub mod presets;
+pub mod reverse;
 pub mod text;
 pub mod train;
 pub mod unet;
