@@ -51,7 +51,7 @@ fn dtype(v: &str, flag: &str) -> Result<WeightDType> {
 }
 
 /// The pipeline settings from the flags; `spec` picks the components `--weights` applies to.
-fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&PipelineSpec>) -> Result<PipelineSettings> {
+pub(crate) fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&PipelineSpec>) -> Result<PipelineSettings> {
     if dist.gpus > 1 || dist.tp > 1 || dist.strategy.is_some() || dist.sequence_parallel {
         bail!("diffusion pipelines run on one GPU: leave out --gpus, --strategy, --tp and --sequence-parallel");
     }
@@ -107,7 +107,7 @@ fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&Pipe
 }
 
 /// Reads a `model_index.json` and each component's `<folder>/config.json` beside it.
-fn load_index(path: &Path) -> Result<PipelineSpec> {
+pub(crate) fn load_index(path: &Path) -> Result<PipelineSpec> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     PipelineSpec::from_model_index(&text, |name| std::fs::read_to_string(dir.join(name).join("config.json")).ok())
