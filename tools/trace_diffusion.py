@@ -21,7 +21,11 @@ class Live(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         outs = out if isinstance(out, (tuple, list)) else [out]
-        for t in outs:
+        rets = func._schema.returns
+        for i, t in enumerate(outs):
+            # a view (`t`, `view`, `transpose`: an aliasing return) shares its input's storage
+            if i < len(rets) and rets[i].alias_info is not None:
+                continue
             if isinstance(t, torch.Tensor):
                 st = t.untyped_storage()
                 k = st._cdata

@@ -49,6 +49,8 @@ pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device
     let s = b.g.storage_of(loss) as usize;
     b.g.values[loss as usize].batched = false;
     b.g.storages[s].bytes = b.g.values[loss as usize].bytes();
+    // backward starts from the loss (`loss.backward()`)
+    b.g.output = loss;
     let g = b.g;
     let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
     let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
