@@ -8,7 +8,6 @@ use super::ops;
 use crate::error::{Error, Result};
 use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
-use crate::layer::norm::RmsNorm;
 use crate::layer::LayerResult;
 use crate::lower::{Builder, CastPolicy};
 use crate::units::{DType, Shape};
@@ -157,9 +156,8 @@ impl WanConfig {
         let q = ops::linear_as(b, x, d, d, true, LinearRole::Q)?;
         let k = ops::linear_as(b, kv_in, d, d, true, LinearRole::K)?;
         let v = ops::linear_as(b, kv_in, d, d, true, LinearRole::V)?;
-        let norm = RmsNorm { normalized_shape: d, eps: 1e-6, t5: true };
-        let mut q = norm.lower(b, q)?;
-        let mut k = norm.lower(b, k)?;
+        let mut q = torch_rms_norm(b, q, d);
+        let mut k = torch_rms_norm(b, k, d);
         if let Some((cos, sin)) = rope {
             q = rotary(b, q, cos, sin);
             k = rotary(b, k, cos, sin);
@@ -199,4 +197,24 @@ fn rotary(b: &mut Builder, x: ValueId, cos: ValueId, sin: ValueId) -> ValueId {
         b.inplace("copy_", out, Some(r), false, GradRule::Alias);
     }
     out
+}
+
+/// `torch.nn.RMSNorm(d, elementwise_affine=True)` (`WanAttention.norm_q` / `norm_k`): aten's
+/// composite `rms_norm` (`aten/src/ATen/native/layer_norm.cpp`) upcasts the input, `pow(2)`,
+/// `mean`, `add_(eps)` in place, `rsqrt`, multiplies in fp32 (the weight too), then
+/// `type_as(input)`. Backward keeps the fp32 copy and the `rsqrt`, not the input itself
+/// (measured: `tests/data/diffusion_lora.jsonl`).
+fn torch_rms_norm(b: &mut Builder, x: ValueId, d: u64) -> ValueId {
+    use crate::layer::activation::{mul, unary, Saves};
+    let w = b.param(Shape::new([d]));
+    let dt = b.dtype(x);
+    let xf = b.cast(x, DType::F32);
+    let sq = unary(b, "pow", xf, Saves::Input);
+    let rows = b.shape(x).with_last(1);
+    let mean = b.op("mean", &[sq], &[(rows, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let var = b.inplace("add_", mean, None, false, GradRule::Alias);
+    let inv = unary(b, "rsqrt", var, Saves::Output);
+    let normed = mul(b, xf, inv);
+    let scaled = mul(b, normed, w);
+    b.cast(scaled, dt)
 }
