@@ -232,7 +232,12 @@ impl Joint {
             let p = if context { ops::linear(b, x, d, d, true)? } else { ops::linear_as(b, x, d, d, true, [LinearRole::Q, LinearRole::K, LinearRole::V][i])? };
             let s = b.shape(p).0[0];
             let v = b.view(p, Shape::new([s, self.heads, self.head_dim]));
-            *slot = if i < 2 && self.qk_norm { RmsNorm { normalized_shape: self.head_dim, eps: 1e-6, t5: true }.lower(b, v)? } else { v };
+            *slot = match (i < 2 && self.qk_norm, self.rope.is_some()) {
+                // Flux: `torch.nn.RMSNorm(dim_head)`; SD3: diffusers' `RMSNorm`
+                (true, true) => ops::torch_rms_norm(b, v, self.head_dim),
+                (true, false) => RmsNorm { normalized_shape: self.head_dim, eps: 1e-6, t5: true }.lower(b, v)?,
+                _ => v,
+            };
         }
         Ok(out)
     }

@@ -156,8 +156,8 @@ impl WanConfig {
         let q = ops::linear_as(b, x, d, d, true, LinearRole::Q)?;
         let k = ops::linear_as(b, kv_in, d, d, true, LinearRole::K)?;
         let v = ops::linear_as(b, kv_in, d, d, true, LinearRole::V)?;
-        let mut q = torch_rms_norm(b, q, d);
-        let mut k = torch_rms_norm(b, k, d);
+        let mut q = ops::torch_rms_norm(b, q, d);
+        let mut k = ops::torch_rms_norm(b, k, d);
         if let Some((cos, sin)) = rope {
             q = rotary(b, q, cos, sin);
             k = rotary(b, k, cos, sin);
@@ -197,24 +197,4 @@ fn rotary(b: &mut Builder, x: ValueId, cos: ValueId, sin: ValueId) -> ValueId {
         b.inplace("copy_", out, Some(r), false, GradRule::Alias);
     }
     out
-}
-
-/// `torch.nn.RMSNorm(d, elementwise_affine=True)` (`WanAttention.norm_q` / `norm_k`): aten's
-/// composite `rms_norm` (`aten/src/ATen/native/layer_norm.cpp`) upcasts the input, `pow(2)`,
-/// `mean`, `add_(eps)` in place, `rsqrt`, multiplies in fp32 (the weight too), then
-/// `type_as(input)`. Backward keeps the fp32 copy and the `rsqrt`, not the input itself
-/// (measured: `tests/data/diffusion_lora.jsonl`).
-fn torch_rms_norm(b: &mut Builder, x: ValueId, d: u64) -> ValueId {
-    use crate::layer::activation::{mul, unary, Saves};
-    let w = b.param(Shape::new([d]));
-    let dt = b.dtype(x);
-    let xf = b.cast(x, DType::F32);
-    let sq = unary(b, "pow", xf, Saves::Input);
-    let rows = b.shape(x).with_last(1);
-    let mean = b.op("mean", &[sq], &[(rows, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-    let var = b.inplace("add_", mean, None, false, GradRule::Alias);
-    let inv = unary(b, "rsqrt", var, Saves::Output);
-    let normed = mul(b, xf, inv);
-    let scaled = mul(b, normed, w);
-    b.cast(scaled, dt)
 }
