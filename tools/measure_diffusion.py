@@ -53,6 +53,15 @@ T5 = {"architectures": ["T5EncoderModel"], "model_type": "t5", "d_model": 64, "d
 UMT5 = dict(T5, architectures=["UMT5EncoderModel"], model_type="umt5")
 
 
+def cast_buffers(m, dt):
+    """`Module.to(dtype)` also casts floating buffers a module made in an explicit dtype (SD3's
+    fp32 `pos_embed`, Wan's rotary tables), which the default dtype does not reach."""
+    for mod in m.modules():
+        for name, b in list(mod._buffers.items()):
+            if b is not None and b.is_floating_point() and b.dtype != dt:
+                mod._buffers[name] = b.to(dt)
+
+
 def build(cfg):
     cfg = dict(cfg)
     if "_class_name" in cfg:
@@ -137,6 +146,7 @@ def measure(rec):
             m = build(cfg).eval()
         finally:
             torch.set_default_dtype(torch.float32)
+        cast_buffers(m, dt)
         if rec.get("tiling"):
             m.enable_tiling()
             if rec["tiling"] > 1:

@@ -55,6 +55,7 @@ def measure(rec):
             m = D.build(cfg)
         finally:
             torch.set_default_dtype(torch.float32)
+        D.cast_buffers(m, dt)
         m.train()
         m.requires_grad_(False)
         import measure_llm as L  # its fake_safe_module_to: Module.to without tensor swaps
