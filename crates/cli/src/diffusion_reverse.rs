@@ -83,6 +83,9 @@ pub fn estimate(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionA
     if !what_if && fits.is_none() {
         return Ok((text, ExitCode::SUCCESS));
     }
+    if s.mode.as_deref() == Some("train") {
+        return train(model, s, dist, d, as_json, text, what_if, fits);
+    }
     mode_is_infer(s)?;
     let spec = spec_of(model)?;
     let base = crate::diffusion::settings(s, dist, d, Some(&spec))?;
@@ -128,4 +131,47 @@ fn what_if_text(items: &[PipelineWhatIf], capacity: Option<u64>, unit: ByteUnit)
         let _ = writeln!(o, "{:<30} {:>10} {:>13} {:>14} {:>10}  {}{verdict}", w.name, f(w.peak_bytes), change, f(w.total_bytes), f(w.cpu_ram_bytes), w.peak_stage);
     }
     o
+}
+
+/// `--mode train --what-if` / `--fits`: the LoRA step's what-ifs (core `train_whatif`), the
+/// uncached one when the pipeline (its VAE and text encoders) is known.
+#[allow(clippy::too_many_arguments)]
+fn train(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, as_json: bool, text: String, what_if: bool, fits: Option<&str>) -> Result<(String, ExitCode)> {
+    use vramcalc_core::diffusion::{Component, ComponentKind, PipelineSettings};
+    let (c, others) = match &model.diffusers_config {
+        Some(path) => {
+            let t = std::fs::read_to_string(path)?;
+            (Component::from_json(&t)?, None)
+        }
+        None => {
+            let spec = spec_of(model)?;
+            let (_, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?.clone();
+            let ps = crate::diffusion::settings(s, dist, d, Some(&spec))?;
+            let e = spec.estimate(&PipelineSettings { offload: vramcalc_core::diffusion::Offload::None, ..ps })?;
+            let others: u64 = e.components.iter().filter(|x| spec.components.iter().any(|(n, k)| n == &x.name && k.kind() != ComponentKind::Denoiser)).map(|x| x.weight_bytes).sum();
+            (c, Some(others))
+        }
+    };
+    let setup = crate::diffusion::lora_setup(&c, s, dist, d)?;
+    let total = setup.step(&c)?.peak + vramcalc_core::memory::device::CUDA_CONTEXT_BYTES + vramcalc_core::memory::device::CUBLAS_WORKSPACE_BYTES;
+    let items = if what_if { vramcalc_core::diffusion::train_whatif::what_ifs(&c, &setup, others)? } else { Vec::new() };
+    let f = |b: u64| format_bytes(b, s.unit());
+    let text = if !what_if {
+        text
+    } else if as_json {
+        let mut v: serde_json::Value = serde_json::from_str(&text)?;
+        v["what_ifs"] = serde_json::to_value(&items)?;
+        serde_json::to_string_pretty(&v)? + "\n"
+    } else {
+        let mut o = text + "\nwhat-ifs (each alone)                    peak        change\n";
+        for w in &items {
+            let change = if w.delta_bytes < 0 { format!("−{}", f(w.delta_bytes.unsigned_abs())) } else { format!("+{}", f(w.delta_bytes as u64)) };
+            let _ = writeln!(o, "{:<36} {:>10} {:>13}", w.name, f(w.peak_bytes), change);
+        }
+        o
+    };
+    match fits {
+        Some(g) => crate::reverse::fits_verdict(text, as_json, total, g, s.unit()),
+        None => Ok((text, ExitCode::SUCCESS)),
+    }
 }

@@ -146,3 +146,15 @@ fn pipeline_what_ifs_in_json_with_their_verdicts() {
     assert!(get("nf4 denoiser")["delta_bytes"].as_i64().unwrap() < 0);
     assert_eq!(v["fits"]["fits"], false);
 }
+
+#[test]
+fn lora_what_ifs_and_fits() {
+    let v = json(&["estimate", "--pipeline", "sd-1.5", "--mode", "train", "--finetune", "lora", "--lora-r", "8", "--width", "512", "--height", "512", "--what-if", "--json"]);
+    let w = v["what_ifs"].as_array().unwrap();
+    let get = |n: &str| w.iter().find(|x| x["name"] == n).unwrap_or_else(|| panic!("no {n}: {w:?}"))["delta_bytes"].as_i64().unwrap();
+    assert!(get("gradient checkpointing") < 0);
+    assert!(get("uncached latents and text embeddings") > 0);
+    let (code, out, err) = vramcalc(&["estimate", "--pipeline", "sd-1.5", "--mode", "train", "--finetune", "lora", "--fits", "h100-80gb"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("fits"), "{out}");
+}

@@ -214,7 +214,7 @@ fn lora_steps_match_measured_within_2_percent() {
         let s = lora_step(&c, pass, prec, Device::Cpu, get("batch"), ft, ck, OptimizerKind::Adamw).unwrap();
         let want = get("peak_bytes");
         let err = s.peak as f64 / want as f64 - 1.0;
-        let label = format!("{} {}x{} ckpt {ck}", r["name"], get("width"), get("height"));
+        let label = format!("{} {}x{}x{} b{} r{} ckpt {ck}", r["name"], get("width"), get("height"), get("frames"), get("batch"), get("lora_r"));
         println!("{label:<36} measured {want:>11} estimated {:>11} {:+.2}%  trainable {} / {}", s.peak, err * 100.0, s.trainable, get("trainable"));
         if s.trainable != get("trainable") || s.params != get("params") {
             bad.push(format!("{label}: trainable {} != {} or params {} != {}", s.trainable, get("trainable"), s.params, get("params")));

@@ -161,7 +161,7 @@ impl WanVaeConfig {
 
     /// The decode graph of a `frames`-frame video (`h × w` pixels): its last chunk.
     pub fn decode(&self, b: &mut Builder, frames: u64, height: u64, width: u64) -> LayerResult<ValueId> {
-        let (f, h, w) = (super::component::wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1));
+        let (f, h, w) = (wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1));
         // a first build of the chunk before (a first chunk when it is the first) on a scratch
         // builder lists the caches it leaves (`_conv_num` of them)
         let mut before = Caches { first: f <= 2, ..Caches::default() };
@@ -176,6 +176,11 @@ impl WanVaeConfig {
     pub fn encode(&self, _b: &mut Builder, _frames: u64, _height: u64, _width: u64) -> LayerResult<ValueId> {
         Err("encoding video with AutoencoderKLWan is not modelled yet; train on cached latents".into())
     }
+}
+
+/// Wan's VAE keeps the first frame and compresses the rest 4× in time: `(F − 1) / 4 + 1`.
+pub fn wan_latent_frames(frames: u64) -> u64 {
+    frames.saturating_sub(1) / 4 + 1
 }
 
 /// `self._feat_map`: one cache per causal conv that reads one, in call order. `prev` are the
