@@ -27,7 +27,7 @@ pub struct LoraSetup {
 
 impl LoraSetup {
     pub fn step(&self, c: &Component) -> Result<TrainStep> {
-        lora_step(c, self.pass, self.precision, self.device, self.batch, self.finetune.clone(), self.checkpointing, self.optimizer)
+        lora_step(c, self.pass, self.precision, self.device, self.batch, self.finetune, self.checkpointing, self.optimizer)
     }
 }
 
