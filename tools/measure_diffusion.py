@@ -53,6 +53,15 @@ T5 = {"architectures": ["T5EncoderModel"], "model_type": "t5", "d_model": 64, "d
 UMT5 = dict(T5, architectures=["UMT5EncoderModel"], model_type="umt5")
 
 
+def cast_buffers(m, dt):
+    """`Module.to(dtype)` also casts floating buffers a module made in an explicit dtype (SD3's
+    fp32 `pos_embed`, Wan's rotary tables), which the default dtype does not reach."""
+    for mod in m.modules():
+        for name, b in list(mod._buffers.items()):
+            if b is not None and b.is_floating_point() and b.dtype != dt:
+                mod._buffers[name] = b.to(dt)
+
+
 def build(cfg):
     cfg = dict(cfg)
     if "_class_name" in cfg:
@@ -104,6 +113,9 @@ def inputs(cfg, rec, dt):
         g = torch.ones(b, dtype=dt)
         img_ids = torch.zeros(s, 3)
         txt_ids = torch.zeros(L, 3)
+        if not cfg.get("guidance_embeds"):
+            return (lambda m: m(hidden_states=x, encoder_hidden_states=e, pooled_projections=p, timestep=t, img_ids=img_ids,
+                                txt_ids=txt_ids).sample), [x, e, p, t, img_ids, txt_ids]
         return (lambda m: m(hidden_states=x, encoder_hidden_states=e, pooled_projections=p, timestep=t, img_ids=img_ids,
                             txt_ids=txt_ids, guidance=g).sample), [x, e, p, t, g, img_ids, txt_ids]
     if cls == "SD3Transformer2DModel":
@@ -134,6 +146,7 @@ def measure(rec):
             m = build(cfg).eval()
         finally:
             torch.set_default_dtype(torch.float32)
+        cast_buffers(m, dt)
         if rec.get("tiling"):
             m.enable_tiling()
             if rec["tiling"] > 1:
@@ -182,8 +195,19 @@ def grid():
         add("wan", WAN, width=w, height=h, text_len=32, frames=9, dtype="bf16")
     add("unet-sd", UNET, width=256, height=256, text_len=77, batch=2, dtype="fp16")
     add("flux", FLUX, width=256, height=256, text_len=64, batch=2)
+    # held out when the rotary locals were fixed: Flux-schnell style (no guidance), more
+    # blocks, wider heads, another text length, batch 2 in bf16
+    add("flux", dict(FLUX, guidance_embeds=False, num_layers=1, num_single_layers=3, attention_head_dim=32, axes_dims_rope=[8, 12, 12]),
+        width=512, height=384, text_len=32, dtype="bf16")
+    add("flux", FLUX, width=320, height=320, text_len=96, batch=2, dtype="bf16")
     add("wanvae-decode", WANVAE, width=128, height=128, frames=9)
     add("wanvae-decode", WANVAE, width=192, height=128, frames=13, dtype="bf16")
+    # held out when the chunk model was written: one latent frame (a first chunk only), two
+    # (the `"Rep"` chunk), batch 2, fp16, two resnets per block and a wider base
+    add("wanvae-decode", WANVAE, width=96, height=64, frames=1)
+    add("wanvae-decode", WANVAE, width=128, height=96, frames=5, dtype="bf16")
+    add("wanvae-decode", WANVAE, width=64, height=128, frames=9, batch=2)
+    add("wanvae-decode", dict(WANVAE, num_res_blocks=2, base_dim=24), width=128, height=128, frames=17, dtype="fp16")
     for L in [77, 32]:
         add("clip-l", CLIP, text_len=L)
         add("clip-g", CLIPG, text_len=L, dtype="bf16")

@@ -45,39 +45,46 @@ def tracker_cls():
     return T
 
 
-def measure(rec):
+def setup(rec):
+    """Under an active FakeTensorMode: the record's model with its adapters, its inputs, the
+    optimizer and one training step (tools/trace_diffusion_lora.py runs the same)."""
     from peft import LoraConfig
-    from torch._subclasses.fake_tensor import FakeTensorMode
     cfg, dt = rec["config"], D.DT[rec["dtype"]]
+    torch.set_default_dtype(dt)
+    try:
+        m = D.build(cfg)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    D.cast_buffers(m, dt)
+    m.train()
+    m.requires_grad_(False)
+    import measure_llm as L  # its fake_safe_module_to: Module.to without tensor swaps
+    with L.fake_safe_module_to():
+        m.add_adapter(LoraConfig(r=rec["lora_r"], lora_alpha=rec["lora_r"], init_lora_weights="gaussian",
+                                 target_modules=["to_k", "to_q", "to_v", "to_out.0"]))
+    for p in m.parameters():
+        if p.requires_grad:
+            p.data = p.to(torch.float32)
+    if rec.get("checkpointing"):
+        m.enable_gradient_checkpointing()
+    call, ins = D.inputs(cfg, rec, dt)
+    trainable = [p for p in m.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        pred = call(m)
+        loss = F.mse_loss(pred.float(), torch.zeros_like(pred).float())
+        loss.backward()
+        opt.step()
+
+    return m, ins, opt, trainable, step
+
+
+def measure(rec):
+    from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
-        torch.set_default_dtype(dt)
-        try:
-            m = D.build(cfg)
-        finally:
-            torch.set_default_dtype(torch.float32)
-        m.train()
-        m.requires_grad_(False)
-        import measure_llm as L  # its fake_safe_module_to: Module.to without tensor swaps
-        with L.fake_safe_module_to():
-            m.add_adapter(LoraConfig(r=rec["lora_r"], lora_alpha=rec["lora_r"], init_lora_weights="gaussian",
-                                     target_modules=["to_k", "to_q", "to_v", "to_out.0"]))
-        for p in m.parameters():
-            if p.requires_grad:
-                p.data = p.to(torch.float32)
-        if rec.get("checkpointing"):
-            m.enable_gradient_checkpointing()
-        call, ins = D.inputs(cfg, rec, dt)
-        trainable = [p for p in m.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
-        target = None
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            pred = call(m)
-            loss = F.mse_loss(pred.float(), torch.zeros_like(pred).float())
-            loss.backward()
-            opt.step()
-
+        m, ins, opt, trainable, step = setup(rec)
         for _ in range(2):
             step()
         gc.collect()
@@ -99,13 +106,21 @@ def grid():
         for (w, h, ck) in [(256, 256, False), (384, 512, True)]:
             R.append(dict({"name": name, "config": cfg, "batch": 1, "dtype": "bf16", "width": w, "height": h,
                            "lora_r": 4, "checkpointing": ck, "method": "memtracker_fake_cpu_lora_step"}, **extra))
+    # held out when the step was modelled: other sizes, batch 2, rank 8, more frames
+    for name, cfg, extra in [("unet-sd", D.UNET, {"text_len": 77, "width": 320, "height": 320, "batch": 2, "checkpointing": False}),
+                             ("unet-sdxl", D.UNETXL, {"text_len": 77, "width": 256, "height": 384, "checkpointing": True, "lora_r": 8}),
+                             ("flux", D.FLUX, {"text_len": 32, "width": 320, "height": 256, "checkpointing": True}),
+                             ("sd3", D.SD3, {"text_len": 48, "width": 512, "height": 384, "checkpointing": False, "lora_r": 8}),
+                             ("wan", D.WAN, {"text_len": 32, "frames": 17, "width": 192, "height": 256, "checkpointing": False})]:
+        R.append(dict({"name": name, "config": cfg, "batch": 1, "dtype": "bf16", "lora_r": 4,
+                       "method": "memtracker_fake_cpu_lora_step", "held_out": True}, **extra))
     return R
 
 
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
     for rec in grid():
-        if only and only not in rec["name"]:
+        if only == "held-out" and not rec.get("held_out") or only not in (None, "held-out") and only != rec["name"]:
             continue
         try:
             out = measure(rec)

@@ -21,7 +21,11 @@ class Live(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         outs = out if isinstance(out, (tuple, list)) else [out]
-        for t in outs:
+        rets = func._schema.returns
+        for i, t in enumerate(outs):
+            # a view (`t`, `view`, `transpose`: an aliasing return) shares its input's storage
+            if i < len(rets) and rets[i].alias_info is not None:
+                continue
             if isinstance(t, torch.Tensor):
                 st = t.untyped_storage()
                 k = st._cdata
@@ -57,11 +61,16 @@ def main():
         with torch.no_grad(), L:
             out = call(m)
         print("weights+inputs", base, "activation peak", L.peak, "total", base + L.peak, "at op", L.at[0], L.at[1])
-        for k, v in sorted(L.at[2].items(), key=lambda kv: -kv[1][0])[:25]:
-            print(f"  {v[0]:>12} {v[1]:<45} {v[2]} {v[3]}")
-        if "-v" in sys.argv:
-            for n, f, t in L.log:
-                print(n, f, t)
+        report(L, 25)
+
+
+def report(L, top):
+    """The storages alive at the peak (`--top=N` of them, largest first); `-v`: every op's total."""
+    for k, v in sorted(L.at[2].items(), key=lambda kv: -kv[1][0])[:int(next((a[6:] for a in sys.argv if a.startswith("--top=")), top))]:
+        print(f"  {v[0]:>12} {v[1]:<45} {v[2]} {v[3]}")
+    if "-v" in sys.argv:
+        for n, f, t in L.log:
+            print(n, f, t)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ use std::fmt::Write;
 use std::path::Path;
 use vramcalc_core::diffusion::component::dtype_of;
 use vramcalc_core::diffusion::pipeline::{component_params, PipelineEstimate};
+use vramcalc_core::diffusion::train_whatif::LoraSetup;
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
 use vramcalc_core::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
 use vramcalc_core::{format_bytes, thousands, ByteUnit, Device};
@@ -51,7 +52,7 @@ fn dtype(v: &str, flag: &str) -> Result<WeightDType> {
 }
 
 /// The pipeline settings from the flags; `spec` picks the components `--weights` applies to.
-fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&PipelineSpec>) -> Result<PipelineSettings> {
+pub(crate) fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&PipelineSpec>) -> Result<PipelineSettings> {
     if dist.gpus > 1 || dist.tp > 1 || dist.strategy.is_some() || dist.sequence_parallel {
         bail!("diffusion pipelines run on one GPU: leave out --gpus, --strategy, --tp and --sequence-parallel");
     }
@@ -107,7 +108,7 @@ fn settings(s: &Settings, dist: &DistArgs, d: &DiffusionArgs, spec: Option<&Pipe
 }
 
 /// Reads a `model_index.json` and each component's `<folder>/config.json` beside it.
-fn load_index(path: &Path) -> Result<PipelineSpec> {
+pub(crate) fn load_index(path: &Path) -> Result<PipelineSpec> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     PipelineSpec::from_model_index(&text, |name| std::fs::read_to_string(dir.join(name).join("config.json")).ok())
@@ -203,7 +204,8 @@ fn pipeline_text(spec: &PipelineSpec, e: &PipelineEstimate, unit: ByteUnit) -> S
 
 /// `--mode train`: one LoRA step of the denoiser on cached latents and text embeddings (the VAE
 /// and the text encoders are not loaded), as diffusers' LoRA scripts run it (core `diffusion::train`).
-fn train(c: &Component, name: &str, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, json: bool) -> Result<String> {
+/// The LoRA step's setup from the flags (1024 × 1024 and the family's text length by default).
+pub(crate) fn lora_setup(c: &Component, s: &Settings, dist: &DistArgs, d: &DiffusionArgs) -> Result<LoraSetup> {
     let ps = settings(s, dist, d, None)?;
     let config = s.config(&vramcalc_core::ModelSpec::from_json(r#"{"input":{"shape":[1]},"layers":[]}"#)?)?;
     let dt = ps.dtype.unwrap_or(WeightDType::Bf16);
@@ -214,9 +216,23 @@ fn train(c: &Component, name: &str, s: &Settings, dist: &DistArgs, d: &Diffusion
         Component::Sd3(_) => 333,
         _ => 512,
     });
-    let pass = Pass::Denoise { width: w, height: h, frames, text_len };
-    let batch = ps.batch.saturating_mul(ps.images_per_prompt);
-    let step = vramcalc_core::diffusion::train::lora_step(c, pass, dt.compute(), ps.device, batch, config.finetune, config.checkpointing, config.optimizer)?;
+    Ok(LoraSetup {
+        pass: Pass::Denoise { width: w, height: h, frames, text_len },
+        precision: dt.compute(),
+        device: ps.device,
+        batch: ps.batch.saturating_mul(ps.images_per_prompt),
+        finetune: config.finetune,
+        checkpointing: config.checkpointing,
+        optimizer: config.optimizer,
+    })
+}
+
+fn train(c: &Component, name: &str, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, json: bool) -> Result<String> {
+    let setup = lora_setup(c, s, dist, d)?;
+    let Pass::Denoise { width: w, height: h, frames, .. } = setup.pass else { bail!("a LoRA step is of the denoiser") };
+    let batch = setup.batch;
+    let config = &setup;
+    let step = setup.step(c)?;
     if json {
         let v = json!({"component": name, "class": c.class(), "peak_bytes": step.peak, "params": step.params,
             "trainable_params": step.trainable, "param_bytes": step.param_bytes, "batch": batch, "width": w, "height": h,

@@ -8,6 +8,7 @@ mod ollama;
 mod reverse;
 mod serve;
 mod diffusion;
+mod diffusion_reverse;
 mod dist;
 mod launch;
 mod table;
@@ -42,13 +43,10 @@ fn run() -> Result<ExitCode> {
             table::show(&spec, &est, json)
         }
         args::Command::Estimate { model, settings, dist, json, what_if, diffusion, fits } if model.is_diffusion() => {
-            if fits.is_some() {
-                anyhow::bail!("--fits is not available for diffusion pipelines yet: read `devices` in --json");
-            }
-            if what_if {
-                anyhow::bail!("--what-if is not available for diffusion pipelines yet");
-            }
-            diffusion::run(&model, &settings, &dist, &diffusion, json)
+            diffusion_reverse::estimate(&model, &settings, &dist, &diffusion, json, what_if, fits.as_deref()).map(|(t, c)| {
+                code = c;
+                t
+            })
         }
         args::Command::DiffusionTable { cards } => diffusion::table(&cards),
         args::Command::Estimate {

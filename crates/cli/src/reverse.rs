@@ -18,7 +18,8 @@ use vramcalc_core::{format_bytes, thousands, ByteUnit, ModelSpec};
 /// `vramcalc max`.
 #[derive(Args)]
 pub struct MaxArgs {
-    /// batch | seq-len | prompt-len | new-tokens | context | concurrency | gpu-layers
+    /// batch | seq-len | prompt-len | new-tokens | context | concurrency | gpu-layers; with
+    /// --pipeline or --model-index: width | height | resolution | frames | batch
     #[arg(long)]
     pub of: String,
     /// A GPU id from `vramcalc gpus` (e.g. `rtx-4090`).
@@ -32,6 +33,9 @@ pub struct MaxArgs {
     pub dist: crate::dist::DistArgs,
     #[command(flatten)]
     pub serving: ServingArgs,
+    /// The image and video settings of a pipeline (`--width`, `--frames`, …).
+    #[command(flatten)]
+    pub diffusion: crate::diffusion::DiffusionArgs,
     #[arg(long)]
     pub json: bool,
 }
@@ -82,6 +86,9 @@ pub fn serve_config(spec: &ModelSpec, model: &ModelArgs, s: &Settings, dist: &cr
 
 /// `vramcalc max`: the answer as text or `{"value": N, …}`; exit 1 when nothing fits.
 pub fn max(a: &MaxArgs) -> Result<(String, ExitCode)> {
+    if a.model.is_diffusion() {
+        return crate::diffusion_reverse::max(&a.of, &a.gpu, &a.model, &a.settings, &a.dist, &a.diffusion, a.json);
+    }
     let of = Variable::parse(&a.of).ok_or_else(|| {
         let all: Vec<&str> = Variable::ALL.iter().map(|v| v.name()).collect();
         anyhow!("--of {:?} is not one of {}", a.of, all.join(", "))

@@ -110,3 +110,51 @@ fn lora_training_of_the_denoiser() {
     assert_eq!(code, 2);
     assert!(err.contains("--finetune lora"), "{err}");
 }
+
+#[test]
+fn max_of_a_pipeline_fits_and_one_step_more_does_not() {
+    let v = json(&["max", "--of", "resolution", "--pipeline", "sdxl", "--gpu", "rtx-4090", "--json"]);
+    let total = v["device_total_bytes"].as_u64().unwrap();
+    assert!(total <= v["capacity_bytes"].as_u64().unwrap());
+    let (w, h) = (v["width"].as_u64().unwrap(), v["height"].as_u64().unwrap());
+    assert_eq!((w, h), (v["value"].as_u64().unwrap(), w), "square by default");
+    // 8 px more does not fit (`estimate --fits` exits 1)
+    let (code, _, err) = vramcalc(&["estimate", "--pipeline", "sdxl", "--width", &(w + 8).to_string(), "--height", &(h + 8).to_string(), "--fits", "rtx-4090"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, _) = vramcalc(&["estimate", "--pipeline", "sdxl", "--width", &w.to_string(), "--height", &h.to_string(), "--fits", "rtx-4090"]);
+    assert_eq!(code, 0);
+    let f = json(&["max", "--of", "frames", "--pipeline", "wan2.1-t2v-1.3b", "--gpu", "rtx-4090", "--offload", "model", "--json"]);
+    assert_eq!(f["value"].as_u64().unwrap() % 4, 1, "4k + 1 frames");
+    // nothing fits: exit 1 with `value: null`; frames of an image pipeline: bad input
+    let (code, out, _) = vramcalc(&["max", "--of", "batch", "--pipeline", "flux.1-dev", "--gpu", "rtx-3060", "--json"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("\"value\": null"), "{out}");
+    let (code, _, err) = vramcalc(&["max", "--of", "frames", "--pipeline", "sdxl", "--gpu", "rtx-4090"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("frames"), "{err}");
+}
+
+#[test]
+fn pipeline_what_ifs_in_json_with_their_verdicts() {
+    // Flux-dev in bf16 without offload does not fit 24 GB: exit 1, the what-ifs say what does
+    let (code, out, err) = vramcalc(&["estimate", "--pipeline", "flux.1-dev", "--what-if", "--fits", "rtx-4090", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let w = v["what_ifs"].as_array().unwrap();
+    let get = |n: &str| w.iter().find(|x| x["name"] == n).unwrap_or_else(|| panic!("no {n}: {w:?}"));
+    assert_eq!(get("offload model")["fits"], true);
+    assert!(get("nf4 denoiser")["delta_bytes"].as_i64().unwrap() < 0);
+    assert_eq!(v["fits"]["fits"], false);
+}
+
+#[test]
+fn lora_what_ifs_and_fits() {
+    let v = json(&["estimate", "--pipeline", "sd-1.5", "--mode", "train", "--finetune", "lora", "--lora-r", "8", "--width", "512", "--height", "512", "--what-if", "--json"]);
+    let w = v["what_ifs"].as_array().unwrap();
+    let get = |n: &str| w.iter().find(|x| x["name"] == n).unwrap_or_else(|| panic!("no {n}: {w:?}"))["delta_bytes"].as_i64().unwrap();
+    assert!(get("gradient checkpointing") < 0);
+    assert!(get("uncached latents and text embeddings") > 0);
+    let (code, out, err) = vramcalc(&["estimate", "--pipeline", "sd-1.5", "--mode", "train", "--finetune", "lora", "--fits", "h100-80gb"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("fits"), "{out}");
+}

@@ -192,10 +192,7 @@ impl Component {
     }
 }
 
-/// Wan's VAE keeps the first frame and compresses the rest 4× in time: `(F − 1) / 4 + 1`.
-pub fn wan_latent_frames(frames: u64) -> u64 {
-    frames.saturating_sub(1) / 4 + 1
-}
+pub use super::wan_vae::wan_latent_frames;
 
 /// Peak and weight groups of an inference graph at `batch`.
 pub fn measure(g: &Graph, batch: u64) -> Forward {

@@ -65,16 +65,18 @@ impl FluxConfig {
         let p = text_projection(b, pooled, self.pooled_projection_dim, d)?;
         temb = ops::add(b, temb, p);
         let mut txt = ops::linear(b, text, self.joint_attention_dim, d, true)?;
-        // `FluxPosEmbed`: cos and sin tables `[S, head_dim]` in fp32, once per forward
         let s_all = s_img.saturating_add(text_len);
-        let rope = (b.input(Shape::new([s_all, self.head_dim]), DType::F32), b.input(Shape::new([s_all, self.head_dim]), DType::F32));
+        // `ids = torch.cat((txt_ids, img_ids), dim=0)` (`[S, 3]` fp32) and `FluxPosEmbed`'s cos
+        // and sin tables (`[S, head_dim]` fp32): one for the whole batch, `forward`'s locals
+        let table = |b: &mut Builder, name: &'static str, d: u64| b.op(name, &[], &[(Shape::new([s_all, d]), DType::F32)], &[], false, &[], crate::graph::GradRule::Alloc)[0];
+        let ids = table(b, "cat", 3);
+        let rope = (table(b, "rope_cos", self.head_dim), table(b, "rope_sin", self.head_dim));
         let j = Joint { d, heads: self.heads, head_dim: self.head_dim, qk_norm: true, rope: Some(rope) };
         // each block is one group of block-level group offloading (`set_layer`)
         for i in 0..self.layers {
             b.set_layer(1 + i as u32);
             (txt, img) = b.in_unit(|b| j.double_block(b, txt, img, temb, false, false))?;
         }
-        let _ = s_all;
         for i in 0..self.single_layers {
             b.set_layer(1 + (self.layers + i) as u32);
             (txt, img) = b.in_unit(|b| j.single_block(b, txt, img, temb))?;
@@ -82,7 +84,9 @@ impl FluxConfig {
         b.set_layer(0);
         let out = ada_continuous(b, img, temb, d)?;
         let pp = self.patch_size.saturating_mul(self.patch_size).saturating_mul(self.out_channels);
-        ops::linear(b, out, d, pp, true)
+        let out = ops::linear(b, out, d, pp, true)?;
+        ops::keep(b, &[ids, rope.0, rope.1]);
+        Ok(out)
     }
 }
 
@@ -228,7 +232,12 @@ impl Joint {
             let p = if context { ops::linear(b, x, d, d, true)? } else { ops::linear_as(b, x, d, d, true, [LinearRole::Q, LinearRole::K, LinearRole::V][i])? };
             let s = b.shape(p).0[0];
             let v = b.view(p, Shape::new([s, self.heads, self.head_dim]));
-            *slot = if i < 2 && self.qk_norm { RmsNorm { normalized_shape: self.head_dim, eps: 1e-6, t5: true }.lower(b, v)? } else { v };
+            *slot = match (i < 2 && self.qk_norm, self.rope.is_some()) {
+                // Flux: `torch.nn.RMSNorm(dim_head)`; SD3: diffusers' `RMSNorm`
+                (true, true) => ops::torch_rms_norm(b, v, self.head_dim),
+                (true, false) => RmsNorm { normalized_shape: self.head_dim, eps: 1e-6, t5: true }.lower(b, v)?,
+                _ => v,
+            };
         }
         Ok(out)
     }
@@ -248,8 +257,8 @@ impl Joint {
         let s = ops::add(b, a, c);
         let dt = b.dtype(x);
         let out = b.cast(s, dt);
-        // `x_rotated` is a local until the function returns
-        ops::keep(b, &[rot]);
+        // `x_rotated` is a local, `x` the caller's `query` / `key`, until the function returns
+        ops::keep(b, &[rot, x]);
         out
     }
 
@@ -270,8 +279,13 @@ impl Joint {
         let out = ops::sdpa(b, q, k, v);
         let outs = lens.iter().map(|&l| b.view(out, Shape::new([l, self.d]))).collect();
         let mut keep = joined.to_vec();
-        // the first stream's (Flux: the text's; SD3: the image's) projections stay named
-        keep.extend(streams[0]);
+        // the first stream's (Flux: the text's; SD3: the image's) projections stay named; a
+        // lone stream's Q and K are rebound by `apply_rotary_emb` (`FluxAttnProcessor`)
+        if streams.len() > 1 || self.rope.is_none() {
+            keep.extend(streams[0]);
+        } else {
+            keep.push(streams[0][2]);
+        }
         ops::keep(b, &keep);
         outs
     }

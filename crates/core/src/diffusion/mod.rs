@@ -13,9 +13,10 @@
 //! | `wan` | `WanTransformer3DModel` |
 //! | `text` | CLIP, T5 and UMT5 text encoders |
 //! | `component` | one component: its forward graph and what one forward needs |
-//! | `train` | a LoRA training step of the denoiser |
+//! | `train`, `train_whatif` | a LoRA training step of the denoiser, and its what-ifs |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
 //! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
+//! | `reverse` | the largest size, frames or batch that fits a GPU, and the what-ifs |
 
 pub mod cfg;
 pub mod component;
@@ -24,8 +25,10 @@ pub mod offload;
 pub mod ops;
 pub mod pipeline;
 pub mod presets;
+pub mod reverse;
 pub mod text;
 pub mod train;
+pub mod train_whatif;
 pub mod unet;
 pub mod vae;
 pub mod wan;

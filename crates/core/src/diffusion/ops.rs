@@ -149,3 +149,22 @@ pub fn timestep_embedding(b: &mut Builder, x: ValueId, i: u64, o: u64) -> LayerR
     let h = silu(b, h);
     linear(b, h, o, o, true)
 }
+
+/// `torch.nn.RMSNorm(d, elementwise_affine=True)` (Wan's and Flux's `norm_q` / `norm_k`): aten's
+/// composite `rms_norm` (`aten/src/ATen/native/layer_norm.cpp`) upcasts the input, `pow(2)`,
+/// `mean`, `add_(eps)` in place, `rsqrt`, multiplies in fp32 (the weight too), then
+/// `type_as(input)`. Backward keeps the fp32 copy and the `rsqrt`, not the input itself
+/// (measured: `tests/data/diffusion_lora.jsonl`).
+pub fn torch_rms_norm(b: &mut Builder, x: ValueId, d: u64) -> ValueId {
+    let w = b.param(Shape::new([d]));
+    let dt = b.dtype(x);
+    let xf = b.cast(x, DType::F32);
+    let sq = activation::unary(b, "pow", xf, Saves::Input);
+    let rows = b.shape(x).with_last(1);
+    let mean = b.op("mean", &[sq], &[(rows, DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+    let var = b.inplace("add_", mean, None, false, GradRule::Alias);
+    let inv = activation::unary(b, "rsqrt", var, Saves::Output);
+    let normed = mul(b, xf, inv);
+    let scaled = mul(b, normed, w);
+    b.cast(scaled, dt)
+}

@@ -413,10 +413,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
     let mut g = c.graph(pass, opts)?;
     let transient = quantise(&mut g, dt);
     let mut f = measure(&g, batch);
-    if let (Component::WanVae(v), Pass::Decode { width, height, frames }) = (c, pass) {
-        let (before, last) = v.output_bytes(frames, height, width, super::component::dtype_of(precision));
-        let persistent = f.param_bytes.saturating_add(f.buffer_bytes);
-        f.peak = f.peak.saturating_add(before.saturating_mul(batch)).max(persistent.saturating_add(last.saturating_mul(batch)));
+    if let (Component::WanVae(_), Pass::Decode { frames, .. }) = (c, pass) {
         note = join(note, &format!("{} chunks of one latent frame", wan_latent_frames(frames)));
     }
     if let (Component::Text(t), Pass::EncodeText { text_len }) = (c, pass) {

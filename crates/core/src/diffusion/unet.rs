@@ -134,7 +134,7 @@ impl UnetConfig {
             for j in 0..self.layers_per_block[i] {
                 hs = b.in_unit(|b| resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.down_attn[i] {
-                    hs = b.in_unit(|b| ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i]))?;
+                    hs = ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
                 }
                 skips.push(hs);
             }
@@ -148,9 +148,10 @@ impl UnetConfig {
         b.set_layer(0);
         let c = boc[n - 1];
         let input = hs;
-        hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
+        // `UNetMidBlock2DCrossAttn.forward`: `resnets[0]` runs outside checkpointing
+        hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
         if self.mid_attention {
-            hs = b.in_unit(|b| ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1]))?;
+            hs = ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
         }
         hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
         ops::keep(b, &[input]);
@@ -177,7 +178,7 @@ impl UnetConfig {
                 let joined = ops::cat(b, &[hs, skip], Shape::new([res_in + skip_c, s[1], s[2]]));
                 hs = b.in_unit(|b| resnet(b, joined, res_in + skip_c, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.up_attn[i] {
-                    hs = b.in_unit(|b| ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i]))?;
+                    hs = ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
                 }
             }
             if i + 1 < n {
@@ -223,9 +224,11 @@ impl Ctx {
             let p = ops::conv(b, n, c, c, 1, 1, 0)?;
             ops::copy(b, p, Shape::new([hw, c]))
         };
+        // with gradient checkpointing, `Transformer2DModel.forward` checkpoints each block
+        // (`_gradient_checkpointing_func(block, ...)`); the norm and projections are not
         for _ in 0..layers {
             let input = h;
-            h = self.block(b, h, c, heads)?;
+            h = b.in_unit(|b| self.block(b, h, c, heads))?;
             ops::keep(b, &[input]);
         }
         let out = if self.linear {

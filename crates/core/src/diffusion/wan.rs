@@ -8,7 +8,6 @@ use super::ops;
 use crate::error::{Error, Result};
 use crate::finetune::LinearRole;
 use crate::graph::{GradRule, ValueId};
-use crate::layer::norm::RmsNorm;
 use crate::layer::LayerResult;
 use crate::lower::{Builder, CastPolicy};
 use crate::units::{DType, Shape};
@@ -54,7 +53,7 @@ impl WanConfig {
     }
 
     /// `WanRotaryPosEmbed`'s `freqs_cos` and `freqs_sin` buffers (`[max_seq_len, head_dim]`
-    /// fp32 each).
+    /// each, in the model's dtype).
     pub fn buffer_numel(&self) -> u64 {
         self.rope_max_seq_len.saturating_mul(self.head_dim).saturating_mul(2)
     }
@@ -66,7 +65,8 @@ impl WanConfig {
         let (f2, h2, w2) = ((frames / pt).max(1), (h / ph).max(1), (w / pw).max(1));
         let s = f2.saturating_mul(h2).saturating_mul(w2);
         let dt = b.float_dtype();
-        b.buffer(self.buffer_numel(), DType::F32);
+        // fp32 at build, cast with the model (`Module.to(dtype)` casts floating buffers)
+        b.buffer(self.buffer_numel(), dt);
         let x = b.input(Shape::new([self.in_channels, frames, h, w]), dt);
         let text = b.input(Shape::new([text_len, self.text_dim]), dt);
         // `patch_embedding`: Conv3d(k = s = patch), then flatten(2).transpose(1, 2) (a view)
@@ -75,9 +75,10 @@ impl WanConfig {
         let (ins, cdt) = b.autocast(CastPolicy::Lower, &[x, wt, bias]);
         let conv = b.op("convolution", &ins, &[(Shape::new([d, f2, h2, w2]), cdt)], &ins[..2], false, &[], GradRule::Alloc)[0];
         let mut hs = b.view(conv, Shape::new([s, d]));
-        // rotary tables `[S, head_dim]` fp32 (cos, sin), once per forward
-        let cos = b.input(Shape::new([s, self.head_dim]), DType::F32);
-        let sin = b.input(Shape::new([s, self.head_dim]), DType::F32);
+        // `rotary_emb = self.rope(hidden_states)`: cos and sin `[S, head_dim]` in the buffers'
+        // dtype, one for the whole batch, `forward`'s locals
+        let table = |b: &mut Builder, name: &'static str| b.op(name, &[], &[(Shape::new([s, self.head_dim]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let (cos, sin) = (table(b, "rope_cos"), table(b, "rope_sin"));
         // `condition_embedder`: time (sinusoids → TimestepEmbedding), `time_proj(silu(temb))`
         // (6·D), the text through `PixArtAlphaTextProjection(act_fn="gelu_tanh")`
         let t = ops::vector_input(b, self.freq_dim);
@@ -100,7 +101,9 @@ impl WanConfig {
         let pp = pt.saturating_mul(ph).saturating_mul(pw).saturating_mul(self.out_channels);
         let o = ops::linear(b, m, d, pp, true)?;
         // unpatchify: reshape, permute, flatten (a copy)
-        Ok(ops::copy(b, o, Shape::new([self.out_channels, frames, h, w])))
+        let out = ops::copy(b, o, Shape::new([self.out_channels, frames, h, w]));
+        ops::keep(b, &[cos, sin]);
+        Ok(out)
     }
 
     fn block(&self, b: &mut Builder, x: ValueId, text: ValueId, tproj: ValueId, rope: (ValueId, ValueId)) -> LayerResult<ValueId> {
@@ -157,9 +160,8 @@ impl WanConfig {
         let q = ops::linear_as(b, x, d, d, true, LinearRole::Q)?;
         let k = ops::linear_as(b, kv_in, d, d, true, LinearRole::K)?;
         let v = ops::linear_as(b, kv_in, d, d, true, LinearRole::V)?;
-        let norm = RmsNorm { normalized_shape: d, eps: 1e-6, t5: true };
-        let mut q = norm.lower(b, q)?;
-        let mut k = norm.lower(b, k)?;
+        let mut q = ops::torch_rms_norm(b, q, d);
+        let mut k = ops::torch_rms_norm(b, k, d);
         if let Some((cos, sin)) = rope {
             q = rotary(b, q, cos, sin);
             k = rotary(b, k, cos, sin);
@@ -182,8 +184,8 @@ fn modulated_norm(b: &mut Builder, x: ValueId, d: u64, m: ValueId, affine: bool)
 }
 
 /// Wan's `apply_rotary_emb`: `out = empty_like(x)`; `out[..., 0::2] = x1·cos − x2·sin`;
-/// `out[..., 1::2] = x1·sin + x2·cos` (fp32 products of half the width against the fp32
-/// tables), `out.type_as(x)`.
+/// `out[..., 1::2] = x1·sin + x2·cos` (products of half the width in the promotion of `x`'s
+/// and the tables' dtypes), `out.type_as(x)`.
 fn rotary(b: &mut Builder, x: ValueId, cos: ValueId, sin: ValueId) -> ValueId {
     let s = b.shape(x).0.clone();
     let dt = b.dtype(x);
@@ -192,10 +194,11 @@ fn rotary(b: &mut Builder, x: ValueId, cos: ValueId, sin: ValueId) -> ValueId {
     let x1 = b.view(x, half.clone());
     let c = b.view(cos, half.clone());
     let sn = b.view(sin, half.clone());
+    let pd = if dt == DType::F32 || b.dtype(cos) == DType::F32 { DType::F32 } else { dt };
     for _ in 0..2 {
-        let p = b.op("mul", &[x1, c], &[(half.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-        let q = b.op("mul", &[x1, sn], &[(half.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-        let r = b.op("sub", &[p, q], &[(half.clone(), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
+        let p = b.op("mul", &[x1, c], &[(half.clone(), pd)], &[], false, &[], GradRule::Alloc)[0];
+        let q = b.op("mul", &[x1, sn], &[(half.clone(), pd)], &[], false, &[], GradRule::Alloc)[0];
+        let r = b.op("sub", &[p, q], &[(half.clone(), pd)], &[], false, &[], GradRule::Alloc)[0];
         b.inplace("copy_", out, Some(r), false, GradRule::Alias);
     }
     out

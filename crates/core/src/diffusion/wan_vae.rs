@@ -2,11 +2,16 @@
 //! 3D VAE: `WanCausalConv3d` (causal time padding, a two-frame feature cache per conv),
 //! `WanRMS_norm`, `WanResidualBlock`, `WanAttentionBlock` (one head per frame), `WanResample`.
 //!
-//! `_decode` runs the decoder one latent frame at a time (`x[:, :, i:i+1]`), each conv reading
-//! the cached last two frames of its previous input, and concatenates the decoded chunks
-//! (`torch.cat([out, out_], 2)`). So the decode's peak is one steady-state chunk (one latent
-//! frame, four video frames after the two temporal upsamplings) with every conv's cache, plus
-//! the video decoded so far — or, at the last chunk, the old and the new `out` together.
+//! `_decode` runs the decoder one latent frame at a time (`x[:, :, i:i+1]`), each causal conv
+//! reading the cache its previous chunk left (`feat_cache`: the last two frames of its input)
+//! and replacing it conv by conv, and concatenates the decoded chunks (`torch.cat([out, out_],
+//! 2)`). The peak is the last chunk: every conv's cache, the video decoded so far and the
+//! previous chunk's `out_` beside the chunk's own tensors, or the final `cat` and `clamp`. The
+//! first chunk (no caches: causal zero padding, `upsample3d` marks `"Rep"` and does not run
+//! `time_conv`) and the second (one-frame caches) are built as `_decode` runs them. Every size
+//! is read from `autoencoder_kl_wan.py` (diffusers 0.42.1: `WanCausalConv3d.forward`,
+//! `WanResample.forward`, `WanResidualBlock.forward`, `AutoencoderKLWan._decode`) and checked
+//! against measured decodes (`tests/data/diffusion_forward.jsonl`, exact on all six).
 
 use super::cfg::Cfg;
 use super::ops;
@@ -88,21 +93,36 @@ impl WanVaeConfig {
         std::iter::once(d * last).chain(self.dim_mult.iter().rev().map(|m| d * m)).collect()
     }
 
-    /// `post_quant_conv` and one chunk of `WanDecoder3d` on a `[z, 1, h, w]` latent frame in
-    /// the steady state (the caches full). The encoder's weights are resident as one tensor.
-    pub fn decode_chunk(&self, b: &mut Builder, h: u64, w: u64) -> LayerResult<ValueId> {
+    /// Builds `_decode`'s last chunk of a `frames`-latent-frame video: `z` and `post_quant_conv`
+    /// over every latent frame, the decoder on the last one with every causal conv's cache of
+    /// the chunk before (`feat_cache`, replaced conv by conv), the video decoded so far (`out`)
+    /// and the previous chunk's `out_` beside it, then `torch.cat([out, out_], 2)` and
+    /// `torch.clamp`, the caches still alive until `clear_cache()`.
+    fn decode_video(&self, b: &mut Builder, frames: u64, h: u64, w: u64, caches: &mut Caches) -> LayerResult<ValueId> {
         b.param(Shape::new([self.encoder_params()]));
         let dt = b.float_dtype();
-        let z = b.input(Shape::new([self.z_dim, 1, h, w]), dt);
-        let mut caches = Vec::new();
+        let z = b.input(Shape::new([self.z_dim, frames, h, w]), dt);
+        let up_t = 1u64 << self.temperal_downsample.iter().filter(|&&t| t).count().min(16);
+        let (ho, wo) = (h.saturating_mul(8), w.saturating_mul(8));
+        let frame = |n: u64| Shape::new([self.out_channels, n, ho, wo]);
+        // what the chunks before left: the caches, `out` and the last `out_`
+        caches.make_old(b, z);
+        let (done, last) = match frames {
+            0 | 1 => (0, 0),
+            2 => (1, 0),
+            f => (1 + up_t * (f - 2), up_t),
+        };
+        let prev_out = (done > 0).then(|| ops::copy(b, z, frame(done)));
+        let prev_last = (last > 0).then(|| ops::copy(b, z, frame(last)));
         let zq = conv3d(b, z, self.z_dim, self.z_dim, [1, 1, 1], None)?;
+        let chunk = b.view(zq, Shape::new([self.z_dim, 1, h, w]));
         let dims = self.decoder_dims();
-        let mut x = conv3d(b, zq, self.z_dim, dims[0], [3, 3, 3], Some(&mut caches))?;
+        let mut x = conv3d(b, chunk, self.z_dim, dims[0], [3, 3, 3], Some(caches))?;
         // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
         let mid_in = x;
-        x = resblock(b, x, dims[0], dims[0], &mut caches)?;
+        x = resblock(b, x, dims[0], dims[0], caches)?;
         x = attention(b, x, dims[0])?;
-        x = resblock(b, x, dims[0], dims[0], &mut caches)?;
+        x = resblock(b, x, dims[0], dims[0], caches)?;
         ops::keep(b, &[mid_in]);
         let n = self.dim_mult.len();
         let tu: Vec<bool> = self.temperal_downsample.iter().rev().copied().collect();
@@ -111,45 +131,102 @@ impl WanVaeConfig {
             let cout = dims[i + 1];
             let input = x;
             for _ in 0..self.num_res_blocks + 1 {
-                x = resblock(b, x, cin, cout, &mut caches)?;
+                x = resblock(b, x, cin, cout, caches)?;
                 cin = cout;
             }
             if i + 1 != n {
-                x = upsample(b, x, cout, tu[i], &mut caches)?;
+                x = upsample(b, x, cout, tu[i], caches)?;
             }
             ops::keep(b, &[input]);
         }
         let c = dims[n];
         x = rms_norm(b, x, c);
         x = ops::silu(b, x);
-        let out = conv3d(b, x, c, self.out_channels, [3, 3, 3], Some(&mut caches))?;
-        for cache in caches {
-            b.hold(cache);
+        let out_ = conv3d(b, x, c, self.out_channels, [3, 3, 3], Some(caches))?;
+        let t_new = b.shape(out_).0[1];
+        for v in prev_last.into_iter().chain(std::iter::once(zq)) {
+            b.hold(v);
         }
-        // `_decode`'s `x` (all latent frames after `post_quant_conv`)
-        ops::keep(b, &[zq]);
-        Ok(out)
+        let out = match prev_out {
+            Some(p) => ops::cat(b, &[p, out_], frame(done + t_new)),
+            None => out_,
+        };
+        let clamped = ops::scalar(b, "clamp", out);
+        ops::keep(b, &[out_, zq]);
+        for &v in caches.new.iter() {
+            b.hold(v);
+        }
+        Ok(clamped)
     }
 
-    /// The decode graph of a `frames`-frame video (`h × w` pixels): one steady-state chunk.
-    pub fn decode(&self, b: &mut Builder, _frames: u64, height: u64, width: u64) -> LayerResult<ValueId> {
-        self.decode_chunk(b, (height / 8).max(1), (width / 8).max(1))
+    /// The decode graph of a `frames`-frame video (`h × w` pixels): its last chunk.
+    pub fn decode(&self, b: &mut Builder, frames: u64, height: u64, width: u64) -> LayerResult<ValueId> {
+        let (f, h, w) = (wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1));
+        // a first build of the chunk before (a first chunk when it is the first) on a scratch
+        // builder lists the caches it leaves (`_conv_num` of them)
+        let mut before = Caches { first: f <= 2, ..Caches::default() };
+        if f > 1 {
+            self.decode_video(&mut Builder::new(b.opts), f, h, w, &mut before)?;
+        }
+        let mut caches = Caches { first: f == 1, prev: before.made, ..Caches::default() };
+        self.decode_video(b, f, h, w, &mut caches)
     }
 
     /// The encoder is not simulated (text-to-video never encodes; cache latents for training).
     pub fn encode(&self, _b: &mut Builder, _frames: u64, _height: u64, _width: u64) -> LayerResult<ValueId> {
         Err("encoding video with AutoencoderKLWan is not modelled yet; train on cached latents".into())
     }
+}
 
-    /// Bytes `_decode` adds beside one chunk's peak: the chunks decoded so far (`out`), and at the
-    /// last chunk the new `out` of the whole video beside the old one; then `torch.clamp` copies
-    /// it (`[3, F, H, W]` in the VAE's dtype).
-    pub fn output_bytes(&self, frames: u64, height: u64, width: u64, dtype: DType) -> (u64, u64) {
-        let frame = self.out_channels.saturating_mul(height).saturating_mul(width).saturating_mul(dtype.size());
-        let video = frame.saturating_mul(frames);
-        // during the last chunk: `out` (all but its 4 frames) and the previous chunk's `out_`
-        // (a local until the next decoder call returns); at the last cat: old + chunk + new
-        (frame.saturating_mul(frames.min(frames.saturating_sub(4).saturating_add(4))), video.saturating_mul(2))
+/// Wan's VAE keeps the first frame and compresses the rest 4× in time: `(F − 1) / 4 + 1`.
+pub fn wan_latent_frames(frames: u64) -> u64 {
+    frames.saturating_sub(1) / 4 + 1
+}
+
+/// `self._feat_map`: one cache per causal conv that reads one, in call order. `prev` are the
+/// shapes the chunk before left (from a build of that chunk; `None`: `"Rep"`, a first chunk's
+/// `upsample3d`), `old` those storages, `new` the caches this chunk makes, `made` their shapes.
+#[derive(Default)]
+struct Caches {
+    /// The first chunk: every cache still `None`, `upsample3d` only marks its slot `"Rep"`.
+    first: bool,
+    prev: Vec<Option<Shape>>,
+    old: Vec<Option<ValueId>>,
+    new: Vec<ValueId>,
+    made: Vec<Option<Shape>>,
+}
+
+impl Caches {
+    /// The previous chunk's caches, alive from the start of this one.
+    fn make_old(&mut self, b: &mut Builder, like: ValueId) {
+        if !self.first {
+            self.old = self.prev.iter().map(|s| s.as_ref().map(|s| ops::copy(b, like, s.clone()))).collect();
+        }
+    }
+
+    /// A first chunk's `upsample3d`: `feat_cache[idx] = "Rep"`.
+    fn rep(&mut self) {
+        self.made.push(None);
+    }
+
+    /// `cache_x = x[:, :, -CACHE_T:].clone()`, and with one frame after a first chunk,
+    /// `torch.cat` of the old cache's last frame (or, after `"Rep"`, of `torch.zeros_like`)
+    /// before it; returns the old cache the conv reads.
+    fn take(&mut self, b: &mut Builder, x: ValueId) -> Option<ValueId> {
+        let s = b.shape(x).0.clone();
+        let (c, t, h, w) = (s[0], s[1], s[2], s[3]);
+        let old = self.old.get(self.made.len()).copied().flatten();
+        let mut cache = ops::copy(b, x, Shape::new([c, CACHE_T.min(t), h, w]));
+        if t < CACHE_T && !self.first {
+            let mut parts = vec![cache];
+            if old.is_none() {
+                parts.insert(0, ops::copy(b, x, Shape::new([c, CACHE_T - t, h, w])));
+            }
+            cache = ops::cat(b, &parts, Shape::new([c, CACHE_T, h, w]));
+        }
+        self.made.push(Some(b.shape(cache).clone()));
+        self.new.push(cache);
+        old
     }
 }
 
@@ -166,10 +243,12 @@ fn mid_params(c: u64) -> u64 {
     2 * resblock_params(c, c) + c + conv_params(c, 3 * c, 1) + conv_params(c, c, 1)
 }
 
-/// `WanCausalConv3d` on `[C, T, H, W]`: in the steady state `torch.cat([cache, x], 2)` (the two
-/// cached frames replace the causal time padding), `F.pad` of the spatial border, the conv. The
-/// new cache, `x[:, :, -2:].clone()`, is kept until the next chunk.
-fn conv3d(b: &mut Builder, x: ValueId, cin: u64, cout: u64, k: [u64; 3], caches: Option<&mut Vec<ValueId>>) -> LayerResult<ValueId> {
+/// `WanCausalConv3d` on `[C, T, H, W]`: with a cache, `cache_x` is cloned first (`Caches::take`),
+/// then `torch.cat([old_cache, x], 2)` replaces the causal time padding; without one (a first
+/// chunk, `time_conv` on `"Rep"`) `F.pad` adds the `2·padding` zero frames. `F.pad` always
+/// copies (`constant_pad_nd` clones even at zero padding), then the conv. The old cache is
+/// freed when `feat_cache[idx] = cache_x` replaces it, after the conv.
+fn conv3d(b: &mut Builder, x: ValueId, cin: u64, cout: u64, k: [u64; 3], caches: Option<&mut Caches>) -> LayerResult<ValueId> {
     let s = b.shape(x).0.clone();
     if s.len() != 4 || s[0] != cin {
         return Err(format!("expected [{cin}, T, H, W], got {}", b.shape(x)));
@@ -177,37 +256,56 @@ fn conv3d(b: &mut Builder, x: ValueId, cin: u64, cout: u64, k: [u64; 3], caches:
     let (t, h, w) = (s[1], s[2], s[3]);
     let dt = b.dtype(x);
     let mut input = x;
+    let mut tpad = k[0] - 1;
+    let mut old = None;
     if k[0] > 1 {
         if let Some(caches) = caches {
-            let cache = b.op("clone", &[x], &[(Shape::new([cin, CACHE_T.min(t), h, w]), dt)], &[], false, &[], GradRule::Alias)[0];
-            let cache = if t < CACHE_T { ops::cat(b, &[cache], Shape::new([cin, CACHE_T, h, w])) } else { cache };
-            caches.push(cache);
-            input = ops::cat(b, &[cache, x], Shape::new([cin, t + CACHE_T, h, w]));
+            old = caches.take(b, x);
         }
     }
+    if let Some(o) = old {
+        let ot = b.shape(o).0[1];
+        input = ops::cat(b, &[o, x], Shape::new([cin, t + ot, h, w]));
+        tpad = tpad.saturating_sub(ot);
+    }
+    let it = b.shape(input).0[1];
     let ph = (k[1] - 1) / 2;
-    let padded = b.op("constant_pad_nd", &[input], &[(Shape::new([cin, t + k[0] - 1, h + 2 * ph, w + 2 * ph]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let padded = b.op("constant_pad_nd", &[input], &[(Shape::new([cin, it + tpad, h + 2 * ph, w + 2 * ph]), dt)], &[], false, &[], GradRule::Alloc)[0];
     let wt = b.param(Shape::new([cout, cin, k[0], k[1], k[2]]));
     let bias = b.param(Shape::new([cout]));
     let (ins, cdt) = b.autocast(CastPolicy::Lower, &[padded, wt, bias]);
-    Ok(b.op("convolution", &ins, &[(Shape::new([cout, t, h, w]), cdt)], &ins[..2], false, &[], GradRule::Alloc)[0])
+    let out = b.op("convolution", &ins, &[(Shape::new([cout, it + tpad + 1 - k[0], h, w]), cdt)], &ins[..2], false, &[], GradRule::Alloc)[0];
+    // the caller's argument lives until the call returns, the old cache until it is replaced
+    b.hold(x);
+    if let Some(o) = old {
+        b.hold(o);
+    }
+    Ok(out)
 }
 
 /// `WanRMS_norm`: `F.normalize(x.float(), dim=1).to(x.dtype) * scale * gamma + bias` (the
-/// bias is the float 0.0: an `add` that still allocates).
+/// bias is the float 0.0: an `add` that still allocates), its argument alive throughout.
 fn rms_norm(b: &mut Builder, x: ValueId, c: u64) -> ValueId {
     let dt = b.dtype(x);
     let xf = b.cast(x, DType::F32);
     let nf = ops::scalar(b, "normalize", xf);
+    // `F.normalize`: `input / input.norm(dim=1, keepdim=True).clamp_min(eps)`, the denominator
+    // (one channel) alive through the division
+    let numel = b.shape(xf).numel() / c.max(1);
+    let size = b.dtype(xf).size();
+    b.last_fwd_scratch(crate::graph::Lin { fixed: 0, per_sample: numel.saturating_mul(size) });
     let n = b.cast(nf, dt);
     let s = ops::scalar(b, "mul_scalar", n);
     let gamma = b.param(Shape::new([c, 1, 1, 1]));
     let g = ops::mul(b, s, gamma);
-    ops::scalar(b, "add_scalar", g)
+    let out = ops::scalar(b, "add_scalar", g);
+    // `x = self.norm(x)`: the caller's `x` lives until the norm returns
+    b.hold(x);
+    out
 }
 
 /// `WanResidualBlock`: `h = conv_shortcut(x)`, norm, silu, conv1, norm, silu, conv2, `x + h`.
-fn resblock(b: &mut Builder, x: ValueId, cin: u64, cout: u64, caches: &mut Vec<ValueId>) -> LayerResult<ValueId> {
+fn resblock(b: &mut Builder, x: ValueId, cin: u64, cout: u64, caches: &mut Caches) -> LayerResult<ValueId> {
     let short = if cin != cout { conv3d(b, x, cin, cout, [1, 1, 1], None)? } else { x };
     let h = rms_norm(b, x, cin);
     let h = ops::silu(b, h);
@@ -218,43 +316,58 @@ fn resblock(b: &mut Builder, x: ValueId, cin: u64, cout: u64, caches: &mut Vec<V
     Ok(ops::add(b, h, short))
 }
 
-/// `WanAttentionBlock` (per frame, one head over `H·W`): permute-reshape (a copy), norm,
-/// `to_qkv` 1×1 conv, the `[HW, 3C]` permute made contiguous, SDPA, the permute back (a
-/// copy), `proj`, `x + identity`.
+/// `x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)`: a copy, or a view of one frame.
+fn frames_of(b: &mut Builder, x: ValueId) -> ValueId {
+    let s = b.shape(x).0.clone();
+    let shape = Shape::new([s[0], s[1].saturating_mul(s[2]), s[3]]);
+    if s[1] == 1 { b.view(x, shape) } else { ops::copy(b, x, shape) }
+}
+
+/// `WanAttentionBlock` (per frame, one head over `H·W`): frames (`frames_of`), norm, `to_qkv`
+/// 1×1 conv, the `[HW, 3C]` permute made contiguous, SDPA, the permute back (a view: the 1×1
+/// `proj` reads it strided), `proj`, `x + identity`.
 fn attention(b: &mut Builder, x: ValueId, c: u64) -> LayerResult<ValueId> {
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
     let hw = h.saturating_mul(w);
-    let frames = ops::copy(b, x, Shape::new([c, t, h, w]));
+    let frames = frames_of(b, x);
     let n = rms_norm(b, frames, c);
-    let n = b.view(n, Shape::new([c, t.saturating_mul(h), w]));
     let qkv = ops::conv(b, n, c, 3 * c, 1, 1, 0)?;
     let qkv = ops::copy(b, qkv, Shape::new([t.saturating_mul(hw), 3 * c]));
     let part = Shape::new([1, t.saturating_mul(hw), c]);
     let (q, k, v) = (b.view(qkv, part.clone()), b.view(qkv, part.clone()), b.view(qkv, part));
     let a = ops::sdpa(b, q, k, v);
-    let a = ops::copy(b, a, Shape::new([c, t.saturating_mul(h), w]));
+    let a = b.view(a, Shape::new([c, t.saturating_mul(h), w]));
     let p = ops::conv(b, a, c, c, 1, 1, 0)?;
     let p = b.view(p, Shape::new([c, t, h, w]));
     Ok(ops::add(b, p, x))
 }
 
-/// `WanResample(upsample3d | upsample2d)`: (3d: the cached `time_conv` doubling the channels,
-/// the frames interleaved by `stack`), permute-reshape to frames (a copy), nearest ×2, a 2D
-/// conv to `c / 2` channels.
-fn upsample(b: &mut Builder, x: ValueId, c: u64, temporal: bool, caches: &mut Vec<ValueId>) -> LayerResult<ValueId> {
+/// `WanResample(upsample3d | upsample2d)`: (3d, after a first chunk: the cached `time_conv`
+/// doubling the channels, the frames interleaved by `torch.stack`), frames (`frames_of`),
+/// `WanUpsample` (nearest ×2 in fp32: `x.float()`, then `type_as(x)`), a 2D conv to `c / 2`
+/// channels. The input is the up block's local until it returns.
+fn upsample(b: &mut Builder, x: ValueId, c: u64, temporal: bool, caches: &mut Caches) -> LayerResult<ValueId> {
+    let input = x;
     let mut x = x;
     let dt = b.dtype(x);
-    if temporal {
+    if temporal && caches.first {
+        // `time_conv` is built (its weights are resident) but not run
+        b.param(Shape::new([2 * c, c, 3, 1, 1]));
+        b.param(Shape::new([2 * c]));
+        caches.rep();
+    } else if temporal {
         let t2 = conv3d(b, x, c, 2 * c, [3, 1, 1], Some(caches))?;
         let s = b.shape(t2).0.clone();
         x = b.op("stack", &[t2], &[(Shape::new([c, s[1] * 2, s[2], s[3]]), dt)], &[], false, &[], GradRule::Alloc)[0];
     }
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
-    let frames = ops::copy(b, x, Shape::new([c, t.saturating_mul(h), w]));
-    let frames = b.view(frames, Shape::new([c, t.saturating_mul(h), w]));
-    let up = b.op("upsample_nearest2d", &[frames], &[(Shape::new([c, t.saturating_mul(h) * 2, w * 2]), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let frames = frames_of(b, x);
+    let f32 = b.cast(frames, DType::F32);
+    let up = ops::upsample2x(b, f32);
+    let up = b.cast(up, dt);
     let conv = ops::conv(b, up, c, c / 2, 3, 1, 1)?;
+    ops::keep(b, &[input]);
     Ok(b.view(conv, Shape::new([c / 2, t, h * 2, w * 2])))
 }
