@@ -135,6 +135,17 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
     devices[0].output = output_bytes(&hp, &ctx);
     let n = hp.n_layer as usize;
     let out_dev = layer_dev[n].map_or(0, |i| i + 1);
+    let slots: Vec<usize> = layer_dev.iter().map(|d| d.map_or(0, |i| i + 1)).collect();
+    if let Some(graphs) = super::models::graphs(header, &hp, &ctx, p, &slots) {
+        // The graph llama.cpp reserves, allocated as ggml-alloc does (`models`, `gallocr`).
+        let graphs: Vec<_> = graphs.into_iter().map(|g| super::sched::split(g, devices.len())).collect();
+        let aligns: Vec<u64> = (0..devices.len()).map(|i| if i == 0 { 32 } else { 128 }).collect();
+        for (d, bytes) in devices.iter_mut().zip(super::models::compute_buffers(&graphs, &aligns)) {
+            d.compute = bytes;
+        }
+        let n_gpu_layers = layer_dev.iter().filter(|d| d.is_some()).count() as u64;
+        return Ok(Estimate { arch: hp.arch.clone(), n_layer: hp.n_layer, ctx, flash_attn, n_gpu_layers, devices });
+    }
     for (slot, d) in devices.iter_mut().enumerate() {
         let has_layers = layer_dev[..n].iter().any(|x| x.map_or(0, |i| i + 1) == slot);
         let head = out_dev == slot;

@@ -1,0 +1,190 @@
+//! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
+//! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
+//! them. Covered: llama, qwen2, qwen3, qwen3moe (the llama-family body, with `build_moe_ffn`) and
+//! gemma2 (sliding-window caches, soft-capping). Other architectures return `None` and keep the estimate of `compute.rs`.
+
+use crate::gguf::Header;
+
+use super::build::{AttnInp, Builder, Shape};
+use super::ggml::{Graph, T};
+use super::hparams::Hparams;
+use super::kv::Context;
+use super::params::Params;
+
+/// The graph of `llama_context::graph_reserve(n_tokens, n_seqs, n_outputs)` for this model, or
+/// `None` when its architecture is not modelled here.
+fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Option<Graph> {
+    let mut b = Builder::new(h, hp, s, layer_backend);
+    match hp.arch.as_str() {
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
+        "gemma2" => gemma(&mut b)?,
+        _ => return None,
+    }
+    Some(b.g)
+}
+
+/// The llama body shared by llama, qwen2 (Q/K/V biases), qwen3 (Q/K norms) and their MoE
+/// variants (`models/llama.cpp`, `qwen2.cpp`, `qwen3.cpp`, `qwen3moe.cpp`).
+fn llama_like(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let head = hp.head_k;
+    b.at_layer(0);
+    let mut inp_l = b.inp_embd()?;
+    let pos = b.inp_pos();
+    let inp = b.attn_inp(b.s.n_kv);
+    let out_ids = b.inp_out_ids();
+    let rope_freqs = b.w("rope_freqs.weight");
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (mut q, mut k, v) = b.qkv(il, cur, head, hp.head_v)?;
+        if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
+            q = b.rms_norm(q, Some(qn));
+        }
+        q = b.g.rope(q, pos, rope_freqs);
+        if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
+            k = b.rms_norm(k, Some(kn));
+        }
+        k = b.g.rope(k, pos, rope_freqs);
+        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let mut inp_sa = inp_sa;
+        if il == n - 1 {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let w = b.wl(il, "ffn_norm.weight");
+        let cur = b.rms_norm(ffn_inp, w);
+        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
+            let moe = b.moe(il, cur, true, false)?;
+            if b.h.tensor(&format!("blk.{il}.ffn_up_shexp.weight")).is_some() {
+                return None; // qwen2moe's gated shared expert: not modelled
+            }
+            moe
+        } else {
+            b.ffn(il, cur, "ffn")?
+        };
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    head_out(b, inp_l, false)
+}
+
+/// The output norm and head; `softcap`: gemma2's final logit soft-capping.
+pub fn head_out(b: &mut Builder, cur: T, softcap: bool) -> Option<()> {
+    let n = b.hp.n_layer as usize;
+    b.at_layer(n);
+    let w = b.w("output_norm.weight");
+    let cur = b.rms_norm(cur, w);
+    b.g.set_output(cur);
+    let out = b.w("output.weight").or_else(|| b.w("token_embd.weight"))?;
+    let mut cur = b.g.mul_mat(out, cur);
+    if let Some(bias) = b.w("output.bias") {
+        cur = b.g.add(cur, bias);
+    }
+    if softcap {
+        cur = b.g.scale(cur);
+        cur = b.g.unary(cur);
+        cur = b.g.scale(cur);
+    }
+    b.g.set_output(cur);
+    b.g.expand(cur);
+    Some(())
+}
+
+/// gemma2 / gemma3 (`models/gemma2.cpp`, `gemma3.cpp`): embeddings scaled, sliding-window layers
+/// on their own cache (`build_attn_inp_kv_iswa`), post-attention and post-FFN norms, GEGLU.
+fn gemma(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let gemma2 = hp.arch == "gemma2";
+    b.at_layer(0);
+    let emb = b.inp_embd()?;
+    let mut inp_l = b.g.scale(emb);
+    let pos = b.inp_pos();
+    let base = b.attn_inp(b.s.n_kv);
+    let swa: Option<AttnInp> = hp.any_swa().then(|| b.attn_inp(b.s.n_kv_swa));
+    let out_ids = b.inp_out_ids();
+    for il in 0..n {
+        b.at_layer(il);
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (hk, hv) = if hp.is_swa[il] { (hp.head_k_swa, hp.head_v_swa) } else { (hp.head_k, hp.head_v) };
+        let (mut q, mut k, v) = b.qkv(il, cur, hk, hv)?;
+        if !gemma2 {
+            let qn = b.wl(il, "attn_q_norm.weight");
+            q = b.rms_norm(q, qn);
+        }
+        q = b.g.rope(q, pos, None);
+        if !gemma2 {
+            let kn = b.wl(il, "attn_k_norm.weight");
+            k = b.rms_norm(k, kn);
+        }
+        k = b.g.rope(k, pos, None);
+        if gemma2 {
+            q = b.g.scale(q);
+        }
+        let inp = if hp.is_swa[il] { swa.as_ref().unwrap_or(&base) } else { &base };
+        let inp = *inp;
+        let softcap = gemma2.then_some(50.0);
+        let mut cur = b.attn(&inp, il, q, k, v, softcap, true)?;
+        if il == n - 1 {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_l = b.g.get_rows(inp_l, out_ids);
+        }
+        let w = b.wl(il, "post_attention_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        let sa_out = b.g.add(cur, inp_l);
+        let w = b.wl(il, "ffn_norm.weight");
+        let cur = b.rms_norm(sa_out, w);
+        let cur = b.ffn(il, cur, "ffn")?;
+        let w = b.wl(il, "post_ffw_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        inp_l = b.g.add(cur, sa_out);
+    }
+    head_out(b, inp_l, gemma2)
+}
+
+/// The graphs `llama_context::sched_reserve` reserves (`src/llama-context.cpp`): prompt processing
+/// with `n_tokens = min(n_ctx, n_ubatch)` (rounded up to a multiple of the sequences) and
+/// `n_outputs = min(n_tokens, n_batch)`, then token generation with one token per sequence.
+/// `None` when the architecture is not modelled.
+pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_backend: &[usize]) -> Option<Vec<Graph>> {
+    let n_seq = ctx.n_seq.max(1);
+    let n_tokens = ctx.n_ctx.min(ctx.n_ubatch);
+    let base = Shape {
+        // `graph_reserve` rounds the tokens up, after `n_outputs` was taken from them.
+        n_tokens: n_tokens.div_ceil(n_seq) * n_seq,
+        n_outputs: n_tokens.min(ctx.n_batch),
+        n_stream: ctx.n_stream,
+        n_kv: ctx.n_ctx_seq,
+        n_kv_swa: ctx.swa_cells,
+        flash_attn: p.flash_attn_on(),
+        type_k: p.type_k,
+        type_v: p.type_v,
+    };
+    let tg = Shape { n_tokens: n_seq, n_outputs: n_seq, ..base };
+    Some(vec![graph(h, hp, base, layer_backend.to_vec())?, graph(h, hp, tg, layer_backend.to_vec())?])
+}
+
+/// Each backend's compute buffer: the largest `ggml_gallocr_reserve_n` needs over the reserved
+/// graphs (a buffer only grows, `ggml_gallocr_reserve_n_impl`). `aligns[b]` is backend `b`'s
+/// buffer alignment.
+pub fn compute_buffers(graphs: &[Graph], aligns: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; aligns.len()];
+    for g in graphs {
+        for (o, x) in out.iter_mut().zip(super::gallocr::reserve(g, aligns)) {
+            *o = (*o).max(x);
+        }
+    }
+    out
+}
+
+/// The reserved graphs of a CPU-only run of `header` with settings `p` (see `graphs`).
+pub fn reserve_graphs(h: &Header, p: &Params) -> Result<Option<Vec<Graph>>, super::error::LlamaError> {
+    let hp = Hparams::from_header(h)?;
+    let ctx = Context::new(&hp, p)?;
+    Ok(graphs(h, &hp, &ctx, p, &vec![0; hp.n_layer as usize + 1]))
+}
