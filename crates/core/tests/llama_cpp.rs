@@ -91,8 +91,7 @@ fn held_out_models_model_kv_and_output_exact() {
 
 #[test]
 fn held_out_models_compute_and_totals() {
-    // Measured: all 59 within 2 % (compute; 50 to the byte, deepseek2's 9 by the fitted
-    // formula, worst +1.9 %); totals 57 of 59 within 0.5 %.
+    // Measured: all 59 to the byte (compute, `tests/llama_cpp_gallocr.rs`); totals all within 0.5 %.
     compute_and_totals(&records_of("heldout.jsonl"), 0.02, 0.95);
 }
 
@@ -126,9 +125,8 @@ fn exact(recs: &[Record]) {
 }
 
 /// The compute buffer is ggml-alloc's allocation of the graph llama.cpp builds (`llama_cpp/models.rs`,
-/// `gallocr.rs`; to the byte, `tests/llama_cpp_gallocr.rs`), deepseek2's still the fitted formula
-/// of `llama_cpp/compute.rs`: every record within 2 % (measured: 112 of 112, worst −0.2 %); the
-/// total within 0.5 % for 95 % of them (measured: 112 of 112).
+/// `gallocr.rs`; to the byte, `tests/llama_cpp_gallocr.rs`): every record within 2 % (measured:
+/// all 112 exact); the total within 0.5 % for 95 % of them (measured: all 112).
 /// The errors are printed (`cargo test --test llama_cpp -- --nocapture`).
 #[test]
 fn compute_buffers_and_totals() {

@@ -105,6 +105,15 @@ impl<'a> Builder<'a> {
         AttnInp { k_idxs, v_idxs, mask, k_rot, v_rot, n_kv }
     }
 
+    /// `build_attn_inp_k` (MLA's K-only cache): the K indices and the mask, no rotation.
+    pub fn attn_inp_k(&mut self, n_kv: u64) -> AttnInp {
+        let (n, fa) = (self.s.n_tokens, self.s.flash_attn);
+        let k_idxs = self.g.input(GgmlType::I64, [n, 1, 1, 1]);
+        let mask_ty = if fa { GgmlType::F16 } else { F32 };
+        let mask = self.g.input(mask_ty, [n_kv, n / self.s.n_stream, 1, self.s.n_stream]);
+        AttnInp { k_idxs, v_idxs: k_idxs, mask, k_rot: None, v_rot: None, n_kv }
+    }
+
     /// `attn_rot_k` / `attn_rot_v` (`llama_kv_cache` constructor): a quantized cache type and
     /// one head size for every layer, a multiple of 64.
     fn rot_inputs(&mut self) -> (Option<T>, Option<T>) {
@@ -367,18 +376,28 @@ impl<'a> Builder<'a> {
         self.g.mul_mat(down, act)
     }
 
-    /// `build_moe_ffn` with softmax gating (qwen3moe, deepseek2): `norm_w` normalises the chosen
-    /// experts' weights, `scale` multiplies them.
+    /// `build_moe_ffn` with softmax gating (qwen3moe): `norm_w` normalises the chosen experts'
+    /// weights, `scale` multiplies them.
     pub fn moe(&mut self, il: usize, cur: T, norm_w: bool, scale: bool) -> Option<T> {
+        self.moe_gated(il, cur, norm_w, scale, false)
+    }
+
+    /// `build_moe_ffn`, softmax or (`sigmoid`) sigmoid gating, with the selection bias
+    /// `exp_probs_b` when the file has one.
+    pub fn moe_gated(&mut self, il: usize, cur: T, norm_w: bool, scale: bool, sigmoid: bool) -> Option<T> {
         let ne = self.g.ne(cur);
         let (n_embd, n_tokens) = (ne[0], ne[1]);
         let n_expert = self.hp.n_expert;
         let n_used = self.hp.n_expert_used;
         let gate_inp = self.wl(il, "ffn_gate_inp.weight")?;
         let logits = self.g.mul_mat(gate_inp, cur);
-        let probs = self.g.soft_max(logits, None, None);
+        let probs = if sigmoid { self.g.unary(logits) } else { self.g.soft_max(logits, None, None) };
+        let selection = match self.wl(il, "exp_probs_b.bias") {
+            Some(bias) => self.g.add(probs, bias),
+            None => probs,
+        };
         // `ggml_argsort_top_k`: an argsort and a view of its first `n_used`.
-        let sorted = self.g.op(Op::Argsort, GgmlType::I32, self.g.ne(probs), vec![probs]);
+        let sorted = self.g.op(Op::Argsort, GgmlType::I32, self.g.ne(selection), vec![selection]);
         let snb = self.g.t[sorted].nb;
         let selected = self.g.view(sorted, [n_used, n_tokens, 1, 1], [snb[1], snb[2], snb[3]]);
         let probs3 = self.g.reshape(probs, [1, n_expert, n_tokens, 1]);

@@ -26,6 +26,7 @@ pub mod gallocr;
 pub mod ggml;
 mod hparams;
 mod kv;
+mod mla;
 pub mod models;
 pub mod ollama;
 mod params;
