@@ -444,4 +444,27 @@ impl<'a> Builder<'a> {
         }
         Some(out)
     }
+
+    /// The output norm and head; `softcap`: gemma2's final logit soft-capping.
+    pub fn head_out(&mut self, cur: T, softcap: bool) -> Option<()> {
+            let b = self;
+        let n = b.hp.n_layer as usize;
+        b.at_layer(n);
+        let w = b.w("output_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        b.g.set_output(cur);
+        let out = b.w("output.weight").or_else(|| b.w("token_embd.weight"))?;
+        let mut cur = b.g.mul_mat(out, cur);
+        if let Some(bias) = b.w("output.bias") {
+            cur = b.g.add(cur, bias);
+        }
+        if softcap {
+            cur = b.g.scale(cur);
+            cur = b.g.unary(cur);
+            cur = b.g.scale(cur);
+        }
+        b.g.set_output(cur);
+        b.g.expand(cur);
+        Some(())
+    }
 }

@@ -8,7 +8,6 @@ use crate::gguf::{GgmlType, Value};
 
 use super::build::Builder;
 use super::ggml::{Op, T};
-use super::models::head_out;
 
 pub fn deepseek2(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
@@ -106,7 +105,7 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
         };
         inp_l = b.g.add(cur, ffn_inp);
     }
-    head_out(b, inp_l, false)
+    b.head_out(inp_l, false)
 }
 
 /// `ggml_concat(a, b, 0)`.

@@ -6,7 +6,7 @@
 use crate::gguf::Header;
 
 use super::build::{AttnInp, Builder, Shape};
-use super::ggml::{Graph, T};
+use super::ggml::Graph;
 use super::hparams::Hparams;
 use super::kv::Context;
 use super::params::Params;
@@ -70,29 +70,7 @@ fn llama_like(b: &mut Builder) -> Option<()> {
         };
         inp_l = b.g.add(cur, ffn_inp);
     }
-    head_out(b, inp_l, false)
-}
-
-/// The output norm and head; `softcap`: gemma2's final logit soft-capping.
-pub fn head_out(b: &mut Builder, cur: T, softcap: bool) -> Option<()> {
-    let n = b.hp.n_layer as usize;
-    b.at_layer(n);
-    let w = b.w("output_norm.weight");
-    let cur = b.rms_norm(cur, w);
-    b.g.set_output(cur);
-    let out = b.w("output.weight").or_else(|| b.w("token_embd.weight"))?;
-    let mut cur = b.g.mul_mat(out, cur);
-    if let Some(bias) = b.w("output.bias") {
-        cur = b.g.add(cur, bias);
-    }
-    if softcap {
-        cur = b.g.scale(cur);
-        cur = b.g.unary(cur);
-        cur = b.g.scale(cur);
-    }
-    b.g.set_output(cur);
-    b.g.expand(cur);
-    Some(())
+    b.head_out(inp_l, false)
 }
 
 /// gemma2 / gemma3 (`models/gemma2.cpp`, `gemma3.cpp`): embeddings scaled, sliding-window layers
@@ -145,7 +123,7 @@ fn gemma(b: &mut Builder) -> Option<()> {
         let cur = b.rms_norm(cur, w);
         inp_l = b.g.add(cur, sa_out);
     }
-    head_out(b, inp_l, gemma2)
+    b.head_out(inp_l, gemma2)
 }
 
 /// The graphs `llama_context::sched_reserve` reserves (`src/llama-context.cpp`): prompt processing
