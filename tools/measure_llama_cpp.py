@@ -15,6 +15,7 @@ the GGUF headers (cut after the tensor infos) in crates/core/tests/data/llama_cp
     /root/mvenv/bin/python tools/measure_llama_cpp.py            # all configurations
     /root/mvenv/bin/python tools/measure_llama_cpp.py --only qwen3   # one model family
     /root/mvenv/bin/python tools/measure_llama_cpp.py --heldout      # the held-out models
+    /root/mvenv/bin/python tools/measure_llama_cpp.py --fresh        # every model at new settings
 
 llama-cpp-python 0.3.36 (its vendored llama.cpp), CPU backend, 1 thread.
 """
@@ -186,6 +187,7 @@ HELDOUT = {
                               n_expert=8, n_expert_used=3, n_ff_exp=512, n_shared=2, n_vocab=4000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}
+FRESH = False
 
 # Configurations: llama.cpp context parameters.
 def configs(name):
@@ -200,6 +202,16 @@ def configs(name):
            dict(base, n_seq=3, kv_unified=True, n_ctx=6000, fa="on"),
            dict(base, mmap=False),
            dict(base, n_ctx=16384, fa="on", n_ubatch=1024, n_batch=1024)]
+    if FRESH:
+        # Settings never used while the compute graphs were written (`--fresh`).
+        out = [dict(base, n_ctx=32768, fa="on"),
+               dict(base, n_ctx=3000, n_ubatch=64, n_batch=64),
+               dict(base, n_seq=2, n_ctx=8192, fa="on", type_k="q8_0", type_v="q4_0"),
+               dict(base, n_ctx=2048, n_ubatch=2048, n_batch=2048),
+               dict(base, n_seq=2, kv_unified=True, n_ctx=5000, type_k="q8_0")]
+        if name.startswith(("gemma2", "ho-gemma2")):
+            out.append(dict(base, n_seq=3, n_ctx=9000, fa="on", n_ubatch=256))
+        return out
     if name.startswith("gemma2"):
         out += [dict(base, swa_full=True), dict(base, n_seq=2, n_ctx=8192, fa="on"), dict(base, n_seq=2, n_ctx=8192, kv_unified=True)]
     return out
@@ -288,14 +300,20 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--out")
     ap.add_argument("--heldout", action="store_true")
+    ap.add_argument("--fresh", action="store_true", help="every model at the settings of configs()'s FRESH list -> fresh.jsonl")
     a = ap.parse_args()
+    global FRESH
+    FRESH = a.fresh
     if a.child:
         child(a.child[0], json.loads(a.child[1]))
         return
     os.makedirs(MODELS, exist_ok=True)
     os.makedirs(DATA, exist_ok=True)
     specs = HELDOUT if a.heldout else MODELS_SPEC
-    out = open(a.out or os.path.join(DATA, "heldout.jsonl" if a.heldout else "measured.jsonl"), "a")
+    if a.fresh:
+        specs = dict(MODELS_SPEC, **HELDOUT)
+    default = "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
+    out = open(a.out or os.path.join(DATA, default), "a")
     for name, spec in specs.items():
         if a.only and not name.startswith(a.only):
             continue

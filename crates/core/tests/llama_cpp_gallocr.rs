@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use vramcalc_core::gguf::GgmlType;
-use vramcalc_core::llama_cpp::gallocr::reserve;
+use vramcalc_core::llama_cpp::gallocr::{reserve, BufType};
 use vramcalc_core::llama_cpp::ggml::{Graph, Op, Tensor};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama_cpp/graphs");
@@ -112,7 +112,7 @@ fn gallocr_sizes_llama_cpps_own_graphs_exactly() {
         let text = std::fs::read_to_string(&p).unwrap();
         let want: u64 = std::fs::read_to_string(p.with_extension("size")).unwrap().trim().parse().unwrap();
         let graphs = parse(&text);
-        let got = graphs.iter().map(|g| reserve(g, &[32])[0]).max().unwrap();
+        let got = graphs.iter().map(|g| reserve(g, &[BufType::CPU])[0]).max().unwrap();
         println!("{}: {} graphs, got {got}, llama.cpp {want}", p.display(), graphs.len());
         if got != want {
             bad.push(p.display().to_string());
@@ -185,4 +185,25 @@ fn compute_buffers_of_modelled_architectures_are_exact() {
     }
     println!("{exact} of {modelled} modelled runs exact");
     assert!(modelled >= 171, "{modelled}");
+}
+
+/// Settings never used while the graphs were written (`tools/measure_llama_cpp.py --fresh`:
+/// 32 k context, `-ub 64` and `-ub 2048`, two sequences with q8_0 K and q4_0 V, a unified cache
+/// with a quantized K and no flash attention), every model: the compute buffer to the byte, and
+/// the KV and output buffers and the total with it.
+#[test]
+fn fresh_settings_are_exact() {
+    let recs = common::records_of("fresh.jsonl");
+    assert!(recs.len() >= 80, "{}", recs.len());
+    let sum = |v: &serde_json::Value| -> u64 { v.as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum() };
+    for r in &recs {
+        let p = common::params(&r.v);
+        let e = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[], None).unwrap();
+        let what = format!("{} {}", r.model, r.v["params"]);
+        assert_eq!(e.compute_bytes(), sum(&r.v["compute_buffers"]), "compute: {what}");
+        assert_eq!(e.kv_bytes(), sum(&r.v["kv_buffers"]), "KV: {what}");
+        assert_eq!(e.output_bytes(), sum(&r.v["output_buffers"]), "output: {what}");
+        let total: u64 = ["model_buffers", "kv_buffers", "compute_buffers", "output_buffers"].iter().map(|k| sum(&r.v[*k])).sum();
+        assert_eq!(e.total(), total, "total: {what}");
+    }
 }

@@ -8,6 +8,7 @@ use super::kv::{check_types, kv_buffers, Context};
 use super::params::{GpuDevice, Params};
 use super::placement::{layer_devices, model_buffers, place, Buft};
 use super::error::LlamaError;
+use super::gallocr::BufType;
 
 /// One device: the host (system RAM) or a GPU.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,8 +140,8 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
     if let Some(graphs) = super::models::graphs(header, &hp, &ctx, p, &slots) {
         // The graph llama.cpp reserves, allocated as ggml-alloc does (`models`, `gallocr`).
         let graphs: Vec<_> = graphs.into_iter().map(|g| super::sched::split(g, devices.len())).collect();
-        let aligns: Vec<u64> = (0..devices.len()).map(|i| if i == 0 { 32 } else { 128 }).collect();
-        for (d, bytes) in devices.iter_mut().zip(super::models::compute_buffers(&graphs, &aligns)) {
+        let types: Vec<_> = (0..devices.len()).map(|i| if i == 0 { BufType::CPU } else { BufType::CUDA }).collect();
+        for (d, bytes) in devices.iter_mut().zip(super::models::compute_buffers(&graphs, &types)) {
             d.compute = bytes;
         }
         let n_gpu_layers = layer_dev.iter().filter(|d| d.is_some()).count() as u64;

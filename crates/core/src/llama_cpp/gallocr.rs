@@ -15,7 +15,46 @@
 //!   last block, which grows the buffer; freed ranges merge with their neighbours. One chunk per
 //!   buffer (`max_size` is unbounded for the CPU and CUDA buffer types).
 
-use super::ggml::{Graph, FLAG_INPUT, FLAG_OUTPUT};
+use super::ggml::{Graph, Op, Tensor, FLAG_INPUT, FLAG_OUTPUT};
+use crate::gguf::GgmlType;
+
+/// A backend's compute buffer type: its alignment, and whether it is CUDA's (whose
+/// `get_alloc_size` differs from `ggml_nbytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufType {
+    pub align: u64,
+    pub cuda: bool,
+}
+
+impl BufType {
+    pub const CPU: BufType = BufType { align: 32, cuda: false };
+    /// `ggml_backend_cuda_buffer_type_get_alignment`: 128.
+    pub const CUDA: BufType = BufType { align: 128, cuda: true };
+
+    /// `ggml_backend_buft_get_alloc_size`. CUDA (`ggml_backend_cuda_buffer_type_get_alloc_size`,
+    /// read from source, not measured): a flash-attention node also holds f16 copies of a
+    /// quantized K and V (`ggml_cuda_flash_attn_ext_get_f16_extra_data`, 128-aligned) when its
+    /// kernel needs them: the MMA/tile kernels of a batch always, the vector kernel of single
+    /// tokens only without a vector case for the K/V type pair (taken as: the types differ).
+    pub fn alloc_size(self, g: &Graph, t: &Tensor) -> u64 {
+        let n = t.nbytes();
+        if !self.cuda || t.op != Op::FlashAttnExt || t.src.len() < 3 {
+            return n;
+        }
+        let (q, k, v) = (&g.t[t.src[0]], &g.t[t.src[1]], &g.t[t.src[2]]);
+        let batch = q.ne[1] > 1;
+        let need = batch || k.ty != v.ty;
+        let mut end = n;
+        if need && k.ty != GgmlType::F16 {
+            end = end.div_ceil(128) * 128 + k.nelements().saturating_mul(2);
+        }
+        let v_is_k = v.view_src.is_some() && v.view_src == k.view_src;
+        if need && v.ty != GgmlType::F16 && !v_is_k {
+            end = end.div_ceil(128) * 128 + v.nelements().saturating_mul(2);
+        }
+        end
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Block {
@@ -108,6 +147,7 @@ struct Galloc<'g> {
     g: &'g Graph,
     h: Vec<HashNode>,
     bufs: Vec<DynAlloc>,
+    types: Vec<BufType>,
 }
 
 impl Galloc<'_> {
@@ -138,8 +178,10 @@ impl Galloc<'_> {
                     self.h[t].buffer = ph.buffer;
                     self.h[t].addr = ph.addr;
                     self.h[p].allocated = false;
+                    let ty = self.types[ph.buffer];
+                    let (ps, ns) = (ty.alloc_size(self.g, px), ty.alloc_size(self.g, x));
                     let a = &mut self.bufs[ph.buffer];
-                    let (ps, ns) = (a.pad(px.nbytes()), a.pad(x.nbytes()));
+                    let (ps, ns) = (a.pad(ps), a.pad(ns));
                     if ps > ns {
                         a.free(ph.addr.saturating_add(ns), ps - ns);
                     }
@@ -148,7 +190,8 @@ impl Galloc<'_> {
             }
         }
         self.h[t].buffer = buffer;
-        self.h[t].addr = self.bufs[buffer].alloc(x.nbytes());
+        let size = self.types[buffer].alloc_size(self.g, x);
+        self.h[t].addr = self.bufs[buffer].alloc(size);
     }
 
     fn free(&mut self, t: usize) {
@@ -156,15 +199,17 @@ impl Galloc<'_> {
             return;
         }
         let hn = self.h[t];
-        self.bufs[hn.buffer].free(hn.addr, self.g.t[t].nbytes());
+        let size = self.types[hn.buffer].alloc_size(self.g, &self.g.t[t]);
+        self.bufs[hn.buffer].free(hn.addr, size);
         self.h[t].allocated = false;
     }
 }
 
-/// The compute buffer of each backend (`aligns[b]` its buffer type's alignment) for graph `g`:
+/// The compute buffer of each backend (`types[b]` its buffer type) for graph `g`:
 /// `ggml_gallocr_reserve_n`'s chunk sizes. A tensor's backend is its `backend` field.
-pub fn reserve(g: &Graph, aligns: &[u64]) -> Vec<u64> {
-    let mut s = Galloc { g, h: vec![HashNode::default(); g.t.len()], bufs: aligns.iter().map(|&a| DynAlloc::new(a)).collect() };
+pub fn reserve(g: &Graph, types: &[BufType]) -> Vec<u64> {
+    let bufs = types.iter().map(|t| DynAlloc::new(t.align)).collect();
+    let mut s = Galloc { g, h: vec![HashNode::default(); g.t.len()], bufs, types: types.to_vec() };
     for &l in &g.leafs {
         s.allocate(l, g.t[l].backend);
     }

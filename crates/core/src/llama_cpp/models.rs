@@ -6,6 +6,7 @@
 use crate::gguf::Header;
 
 use super::build::{AttnInp, Builder, Shape};
+use super::gallocr::BufType;
 use super::ggml::Graph;
 use super::hparams::Hparams;
 use super::kv::Context;
@@ -149,12 +150,12 @@ pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_
 }
 
 /// Each backend's compute buffer: the largest `ggml_gallocr_reserve_n` needs over the reserved
-/// graphs (a buffer only grows, `ggml_gallocr_reserve_n_impl`). `aligns[b]` is backend `b`'s
-/// buffer alignment.
-pub fn compute_buffers(graphs: &[Graph], aligns: &[u64]) -> Vec<u64> {
-    let mut out = vec![0; aligns.len()];
+/// graphs (a buffer only grows, `ggml_gallocr_reserve_n_impl`). `types[b]` is backend `b`'s
+/// buffer type.
+pub fn compute_buffers(graphs: &[Graph], types: &[BufType]) -> Vec<u64> {
+    let mut out = vec![0; types.len()];
     for g in graphs {
-        for (o, x) in out.iter_mut().zip(super::gallocr::reserve(g, aligns)) {
+        for (o, x) in out.iter_mut().zip(super::gallocr::reserve(g, types)) {
             *o = (*o).max(x);
         }
     }
