@@ -5,7 +5,7 @@ use crate::gguf::Header;
 use super::compute::{compute_bytes, output_bytes};
 use super::hparams::Hparams;
 use super::kv::{check_types, kv_buffers, Context};
-use super::params::{GpuDevice, Params};
+use super::params::{GpuDevice, Params, SplitMode};
 use super::placement::{layer_devices, model_buffers, place, Buft};
 use super::error::LlamaError;
 use super::gallocr::BufType;
@@ -139,7 +139,11 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
     let slots: Vec<usize> = layer_dev.iter().map(|d| d.map_or(0, |i| i + 1)).collect();
     if let Some(graphs) = super::models::graphs(header, &hp, &ctx, p, &slots) {
         // The graph llama.cpp reserves, allocated as ggml-alloc does (`models`, `gallocr`).
-        let graphs: Vec<_> = graphs.into_iter().map(|g| super::sched::split(g, devices.len())).collect();
+        // `llama_context`'s condition for pipeline parallelism (`cparams.pipeline_parallel`).
+        let all_on_gpus = layer_dev.iter().all(Option::is_some);
+        let pipeline = gpus.len() > 1 && all_on_gpus && p.split_mode == SplitMode::Layer && p.overrides.is_empty() && p.n_cpu_moe == 0;
+        let n_copies = if pipeline { super::sched::PIPELINE_COPIES } else { 1 };
+        let graphs: Vec<_> = graphs.into_iter().map(|g| super::sched::split(g, n_copies)).collect();
         let types: Vec<_> = (0..devices.len()).map(|i| if i == 0 { BufType::CPU } else { BufType::CUDA }).collect();
         for (d, bytes) in devices.iter_mut().zip(super::models::compute_buffers(&graphs, &types)) {
             d.compute = bytes;

@@ -12,6 +12,8 @@
 //! | `kv` | context padding, streams, the KV cache per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
+//! | `build`, `models`, `mla` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `sched` | the backend scheduler's split of that graph over the devices |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
 //! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
