@@ -207,3 +207,33 @@ fn fresh_settings_are_exact() {
         assert_eq!(e.total(), total, "total: {what}");
     }
 }
+
+/// The device split (`llama_cpp/sched.rs`, read from source, not measured): with every layer on
+/// one GPU the host's compute buffer holds the graph inputs (for `-fa on` the f16 mask
+/// `n_kv × n_ubatch`, `inp_embd` and the embedding rows `get_rows` writes on the CPU) and the GPU
+/// the rest; each of two GPUs needs less than one GPU alone, and pipeline parallelism's four
+/// copies of the inputs make the host's buffer about four times larger.
+#[test]
+fn the_split_over_devices_follows_the_scheduler() {
+    use vramcalc_core::llama_cpp::GpuDevice;
+    let recs = common::records_of("measured.jsonl");
+    let r = recs.iter().find(|r| r.model == "llama-q8_0" && r.v["params"]["fa"] == "on" && r.v["params"]["type_k"] == "f16").unwrap();
+    let p = common::params(&r.v);
+    let gpu = |n: &str| GpuDevice { name: n.into(), capacity: 24 << 30 };
+    let cpu = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[], None).unwrap();
+    let one = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[gpu("a")], None).unwrap();
+    let two = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[gpu("a"), gpu("b")], None).unwrap();
+    let (n_kv, t, e) = (cpu.ctx.n_ctx_seq, cpu.ctx.n_ubatch, 512);
+    let inputs = n_kv * t * 2 + e * t * 4 * 2;
+    let host = one.devices[0].compute;
+    assert!(host >= inputs && host < inputs + (64 << 10), "host {host}, inputs {inputs}");
+    let g1 = one.devices[1].compute;
+    assert!(g1 + host >= cpu.compute_bytes() && g1 <= cpu.compute_bytes() + n_kv * t * 2 + (64 << 10), "{g1} vs CPU-only {}", cpu.compute_bytes());
+    for d in &two.devices[1..] {
+        assert!(d.compute > 0 && d.compute <= g1 + 4 * (n_kv * t * 2 + e * t * 4), "{} vs {g1}", d.compute);
+    }
+    // Four copies of the inputs (mask and `inp_embd`), one of the rows `get_rows` writes.
+    let host2 = two.devices[0].compute;
+    let pinned = 4 * (n_kv * t * 2 + e * t * 4) + e * t * 4;
+    assert!(host2 >= pinned && host2 <= pinned + (256 << 10), "pipelined host {host2}, expected {pinned}");
+}
