@@ -97,10 +97,10 @@ def make_model(path, m):
             t(p + "attn_v.weight", [E, KV * hd])
             if arch == "qwen2":
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
-            if arch in ("qwen3", "qwen3moe"):
+            if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
             t(p + "attn_output.weight", [H * hd, E])
-            if arch == "gemma2":
+            if arch in ("gemma2", "gemma3"):
                 t(p + "post_attention_norm.weight", [E])
         t(p + "ffn_norm.weight", [E])
         moe = arch == "qwen3moe" or (arch == "deepseek2" and i >= m["n_dense"])
@@ -115,7 +115,7 @@ def make_model(path, m):
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
-        if arch == "gemma2":
+        if arch in ("gemma2", "gemma3"):
             t(p + "post_ffw_norm.weight", [E])
     t("output_norm.weight", [E])
     if not m.get("tied"):
@@ -125,6 +125,8 @@ def make_model(path, m):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
+    if arch == "gemma3":
+        w.add_sliding_window(m["n_swa"])
     if arch == "gemma2":
         w.add_sliding_window(m["n_swa"])
         w.add_attn_logit_softcapping(50.0)
@@ -167,6 +169,8 @@ MODELS_SPEC = {
     "qwen3-q4_k_m": dict(BASE, arch="qwen3", wtype="F16", head_dim=128, quantize="Q4_K_M"),
     "qwen3moe-q8_0": dict(BASE, arch="qwen3moe", wtype="Q8_0", n_layer=3, head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=256),
     "gemma2-q8_0": dict(BASE, arch="gemma2", wtype="Q8_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
+    # Added with the gemma3 graph (appended to measured.jsonl by `--only gemma3`).
+    "gemma3-q4_0": dict(BASE, arch="gemma3", wtype="Q4_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
     # A large vocabulary: the logits are the compute buffer's peak, as in real models.
     "llama-vocab16k-q8_0": dict(BASE, arch="llama", wtype="Q8_0", n_embd=256, n_head=4, n_ff=768, n_vocab=16384),
     "qwen3-vocab16k-q4_0-tied": dict(BASE, arch="qwen3", wtype="Q4_0", n_embd=256, n_head=4, head_dim=128, n_ff=768, n_vocab=16384, tied=True),
@@ -209,10 +213,10 @@ def configs(name):
                dict(base, n_seq=2, n_ctx=8192, fa="on", type_k="q8_0", type_v="q4_0"),
                dict(base, n_ctx=2048, n_ubatch=2048, n_batch=2048),
                dict(base, n_seq=2, kv_unified=True, n_ctx=5000, type_k="q8_0")]
-        if name.startswith(("gemma2", "ho-gemma2")):
+        if name.startswith(("gemma2", "ho-gemma2", "gemma3")):
             out.append(dict(base, n_seq=3, n_ctx=9000, fa="on", n_ubatch=256))
         return out
-    if name.startswith("gemma2"):
+    if name.startswith(("gemma2", "gemma3")):
         out += [dict(base, swa_full=True), dict(base, n_seq=2, n_ctx=8192, fa="on"), dict(base, n_seq=2, n_ctx=8192, kv_unified=True)]
     return out
 

@@ -1,7 +1,7 @@
 //! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
 //! them. Covered: llama, qwen2, qwen3, qwen3moe (the llama-family body, with `build_moe_ffn`) and
-//! gemma2 (sliding-window caches, soft-capping) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
+//! gemma2 and gemma3 (sliding-window caches, soft-capping) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
 
 use crate::gguf::Header;
 
@@ -18,7 +18,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Optio
     let mut b = Builder::new(h, hp, s, layer_backend);
     match hp.arch.as_str() {
         "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
-        "gemma2" => gemma(&mut b)?,
+        "gemma2" | "gemma3" => gemma(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         _ => return None,
     }
@@ -75,7 +75,9 @@ fn llama_like(b: &mut Builder) -> Option<()> {
 }
 
 /// gemma2 / gemma3 (`models/gemma2.cpp`, `gemma3.cpp`): embeddings scaled, sliding-window layers
-/// on their own cache (`build_attn_inp_kv_iswa`), post-attention and post-FFN norms, GEGLU.
+/// on their own cache (`build_attn_inp_kv_iswa`; gemma3 without a window: one cache,
+/// `build_attn_inp_kv`), Q/K norms (gemma3), Q scaled after RoPE, attention soft-capping
+/// (gemma2), post-attention and post-FFN norms, GEGLU.
 fn gemma(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
@@ -103,13 +105,11 @@ fn gemma(b: &mut Builder) -> Option<()> {
             k = b.rms_norm(k, kn);
         }
         k = b.g.rope(k, pos, None);
-        if gemma2 {
-            q = b.g.scale(q);
-        }
+        q = b.g.scale(q);
         let inp = if hp.is_swa[il] { swa.as_ref().unwrap_or(&base) } else { &base };
         let inp = *inp;
         let softcap = gemma2.then_some(50.0);
-        let mut cur = b.attn(&inp, il, q, k, v, softcap, true)?;
+        let mut cur = b.attn(&inp, il, q, k, v, softcap, swa.is_some())?;
         if il == n - 1 {
             cur = b.g.get_rows(cur, out_ids);
             inp_l = b.g.get_rows(inp_l, out_ids);
@@ -124,7 +124,10 @@ fn gemma(b: &mut Builder) -> Option<()> {
         let cur = b.rms_norm(cur, w);
         inp_l = b.g.add(cur, sa_out);
     }
-    b.head_out(inp_l, gemma2)
+    // gemma2 soft-caps the logits always, gemma3 when its file sets `final_logit_softcapping`.
+    let key = format!("{}.final_logit_softcapping", hp.arch);
+    let final_cap = gemma2 || b.h.get(&key).and_then(crate::gguf::Value::as_f64).is_some_and(|x| x != 0.0);
+    b.head_out(inp_l, final_cap)
 }
 
 /// The graphs `llama_context::sched_reserve` reserves (`src/llama-context.cpp`): prompt processing
