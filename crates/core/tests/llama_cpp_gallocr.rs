@@ -237,3 +237,31 @@ fn the_split_over_devices_follows_the_scheduler() {
     let pinned = 4 * (n_kv * t * 2 + e * t * 4) + e * t * 4;
     assert!(host2 >= pinned && host2 <= pinned + (256 << 10), "pipelined host {host2}, expected {pinned}");
 }
+
+/// Hostile metadata never panics the graph or the allocator: every integer of each measured
+/// model's header set to extremes, each in turn (`estimate` may refuse, never panic).
+#[test]
+fn extreme_metadata_never_panics() {
+    use vramcalc_core::gguf::Value;
+    let recs = common::records_of("measured.jsonl");
+    let mut seen = std::collections::HashSet::new();
+    let mut runs = 0;
+    for r in &recs {
+        if !seen.insert(r.model.clone()) {
+            continue;
+        }
+        let p = common::params(&r.v);
+        for i in 0..r.header.metadata.len() {
+            if !matches!(r.header.metadata[i].1, Value::U32(_) | Value::U64(_) | Value::I32(_)) {
+                continue;
+            }
+            for x in [0u64, 1, 3, 1 << 31, u64::from(u32::MAX), u64::MAX] {
+                let mut h = r.header.clone();
+                h.metadata[i].1 = Value::U64(x);
+                let _ = vramcalc_core::llama_cpp::estimate(&h, &p, &[], None);
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 500, "{runs}");
+}

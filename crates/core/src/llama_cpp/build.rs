@@ -128,14 +128,12 @@ impl<'a> Builder<'a> {
         // `hparams.n_embd_head_k()` of layer 0 (the `% 64` test).
         let k0 = if hp.is_mla { hp.kv_lora_rank + hp.n_rot } else { hp.head_k };
         let k_rot = (head_k > 0 && self.s.type_k.is_quantized() && k0.is_multiple_of(64)).then(|| {
-            let mut nrot = 64;
-            loop {
+            // The largest power of two from 64 up dividing the head (`do nrot *= 2 while …`).
+            let mut nrot: u64 = 64;
+            while nrot <= head_k / 2 && head_k.is_multiple_of(nrot * 2) {
                 nrot *= 2;
-                if !head_k.is_multiple_of(nrot) {
-                    break;
-                }
             }
-            nrot / 2
+            nrot
         });
         let v_rot = (head_v > 0 && self.s.type_v.is_quantized() && hp.head_v.is_multiple_of(64)).then_some(64);
         let k = k_rot.map(|r| self.g.input(F32, [r, r, 1, 1]));
@@ -389,6 +387,10 @@ impl<'a> Builder<'a> {
         let (n_embd, n_tokens) = (ne[0], ne[1]);
         let n_expert = self.hp.n_expert;
         let n_used = self.hp.n_expert_used;
+        // `llama_model_base::load_hparams` refuses these (`LLAMA_MAX_EXPERTS` = 1024).
+        if n_used == 0 || n_used > n_expert || n_expert > 1024 {
+            return None;
+        }
         let gate_inp = self.wl(il, "ffn_gate_inp.weight")?;
         let logits = self.g.mul_mat(gate_inp, cur);
         let probs = if sigmoid { self.g.unary(logits) } else { self.g.soft_max(logits, None, None) };
@@ -424,9 +426,6 @@ impl<'a> Builder<'a> {
         let experts = self.g.mul(experts, weights);
         self.g.expand(experts);
         let enb = self.g.t[experts].nb;
-        if n_used == 0 {
-            return None;
-        }
         let mut views = Vec::new();
         // Expert `i`'s rows (`view_2d` at offset `i·nb[1]`; offsets take no memory).
         for _ in 0..n_used {

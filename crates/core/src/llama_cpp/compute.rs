@@ -37,41 +37,44 @@ pub fn output_bytes(hp: &Hparams, ctx: &Context) -> u64 {
 /// The fitted compute buffer of a backend that runs some layers (`layers`) and/or the output layer
 /// (`head`), for architectures without a modelled graph.
 pub fn compute_bytes(hp: &Hparams, ctx: &Context, flash_attn: bool, layers: bool, head: bool) -> u64 {
+    // In f64: exact for every real model (all terms below 2^53), and hostile metadata saturates
+    // (`as u64`) instead of overflowing.
+    let f = |x: u64| x as f64;
     let n = hp.n_layer as usize;
-    let t = ctx.n_ubatch;
-    let e = hp.n_embd;
-    let heads = hp.n_head.iter().copied().max().unwrap_or(0);
-    let q = (0..n).map(|il| hp.n_head[il] * if hp.is_swa[il] { hp.head_k_swa } else { hp.head_k }).max().unwrap_or(0);
-    let kv = (0..n).map(|il| hp.n_embd_v_gqa(il)).max().unwrap_or(0);
+    let t = f(ctx.n_ubatch);
+    let e = f(hp.n_embd);
+    let heads = f(hp.n_head.iter().copied().max().unwrap_or(0));
+    let q = (0..n).map(|il| f(hp.n_head[il]) * f(if hp.is_swa[il] { hp.head_k_swa } else { hp.head_k })).fold(0.0, f64::max);
+    let kv = (0..n).map(|il| f(hp.n_embd_v_gqa(il))).fold(0.0, f64::max);
     // A MoE model's dense FFN is only in its leading dense layers (`n_ff` is unused otherwise).
-    let ff_dense = if hp.n_expert == 0 || hp.n_dense_lead > 0 { hp.n_ff.iter().copied().max().unwrap_or(0) } else { 0 };
-    let ff = ff_dense.max(hp.n_ff_exp * hp.n_expert_used);
-    let n_kv = ctx.n_ctx_seq;
+    let ff_dense = if hp.n_expert == 0 || hp.n_dense_lead > 0 { f(hp.n_ff.iter().copied().max().unwrap_or(0)) } else { 0.0 };
+    let ff = ff_dense.max(f(hp.n_ff_exp) * f(hp.n_expert_used));
+    let n_kv = f(ctx.n_ctx_seq);
     // One mask per cache, [n_kv, T] over the streams: f16 with flash attention, else f32.
-    let mask_elt = if flash_attn { 2 } else { 4 };
-    let masks = n_kv * t * mask_elt + ctx.swa_cells * t * mask_elt;
-    let mut peak = 0;
+    let mask_elt = if flash_attn { 2.0 } else { 4.0 };
+    let masks = n_kv * t * mask_elt + f(ctx.swa_cells) * t * mask_elt;
+    let mut peak: f64 = 0.0;
     if layers {
         let act = if hp.is_mla {
             // MLA (deepseek2): Q absorbed into the latent (n_head × (kv_lora_rank + n_rot)), twice,
             // and the full Q (n_head × key_length_mla); fitted on deepseek2 records.
-            4 * (5 * e + 2 * heads * (hp.kv_lora_rank + hp.n_rot) + heads * hp.head_k_mla) + 20 + if flash_attn { 0 } else { 72 }
+            4.0 * (5.0 * e + 2.0 * heads * (f(hp.kv_lora_rank) + f(hp.n_rot)) + heads * f(hp.head_k_mla)) + 20.0 + if flash_attn { 0.0 } else { 72.0 }
         } else {
-            let gemma = if hp.arch.starts_with("gemma") { 8 * e + 8 } else { 0 };
+            let gemma = if hp.arch.starts_with("gemma") { 8.0 * e + 8.0 } else { 0.0 };
             if flash_attn {
                 // No scores and no transposed-V row indices.
-                4 * (3 * e + q + kv) + 20 + gemma
+                4.0 * (3.0 * e + q + kv) + 20.0 + gemma
             } else {
-                4 * (3 * e + 2 * q) + 8 * kv + 20 + gemma
+                4.0 * (3.0 * e + 2.0 * q) + 8.0 * kv + 20.0 + gemma
             }
         };
-        let attn = if flash_attn { masks + t * act } else { n_kv * t * heads * 4 + masks + t * act };
-        let ffn = masks + t * (4 * (3 * ff + 4 * e) + 28);
+        let attn = if flash_attn { masks + t * act } else { n_kv * t * heads * 4.0 + masks + t * act };
+        let ffn = masks + t * (4.0 * (3.0 * ff + 4.0 * e) + 28.0);
         peak = peak.max(attn).max(ffn);
     }
     if head {
-        let per = if flash_attn { 8 * e + 4 } else { 12 * e + 4 };
-        peak = peak.max(t * (4 * hp.n_vocab + per));
+        let per = if flash_attn { 8.0 * e + 4.0 } else { 12.0 * e + 4.0 };
+        peak = peak.max(t * (4.0 * f(hp.n_vocab) + per));
     }
-    peak
+    peak as u64
 }

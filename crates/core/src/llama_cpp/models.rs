@@ -15,6 +15,9 @@ use super::params::Params;
 /// The graph of `llama_context::graph_reserve(n_tokens, n_seqs, n_outputs)` for this model, or
 /// `None` when its architecture is not modelled here.
 fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Option<Graph> {
+    if !within_bounds(h, hp, &s) {
+        return None;
+    }
     let mut b = Builder::new(h, hp, s, layer_backend);
     match hp.arch.as_str() {
         "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
@@ -170,4 +173,25 @@ pub fn reserve_graphs(h: &Header, p: &Params) -> Result<Option<Vec<Graph>>, supe
     let hp = Hparams::from_header(h)?;
     let ctx = Context::new(&hp, p)?;
     Ok(graphs(h, &hp, &ctx, p, &vec![0; hp.n_layer as usize + 1]))
+}
+
+/// Whether every byte count of the graph fits a `u64` with room to spare: the widest dimension
+/// (of the hyperparameters and the file's tensors) × the cells × the tokens × the heads × 8 below
+/// 2⁶² (real models stay below 2⁵⁹). Hostile metadata fails it and keeps the fitted formula.
+fn within_bounds(h: &Header, hp: &Hparams, s: &Shape) -> bool {
+    let n = hp.n_layer as usize;
+    let per_layer = (0..n).flat_map(|il| {
+        [
+            hp.n_head[il].saturating_mul(hp.head_k.max(hp.head_v).max(hp.head_k_swa).max(hp.head_v_swa).max(hp.head_k_mla)),
+            hp.n_head_kv[il].saturating_mul(hp.head_k.max(hp.head_v).max(hp.head_k_swa).max(hp.head_v_swa)),
+            hp.n_ff[il],
+        ]
+    });
+    let tensors = h.tensors.iter().flat_map(|t| t.dims.iter().copied());
+    let dims = [hp.n_embd, hp.n_vocab, hp.n_ff_exp.saturating_mul(hp.n_expert_used), hp.kv_lora_rank.saturating_add(hp.n_rot), hp.n_expert];
+    let widest = dims.into_iter().chain(per_layer).chain(tensors).max().unwrap_or(0).max(1);
+    let heads = hp.n_head.iter().chain(&hp.n_head_kv).copied().max().unwrap_or(1).max(1);
+    let cells = s.n_kv.max(s.n_kv_swa).max(s.n_tokens).saturating_mul(s.n_stream).max(1);
+    let product = widest as f64 * cells as f64 * s.n_tokens.max(1) as f64 * heads as f64 * 8.0;
+    product < (1u64 << 62) as f64
 }
