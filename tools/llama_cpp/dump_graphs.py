@@ -2,13 +2,12 @@
 """Dumps the graphs llama.cpp reserves for every record of measured.jsonl and heldout.jsonl.
 
 Reruns each record's setting (tools/measure_llama_cpp.py --child) under LD_PRELOAD of
-graph_dump_shim.so and size_shim.so, writing <out>/<model>-<index>.graph (every graph given to
+graph_dump_shim.so (which includes size_shim.c), writing <out>/<model>-<index>.graph (every graph given to
 ggml_gallocr_reserve_n) and <out>/<model>-<index>.size (the record's measured compute buffer);
 the index counts measured records first, then the held-out ones. A few of these are kept in
 crates/core/tests/data/llama_cpp/graphs/; point VRAMCALC_GRAPHS at <out> to check them all:
 
     gcc -shared -fPIC -O1 -I $LLAMA/ggml/include -I $LLAMA/ggml/src -o /tmp/gd/dump_shim.so tools/llama_cpp/graph_dump_shim.c -ldl
-    gcc -shared -fPIC -O1 -o /tmp/size_shim.so tools/llama_cpp/size_shim.c -ldl
     /root/mvenv/bin/python tools/llama_cpp/dump_graphs.py /tmp/gd/all   # models from measure_llama_cpp.py in /tmp/vramcalc_gguf
     VRAMCALC_GRAPHS=/tmp/gd/all cargo test -p vramcalc-core --test llama_cpp_gallocr -- --nocapture
 """
@@ -28,7 +27,7 @@ def main():
         path = os.path.join(out, f"{r['model']}-{i}.graph")
         if os.path.exists(path):
             os.remove(path)
-        env = dict(os.environ, LD_PRELOAD="/tmp/gd/dump_shim.so:/tmp/size_shim.so", VRAMCALC_GGML_BASE=base,
+        env = dict(os.environ, LD_PRELOAD="/tmp/gd/dump_shim.so", VRAMCALC_GGML_BASE=base,
                    VRAMCALC_GRAPH_DUMP=path, OMP_NUM_THREADS="1")
         model = os.path.join("/tmp/vramcalc_gguf", r["model"] + ".gguf")
         subprocess.run([sys.executable, os.path.join(ROOT, "tools/measure_llama_cpp.py"), "--child", model, json.dumps(r["params"])],

@@ -4,20 +4,11 @@
 // view_src view_offs src0..9 backend name  (read by crates/core/tests/llama_cpp_gallocr.rs).
 // Build (needs ggml's internal header for struct ggml_cgraph):
 //   gcc -shared -fPIC -O1 -I <llama.cpp>/ggml/include -I <llama.cpp>/ggml/src -o /tmp/gd/dump_shim.so graph_dump_shim.c -ldl
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
+// It includes size_shim.c (its `real_sym` and the exact buffer sizes), so one LD_PRELOAD serves both.
+#include "size_shim.c"
 #include "ggml.h"
 #include "ggml-impl.h"
 #include "ggml-alloc.h"
-
-static void * real_sym(const char * name) {
-    static void * h;
-    if (!h) h = dlopen(getenv("VRAMCALC_GGML_BASE"), RTLD_NOW | RTLD_NOLOAD);
-    if (!h) h = dlopen(getenv("VRAMCALC_GGML_BASE"), RTLD_NOW);
-    return h ? dlsym(h, name) : NULL;
-}
 
 static const char * (*op_desc)(const struct ggml_tensor *);
 static void dump_t(FILE * f, const char * kind, int i, struct ggml_tensor * t, int bid) {

@@ -466,4 +466,18 @@ impl<'a> Builder<'a> {
         b.g.expand(cur);
         Some(())
     }
+
+    /// The end of a layer's attention block: the last layer keeps only the output rows
+    /// (`get_rows(…, inp_out_ids)` of the attention output and the residual), the residual add
+    /// (`ffn_inp`) and the FFN norm. Returns `(ffn_inp, normed)`.
+    pub fn ffn_input(&mut self, il: usize, cur: T, inp_sa: T, out_ids: T) -> (T, T) {
+        let (mut cur, mut inp_sa) = (cur, inp_sa);
+        if il + 1 == self.hp.n_layer as usize {
+            cur = self.g.get_rows(cur, out_ids);
+            inp_sa = self.g.get_rows(inp_sa, out_ids);
+        }
+        let ffn_inp = self.g.add(cur, inp_sa);
+        let w = self.wl(il, "ffn_norm.weight");
+        (ffn_inp, self.rms_norm(ffn_inp, w))
+    }
 }

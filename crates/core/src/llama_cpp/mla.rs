@@ -84,15 +84,8 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
         let wv_b = b.wl(il, "attn_v_b.weight")?;
         let cur = b.mha(qcur, k, v, inp.mask, None, Some(wv_b));
         let wo = b.wl(il, "attn_output.weight")?;
-        let mut cur = b.g.mul_mat(wo, cur);
-        let mut inp_sa = inp_sa;
-        if il == n - 1 {
-            cur = b.g.get_rows(cur, out_ids);
-            inp_sa = b.g.get_rows(inp_sa, out_ids);
-        }
-        let ffn_inp = b.g.add(cur, inp_sa);
-        let w = b.wl(il, "ffn_norm.weight");
-        let cur = b.rms_norm(ffn_inp, w);
+        let cur = b.g.mul_mat(wo, cur);
+        let (ffn_inp, cur) = b.ffn_input(il, cur, inp_sa, out_ids);
         let cur = if (il as u64) < hp.n_dense_lead {
             b.ffn(il, cur, "ffn")?
         } else {

@@ -54,15 +54,8 @@ fn llama_like(b: &mut Builder) -> Option<()> {
             k = b.rms_norm(k, Some(kn));
         }
         k = b.g.rope(k, pos, rope_freqs);
-        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
-        let mut inp_sa = inp_sa;
-        if il == n - 1 {
-            cur = b.g.get_rows(cur, out_ids);
-            inp_sa = b.g.get_rows(inp_sa, out_ids);
-        }
-        let ffn_inp = b.g.add(cur, inp_sa);
-        let w = b.wl(il, "ffn_norm.weight");
-        let cur = b.rms_norm(ffn_inp, w);
+        let cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let (ffn_inp, cur) = b.ffn_input(il, cur, inp_sa, out_ids);
         let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             let moe = b.moe(il, cur, true, false)?;
             if b.h.tensor(&format!("blk.{il}.ffn_up_shexp.weight")).is_some() {
