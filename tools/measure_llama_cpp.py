@@ -91,6 +91,9 @@ def make_model(path, m):
             t(p + "attn_k_b.weight", [nope, kvr, H])
             t(p + "attn_v_b.weight", [kvr, vh, H])
             t(p + "attn_output.weight", [H * vh, E])
+        elif arch == "phi3":
+            t(p + "attn_qkv.weight", [E, H * hd + 2 * KV * hd])
+            t(p + "attn_output.weight", [H * hd, E])
         else:
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
@@ -113,6 +116,8 @@ def make_model(path, m):
             if arch == "deepseek2":
                 S = m["n_shared"] * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
+        elif arch == "phi3":
+            t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
         if arch in ("gemma2", "gemma3"):
@@ -169,6 +174,8 @@ MODELS_SPEC = {
     "qwen3-q4_k_m": dict(BASE, arch="qwen3", wtype="F16", head_dim=128, quantize="Q4_K_M"),
     "qwen3moe-q8_0": dict(BASE, arch="qwen3moe", wtype="Q8_0", n_layer=3, head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=256),
     "gemma2-q8_0": dict(BASE, arch="gemma2", wtype="Q8_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
+    # Added with the phi3 graph (`--only phi3`).
+    "phi3-q8_0": dict(BASE, arch="phi3", wtype="Q8_0", n_head_kv=8, n_vocab=3072),
     # Added with the gemma3 graph (appended to measured.jsonl by `--only gemma3`).
     "gemma3-q4_0": dict(BASE, arch="gemma3", wtype="Q4_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
     # A large vocabulary: the logits are the compute buffer's peak, as in real models.

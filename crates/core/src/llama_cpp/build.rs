@@ -480,4 +480,24 @@ impl<'a> Builder<'a> {
         let w = self.wl(il, "ffn_norm.weight");
         (ffn_inp, self.rms_norm(ffn_inp, w))
     }
+
+    /// `build_norm(cur, blk.il.<name>.weight, blk.il.<name>.bias, LLM_NORM_RMS)`.
+    pub fn norm_bias(&mut self, il: usize, name: &str, cur: T) -> T {
+        let w = self.wl(il, &format!("{name}.weight"));
+        let cur = self.rms_norm(cur, w);
+        match self.wl(il, &format!("{name}.bias")) {
+            Some(bias) => self.g.add(cur, bias),
+            None => cur,
+        }
+    }
+
+    /// `build_qkv`'s fused path: Q, K and V as 3-d views of one `attn_qkv` product.
+    pub fn split_qkv(&mut self, il: usize, qkv: T, head: u64) -> (T, T, T) {
+        let n = self.s.n_tokens;
+        let (nh, nkv) = (self.hp.n_head[il], self.hp.n_head_kv[il]);
+        let (ty, nb1) = (self.g.t[qkv].ty, self.g.t[qkv].nb[1]);
+        let row = ty.row_bytes(head);
+        let mut view = |heads: u64| self.g.view(qkv, [head, heads, n, 1], [row, nb1, nb1 * n]);
+        (view(nh), view(nkv), view(nkv))
+    }
 }

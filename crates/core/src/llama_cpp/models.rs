@@ -1,7 +1,7 @@
 //! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
 //! them. Covered: llama, qwen2, qwen3, qwen3moe (the llama-family body, with `build_moe_ffn`) and
-//! gemma2 and gemma3 (sliding-window caches, soft-capping) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
+//! gemma2 and gemma3 (sliding-window caches, soft-capping), phi3 (fused QKV and up/gate) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
 
 use crate::gguf::Header;
 
@@ -22,6 +22,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Optio
     match hp.arch.as_str() {
         "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
+        "phi3" => phi3(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         _ => return None,
     }
@@ -66,6 +67,54 @@ fn llama_like(b: &mut Builder) -> Option<()> {
             b.ffn(il, cur, "ffn")?
         };
         inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_out(inp_l, false)
+}
+
+/// phi3 (`models/phi3.cpp`; llama.cpp runs it without sliding windows): a fused `attn_qkv`
+/// (`build_qkv`'s views), Q scaled after RoPE, norms with optional biases, the FFN's up and gate
+/// fused in `ffn_up` (`LLM_FFN_SWIGLU`: one GLU over halves), or experts.
+fn phi3(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let head = hp.head_k;
+    b.at_layer(0);
+    let mut inp_l = b.inp_embd()?;
+    let pos = b.inp_pos();
+    let inp = b.attn_inp(b.s.n_kv);
+    let out_ids = b.inp_out_ids();
+    for il in 0..n {
+        b.at_layer(il);
+        let residual = inp_l;
+        let cur = b.norm_bias(il, "attn_norm", inp_l);
+        let (q, k, v) = match b.wl(il, "attn_qkv.weight") {
+            Some(w) => {
+                let bias = b.wl(il, "attn_qkv.bias");
+                let qkv = b.mm(w, cur, bias);
+                b.split_qkv(il, qkv, head)
+            }
+            None => b.qkv(il, cur, head, hp.head_v)?,
+        };
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let q = b.g.scale(q);
+        let cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let (sa, cur) = if il + 1 == n { (b.g.get_rows(residual, out_ids), b.g.get_rows(cur, out_ids)) } else { (residual, cur) };
+        let cur = b.g.add(cur, sa);
+        let residual = cur;
+        let cur = b.norm_bias(il, "ffn_norm", cur);
+        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
+            b.moe(il, cur, true, false)?
+        } else {
+            let up = b.wl(il, "ffn_up.weight")?;
+            let down = b.wl(il, "ffn_down.weight")?;
+            let tmp = b.g.mul_mat(up, cur);
+            let ne = b.g.ne(tmp);
+            let ty = b.g.t[tmp].ty;
+            let act = b.g.op(super::ggml::Op::Glu, ty, [ne[0] / 2, ne[1], ne[2], ne[3]], vec![tmp]);
+            b.g.mul_mat(down, act)
+        };
+        inp_l = b.g.add(residual, cur);
     }
     b.head_out(inp_l, false)
 }
