@@ -98,21 +98,28 @@ def make_model(path, m):
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch == "qwen2":
+            if arch in ("qwen2", "gpt-oss"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
             t(p + "attn_output.weight", [H * hd, E])
+            if arch == "gpt-oss":
+                t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
+                t(p + "post_attention_norm.weight", [E])
             if arch in ("gemma2", "gemma3"):
                 t(p + "post_attention_norm.weight", [E])
-        t(p + "ffn_norm.weight", [E])
-        moe = arch == "qwen3moe" or (arch == "deepseek2" and i >= m["n_dense"])
+        if arch != "gpt-oss":
+            t(p + "ffn_norm.weight", [E])
+        moe = arch in ("qwen3moe", "gpt-oss") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
             t(p + "ffn_gate_exps.weight", [E, Fx, X])
             t(p + "ffn_up_exps.weight", [E, Fx, X])
             t(p + "ffn_down_exps.weight", [Fx, E, X])
+            if arch == "gpt-oss":
+                t(p + "ffn_gate_inp.bias", [X]); t(p + "ffn_gate_exps.bias", [Fx, X], Q.F32)
+                t(p + "ffn_up_exps.bias", [Fx, X], Q.F32); t(p + "ffn_down_exps.bias", [E, X], Q.F32)
             if arch == "deepseek2":
                 S = m["n_shared"] * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
@@ -126,7 +133,9 @@ def make_model(path, m):
     if not m.get("tied"):
         t("output.weight", [E, V])
 
-    if arch in ("qwen3moe", "deepseek2"):
+    if arch == "gpt-oss":
+        w.add_sliding_window(m["n_swa"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
@@ -174,6 +183,8 @@ MODELS_SPEC = {
     "qwen3-q4_k_m": dict(BASE, arch="qwen3", wtype="F16", head_dim=128, quantize="Q4_K_M"),
     "qwen3moe-q8_0": dict(BASE, arch="qwen3moe", wtype="Q8_0", n_layer=3, head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=256),
     "gemma2-q8_0": dict(BASE, arch="gemma2", wtype="Q8_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
+    # Added with the gpt-oss graph (`--only gpt-oss`).
+    "gpt-oss-q8_0": dict(BASE, arch="gpt-oss", wtype="Q8_0", n_layer=4, n_head=8, n_head_kv=2, head_dim=64, n_expert=8, n_expert_used=2, n_ff_exp=256, n_swa=128),
     # Added with the phi3 graph (`--only phi3`).
     "phi3-q8_0": dict(BASE, arch="phi3", wtype="Q8_0", n_head_kv=8, n_vocab=3072),
     # Added with the gemma3 graph (appended to measured.jsonl by `--only gemma3`).

@@ -199,6 +199,13 @@ impl<'a> Builder<'a> {
     /// the output projection `wo` (+ bias).
     #[allow(clippy::too_many_arguments)]
     pub fn attn(&mut self, inp: &AttnInp, il: usize, q: T, k: T, v: T, kq_scale_softcap: Option<f32>, iswa: bool) -> Option<T> {
+        self.attn_sinks(inp, il, q, k, v, kq_scale_softcap, iswa, None)
+    }
+
+    /// `build_attn` with attention sinks (gpt-oss: `blk.N.attn_sinks`, a source of the softmax or
+    /// flash attention, `ggml_soft_max_add_sinks` / `ggml_flash_attn_ext_add_sinks`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn attn_sinks(&mut self, inp: &AttnInp, il: usize, q: T, k: T, v: T, kq_scale_softcap: Option<f32>, iswa: bool, sinks: Option<T>) -> Option<T> {
         let (mut q, mut k, mut v) = (q, k, v);
         if let Some(r) = inp.k_rot {
             q = self.hadamard(q, r);
@@ -221,7 +228,7 @@ impl<'a> Builder<'a> {
         let cv = self.cpy_v(vc, v, inp.v_idxs);
         self.g.expand(cv);
         let (kv, vv) = self.get_kv(il, kc, vc, inp.n_kv);
-        let mut cur = self.mha(q, kv, vv, inp.mask, kq_scale_softcap, None);
+        let mut cur = self.mha_sinks(q, kv, vv, inp.mask, kq_scale_softcap, None, sinks);
         if let Some(r) = inp.v_rot {
             cur = self.hadamard(cur, r);
         }
@@ -309,6 +316,11 @@ impl<'a> Builder<'a> {
     /// `build_attn_mha`: `softcap` is gemma2's attention logit soft-capping (scale, tanh, scale),
     /// `v_mla` MLA's decompression of V.
     pub fn mha(&mut self, q: T, k: T, v: T, mask: T, softcap: Option<f32>, v_mla: Option<T>) -> T {
+        self.mha_sinks(q, k, v, mask, softcap, v_mla, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mha_sinks(&mut self, q: T, k: T, v: T, mask: T, softcap: Option<f32>, v_mla: Option<T>, sinks: Option<T>) -> T {
         let v_trans = self.g.t[v].nb[1] > self.g.t[v].nb[2];
         let ns = self.g.ne(k)[3];
         let (qne, qnb) = (self.g.ne(q), self.g.t[q].nb);
@@ -320,7 +332,7 @@ impl<'a> Builder<'a> {
             if v_trans {
                 v = self.g.transpose(v);
             }
-            let mut cur = self.g.flash_attn_ext(q, k, v, mask, None);
+            let mut cur = self.g.flash_attn_ext(q, k, v, mask, sinks);
             if let Some(vm) = v_mla {
                 let p = self.g.permute(cur, [0, 2, 1, 3]);
                 let m = self.g.mul_mat(vm, p);
@@ -336,7 +348,7 @@ impl<'a> Builder<'a> {
                 kq = self.g.unary(kq);
                 kq = self.g.scale(kq);
             }
-            let kq = self.g.soft_max(kq, Some(mask), None);
+            let kq = self.g.soft_max(kq, Some(mask), sinks);
             if !v_trans {
                 let t = self.g.transpose(v);
                 v = self.g.cont(t);

@@ -5,7 +5,7 @@
 //! output device's host buffer type (pinned `CUDA_Host` when the output layer is on a GPU, else CPU).
 //!
 //! Compute buffer: for the architectures `models.rs` builds (llama, qwen2, qwen3, qwen3moe,
-//! gemma2, gemma3, phi3, deepseek2 with MLA) it is computed, not estimated: the graph llama.cpp reserves is
+//! gemma2, gemma3, phi3, gpt-oss, deepseek2 with MLA) it is computed, not estimated: the graph llama.cpp reserves is
 //! built tensor by tensor and allocated as `ggml_gallocr` does (`gallocr.rs`), exact to the byte
 //! on every measured CPU run (`tests/llama_cpp_gallocr.rs`). For other architectures
 //! [`compute_bytes`] below stands in: the largest of the live sets at four points of the graph,

@@ -12,7 +12,7 @@
 //! | `kv` | context padding, streams, the KV cache per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
-//! | `build`, `models`, `mla` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
 //! | `sched` | the backend scheduler's split of that graph over the devices |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
@@ -29,6 +29,7 @@ pub mod ggml;
 mod hparams;
 mod kv;
 mod mla;
+mod oai;
 pub mod models;
 pub mod ollama;
 mod params;

@@ -1,7 +1,7 @@
 //! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
 //! them. Covered: llama, qwen2, qwen3, qwen3moe (the llama-family body, with `build_moe_ffn`) and
-//! gemma2 and gemma3 (sliding-window caches, soft-capping), phi3 (fused QKV and up/gate) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
+//! gemma2 and gemma3 (sliding-window caches, soft-capping), phi3 (fused QKV and up/gate), gpt-oss (`oai.rs`) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
 
 use crate::gguf::Header;
 
@@ -23,6 +23,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Optio
         "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
+        "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         _ => return None,
     }
