@@ -436,11 +436,19 @@ impl<'a> Builder<'a> {
         let act = self.g.glu_split(gate, up);
         let experts = self.g.mul_mat_id(down_e, act, selected);
         let experts = self.g.mul(experts, weights);
+        Some(self.sum_experts(experts, n_used))
+    }
+
+    /// The end of `build_moe_ffn`: the weighted experts' outputs `[n_embd, n_used, n_tokens]`
+    /// summed expert by expert (views of each expert's rows, added in turn; `cont` for one).
+    pub fn sum_experts(&mut self, experts: T, n_used: u64) -> T {
         self.g.expand(experts);
+        let ne = self.g.ne(experts);
+        let (n_embd, n_tokens) = (ne[0], ne[2]);
         let enb = self.g.t[experts].nb;
         let mut views = Vec::new();
         // Expert `i`'s rows (`view_2d` at offset `i·nb[1]`; offsets take no memory).
-        for _ in 0..n_used {
+        for _ in 0..n_used.max(1) {
             let v = self.g.view(experts, [n_embd, n_tokens, 1, 1], [enb[2], enb[2] * n_tokens, enb[2] * n_tokens]);
             self.g.expand(v);
             views.push(v);
@@ -453,7 +461,15 @@ impl<'a> Builder<'a> {
         if n_used == 1 {
             out = self.g.cont(out);
         }
-        Some(out)
+        out
+    }
+
+    /// `build_inp_embd`, `build_inp_pos` and `build_inp_out_ids` on the first layer's device:
+    /// `(embeddings, positions, output ids)`.
+    pub fn start(&mut self) -> Option<(T, T, T)> {
+        self.at_layer(0);
+        let embd = self.inp_embd()?;
+        Some((embd, self.inp_pos(), self.inp_out_ids()))
     }
 
     /// The output norm and head; `softcap`: gemma2's final logit soft-capping.

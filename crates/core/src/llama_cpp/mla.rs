@@ -25,11 +25,8 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
     let n_tokens = b.s.n_tokens;
     let (kvr, rope) = (hp.kv_lora_rank, hp.n_rot);
     let nope = hp.head_k_mla.checked_sub(rope)?;
-    b.at_layer(0);
-    let mut inp_l = b.inp_embd()?;
-    let pos = b.inp_pos();
+    let (mut inp_l, pos, out_ids) = b.start()?;
     let inp = b.attn_inp_k(b.s.n_kv);
-    let out_ids = b.inp_out_ids();
     for il in 0..n {
         b.at_layer(il);
         let nh = hp.n_head[il];

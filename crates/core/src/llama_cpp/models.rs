@@ -36,11 +36,8 @@ fn llama_like(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
     let head = hp.head_k;
-    b.at_layer(0);
-    let mut inp_l = b.inp_embd()?;
-    let pos = b.inp_pos();
+    let (mut inp_l, pos, out_ids) = b.start()?;
     let inp = b.attn_inp(b.s.n_kv);
-    let out_ids = b.inp_out_ids();
     let rope_freqs = b.w("rope_freqs.weight");
     for il in 0..n {
         b.at_layer(il);
@@ -79,11 +76,8 @@ fn phi3(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
     let head = hp.head_k;
-    b.at_layer(0);
-    let mut inp_l = b.inp_embd()?;
-    let pos = b.inp_pos();
+    let (mut inp_l, pos, out_ids) = b.start()?;
     let inp = b.attn_inp(b.s.n_kv);
-    let out_ids = b.inp_out_ids();
     for il in 0..n {
         b.at_layer(il);
         let residual = inp_l;

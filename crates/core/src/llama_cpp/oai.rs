@@ -13,12 +13,9 @@ use super::ggml::{Op, T};
 pub fn gpt_oss(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
-    b.at_layer(0);
-    let mut inp_l = b.inp_embd()?;
-    let pos = b.inp_pos();
+    let (mut inp_l, pos, out_ids) = b.start()?;
     let base = b.attn_inp(b.s.n_kv);
     let swa = b.attn_inp(b.s.n_kv_swa);
-    let out_ids = b.inp_out_ids();
     let w_scale = b.h.get(&format!("{}.expert_weights_scale", hp.arch)).and_then(Value::as_f64).unwrap_or(0.0);
     for il in 0..n {
         b.at_layer(il);
@@ -81,21 +78,5 @@ fn moe_oai(b: &mut Builder, il: usize, cur: T, scale: bool) -> Option<T> {
     let act = b.g.glu_split(gate, up);
     let experts = expert(b, "down", act)?;
     let experts = b.g.mul(experts, weights);
-    b.g.expand(experts);
-    let enb = b.g.t[experts].nb;
-    let mut views = Vec::new();
-    for _ in 0..n_used {
-        let v = b.g.view(experts, [n_embd, n_tokens, 1, 1], [enb[2], enb[2] * n_tokens, enb[2] * n_tokens]);
-        b.g.expand(v);
-        views.push(v);
-    }
-    let mut out = views[0];
-    for &v in &views[1..] {
-        out = b.g.add(out, v);
-        b.g.expand(out);
-    }
-    if n_used == 1 {
-        out = b.g.cont(out);
-    }
-    Some(out)
+    Some(b.sum_experts(experts, n_used))
 }
