@@ -15,6 +15,7 @@ the GGUF headers (cut after the tensor infos) in crates/core/tests/data/llama_cp
     /root/mvenv/bin/python tools/measure_llama_cpp.py            # all configurations
     /root/mvenv/bin/python tools/measure_llama_cpp.py --only qwen3   # one model family
     /root/mvenv/bin/python tools/measure_llama_cpp.py --heldout      # the held-out models
+    /root/mvenv/bin/python tools/measure_llama_cpp.py --fresh        # every model at new settings
 
 llama-cpp-python 0.3.36 (its vendored llama.cpp), CPU backend, 1 thread.
 """
@@ -90,40 +91,56 @@ def make_model(path, m):
             t(p + "attn_k_b.weight", [nope, kvr, H])
             t(p + "attn_v_b.weight", [kvr, vh, H])
             t(p + "attn_output.weight", [H * vh, E])
+        elif arch == "phi3":
+            t(p + "attn_qkv.weight", [E, H * hd + 2 * KV * hd])
+            t(p + "attn_output.weight", [H * hd, E])
         else:
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch == "qwen2":
+            if arch in ("qwen2", "gpt-oss"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
-            if arch in ("qwen3", "qwen3moe"):
+            if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
             t(p + "attn_output.weight", [H * hd, E])
-            if arch == "gemma2":
+            if arch == "gpt-oss":
+                t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
-        t(p + "ffn_norm.weight", [E])
-        moe = arch == "qwen3moe" or (arch == "deepseek2" and i >= m["n_dense"])
+            if arch in ("gemma2", "gemma3"):
+                t(p + "post_attention_norm.weight", [E])
+        if arch != "gpt-oss":
+            t(p + "ffn_norm.weight", [E])
+        moe = arch in ("qwen3moe", "gpt-oss") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
             t(p + "ffn_gate_exps.weight", [E, Fx, X])
             t(p + "ffn_up_exps.weight", [E, Fx, X])
             t(p + "ffn_down_exps.weight", [Fx, E, X])
+            if arch == "gpt-oss":
+                t(p + "ffn_gate_inp.bias", [X]); t(p + "ffn_gate_exps.bias", [Fx, X], Q.F32)
+                t(p + "ffn_up_exps.bias", [Fx, X], Q.F32); t(p + "ffn_down_exps.bias", [E, X], Q.F32)
             if arch == "deepseek2":
                 S = m["n_shared"] * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
+        elif arch == "phi3":
+            t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
-        if arch == "gemma2":
+        if arch in ("gemma2", "gemma3"):
             t(p + "post_ffw_norm.weight", [E])
     t("output_norm.weight", [E])
     if not m.get("tied"):
         t("output.weight", [E, V])
 
-    if arch in ("qwen3moe", "deepseek2"):
+    if arch == "gpt-oss":
+        w.add_sliding_window(m["n_swa"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
+    if arch == "gemma3":
+        w.add_sliding_window(m["n_swa"])
     if arch == "gemma2":
         w.add_sliding_window(m["n_swa"])
         w.add_attn_logit_softcapping(50.0)
@@ -166,6 +183,12 @@ MODELS_SPEC = {
     "qwen3-q4_k_m": dict(BASE, arch="qwen3", wtype="F16", head_dim=128, quantize="Q4_K_M"),
     "qwen3moe-q8_0": dict(BASE, arch="qwen3moe", wtype="Q8_0", n_layer=3, head_dim=128, n_expert=8, n_expert_used=2, n_ff_exp=256),
     "gemma2-q8_0": dict(BASE, arch="gemma2", wtype="Q8_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
+    # Added with the gpt-oss graph (`--only gpt-oss`).
+    "gpt-oss-q8_0": dict(BASE, arch="gpt-oss", wtype="Q8_0", n_layer=4, n_head=8, n_head_kv=2, head_dim=64, n_expert=8, n_expert_used=2, n_ff_exp=256, n_swa=128),
+    # Added with the phi3 graph (`--only phi3`).
+    "phi3-q8_0": dict(BASE, arch="phi3", wtype="Q8_0", n_head_kv=8, n_vocab=3072),
+    # Added with the gemma3 graph (appended to measured.jsonl by `--only gemma3`).
+    "gemma3-q4_0": dict(BASE, arch="gemma3", wtype="Q4_0", n_layer=6, head_dim=256, n_head=4, n_swa=512, tied=True),
     # A large vocabulary: the logits are the compute buffer's peak, as in real models.
     "llama-vocab16k-q8_0": dict(BASE, arch="llama", wtype="Q8_0", n_embd=256, n_head=4, n_ff=768, n_vocab=16384),
     "qwen3-vocab16k-q4_0-tied": dict(BASE, arch="qwen3", wtype="Q4_0", n_embd=256, n_head=4, head_dim=128, n_ff=768, n_vocab=16384, tied=True),
@@ -186,6 +209,7 @@ HELDOUT = {
                               n_expert=8, n_expert_used=3, n_ff_exp=512, n_shared=2, n_vocab=4000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}
+FRESH = False
 
 # Configurations: llama.cpp context parameters.
 def configs(name):
@@ -200,7 +224,17 @@ def configs(name):
            dict(base, n_seq=3, kv_unified=True, n_ctx=6000, fa="on"),
            dict(base, mmap=False),
            dict(base, n_ctx=16384, fa="on", n_ubatch=1024, n_batch=1024)]
-    if name.startswith("gemma2"):
+    if FRESH:
+        # Settings never used while the compute graphs were written (`--fresh`).
+        out = [dict(base, n_ctx=32768, fa="on"),
+               dict(base, n_ctx=3000, n_ubatch=64, n_batch=64),
+               dict(base, n_seq=2, n_ctx=8192, fa="on", type_k="q8_0", type_v="q4_0"),
+               dict(base, n_ctx=2048, n_ubatch=2048, n_batch=2048),
+               dict(base, n_seq=2, kv_unified=True, n_ctx=5000, type_k="q8_0")]
+        if name.startswith(("gemma2", "ho-gemma2", "gemma3")):
+            out.append(dict(base, n_seq=3, n_ctx=9000, fa="on", n_ubatch=256))
+        return out
+    if name.startswith(("gemma2", "gemma3")):
         out += [dict(base, swa_full=True), dict(base, n_seq=2, n_ctx=8192, fa="on"), dict(base, n_seq=2, n_ctx=8192, kv_unified=True)]
     return out
 
@@ -288,14 +322,20 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--out")
     ap.add_argument("--heldout", action="store_true")
+    ap.add_argument("--fresh", action="store_true", help="every model at the settings of configs()'s FRESH list -> fresh.jsonl")
     a = ap.parse_args()
+    global FRESH
+    FRESH = a.fresh
     if a.child:
         child(a.child[0], json.loads(a.child[1]))
         return
     os.makedirs(MODELS, exist_ok=True)
     os.makedirs(DATA, exist_ok=True)
     specs = HELDOUT if a.heldout else MODELS_SPEC
-    out = open(a.out or os.path.join(DATA, "heldout.jsonl" if a.heldout else "measured.jsonl"), "a")
+    if a.fresh:
+        specs = dict(MODELS_SPEC, **HELDOUT)
+    default = "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
+    out = open(a.out or os.path.join(DATA, default), "a")
     for name, spec in specs.items():
         if a.only and not name.startswith(a.only):
             continue

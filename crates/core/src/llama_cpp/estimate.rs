@@ -5,9 +5,10 @@ use crate::gguf::Header;
 use super::compute::{compute_bytes, output_bytes};
 use super::hparams::Hparams;
 use super::kv::{check_types, kv_buffers, Context};
-use super::params::{GpuDevice, Params};
+use super::params::{GpuDevice, Params, SplitMode};
 use super::placement::{layer_devices, model_buffers, place, Buft};
 use super::error::LlamaError;
+use super::gallocr::BufType;
 
 /// One device: the host (system RAM) or a GPU.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,6 +136,21 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
     devices[0].output = output_bytes(&hp, &ctx);
     let n = hp.n_layer as usize;
     let out_dev = layer_dev[n].map_or(0, |i| i + 1);
+    let slots: Vec<usize> = layer_dev.iter().map(|d| d.map_or(0, |i| i + 1)).collect();
+    if let Some(graphs) = super::models::graphs(header, &hp, &ctx, p, &slots) {
+        // The graph llama.cpp reserves, allocated as ggml-alloc does (`models`, `gallocr`).
+        // `llama_context`'s condition for pipeline parallelism (`cparams.pipeline_parallel`).
+        let all_on_gpus = layer_dev.iter().all(Option::is_some);
+        let pipeline = gpus.len() > 1 && all_on_gpus && p.split_mode == SplitMode::Layer && p.overrides.is_empty() && p.n_cpu_moe == 0;
+        let n_copies = if pipeline { super::sched::PIPELINE_COPIES } else { 1 };
+        let graphs: Vec<_> = graphs.into_iter().map(|g| super::sched::split(g, n_copies)).collect();
+        let types: Vec<_> = (0..devices.len()).map(|i| if i == 0 { BufType::CPU } else { BufType::CUDA }).collect();
+        for (d, bytes) in devices.iter_mut().zip(super::models::compute_buffers(&graphs, &types)) {
+            d.compute = bytes;
+        }
+        let n_gpu_layers = layer_dev.iter().filter(|d| d.is_some()).count() as u64;
+        return Ok(Estimate { arch: hp.arch.clone(), n_layer: hp.n_layer, ctx, flash_attn, n_gpu_layers, devices });
+    }
     for (slot, d) in devices.iter_mut().enumerate() {
         let has_layers = layer_dev[..n].iter().any(|x| x.map_or(0, |i| i + 1) == slot);
         let head = out_dev == slot;

@@ -150,7 +150,7 @@ impl Hparams {
                 .map(|t| t.ne(1))
                 .ok_or_else(|| LlamaError::Metadata("no tokenizer.ggml.tokens and no token_embd.weight".into()))?,
         };
-        Ok(Hparams {
+        let hp = Hparams {
             n_layer,
             n_embd,
             n_head_kv,
@@ -173,7 +173,41 @@ impl Hparams {
             n_rot: u64_of(h, a, "rope.dimension_count")?.unwrap_or(head_k),
             head_k_mla: mla_k,
             arch,
-        })
+        };
+        hp.check_bounds()?;
+        Ok(hp)
+    }
+
+    /// Refuses sizes no model has (a hostile or corrupt header), so that no byte count overflows:
+    /// widths (embedding, feed-forward, vocabulary, latent) up to 2^22, heads and head sizes up to
+    /// 2^14, experts up to `LLAMA_MAX_EXPERTS` (1024).
+    fn check_bounds(&self) -> Result<(), LlamaError> {
+        let a = &self.arch;
+        let check = |what: &str, v: u64, max: u64| {
+            if v > max {
+                Err(LlamaError::Metadata(format!("{a}: {what} = {v} (more than {max}, no model has that)")))
+            } else {
+                Ok(())
+            }
+        };
+        check("embedding_length", self.n_embd, 1 << 22)?;
+        check("vocabulary size", self.n_vocab, 1 << 22)?;
+        check("context_length", self.n_ctx_train, 1 << 32)?;
+        for &x in &self.n_ff {
+            check("feed_forward_length", x, 1 << 22)?;
+        }
+        check("expert_feed_forward_length", self.n_ff_exp, 1 << 22)?;
+        check("expert_count", self.n_expert, 1024)?;
+        check("expert_used_count", self.n_expert_used, 1024)?;
+        check("attention.kv_lora_rank", self.kv_lora_rank, 1 << 22)?;
+        for &x in self.n_head.iter().chain(&self.n_head_kv) {
+            check("attention.head_count(_kv)", x, 1 << 14)?;
+        }
+        for x in [self.head_k, self.head_v, self.head_k_swa, self.head_v_swa, self.head_k_mla, self.n_rot] {
+            check("attention key/value length", x, 1 << 14)?;
+        }
+        check("attention.sliding_window", self.n_swa, 1 << 32)?;
+        check("leading_dense_block_count", self.n_dense_lead, 1 << 16)
     }
 
     /// `n_embd_k_gqa(il)`: K elements per token and layer.

@@ -11,25 +11,36 @@
 //! | `placement` | which buffer each weight goes to; the model buffers |
 //! | `kv` | context padding, streams, the KV cache per device |
 //! | `compute` | the compute buffers and the output buffer |
+//! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
+//! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `sched` | the backend scheduler's split of that graph over the devices |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
 //! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
+mod build;
 mod compute;
 mod error;
 mod estimate;
 pub mod fit;
+pub mod gallocr;
+pub mod ggml;
 mod hparams;
 mod kv;
+mod mla;
+mod oai;
+pub mod models;
 pub mod ollama;
 mod params;
 mod placement;
+mod sched;
 pub mod synth;
 
 pub use error::LlamaError;
 pub use estimate::{estimate, DeviceReport, Estimate};
 pub use hparams::Hparams;
 pub use kv::{Context, KvBytes};
+pub use models::reserve_graphs;
 pub use params::{FlashAttn, GpuDevice, Override, Params, SplitMode, Target, FFN_EXPS_REGEX, KV_CACHE_TYPES};
 pub use placement::Buft;
