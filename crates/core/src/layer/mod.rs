@@ -8,6 +8,7 @@ pub mod bnb;
 pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
+pub mod gated_delta;
 #[cfg(feature = "generate")]
 pub mod kv_cache;
 pub mod linear;
@@ -20,6 +21,8 @@ pub mod pool;
 pub mod recurrent;
 pub mod reshape;
 pub mod sdpa;
+pub mod ssm;
+pub mod state_cache;
 pub mod seq_parallel;
 pub mod transformer;
 pub mod seq2seq;

@@ -52,6 +52,8 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         contiguous_heads: false,
         sinks: false,
         qk_norm_full: true,
+        attention_chunk: None,
+        output_gate: false,
     });
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
     let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };

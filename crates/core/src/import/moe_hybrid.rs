@@ -1,0 +1,220 @@
+//! Mixture-of-experts decoders whose layers differ in kind, dispatched from `hf_moe.rs`
+//! (transformers 5.24): Qwen3-Next (`qwen3_next`: gated DeltaNet layers with a full-attention
+//! layer every `full_attention_interval`) and Llama 4's text model (`llama4_text`: chunked
+//! attention on the RoPE layers, no-RoPE full-attention layers, MoE layers interleaved with
+//! dense ones). Each layer is `(token mixer, feed-forward)`, wrapped by `hf_moe::group`.
+
+use super::moe_cfg::{Block, Cfg, Defaults};
+use crate::error::{Error, Result};
+use crate::layer::attention::MultiheadAttention;
+use crate::layer::gated_delta::GatedDeltaNet;
+use crate::layer::linear::GatedMlp;
+use crate::layer::moe::{ExpertActivation, Router, SparseMoe};
+use crate::layer::norm::NormKind;
+use crate::spec::Layer;
+use serde_json::Value;
+
+/// `layer_types` as given (each one of `allowed`), or `default(i)` for each of `n` layers.
+fn layer_types(c: &Cfg, n: u64, allowed: &[&str], default: impl Fn(u64) -> &'static str) -> Result<Vec<String>> {
+    match c.get("layer_types") {
+        None => Ok((0..n).map(|i| default(i).to_string()).collect()),
+        Some(Value::Array(a)) if a.len() as u64 == n => a
+            .iter()
+            .map(|t| match t.as_str() {
+                Some(s) if allowed.contains(&s) => Ok(s.to_string()),
+                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled ({})", allowed.join(", ")))),
+            })
+            .collect(),
+        Some(v) => Err(Cfg::wrong("layer_types", &format!("a list of {n} layer types"), v)),
+    }
+}
+
+/// `partial_rotary_factor` from `rope_parameters` or the top level (default `default`), as
+/// `int(head_dim × factor)` rotated features (`None`: the whole head).
+fn rotary_dim(c: &Cfg, head_dim: u64, default: f64) -> Result<Option<u64>> {
+    let nested = match c.get("rope_parameters") {
+        Some(Value::Object(m)) => m.get("partial_rotary_factor").filter(|v| !v.is_null()).cloned(),
+        _ => None,
+    };
+    let factor = match nested {
+        Some(v) => {
+            c.ignore(&["partial_rotary_factor"]);
+            v.as_f64().ok_or_else(|| Cfg::wrong("rope_parameters.partial_rotary_factor", "a number", &v))?
+        }
+        None => c.float("partial_rotary_factor", default)?,
+    };
+    if !(factor > 0.0 && factor <= 1.0) {
+        return Err(Error::Import(format!("partial rotary factor {factor} must be in (0, 1]")));
+    }
+    let rd = (head_dim as f64 * factor) as u64;
+    if rd == 0 || !rd.is_multiple_of(2) {
+        return Err(Error::Import(format!("partial rotary: {rd} rotated features per head (head_dim {head_dim} × {factor}) must be even and at least 2")));
+    }
+    Ok((rd < head_dim).then_some(rd))
+}
+
+fn attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> MultiheadAttention {
+    MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: 0.0,
+        bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
+        out_bias: None,
+        rotary_dim: None,
+        qk_norm: None,
+        sliding_window: None,
+        logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
+        contiguous_heads: false,
+        sinks: false,
+        qk_norm_full: false,
+        attention_chunk: None,
+        output_gate: false,
+    }
+}
+
+fn moe(h: u64, experts: u64, top_k: u64, i: u64, shared: Option<u64>, gate: bool, router: Router, norm_topk_prob: bool) -> SparseMoe {
+    SparseMoe {
+        hidden_size: h,
+        num_experts: experts,
+        top_k,
+        intermediate_size: i,
+        router,
+        norm_topk_prob,
+        n_group: 1,
+        topk_group: 1,
+        shared_intermediate_size: shared,
+        shared_expert_gate: gate,
+        expert_bias: false,
+        router_bias: false,
+        activation: ExpertActivation::Silu,
+    }
+}
+
+/// Qwen3-Next (`modeling_qwen3_next.py`): `Qwen3NextGatedDeltaNet` on `linear_attention` layers,
+/// `Qwen3NextAttention` (GQA, `q_proj` doubled for the output gate, per-head `q_norm`/`k_norm`,
+/// partial rotary, default factor 0.25) on `full_attention` ones; `Qwen3NextSparseMoeBlock`
+/// (softmax top-k router, experts, a shared expert with its sigmoid gate) where
+/// `layer_idx not in mlp_only_layers and (layer_idx + 1) % decoder_sparse_step == 0`, else the
+/// dense `intermediate_size` MLP.
+pub(super) fn qwen3_next(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = c.size("head_dim", 256)?;
+    // `full_attention_interval` is a constructor keyword popped when `layer_types` is absent
+    let interval = c.size("full_attention_interval", 4)?;
+    let types = layer_types(c, n, &["linear_attention", "full_attention"], |i| if (i + 1) % interval != 0 { "linear_attention" } else { "full_attention" })?;
+    let full = Layer::MultiheadAttention(MultiheadAttention {
+        qk_norm: Some(NormKind::RmsNorm),
+        rotary_dim: rotary_dim(c, hd, 0.25)?,
+        dropout: c.prob("attention_dropout", 0.0)?,
+        output_gate: true,
+        ..attention(h, heads, kv, hd, c.flag("attention_bias", false)?)
+    });
+    let linear = Layer::GatedDeltaNet(GatedDeltaNet {
+        hidden_size: h,
+        num_k_heads: c.size("linear_num_key_heads", 16)?,
+        num_v_heads: c.size("linear_num_value_heads", 32)?,
+        head_k_dim: c.size("linear_key_head_dim", 128)?,
+        head_v_dim: c.size("linear_value_head_dim", 128)?,
+        conv_kernel: c.size("linear_conv_kernel_dim", 4)?,
+    });
+    // published configs carry these; Qwen3NextConfig reads neither
+    if c.flag("use_sliding_window", false)? {
+        return Err(Error::Import("field `use_sliding_window`: Qwen3-Next attends fully".into()));
+    }
+    c.ignore(&["sliding_window", "max_window_layers"]);
+    let experts = c.int("num_experts", 512)?;
+    let sparse = moe(
+        h,
+        experts,
+        c.size("num_experts_per_tok", 10)?,
+        c.size("moe_intermediate_size", 512)?,
+        Some(c.size("shared_expert_intermediate_size", 512)?),
+        true,
+        Router::Softmax,
+        c.flag("norm_topk_prob", true)?,
+    );
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
+    let step = c.int("decoder_sparse_step", 1)?;
+    let mlp_only = c.int_list("mlp_only_layers")?;
+    Ok(types
+        .iter()
+        .zip(0..)
+        .map(|(t, i)| {
+            let mixer = if t == "full_attention" { full.clone() } else { linear.clone() };
+            let is_sparse = !mlp_only.contains(&i) && experts > 0 && step > 0 && (i + 1) % step == 0;
+            (mixer, if is_sparse { Layer::SparseMoe(sparse.clone()) } else { dense.clone() })
+        })
+        .collect())
+}
+
+/// Llama 4's text decoder (`modeling_llama4.py`, `Llama4TextConfig.__post_init__`):
+/// `no_rope_layers[i]` (default: every `no_rope_layer_interval`-th layer has no RoPE) picks
+/// RoPE; `layer_types` (default: `chunked_attention` on the RoPE layers when
+/// `attention_chunk_size` is set) the chunked ones; `moe_layers` (default every
+/// `interleave_moe_layer_step`-th) the `Llama4TextMoe` layers, the others a dense
+/// `intermediate_size_mlp` MLP. `Llama4TextMoe` runs every expert on every token
+/// (`hidden_states.repeat(num_experts, 1)` scaled by the sigmoid router scores, then one `bmm`
+/// per projection), so its experts are lowered with `top_k = num_experts`: `tokens × E` rows,
+/// what the eager code computes; the router is `Llama4Router` (`nn.Linear(H, E)`, top-k, sigmoid),
+/// plus the shared expert. The `Llama4TextL2Norm` on Q and K (`use_qk_norm`) has no weights and
+/// its two `[S, H·d]` temporaries are not modelled.
+pub(super) fn llama4_text(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = c.size("head_dim", 128)?;
+    let interval = c.size("no_rope_layer_interval", 4)?;
+    let no_rope: Vec<u64> = match c.int_list("no_rope_layers")? {
+        v if v.is_empty() => (0..n).map(|i| u64::from((i + 1) % interval != 0)).collect(),
+        v if v.len() as u64 == n => v,
+        v => return Err(Error::Import(format!("field `no_rope_layers` has {} entries for {n} layers", v.len()))),
+    };
+    let chunk = match c.map.get("attention_chunk_size") {
+        Some(Value::Null) => {
+            c.ignore(&["attention_chunk_size"]);
+            None
+        }
+        _ => Some(c.size("attention_chunk_size", 8192)?),
+    };
+    let types = layer_types(c, n, &["chunked_attention", "full_attention"], |i| {
+        if no_rope[i as usize] != 0 && chunk.is_some() { "chunked_attention" } else { "full_attention" }
+    })?;
+    if types.iter().any(|t| t == "chunked_attention") && chunk.is_none() {
+        return Err(Error::Import("field `layer_types`: `chunked_attention` layers need `attention_chunk_size`".into()));
+    }
+    c.flag("use_qk_norm", true)?;
+    // attention temperature tuning scales the no-RoPE layers' queries: no parameters
+    c.ignore(&["attn_temperature_tuning", "floor_scale", "attn_scale", "router_jitter_noise"]);
+    let bias = c.flag("attention_bias", false)?;
+    c.prob("attention_dropout", 0.0)?;
+    let experts = c.size("num_local_experts", 16)?;
+    c.size("num_experts_per_tok", 1)?;
+    let i = c.size("intermediate_size", 8192)?;
+    let sparse = moe(h, experts, experts, i, Some(i), false, Router::TopkSoftmax, false);
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size_mlp", 16384)?, bias: false, gelu_new_dropout: None });
+    let step = c.size("interleave_moe_layer_step", 1)?;
+    let moe_layers = match c.int_list("moe_layers")? {
+        v if v.is_empty() && c.get("moe_layers").is_none() => (step - 1..n).step_by(step as usize).collect(),
+        v => v,
+    };
+    Ok(types
+        .iter()
+        .zip(0..)
+        .map(|(t, l)| {
+            let attn = MultiheadAttention {
+                rotary: no_rope[l as usize] != 0,
+                attention_chunk: if t == "chunked_attention" { chunk } else { None },
+                ..attention(h, heads, kv, hd, bias)
+            };
+            let ffn = if moe_layers.contains(&l) { Layer::SparseMoe(sparse.clone()) } else { dense.clone() };
+            (Layer::MultiheadAttention(attn), ffn)
+        })
+        .collect())
+}
