@@ -37,3 +37,74 @@ fn unmodelled_layer_kinds_are_refused_by_name() {
     let m = import_err(r#"{"model_type": "mamba", "hidden_act": "gelu"}"#);
     assert!(m.contains("hidden_act"), "{m}");
 }
+
+#[cfg(feature = "generate")]
+mod caches {
+    use super::import;
+    use vramcalc_core::{estimate, GenerateConfig, KvCacheKind, Mode, Precision, TrainConfig};
+
+    /// Bytes the cache holds at the end of `generate()` (bf16, batch `b`).
+    fn kv_end(spec: &vramcalc_core::ModelSpec, b: u64, prompt: u64, new_tokens: u64, cache: KvCacheKind) -> u64 {
+        let generate = GenerateConfig { prompt_len: Some(prompt), new_tokens, cache, logits_to_keep: 1, kv_dtype: None };
+        let config = TrainConfig { batch: b, precision: Precision::Bf16, mode: Mode::Generate, generate, ..TrainConfig::default() };
+        estimate(spec, &config).unwrap().generation.unwrap().kv_cache_bytes
+    }
+
+    /// Mamba: per layer and sequence a conv state `[I, K]` in bf16 and an fp32 SSM state
+    /// `[I, N]` (`LinearAttentionLayer.lazy_initialization`), whatever the length or cache kind.
+    #[test]
+    fn mamba_state_is_fixed_per_sequence() {
+        let spec = import(r#"{"model_type": "mamba", "architectures": ["MambaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 100, "state_size": 16, "conv_kernel": 4}"#);
+        let want = 3 * (128 * 4 * 2 + 128 * 16 * 4) * 2;
+        for cache in [KvCacheKind::Dynamic, KvCacheKind::Static, KvCacheKind::Paged] {
+            assert_eq!(kv_end(&spec, 2, 10, 5, cache), want, "{cache}");
+            assert_eq!(kv_end(&spec, 2, 300, 40, cache), want, "{cache}");
+        }
+    }
+
+    /// Qwen3-Next: the full-attention layers' K/V grow with the tokens, the DeltaNet layers'
+    /// conv (`2·key_dim + value_dim` channels × kernel, bf16) and recurrent states
+    /// (`v_heads × Dk × Dv` fp32) do not: the hybrid's cache is the sum over its layer kinds.
+    #[test]
+    fn qwen3_next_cache_is_the_sum_over_its_layer_kinds() {
+        let spec = import(r#"{"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"], "hidden_size": 64, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "intermediate_size": 64,
+            "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+            "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16}"#);
+        let state = 3 * ((2 * 16 + 32) * 4 * 2 + 4 * 8 * 8 * 4);
+        let kv = |tokens: u64| 2 * 2 * 16 * tokens * 2;
+        for (p, g) in [(10u64, 5u64), (200, 57)] {
+            assert_eq!(kv_end(&spec, 1, p, g, KvCacheKind::Dynamic), state + kv(p + g - 1), "{p} + {g}");
+        }
+    }
+
+    /// Llama 4: a chunked layer caches at most its chunk (as a window), a no-RoPE full layer everything.
+    #[test]
+    fn llama4_chunked_layers_cache_at_most_their_chunk() {
+        let spec = import(r#"{"model_type": "llama4_text", "architectures": ["Llama4ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "intermediate_size": 32,
+            "intermediate_size_mlp": 64, "num_local_experts": 2, "attention_chunk_size": 32}"#);
+        // layers 0–2 chunked (RoPE), layer 3 full (no RoPE); 2 K/V heads of 16, bf16
+        let per_token = 2 * 2 * 16 * 2;
+        let tokens = 100 + 20 - 1;
+        assert_eq!(kv_end(&spec, 1, 100, 20, KvCacheKind::Dynamic), per_token * (3 * 32 + tokens));
+        assert_eq!(kv_end(&spec, 1, 100, 20, KvCacheKind::Static), per_token * (3 * 32 + tokens));
+    }
+}
+
+/// vLLM: a Mamba model's request holds one fixed state page whatever its length (`MambaSpec`),
+/// bf16 conv and SSM states, split over the tensor-parallel ranks; the pool then holds states
+/// only (no KV blocks) and its concurrency is the pool over that state.
+#[test]
+fn serving_counts_a_recurrent_state_per_request() {
+    use vramcalc_core::serve::{capacity, request_bytes, ServeConfig};
+    let spec = import(r#"{"model_type": "mamba", "architectures": ["MambaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 100}"#);
+    let cfg = ServeConfig::new(8 << 30, 4096);
+    let state = 3 * (128 * 4 + 128 * 16) * 2;
+    assert_eq!(request_bytes(&spec, &cfg, 10), state);
+    assert_eq!(request_bytes(&spec, &cfg, 4000), state);
+    let c = capacity(&spec, &cfg).unwrap();
+    assert_eq!(c.kv_bytes_per_token, 0);
+    assert_eq!(c.max_concurrency, c.kv_pool_bytes / state);
+    assert_eq!(request_bytes(&spec, &ServeConfig { tensor_parallel: 2, ..cfg }, 10), state / 2);
+}
