@@ -16,7 +16,8 @@
 
 use super::activation::{unary, Saves};
 use super::linear::Linear;
-use super::ssm::{causal_conv, gated_rms_norm, seq_of, tensor};
+use super::activation::mul;
+use super::ssm::{causal_conv, rms, seq_of, tensor};
 use super::state_cache::{cache_states, StateSize};
 use super::{positive, LayerResult};
 use crate::lower::Builder;
@@ -80,8 +81,9 @@ impl GatedDeltaNet {
         let qkvz = lin(h, 2 * kd + 2 * vd).lower(b, x)?;
         let ba = lin(h, 2 * hv).lower(b, x)?;
         let cdt = b.dtype(qkvz);
-        // `value.reshape(...)`, `z.reshape(...)` of split views copy; `torch.cat((q, k, v))` for the conv
-        let z = tensor(b, "reshape", &[qkvz], Shape::new([s, vd]), cdt, &[]);
+        // `z` stays a view of the projection (the norm's SiLU saves it, keeping all of `qkvz`);
+        // `torch.cat((q, k, v))` for the conv
+        let z = b.view(qkvz, Shape::new([s, vd]));
         let mixed = tensor(b, "cat", &[qkvz], Shape::new([conv_dim, s]), cdt, &[]);
         let act = causal_conv(b, mixed, conv_dim, self.conv_kernel, s, false);
         // beta = b.sigmoid(); g = -A_log.float().exp() * softplus(a.float() + dt_bias)
@@ -132,8 +134,16 @@ impl GatedDeltaNet {
         let v_new = tensor(b, "chunk_loop_values", &[new_values, states], vv.clone(), f, &[new_values, states, intra]);
         let out = tensor(b, "chunk_loop_out", &[intra, v_new, states], vv, f, &[]);
         let out = tensor(b, "to", &[out], Shape::new([s, vd]), cdt, &[]);
-        // `self.norm(core_attn_out, z)` per head, then `out_proj`
-        let y = gated_rms_norm(b, out, z, dv);
+        // `Qwen3NextRMSNormGated(core_attn_out, z)` per head: the norm first (fp32), `weight [Dv]`,
+        // then `* silu(z.float())`, cast back; then `out_proj`
+        let xf = b.cast(out, f);
+        let normed = rms(b, xf);
+        let normed = b.cast(normed, cdt);
+        let w = b.param(Shape::new([dv]));
+        let wn = mul(b, w, normed);
+        let zf = b.cast(z, f);
+        let act = unary(b, "silu", zf, Saves::Input);
+        let y = mul(b, wn, act);
         let y = b.cast(y, cdt);
         let y = lin(vd, h).lower(b, y)?;
         cache_states(b, self.state());

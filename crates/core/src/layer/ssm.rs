@@ -10,8 +10,10 @@
 //!   `deltaB_u = dt · B · x` are `[I, S, N]` fp32 tensors, and the loop's `S` new `[I, N]`
 //!   states are all saved for backward (one `[I, S, N]` in total).
 //! * Mamba-2 (`mamba2_chunk_scan`, chunks of `chunk_size` Q): `B`, `C` repeated to the heads
-//!   (`[S, h, N]` fp32), the intra-chunk `L`, `G`, `M` (`[S, Q, h]` fp32 each), `B_decay`, the
-//!   per-chunk states `[S/Q + 1, h, P, N]` and the two output halves.
+//!   (`[S, h, N]` fp32), `F.pad` copies of x, A, B, C (`pad_tensor_by_size` copies even by 0),
+//!   the intra-chunk `L`, `G`, `M` (`[S, Q, h]` fp32 each), `B_decay`, the per-chunk states
+//!   `[S/Q + 1, h, P, N]`, the two output halves, and each `einsum`'s contiguous copies of its
+//!   operands, which its `bmm` saves.
 //!
 //! In `generate()` each mixer caches a fixed state per sequence (`state_cache.rs`).
 
@@ -173,7 +175,10 @@ impl MambaMixer {
         let discrete_b = tensor(b, "mul", &[dt, bm], big.clone(), f, &[dt, bm]);
         let delta_bu = tensor(b, "mul", &[discrete_b, hidden], big.clone(), f, &[discrete_b, hidden]);
         // the loop: `S` new [I, N] states, each saved by the next step's mul and its matmul with C
-        let states = b.op("scan_loop", &[discrete_a, delta_bu, cm], &[(big, f)], &[discrete_a, cm], true, &[], GradRule::Alloc)[0];
+        let states = b.op("scan_loop", &[discrete_a, delta_bu, cm], &[(big.clone(), f)], &[discrete_a, cm], true, &[], GradRule::Alloc)[0];
+        // backward: each step's `SelectBackward` of `discrete_A[:, :, i]` and `deltaB_u[:, :, i]`
+        // makes a full-size zero gradient before it is accumulated: one more [I, S, N] at a time
+        b.last_bwd_scratch(crate::graph::Lin { fixed: 0, per_sample: big.numel().saturating_mul(4) });
         let y = tensor(b, "stack", &[states], Shape::new([i, s]), f, &[]);
         let skip = mul(b, hidden, d);
         let y = add(b, y, skip);
@@ -229,40 +234,50 @@ impl Mamba2Mixer {
         let dt = tensor(b, "add", &[dt_raw, dt_bias], Shape::new([s, heads]), f, &[]);
         let dt = unary(b, "softplus", dt, Saves::Input);
         let dt = unary(b, "clamp", dt, Saves::Input);
-        // `hidden_states.float()`, B and C `.float().repeat_interleave(heads // groups)`
-        let xs = tensor(b, "to_fp32", &[act], Shape::new([s, heads, p]), f, &[]);
+        // `hidden_states.float()` (a view in fp32), B and C `.float().repeat_interleave(heads // groups)`
+        let hs = if b.dtype(act) == f { b.view(act, Shape::new([s, heads, p])) } else { tensor(b, "to_fp32", &[act], Shape::new([s, heads, p]), f, &[]) };
         let bn = tensor(b, "repeat_interleave", &[act], Shape::new([s, heads, n]), f, &[]);
         let cn = tensor(b, "repeat_interleave", &[act], Shape::new([s, heads, n]), f, &[]);
         let padded = s.div_ceil(q).saturating_mul(q);
         let chunks = padded / q;
+        let hp = Shape::new([padded, heads, p]);
+        let hn = Shape::new([padded, heads, n]);
+        // `D[..., None] * pad_tensor_by_size(hidden_states, pad_size)`: `F.pad` copies even by 0
         let d = b.param(Shape::new([heads]));
-        let d_res = tensor(b, "mul", &[d, xs], Shape::new([padded, heads, p]), f, &[d, xs]);
-        let xdt = tensor(b, "mul", &[xs, dt], Shape::new([padded, heads, p]), f, &[xs, dt]);
-        let adt = tensor(b, "mul", &[a, dt], Shape::new([heads, padded]), f, &[a, dt]);
+        let pad_h = tensor(b, "pad", &[hs], hp.clone(), f, &[]);
+        let d_res = tensor(b, "mul", &[d, pad_h], hp.clone(), f, &[d, pad_h]);
+        let xdt = tensor(b, "mul", &[hs, dt], Shape::new([s, heads, p]), f, &[hs, dt]);
+        let adt = tensor(b, "mul", &[a, dt], Shape::new([heads, s]), f, &[a, dt]);
+        // `reshape_into_chunks` pads (copies) hidden, A, B and C; the unpadded ones die
+        let xdt = tensor(b, "pad", &[xdt], hp.clone(), f, &[]);
+        let adt = tensor(b, "pad", &[adt], Shape::new([heads, padded]), f, &[]);
+        let bn = tensor(b, "pad", &[bn], hn.clone(), f, &[]);
+        let cn = tensor(b, "pad", &[cn], hn.clone(), f, &[]);
         let a_cum = tensor(b, "cumsum", &[adt], Shape::new([heads, padded]), f, &[]);
         // 1. intra-chunk: L = exp(segment_sum(A)) [h, c, Q, Q]; G = C·B; M = G·L; Y_diag = M·x
         let qq = Shape::new([padded, q, heads]);
         let seg = tensor(b, "segment_sum", &[adt], qq.clone(), f, &[]);
         let l = b.op("exp", &[seg], &[(qq.clone(), f)], &[], true, &[], GradRule::Alloc)[0];
-        let g = tensor(b, "einsum", &[cn, bn], qq.clone(), f, &[cn, bn]);
+        let g = einsum(b, cn, bn, qq.clone(), true, true);
         let m = tensor(b, "mul", &[g, l], qq, f, &[g, l]);
-        let y_diag = tensor(b, "einsum", &[m, xdt], Shape::new([padded, heads, p]), f, &[m, xdt]);
+        // M keeps G's `bmm` layout: its permutation is a view; x is copied
+        let y_diag = einsum(b, m, xdt, hp.clone(), false, true);
         // 2. chunk states: decay_states [h, c, Q], B_decay [S, h, N], states [c, h, P, N]
         let decay = b.op("exp", &[a_cum], &[(Shape::new([heads, padded]), f)], &[], true, &[], GradRule::Alloc)[0];
-        let b_decay = tensor(b, "mul", &[bn, decay], Shape::new([padded, heads, n]), f, &[bn, decay]);
-        let chunk_states = Shape::new([chunks, heads, p, n]);
-        let states = tensor(b, "einsum", &[b_decay, xdt], chunk_states.clone(), f, &[b_decay, xdt]);
+        let b_decay = tensor(b, "mul", &[bn, decay], hn, f, &[bn, decay]);
+        let states = einsum(b, b_decay, xdt, Shape::new([chunks, heads, p, n]), true, true);
         // 3. inter-chunk recurrence: cat with the initial state, decay_chunk [h, c+1, c+1]
         let all = Shape::new([chunks + 1, heads, p, n]);
         let states = tensor(b, "cat", &[states], all.clone(), f, &[]);
         let decay_chunk = tensor(b, "exp", &[a_cum], Shape::new([heads, chunks + 1, chunks + 1]), f, &[]);
-        let new_states = tensor(b, "einsum", &[decay_chunk, states], all, f, &[decay_chunk, states]);
+        let new_states = einsum(b, decay_chunk, states, all, false, true);
         // 4. state → output: C·states, times exp(A_cumsum)
         let out_decay = b.op("exp", &[a_cum], &[(Shape::new([heads, padded]), f)], &[], true, &[], GradRule::Alloc)[0];
-        let cs = tensor(b, "einsum", &[cn, new_states], Shape::new([padded, heads, p]), f, &[cn, new_states]);
-        let y_off = tensor(b, "mul", &[cs, out_decay], Shape::new([padded, heads, p]), f, &[cs, out_decay]);
+        // the states' `[b·c·h, n, p]` is a transposed view `bmm` reads as it is
+        let cs = einsum(b, cn, new_states, hp.clone(), true, false);
+        let y_off = tensor(b, "mul", &[cs, out_decay], hp.clone(), f, &[cs, out_decay]);
         let y = add(b, y_diag, y_off);
-        let y = tensor(b, "contiguous", &[y], Shape::new([padded, heads, p]), f, &[]);
+        let y = tensor(b, "contiguous", &[y], hp, f, &[]);
         let y = add(b, y, d_res);
         let y = b.view(y, Shape::new([s, i]));
         let y = if self.gated_norm {
@@ -278,21 +293,42 @@ impl Mamba2Mixer {
     }
 }
 
-/// `MambaRMSNormGated(hidden_states, gate)`: `x.float() * silu(gate.float())`, then RMSNorm with
-/// a `[width]` weight (the same ops as Qwen3-Next's `Qwen3NextRMSNormGated`, over its heads).
+/// `torch.einsum` of two operands (`sumproduct_pair`): an operand whose permutation to the `bmm`
+/// layout is not a (transposed) view is copied (`copy_x`, `copy_y`), and `bmm` saves what it
+/// reads; the output is new.
+fn einsum(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_x: bool, copy_y: bool) -> ValueId {
+    let f = b.dtype(x);
+    let operand = |b: &mut Builder, v: ValueId, copy: bool| {
+        let shape = b.shape(v).clone();
+        if copy { tensor(b, "clone", &[v], shape, f, &[]) } else { v }
+    };
+    let xc = operand(b, x, copy_x);
+    let yc = operand(b, y, copy_y);
+    tensor(b, "bmm", &[xc, yc], out, f, &[xc, yc])
+}
+
+/// `MambaRMSNormGated(hidden_states, gate)` (`modeling_mamba2.py`): `x.float() * silu(gate.float())`,
+/// then the RMSNorm of that, `weight [width] * normed.to(input_dtype)` (casts to fp32 are no-ops in fp32).
 pub(crate) fn gated_rms_norm(b: &mut Builder, x: ValueId, gate: ValueId, width: u64) -> ValueId {
-    let f = DType::F32;
-    let shape = b.shape(x).clone();
-    let gf = tensor(b, "to_fp32", &[gate], shape.clone(), f, &[]);
+    let input = b.dtype(x);
+    let xf = b.cast(x, DType::F32);
+    let gf = b.cast(gate, DType::F32);
     let z = unary(b, "silu", gf, Saves::Input);
-    let xg = tensor(b, "mul", &[x, z], shape.clone(), f, &[x, z]);
-    let sq = unary(b, "pow", xg, Saves::Input);
-    let rows = shape.with_last(1);
-    let mean = tensor(b, "mean", &[sq], rows, f, &[]);
-    let inv = unary(b, "rsqrt", mean, Saves::Output);
-    let normed = tensor(b, "mul", &[xg, inv], shape, f, &[xg, inv]);
+    let xg = mul(b, xf, z);
+    let normed = rms(b, xg);
+    let normed = b.cast(normed, input);
     let w = b.param(Shape::new([width]));
     mul(b, w, normed)
+}
+
+/// `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)` in fp32.
+pub(crate) fn rms(b: &mut Builder, x: ValueId) -> ValueId {
+    let sq = unary(b, "pow", x, Saves::Input);
+    let rows = b.shape(x).with_last(1);
+    let mean = tensor(b, "mean", &[sq], rows, DType::F32, &[]);
+    let var = unary(b, "add_scalar", mean, Saves::Nothing);
+    let inv = unary(b, "rsqrt", var, Saves::Output);
+    mul(b, x, inv)
 }
 
 #[cfg(test)]
