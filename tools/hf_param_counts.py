@@ -15,7 +15,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 26 --per-type 4 --full-dict \\
-        --types mamba mamba2 qwen3_next llama4_text --out crates/core/tests/data/hf/hybrid_counts.json
+        --types mamba mamba2 qwen3_next llama4_text jamba bamba --out crates/core/tests/data/hf/hybrid_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
         --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
@@ -38,7 +38,8 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
          "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
          "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe", "cohere": "Cohere",
-         "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4"}
+         "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4",
+         "jamba": "Jamba", "bamba": "Bamba"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
@@ -216,6 +217,19 @@ def gen(mt):
                     num_attention_heads=heads, num_key_value_heads=kv, head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
                     num_local_experts=pick(2, 4, 8), num_experts_per_tok=1, interleave_moe_layer_step=pick(1, 2),
                     no_rope_layer_interval=pick(2, 4), attention_chunk_size=pick(None, 16, 8192))
+    elif mt == "jamba":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    num_experts=pick(1, 2, 4), num_experts_per_tok=pick(1, 2), expert_layer_period=pick(1, 2), expert_layer_offset=0,
+                    attn_layer_period=pick(1, 2, 3), attn_layer_offset=0, mamba_d_state=pick(4, 8, 16), mamba_d_conv=pick(2, 4),
+                    mamba_expand=pick(1, 2), mamba_dt_rank=pick("auto", RND.randint(1, 8)), mamba_conv_bias=pick(True, False),
+                    mamba_proj_bias=pick(True, False), use_mamba_kernels=False)
+        if base["num_experts"] < base["num_experts_per_tok"]: base["num_experts_per_tok"] = 1
+    elif mt == "bamba":
+        mh = pick(2, 4, 8)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    attn_layer_indices=sorted(RND.sample(range(L), RND.randint(0, L))), mamba_n_heads=mh, mamba_n_groups=pick(1, 2) if mh > 1 else 1,
+                    mamba_d_state=pick(8, 16), mamba_d_conv=pick(2, 4), mamba_chunk_size=pick(16, 256), mamba_conv_bias=pick(True, False),
+                    mamba_proj_bias=pick(True, False), attention_bias=pick(True, False), mlp_bias=pick(True, False))
     if mt == "distilbert" and FULL_DICT:
         base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":

@@ -47,7 +47,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -74,6 +74,8 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "gpt_oss" => "GptOss",
         "qwen3_next" => "Qwen3Next",
         "llama4_text" => "Llama4",
+        "jamba" => "Jamba",
+        "bamba" => "Bamba",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let llama4_base = model_type == "llama4_text" && arch == Some("Llama4TextModel");
@@ -102,6 +104,8 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "gpt_oss" => super::moe_families::gpt_oss(&c, &d, h, n_layers)?,
         "qwen3_next" => super::moe_hybrid::qwen3_next(&c, &d, h, n_layers)?,
         "llama4_text" => super::moe_hybrid::llama4_text(&c, &d, h, n_layers)?,
+        "jamba" => super::moe_hybrid::jamba(&c, &d, h, n_layers)?,
+        "bamba" => super::moe_hybrid::bamba(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;

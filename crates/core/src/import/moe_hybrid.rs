@@ -218,3 +218,99 @@ pub(super) fn llama4_text(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<B
         })
         .collect())
 }
+
+/// Jamba (`modeling_jamba.py`): `attention` where `i % attn_layer_period == attn_layer_offset`
+/// (GQA, no biases, no positional encoding at all), else `JambaMambaMixer` (Mamba's mixer with
+/// `dt_layernorm`, `b_layernorm`, `c_layernorm`); the feed-forward is `JambaSparseMoeBlock`
+/// (a bias-free router, `num_experts` SwiGLU experts of `intermediate_size`, softmax top-k)
+/// where `i % expert_layer_period == expert_layer_offset`, else the dense `JambaMLP`.
+pub(super) fn jamba(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    if !h.is_multiple_of(heads) {
+        return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
+    }
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        rotary: false,
+        dropout: c.prob("attention_dropout", 0.0)?,
+        ..attention(h, heads, kv, h / heads, false)
+    });
+    let mamba = Layer::MambaMixer(crate::layer::ssm::MambaMixer {
+        hidden_size: h,
+        intermediate_size: h.saturating_mul(c.size("mamba_expand", 2)?),
+        state_size: c.size("mamba_d_state", 16)?,
+        conv_kernel: c.size("mamba_d_conv", 4)?,
+        time_step_rank: match c.get("mamba_dt_rank") {
+            None => h.div_ceil(16),
+            Some(Value::String(s)) if s == "auto" => h.div_ceil(16),
+            Some(_) => c.size("mamba_dt_rank", 1)?,
+        },
+        conv_bias: c.flag("mamba_conv_bias", true)?,
+        bias: c.flag("mamba_proj_bias", false)?,
+        inner_norms: true,
+    });
+    c.ignore(&["use_mamba_kernels", "use_mambapy", "use_associative_scan", "num_logits_to_keep", "router_jitter_noise"]);
+    let i = c.size("intermediate_size", d.intermediate)?;
+    let experts = c.size("num_experts", 16)?;
+    let sparse = Layer::SparseMoe(moe(h, experts, c.size("num_experts_per_tok", 2)?, i, None, false, Router::SoftmaxFp32, false));
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: i, bias: false, gelu_new_dropout: None });
+    let (ap, ao) = (c.size("attn_layer_period", 8)?, c.int("attn_layer_offset", 4)?);
+    let (ep, eo) = (c.size("expert_layer_period", 2)?, c.int("expert_layer_offset", 1)?);
+    Ok((0..n)
+        .map(|l| {
+            let mixer = if l % ap == ao { attn.clone() } else { mamba.clone() };
+            // `layers_num_experts`: one expert is the dense MLP
+            (mixer, if l % ep == eo && experts > 1 { sparse.clone() } else { dense.clone() })
+        })
+        .collect())
+}
+
+/// Bamba (`modeling_bamba.py`): `BambaAttention` (GQA, `attention_bias`, rotary on half of each
+/// head: `partial_rotary_factor` 0.5 hard-coded by `BambaConfig`) on `attn_layer_indices`,
+/// `BambaMixer` (Mamba-2's, `mamba_*` sizes, `mamba_proj_bias` on both projections) elsewhere;
+/// every feed-forward the dense `BambaMLP` (`mlp_bias`).
+pub(super) fn bamba(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = match c.opt_int("head_dim")? {
+        Some(hd) => hd,
+        None if h.is_multiple_of(heads) => h / heads,
+        None => return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})"))),
+    };
+    let rd = hd / 2;
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        rotary_dim: (rd < hd && rd > 0 && rd.is_multiple_of(2)).then_some(rd),
+        rotary: rd > 0,
+        dropout: c.prob("attention_dropout", 0.0)?,
+        ..attention(h, heads, kv, hd, c.flag("attention_bias", false)?)
+    });
+    let inner = h.saturating_mul(c.size("mamba_expand", 2)?);
+    let m_heads = c.size("mamba_n_heads", 128)?;
+    let m_hd = match c.get("mamba_d_head") {
+        None => inner / m_heads,
+        Some(Value::String(s)) if s == "auto" => inner / m_heads,
+        Some(_) => c.size("mamba_d_head", 1)?,
+    };
+    // BambaConfig.validate_architecture
+    if m_hd.saturating_mul(m_heads) != inner {
+        return Err(Error::Import(format!("mamba_n_heads ({m_heads}) × mamba_d_head ({m_hd}) must equal mamba_expand × hidden_size ({inner})")));
+    }
+    let proj_bias = c.flag("mamba_proj_bias", false)?;
+    let mamba = Layer::Mamba2Mixer(crate::layer::ssm::Mamba2Mixer {
+        hidden_size: h,
+        num_heads: m_heads,
+        head_dim: m_hd,
+        state_size: c.size("mamba_d_state", 256)?,
+        n_groups: c.size("mamba_n_groups", 1)?,
+        conv_kernel: c.size("mamba_d_conv", 4)?,
+        chunk_size: c.size("mamba_chunk_size", 256)?,
+        conv_bias: c.flag("mamba_conv_bias", true)?,
+        bias: proj_bias,
+        out_bias: None,
+        gated_norm: true,
+    });
+    c.ignore(&["time_step_limit", "num_logits_to_keep", "z_loss_coefficient", "use_mamba_kernels"]);
+    let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: c.flag("mlp_bias", false)?, gelu_new_dropout: None });
+    let attn_layers = c.int_list("attn_layer_indices")?;
+    Ok((0..n).map(|l| (if attn_layers.contains(&l) { attn.clone() } else { mamba.clone() }, mlp.clone())).collect())
+}
