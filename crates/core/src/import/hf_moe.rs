@@ -47,7 +47,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -76,6 +76,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "llama4_text" => "Llama4",
         "jamba" => "Jamba",
         "bamba" => "Bamba",
+        "falcon_h1" => "FalconH1",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let llama4_base = model_type == "llama4_text" && arch == Some("Llama4TextModel");
@@ -106,6 +107,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "llama4_text" => super::moe_hybrid::llama4_text(&c, &d, h, n_layers)?,
         "jamba" => super::moe_hybrid::jamba(&c, &d, h, n_layers)?,
         "bamba" => super::moe_hybrid::bamba(&c, &d, h, n_layers)?,
+        "falcon_h1" => super::moe_hybrid::falcon_h1(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;

@@ -314,3 +314,64 @@ pub(super) fn bamba(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>>
     let attn_layers = c.int_list("attn_layer_indices")?;
     Ok((0..n).map(|l| (if attn_layers.contains(&l) { attn.clone() } else { mamba.clone() }, mlp.clone())).collect())
 }
+
+/// Falcon-H1 (`modeling_falcon_h1.py`): every layer runs `FalconH1Mixer` (Mamba-2's, of
+/// `mamba_d_ssm` channels or `mamba_expand × hidden_size`; the gated norm only with
+/// `mamba_rms_norm`; `out_proj` biased by `projectors_bias`) and `FalconH1Attention` (GQA,
+/// rotary) side by side on the same normed input and adds them, then the dense `FalconH1MLP`.
+/// The µP multipliers (`embedding_multiplier`, `ssm_*`, `attention_*`, `key_multiplier`,
+/// `mlp_multipliers`, `lm_head_multiplier`) scale tensors in passing: no parameters, and their
+/// `[S, D]` temporaries are not modelled; `mup_vector` is a non-persistent buffer.
+pub(super) fn falcon_h1(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    let hd = match c.opt_int("head_dim")? {
+        Some(hd) => hd,
+        None if h.is_multiple_of(heads) => h / heads,
+        None => return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})"))),
+    };
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        dropout: c.prob("attention_dropout", 0.0)?,
+        ..attention(h, heads, kv, hd, c.flag("attention_bias", false)?)
+    });
+    let inner = match c.opt_int("mamba_d_ssm")? {
+        Some(0) => return Err(Error::Import("field `mamba_d_ssm` must be at least 1".into())),
+        Some(i) => i,
+        // `mamba_d_ssm: null` falls back to `mamba_expand × hidden_size`
+        None if c.map.contains_key("mamba_d_ssm") => h.saturating_mul(c.size("mamba_expand", 2)?),
+        None => 1024,
+    };
+    c.ignore(&["mamba_expand"]);
+    let m_heads = c.size("mamba_n_heads", 128)?;
+    let m_hd = match c.get("mamba_d_head") {
+        None => inner / m_heads,
+        Some(Value::String(s)) if s == "auto" => inner / m_heads,
+        Some(_) => c.size("mamba_d_head", 1)?,
+    };
+    // FalconH1Config.validate_architecture
+    if m_hd.saturating_mul(m_heads) != inner {
+        return Err(Error::Import(format!("mamba_n_heads ({m_heads}) × mamba_d_head ({m_hd}) must equal the mixer's {inner} channels")));
+    }
+    let mamba = Layer::Mamba2Mixer(crate::layer::ssm::Mamba2Mixer {
+        hidden_size: h,
+        num_heads: m_heads,
+        head_dim: m_hd,
+        state_size: c.size("mamba_d_state", 256)?,
+        n_groups: c.size("mamba_n_groups", 1)?,
+        conv_kernel: c.size("mamba_d_conv", 4)?,
+        chunk_size: c.size("mamba_chunk_size", 256)?,
+        conv_bias: c.flag("mamba_conv_bias", true)?,
+        bias: c.flag("mamba_proj_bias", false)?,
+        out_bias: Some(c.flag("projectors_bias", false)?),
+        gated_norm: c.flag("mamba_rms_norm", false)?,
+    });
+    c.flag("mamba_norm_before_gate", true)?;
+    c.ignore(&[
+        "time_step_limit", "num_logits_to_keep", "lm_head_multiplier", "embedding_multiplier", "mlp_multipliers", "key_multiplier",
+        "attention_out_multiplier", "attention_in_multiplier", "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier",
+        "use_mamba_kernels",
+    ]);
+    let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: c.flag("mlp_bias", false)?, gelu_new_dropout: None });
+    let both = Layer::Parallel { branches: vec![vec![mamba], vec![attn]], join: crate::spec::Join::Add };
+    Ok((0..n).map(|_| (both.clone(), mlp.clone())).collect())
+}
