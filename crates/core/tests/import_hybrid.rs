@@ -94,14 +94,14 @@ mod caches {
 }
 
 /// vLLM: a Mamba model's request holds one fixed state page whatever its length (`MambaSpec`),
-/// bf16 conv and SSM states, split over the tensor-parallel ranks; the pool then holds states
-/// only (no KV blocks) and its concurrency is the pool over that state.
+/// bf16 conv (`conv_kernel − 1` columns) and SSM states, split over the tensor-parallel ranks;
+/// the pool then holds states only (no KV blocks) and its concurrency is the pool over that state.
 #[test]
 fn serving_counts_a_recurrent_state_per_request() {
     use vramcalc_core::serve::{capacity, request_bytes, ServeConfig};
     let spec = import(r#"{"model_type": "mamba", "architectures": ["MambaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 100}"#);
     let cfg = ServeConfig::new(8 << 30, 4096);
-    let state = 3 * (128 * 4 + 128 * 16) * 2;
+    let state = 3 * (128 * 3 + 128 * 16) * 2;
     assert_eq!(request_bytes(&spec, &cfg, 10), state);
     assert_eq!(request_bytes(&spec, &cfg, 4000), state);
     let c = capacity(&spec, &cfg).unwrap();

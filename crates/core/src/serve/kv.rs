@@ -66,9 +66,12 @@ pub struct ModelShape {
 impl ModelShape {
     /// Bytes of every recurrent layer's state for one sequence on one of `tp` ranks, conv and
     /// SSM states in the model's `dtype_bytes` (vLLM's `mamba_cache_dtype` and
-    /// `mamba_ssm_cache_dtype` `auto`); the heads are split over the ranks.
+    /// `mamba_ssm_cache_dtype` `auto`); the heads are split over the ranks. vLLM keeps
+    /// `conv_kernel − 1` columns of the conv state (`MambaStateShapeCalculator` in
+    /// `vllm/model_executor/layers/mamba/mamba_utils.py`), transformers all `conv_kernel`.
     pub fn state_bytes(&self, tp: u64, dtype_bytes: u64) -> u64 {
-        let all = self.states.iter().map(|s| s.bytes(dtype_bytes, dtype_bytes)).fold(0u64, u64::saturating_add);
+        let vllm = |s: &crate::layer::state_cache::StateSize| crate::layer::state_cache::StateSize { conv_kernel: s.conv_kernel.saturating_sub(1), ..*s };
+        let all = self.states.iter().map(|s| vllm(s).bytes(dtype_bytes, dtype_bytes)).fold(0u64, u64::saturating_add);
         all.div_ceil(tp.max(1))
     }
 
