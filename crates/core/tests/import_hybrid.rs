@@ -142,3 +142,21 @@ fn training_step_peaks_against_traced_pytorch() {
 
 /// The bound of `training_step_peaks_against_traced_pytorch`.
 const TOLERANCE_PCT: f64 = 3.0;
+
+/// The `tiny-mamba` example of `docs/spec-format.md` is `MambaForCausalLM(MambaConfig(hidden_size=64,
+/// num_hidden_layers=2, vocab_size=100, time_step_rank=4))`: 71,872 parameters in transformers 5.24;
+/// its generate-mode cache is 2 layers × (128 × 4 bf16 + 128 × 16 fp32) per sequence.
+#[test]
+fn spec_format_mamba_example_has_its_transformers_count() {
+    let doc = std::fs::read_to_string(format!("{}/../../docs/spec-format.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let block = doc.split("```json").skip(1).filter_map(|b| b.split("```").next()).find(|b| b.contains("\"tiny-mamba\"")).unwrap();
+    let spec = ModelSpec::from_json(block).unwrap();
+    assert_eq!(params(&spec), 71_872);
+    #[cfg(feature = "generate")]
+    {
+        use vramcalc_core::{estimate, GenerateConfig, Mode, Precision, TrainConfig};
+        let generate = GenerateConfig { prompt_len: Some(16), new_tokens: 4, ..GenerateConfig::default() };
+        let cfg = TrainConfig { batch: 1, precision: Precision::Bf16, mode: Mode::Generate, generate, ..TrainConfig::default() };
+        assert_eq!(estimate(&spec, &cfg).unwrap().generation.unwrap().kv_cache_bytes, 2 * (128 * 4 * 2 + 128 * 16 * 4));
+    }
+}
