@@ -17,7 +17,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 26 --per-type 4 --full-dict \\
         --types mamba mamba2 qwen3_next llama4_text jamba bamba falcon_h1 --out crates/core/tests/data/hf/hybrid_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 27 --per-type 4 --full-dict \\
-        --types ernie4_5 hunyuan_v1_dense --out crates/core/tests/data/hf/dense_more_counts.json
+        --types ernie4_5 hunyuan_v1_dense cohere2 --out crates/core/tests/data/hf/dense_more_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
         --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
@@ -42,7 +42,8 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe", "cohere": "Cohere",
          "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4",
          "jamba": "Jamba", "bamba": "Bamba", "falcon_h1": "FalconH1",
-         "ernie4_5": "Ernie4_5", "hunyuan_v1_dense": "HunYuanDenseV1"}
+         "ernie4_5": "Ernie4_5", "hunyuan_v1_dense": "HunYuanDenseV1",
+         "cohere2": "Cohere2"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
@@ -242,6 +243,10 @@ def gen(mt):
                     mamba_d_state=pick(8, 16), mamba_d_conv=pick(2, 4), mamba_chunk_size=pick(16, 256), mamba_conv_bias=pick(True, False),
                     mamba_proj_bias=pick(True, False), projectors_bias=pick(True, False), mamba_rms_norm=pick(True, False),
                     attention_bias=pick(True, False), mlp_bias=pick(True, False), embedding_multiplier=pick(1.0, 2.5))
+    elif mt == "cohere2":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False), sliding_window=pick(16, 4096),
+                    layer_types=[pick("sliding_attention", "full_attention") for _ in range(L)])
     elif mt == "ernie4_5":
         base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
                     head_dim=pick(8, 16, 32), use_bias=pick(True, False))
