@@ -112,3 +112,75 @@ pub(super) fn hunyuan_v1_dense(c: &Fields, arch: Option<&str>) -> Result<ModelSp
     };
     build(c, arch, s, bias, false, true)
 }
+
+/// `NemotronConfig` (transformers 5.24, `modeling_nemotron.py`): Nemotron-4's layers —
+/// `NemotronLayerNorm1P` (a biased LayerNorm applied with `weight + 1`: the same parameters),
+/// GQA with partial rotary (`partial_rotary_factor`, default 0.5), biases by `attention_bias`,
+/// and a plain `down(relu²(up(x)))` MLP (`mlp_bias`). ReLU² is lowered as ReLU saving its output;
+/// its square's `[S, I]` output, saved by `down_proj`, is the ReLU's here, so the step is one
+/// `[S, I]` tensor short per layer (modelled, not measured).
+pub(super) fn nemotron(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    use crate::layer::norm::LayerNorm;
+    let (lm, base) = ("NemotronForCausalLM", "NemotronModel");
+    let (class, name) = pick(arch, &[lm, base], base);
+    let h = c.size("hidden_size", 6144)?;
+    let heads = c.size("num_attention_heads", 48)?;
+    // `NemotronAttention` divides by `num_key_value_heads`, whose class default is `None`
+    if c.get("num_key_value_heads").is_none() {
+        return Err(Error::Import(format!("field `num_key_value_heads` must be set: {base} with `null` does not build")));
+    }
+    let kv = c.size("num_key_value_heads", heads)?;
+    let hd = match c.opt_int("head_dim")? {
+        Some(0) => return Err(Error::Import("field `head_dim` must be at least 1".into())),
+        Some(hd) => hd,
+        None => h / heads,
+    };
+    if hd == 0 {
+        return Err(Error::Import(format!("hidden_size ({h}) is smaller than num_attention_heads ({heads})")));
+    }
+    match c.str("hidden_act")?.unwrap_or("relu2") {
+        "relu2" => {}
+        other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not modelled (relu2)"))),
+    }
+    let n = c.size("num_hidden_layers", 32)?;
+    if n > MAX_LAYERS {
+        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
+    }
+    let vocab = c.size("vocab_size", 256000)?;
+    let eps = c.float("norm_eps", 1e-5)?;
+    let (rotary, rotary_dim) = super::dense::rotary_dim(c, "partial_rotary_factor", 0.5, hd)?;
+    let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
+    let layer = TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        activation: FfnActivation::Relu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: attn_bias,
+        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
+        norm_bias: (!attn_bias).then_some(true),
+        norm: NormKind::LayerNorm,
+        num_kv_heads: (kv != heads).then_some(kv),
+        rotary,
+        rotary_dim,
+        head_dim: (hd.checked_mul(heads) != Some(h)).then_some(hd),
+        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 24576)?)
+    };
+    let max_pos = c.size("max_position_embeddings", 4096)?;
+    let tied = c.flag("tie_word_embeddings", false)?;
+    c.refuse_unknown("nemotron", IGNORED_LLAMA_LIKE)?;
+    Ok(Decoder {
+        name,
+        vocab,
+        embed_dim: h,
+        after_embed: vec![],
+        layers: vec![layer; n as usize],
+        final_norm: Some(Layer::LayerNorm(LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true })),
+        after_norm: vec![],
+        head: head_for(class, lm, h, vocab, tied, false),
+        after_head: vec![],
+        seq_len: max_pos.min(MAX_DEFAULT_SEQ_LEN),
+        modules: LLAMA_MODULES,
+    }
+    .build())
+}
