@@ -17,7 +17,7 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
     .venv/bin/python tools/hf_param_counts.py --seed 26 --per-type 4 --full-dict \\
         --types mamba mamba2 qwen3_next llama4_text jamba bamba falcon_h1 --out crates/core/tests/data/hf/hybrid_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 27 --per-type 4 --full-dict \\
-        --types ernie4_5 hunyuan_v1_dense cohere2 nemotron --out crates/core/tests/data/hf/dense_more_counts.json
+        --types ernie4_5 hunyuan_v1_dense cohere2 nemotron exaone4 --out crates/core/tests/data/hf/dense_more_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
         --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
@@ -43,7 +43,7 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4",
          "jamba": "Jamba", "bamba": "Bamba", "falcon_h1": "FalconH1",
          "ernie4_5": "Ernie4_5", "hunyuan_v1_dense": "HunYuanDenseV1",
-         "cohere2": "Cohere2", "nemotron": "Nemotron"}
+         "cohere2": "Cohere2", "nemotron": "Nemotron", "exaone4": "Exaone4"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
@@ -253,6 +253,9 @@ def gen(mt):
         base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
                     head_dim=pick(8, 16, 32), attention_bias=pick(True, False), mlp_bias=pick(True, False),
                     partial_rotary_factor=pick(0.5, 1.0))
+    elif mt == "exaone4":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), sliding_window=pick(16, 4096), sliding_window_pattern=pick(2, 4))
     elif mt == "ernie4_5":
         base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
                     head_dim=pick(8, 16, 32), use_bias=pick(True, False))

@@ -1,5 +1,5 @@
 //! Issue 25's dense decoders: `dense_more_counts.json` (`tools/hf_param_counts.py --seed 27
-//! --per-type 4 --full-dict --types ernie4_5 hunyuan_v1_dense cohere2 nemotron`: each class at its library
+//! --per-type 4 --full-dict --types ernie4_5 hunyuan_v1_dense cohere2 nemotron exaone4`: each class at its library
 //! defaults, as causal LM and bare model, plus 4 random valid configs each, as
 //! `to_json_string(use_diff=False)` writes them) imports as the class built, with exactly
 //! `sum(p.numel() for p in model.parameters())` of transformers 5.24 on the meta device.
@@ -15,7 +15,7 @@ fn import(text: &str) -> ModelSpec {
 }
 
 /// The `model_type`s `dense_more_counts.json` covers.
-const TYPES: &[&str] = &["ernie4_5", "hunyuan_v1_dense", "cohere2", "nemotron"];
+const TYPES: &[&str] = &["ernie4_5", "hunyuan_v1_dense", "cohere2", "nemotron", "exaone4"];
 
 #[test]
 fn dense_decoders_have_pytorch_parameter_counts() {
