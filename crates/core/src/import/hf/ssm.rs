@@ -18,11 +18,12 @@ use serde_json::Value;
 /// initialisation, the kernels' scan switches, `time_step_limit` (a clamp) and
 /// `residual_in_fp32` (the residual is upcast in place of the add's own promotion; modelled as
 /// the compute dtype). `MambaConfig.__post_init__` writes `intermediate_size` from `expand`
-/// (a saved one is overwritten on load).
+/// (a saved one is overwritten on load). `n_layer` is an older name the published Mamba configs
+/// carry beside `num_hidden_layers`; `MambaConfig` stores it and nothing reads it.
 const INERT: &[&str] = &[
     "initializer_range", "time_step_scale", "time_step_min", "time_step_max", "time_step_init_scheme",
     "time_step_floor", "rescale_prenorm_residual", "use_mambapy", "use_associative_scan", "time_step_limit",
-    "residual_in_fp32", "hidden_act", "layer_norm_epsilon", "expand", "intermediate_size",
+    "residual_in_fp32", "hidden_act", "layer_norm_epsilon", "expand", "intermediate_size", "n_layer",
 ];
 
 /// `time_step_rank`: `"auto"` is `ceil(hidden_size / 16)` (`__post_init__`).
