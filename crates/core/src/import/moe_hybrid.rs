@@ -285,30 +285,7 @@ pub(super) fn bamba(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>>
         ..attention(h, heads, kv, hd, c.flag("attention_bias", false)?)
     });
     let inner = h.saturating_mul(c.size("mamba_expand", 2)?);
-    let m_heads = c.size("mamba_n_heads", 128)?;
-    let m_hd = match c.get("mamba_d_head") {
-        None => inner / m_heads,
-        Some(Value::String(s)) if s == "auto" => inner / m_heads,
-        Some(_) => c.size("mamba_d_head", 1)?,
-    };
-    // BambaConfig.validate_architecture
-    if m_hd.saturating_mul(m_heads) != inner {
-        return Err(Error::Import(format!("mamba_n_heads ({m_heads}) × mamba_d_head ({m_hd}) must equal mamba_expand × hidden_size ({inner})")));
-    }
-    let proj_bias = c.flag("mamba_proj_bias", false)?;
-    let mamba = Layer::Mamba2Mixer(crate::layer::ssm::Mamba2Mixer {
-        hidden_size: h,
-        num_heads: m_heads,
-        head_dim: m_hd,
-        state_size: c.size("mamba_d_state", 256)?,
-        n_groups: c.size("mamba_n_groups", 1)?,
-        conv_kernel: c.size("mamba_d_conv", 4)?,
-        chunk_size: c.size("mamba_chunk_size", 256)?,
-        conv_bias: c.flag("mamba_conv_bias", true)?,
-        bias: proj_bias,
-        out_bias: None,
-        gated_norm: true,
-    });
+    let mamba = mamba2_mixer(c, h, inner, None, true)?;
     c.ignore(&["time_step_limit", "num_logits_to_keep", "z_loss_coefficient", "use_mamba_kernels"]);
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: c.flag("mlp_bias", false)?, gelu_new_dropout: None });
     let attn_layers = c.int_list("attn_layer_indices")?;
@@ -342,29 +319,7 @@ pub(super) fn falcon_h1(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Blo
         None => 1024,
     };
     c.ignore(&["mamba_expand"]);
-    let m_heads = c.size("mamba_n_heads", 128)?;
-    let m_hd = match c.get("mamba_d_head") {
-        None => inner / m_heads,
-        Some(Value::String(s)) if s == "auto" => inner / m_heads,
-        Some(_) => c.size("mamba_d_head", 1)?,
-    };
-    // FalconH1Config.validate_architecture
-    if m_hd.saturating_mul(m_heads) != inner {
-        return Err(Error::Import(format!("mamba_n_heads ({m_heads}) × mamba_d_head ({m_hd}) must equal the mixer's {inner} channels")));
-    }
-    let mamba = Layer::Mamba2Mixer(crate::layer::ssm::Mamba2Mixer {
-        hidden_size: h,
-        num_heads: m_heads,
-        head_dim: m_hd,
-        state_size: c.size("mamba_d_state", 256)?,
-        n_groups: c.size("mamba_n_groups", 1)?,
-        conv_kernel: c.size("mamba_d_conv", 4)?,
-        chunk_size: c.size("mamba_chunk_size", 256)?,
-        conv_bias: c.flag("mamba_conv_bias", true)?,
-        bias: c.flag("mamba_proj_bias", false)?,
-        out_bias: Some(c.flag("projectors_bias", false)?),
-        gated_norm: c.flag("mamba_rms_norm", false)?,
-    });
+    let mamba = mamba2_mixer(c, h, inner, Some(c.flag("projectors_bias", false)?), c.flag("mamba_rms_norm", false)?)?;
     c.flag("mamba_norm_before_gate", true)?;
     c.ignore(&[
         "time_step_limit", "num_logits_to_keep", "lm_head_multiplier", "embedding_multiplier", "mlp_multipliers", "key_multiplier",
@@ -374,4 +329,32 @@ pub(super) fn falcon_h1(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Blo
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: c.flag("mlp_bias", false)?, gelu_new_dropout: None });
     let both = Layer::Parallel { branches: vec![vec![mamba], vec![attn]], join: crate::spec::Join::Add };
     Ok((0..n).map(|_| (both.clone(), mlp.clone())).collect())
+}
+
+/// The `mamba_*` fields of Bamba's and Falcon-H1's configs as their Mamba-2 mixer of `inner`
+/// channels: `mamba_d_head` `"auto"` is `inner // mamba_n_heads`, and heads × head size must be
+/// `inner` (`validate_architecture` of both config classes).
+fn mamba2_mixer(c: &Cfg, h: u64, inner: u64, out_bias: Option<bool>, gated_norm: bool) -> Result<Layer> {
+    let heads = c.size("mamba_n_heads", 128)?;
+    let head_dim = match c.get("mamba_d_head") {
+        None => inner / heads,
+        Some(Value::String(s)) if s == "auto" => inner / heads,
+        Some(_) => c.size("mamba_d_head", 1)?,
+    };
+    if head_dim.saturating_mul(heads) != inner {
+        return Err(Error::Import(format!("mamba_n_heads ({heads}) × mamba_d_head ({head_dim}) must equal the mixer's {inner} channels")));
+    }
+    Ok(Layer::Mamba2Mixer(crate::layer::ssm::Mamba2Mixer {
+        hidden_size: h,
+        num_heads: heads,
+        head_dim,
+        state_size: c.size("mamba_d_state", 256)?,
+        n_groups: c.size("mamba_n_groups", 1)?,
+        conv_kernel: c.size("mamba_d_conv", 4)?,
+        chunk_size: c.size("mamba_chunk_size", 256)?,
+        conv_bias: c.flag("mamba_conv_bias", true)?,
+        bias: c.flag("mamba_proj_bias", false)?,
+        out_bias,
+        gated_norm,
+    }))
 }

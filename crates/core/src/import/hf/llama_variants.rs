@@ -22,6 +22,22 @@ fn per_layer<'a>(c: &'a Fields, key: &str, n: u64) -> Result<Option<&'a Vec<Valu
     }
 }
 
+/// `layer_types` (exactly `n`) as flags, `true` for `sliding_attention` and `false` for
+/// `full_attention`, any other type refused by name; `None` when absent.
+pub(super) fn sliding_types(c: &Fields, n: u64) -> Result<Option<Vec<bool>>> {
+    per_layer(c, "layer_types", n)?
+        .map(|a| {
+            a.iter()
+                .map(|t| match t.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
+                })
+                .collect()
+        })
+        .transpose()
+}
+
 /// `SmolLM3Config` (transformers 5.24, `modeling_smollm3.py`): LLaMA's layers with rotary on the
 /// layers `no_rope_layers` marks 1 (by default all but every `no_rope_layer_interval`-th), biases
 /// by `attention_bias` / `mlp_bias`, a sliding window on `sliding_attention` layers when
@@ -45,15 +61,8 @@ pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     };
     let use_sw = c.flag("use_sliding_window", false)?;
     let window = c.opt_int("sliding_window")?;
-    let sliding: Vec<bool> = match per_layer(c, "layer_types", n)? {
-        Some(a) => a
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
-            })
-            .collect::<Result<_>>()?,
+    let sliding: Vec<bool> = match sliding_types(c, n)? {
+        Some(s) => s,
         None => rope.iter().map(|r| use_sw && window.is_some() && !r).collect(),
     };
     c.activation("hidden_act", FfnActivation::Silu)?;
@@ -413,15 +422,8 @@ fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> 
             return Err(Error::Import("field `sliding_window` must be at least 1".into()));
         }
         let pattern = c.size("sliding_window_pattern", 4)?;
-        let sliding: Vec<bool> = match per_layer(c, "layer_types", n)? {
-            Some(a) => a
-                .iter()
-                .map(|t| match t.as_str() {
-                    Some("sliding_attention") => Ok(true),
-                    Some("full_attention") => Ok(false),
-                    _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
-                })
-                .collect::<Result<_>>()?,
+        let sliding: Vec<bool> = match sliding_types(c, n)? {
+            Some(s) => s,
             None => (0..n).map(|i| (i + 1) % pattern != 0).collect(),
         };
         // a `sliding_attention` layer without a window attends fully, and so gets no rotary either

@@ -107,16 +107,8 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let window = if c.0.get("sliding_window").is_some_and(Value::is_null) { None } else { Some(c.size("sliding_window", 4096)?) };
     // the pattern only derives `layer_types` when they are absent
     let pattern_given = c.get("sliding_window_pattern").cloned();
-    let sliding: Vec<bool> = match c.get("layer_types") {
-        Some(Value::Array(a)) if a.len() as u64 == n => a
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
-            })
-            .collect::<Result<_>>()?,
-        Some(v) => return Err(crate::import::fields::Fields::wrong("layer_types", &format!("a list of {n} layer types"), v)),
+    let sliding: Vec<bool> = match super::llama_variants::sliding_types(c, n)? {
+        Some(s) => s,
         None => {
             // `(i + 1) % sliding_window_pattern`; a null window sets the pattern to 0, which
             // `Exaone4Config.__post_init__` cannot divide by
