@@ -79,18 +79,20 @@ fn attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> MultiheadAtten
     }
 }
 
-fn moe(h: u64, experts: u64, top_k: u64, i: u64, shared: Option<u64>, gate: bool, router: Router, norm_topk_prob: bool) -> SparseMoe {
+/// `experts` SwiGLU experts of `i`, `top_k` per token, softmax-routed, no shared expert (callers
+/// set what differs).
+fn moe(h: u64, experts: u64, top_k: u64, i: u64) -> SparseMoe {
     SparseMoe {
         hidden_size: h,
         num_experts: experts,
         top_k,
         intermediate_size: i,
-        router,
-        norm_topk_prob,
+        router: Router::Softmax,
+        norm_topk_prob: false,
         n_group: 1,
         topk_group: 1,
-        shared_intermediate_size: shared,
-        shared_expert_gate: gate,
+        shared_intermediate_size: None,
+        shared_expert_gate: false,
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
@@ -131,16 +133,12 @@ pub(super) fn qwen3_next(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Bl
     }
     c.ignore(&["sliding_window", "max_window_layers"]);
     let experts = c.int("num_experts", 512)?;
-    let sparse = moe(
-        h,
-        experts,
-        c.size("num_experts_per_tok", 10)?,
-        c.size("moe_intermediate_size", 512)?,
-        Some(c.size("shared_expert_intermediate_size", 512)?),
-        true,
-        Router::Softmax,
-        c.flag("norm_topk_prob", true)?,
-    );
+    let sparse = SparseMoe {
+        shared_intermediate_size: Some(c.size("shared_expert_intermediate_size", 512)?),
+        shared_expert_gate: true,
+        norm_topk_prob: c.flag("norm_topk_prob", true)?,
+        ..moe(h, experts, c.size("num_experts_per_tok", 10)?, c.size("moe_intermediate_size", 512)?)
+    };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
     let step = c.int("decoder_sparse_step", 1)?;
     let mlp_only = c.int_list("mlp_only_layers")?;
@@ -197,7 +195,7 @@ pub(super) fn llama4_text(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<B
     let experts = c.size("num_local_experts", 16)?;
     c.size("num_experts_per_tok", 1)?;
     let i = c.size("intermediate_size", 8192)?;
-    let sparse = moe(h, experts, experts, i, Some(i), false, Router::TopkSoftmax, false);
+    let sparse = SparseMoe { shared_intermediate_size: Some(i), router: Router::TopkSoftmax, ..moe(h, experts, experts, i) };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size_mlp", 16384)?, bias: false, gelu_new_dropout: None });
     let step = c.size("interleave_moe_layer_step", 1)?;
     let moe_layers = match c.int_list("moe_layers")? {
@@ -252,7 +250,7 @@ pub(super) fn jamba(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>>
     c.ignore(&["use_mamba_kernels", "use_mambapy", "use_associative_scan", "num_logits_to_keep", "router_jitter_noise"]);
     let i = c.size("intermediate_size", d.intermediate)?;
     let experts = c.size("num_experts", 16)?;
-    let sparse = Layer::SparseMoe(moe(h, experts, c.size("num_experts_per_tok", 2)?, i, None, false, Router::SoftmaxFp32, false));
+    let sparse = Layer::SparseMoe(SparseMoe { router: Router::SoftmaxFp32, ..moe(h, experts, c.size("num_experts_per_tok", 2)?, i) });
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: i, bias: false, gelu_new_dropout: None });
     let (ap, ao) = (c.size("attn_layer_period", 8)?, c.int("attn_layer_offset", 4)?);
     let (ep, eo) = (c.size("expert_layer_period", 2)?, c.int("expert_layer_offset", 1)?);

@@ -54,8 +54,9 @@ pub(super) fn expanded(c: &Fields, key: &str, h: u64) -> Result<u64> {
 }
 
 /// A language model of `n` pre-norm residual blocks around `mixer`.
-fn stack(name: String, lm: bool, vocab: u64, h: u64, eps: f64, n: u64, mixer: Layer, tied: bool) -> ModelSpec {
-    let norm = || Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false });
+fn stack(name: String, lm: bool, vocab: u64, norm: RmsNorm, n: u64, mixer: Layer, tied: bool) -> ModelSpec {
+    let h = norm.normalized_shape;
+    let norm = || Layer::RmsNorm(norm.clone());
     let mut layers = vec![
         Layer::Embedding(Embedding { num_embeddings: vocab, embedding_dim: h, padding_idx: None, tied_weight: false }),
         Layer::Repeat { times: n, body: vec![Layer::Residual { body: vec![norm(), mixer], shortcut: None, inplace: false }] },
@@ -103,7 +104,7 @@ pub(super) fn mamba(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let eps = c.float("layer_norm_epsilon", 1e-5)?;
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("mamba", INERT)?;
-    Ok(stack(name, class == "MambaForCausalLM", vocab, h, eps, n, Layer::MambaMixer(mixer), tied))
+    Ok(stack(name, class == "MambaForCausalLM", vocab, RmsNorm { normalized_shape: h, eps, t5: false }, n, Layer::MambaMixer(mixer), tied))
 }
 
 /// `Mamba2Config` (transformers): defaults are Mamba-Codestral-7B's (128 heads of 64, 8 groups).
@@ -137,5 +138,5 @@ pub(super) fn mamba2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let eps = c.float("layer_norm_epsilon", 1e-5)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("mamba2", INERT)?;
-    Ok(stack(name, class == "Mamba2ForCausalLM", vocab, h, eps, n, Layer::Mamba2Mixer(mixer), tied))
+    Ok(stack(name, class == "Mamba2ForCausalLM", vocab, RmsNorm { normalized_shape: h, eps, t5: false }, n, Layer::Mamba2Mixer(mixer), tied))
 }
