@@ -39,7 +39,6 @@ fn unmodelled_layer_kinds_are_refused_by_name() {
     assert!(m.contains("hidden_act"), "{m}");
 }
 
-#[cfg(feature = "generate")]
 mod caches {
     use super::import;
     use vramcalc_core::{estimate, GenerateConfig, KvCacheKind, Mode, Precision, TrainConfig};
@@ -152,11 +151,8 @@ fn spec_format_mamba_example_has_its_transformers_count() {
     let block = doc.split("```json").skip(1).filter_map(|b| b.split("```").next()).find(|b| b.contains("\"tiny-mamba\"")).unwrap();
     let spec = ModelSpec::from_json(block).unwrap();
     assert_eq!(params(&spec), 71_872);
-    #[cfg(feature = "generate")]
-    {
-        use vramcalc_core::{estimate, GenerateConfig, Mode, Precision, TrainConfig};
-        let generate = GenerateConfig { prompt_len: Some(16), new_tokens: 4, ..GenerateConfig::default() };
-        let cfg = TrainConfig { batch: 1, precision: Precision::Bf16, mode: Mode::Generate, generate, ..TrainConfig::default() };
-        assert_eq!(estimate(&spec, &cfg).unwrap().generation.unwrap().kv_cache_bytes, 2 * (128 * 4 * 2 + 128 * 16 * 4));
-    }
+    use vramcalc_core::{estimate, GenerateConfig, Mode, Precision, TrainConfig};
+    let generate = GenerateConfig { prompt_len: Some(16), new_tokens: 4, ..GenerateConfig::default() };
+    let cfg = TrainConfig { batch: 1, precision: Precision::Bf16, mode: Mode::Generate, generate, ..TrainConfig::default() };
+    assert_eq!(estimate(&spec, &cfg).unwrap().generation.unwrap().kv_cache_bytes, 2 * (128 * 4 * 2 + 128 * 16 * 4));
 }
