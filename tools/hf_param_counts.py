@@ -14,6 +14,10 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --config-files crates/core/src/presets/configs/*.json
     .venv/bin/python tools/hf_param_counts.py --seed 12 --per-type 4 --types t5 whisper clip \\
         --out crates/core/tests/data/hf/transformers_counts.json
+    .venv/bin/python tools/hf_param_counts.py --seed 26 --per-type 4 --full-dict \\
+        --types mamba mamba2 qwen3_next llama4_text jamba bamba falcon_h1 --out crates/core/tests/data/hf/hybrid_counts.json
+    .venv/bin/python tools/hf_param_counts.py --seed 27 --per-type 4 --full-dict \\
+        --types ernie4_5 hunyuan_v1_dense cohere2 nemotron exaone4 --out crates/core/tests/data/hf/dense_more_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
         --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
@@ -35,14 +39,22 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "opt": "OPT", "starcoder2": "Starcoder2", "roberta": "Roberta", "distilbert": "DistilBert",
          "t5": "T5", "whisper": "Whisper", "clip": "CLIP", "mixtral": "Mixtral", "qwen2_moe": "Qwen2Moe",
          "qwen3_moe": "Qwen3Moe", "deepseek_v3": "DeepseekV3", "glm4_moe": "Glm4Moe",
-         "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe", "cohere": "Cohere"}
+         "gpt_oss": "GptOss", "gemma3": "Gemma3", "smollm3": "SmolLM3", "granite": "Granite", "glm4": "Glm4", "stablelm": "StableLm", "gptj": "GPTJ", "deepseek_v2": "DeepseekV2", "olmoe": "Olmoe", "olmo2": "Olmo2", "granitemoe": "GraniteMoe", "phimoe": "Phimoe", "cohere": "Cohere",
+         "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4",
+         "jamba": "Jamba", "bamba": "Bamba", "falcon_h1": "FalconH1",
+         "ernie4_5": "Ernie4_5", "hunyuan_v1_dense": "HunYuanDenseV1",
+         "cohere2": "Cohere2", "nemotron": "Nemotron", "exaone4": "Exaone4"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
 # the class builds, its forward fails); 49 tokens pool it by 2
 DEFAULT_KW = {"gemma3": {"vision_config": {"vision_use_head": False}, "mm_tokens_per_image": 49},
               # DeepseekV2Config's num_experts_per_tok is None (its router cannot run); DeepSeek-V2's 6
-              "deepseek_v2": {"num_experts_per_tok": 6}}
+              "deepseek_v2": {"num_experts_per_tok": 6},
+              # HunYuanDenseV1Config's head_dim is None, with which the class does not build
+              "hunyuan_v1_dense": {"head_dim": 128},
+              # NemotronConfig's num_key_value_heads is None, which NemotronAttention divides by
+              "nemotron": {"num_key_value_heads": 8}}
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "glm4_moe", "gpt_oss", "deepseek_v2", "olmoe", "granitemoe", "phimoe")
 SEQ2SEQ = ("t5", "whisper")
 ENCODERS = ("roberta", "distilbert")
@@ -56,7 +68,8 @@ def classes(mt):
         return "CLIPModel", "CLIPModel"
     if mt in SEQ2SEQ or mt == "gemma3":
         return stem + "ForConditionalGeneration", stem + "Model"
-    return stem + "ForCausalLM", ("Gemma3TextModel" if mt == "gemma3_text" else stem + "Model")
+    base = {"gemma3_text": "Gemma3TextModel", "llama4_text": "Llama4TextModel"}.get(mt, stem + "Model")
+    return stem + "ForCausalLM", base
 def gen(mt):
     """Random valid keyword arguments for `mt`'s config class."""
     heads, hd = pick(1, 2, 4, 8), pick(8, 16, 32)
@@ -192,6 +205,63 @@ def gen(mt):
                     sliding_window=pick(16, 512))
         base = dict(vision_config=vision, text_config=text, mm_tokens_per_image=(side // per) ** 2 if side % per == 0 else 1,
                     tie_word_embeddings=pick(True, False))
+    elif mt == "mamba":
+        base.update(hidden_size=RND.randint(8, 200), state_size=pick(4, 8, 16), expand=pick(1, 2), conv_kernel=pick(2, 4),
+                    time_step_rank=pick("auto", RND.randint(1, 16)), use_bias=pick(True, False), use_conv_bias=pick(True, False))
+    elif mt == "mamba2":
+        groups = pick(1, 2); heads2 = pick(2, 4, 8); h = heads2 * pick(8, 16)
+        base.update(hidden_size=h, num_heads=heads2 * 2, head_dim=h // heads2, expand=2, n_groups=groups, state_size=pick(8, 16, 32),
+                    conv_kernel=pick(2, 4), chunk_size=pick(8, 64, 256), use_bias=pick(True, False), use_conv_bias=pick(True, False))
+    elif mt == "qwen3_next":
+        kh = pick(1, 2, 4)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), attention_bias=pick(True, False), linear_num_key_heads=kh, linear_num_value_heads=kh * pick(1, 2),
+                    linear_key_head_dim=pick(8, 16), linear_value_head_dim=pick(8, 16), linear_conv_kernel_dim=pick(2, 4),
+                    num_experts=pick(2, 4, 8), num_experts_per_tok=pick(1, 2), moe_intermediate_size=RND.randint(8, 100),
+                    shared_expert_intermediate_size=RND.randint(8, 100), decoder_sparse_step=pick(1, 2), mlp_only_layers=pick([], [0]),
+                    layer_types=[pick("linear_attention", "full_attention") for _ in range(L)])
+    elif mt == "llama4_text":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), intermediate_size_mlp=RND.randint(8, 300),
+                    num_attention_heads=heads, num_key_value_heads=kv, head_dim=pick(8, 16, 32), attention_bias=pick(True, False),
+                    num_local_experts=pick(2, 4, 8), num_experts_per_tok=1, interleave_moe_layer_step=pick(1, 2),
+                    no_rope_layer_interval=pick(2, 4), attention_chunk_size=pick(None, 16, 8192))
+    elif mt == "jamba":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    num_experts=pick(1, 2, 4), num_experts_per_tok=pick(1, 2), expert_layer_period=pick(1, 2), expert_layer_offset=0,
+                    attn_layer_period=pick(1, 2, 3), attn_layer_offset=0, mamba_d_state=pick(4, 8, 16), mamba_d_conv=pick(2, 4),
+                    mamba_expand=pick(1, 2), mamba_dt_rank=pick("auto", RND.randint(1, 8)), mamba_conv_bias=pick(True, False),
+                    mamba_proj_bias=pick(True, False), use_mamba_kernels=False)
+        if base["num_experts"] < base["num_experts_per_tok"]: base["num_experts_per_tok"] = 1
+    elif mt == "bamba":
+        mh = pick(2, 4, 8)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    attn_layer_indices=sorted(RND.sample(range(L), RND.randint(0, L))), mamba_n_heads=mh, mamba_n_groups=pick(1, 2) if mh > 1 else 1,
+                    mamba_d_state=pick(8, 16), mamba_d_conv=pick(2, 4), mamba_chunk_size=pick(16, 256), mamba_conv_bias=pick(True, False),
+                    mamba_proj_bias=pick(True, False), attention_bias=pick(True, False), mlp_bias=pick(True, False))
+    elif mt == "falcon_h1":
+        mh = pick(2, 4, 8)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    mamba_d_ssm=pick(None, mh * pick(8, 16)), mamba_n_heads=mh, mamba_n_groups=pick(1, 2) if mh > 1 else 1,
+                    mamba_d_state=pick(8, 16), mamba_d_conv=pick(2, 4), mamba_chunk_size=pick(16, 256), mamba_conv_bias=pick(True, False),
+                    mamba_proj_bias=pick(True, False), projectors_bias=pick(True, False), mamba_rms_norm=pick(True, False),
+                    attention_bias=pick(True, False), mlp_bias=pick(True, False), embedding_multiplier=pick(1.0, 2.5))
+    elif mt == "cohere2":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads,
+                    num_key_value_heads=kv, attention_bias=pick(True, False), sliding_window=pick(16, 4096),
+                    layer_types=[pick("sliding_attention", "full_attention") for _ in range(L)])
+    elif mt == "nemotron":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), attention_bias=pick(True, False), mlp_bias=pick(True, False),
+                    partial_rotary_factor=pick(0.5, 1.0))
+    elif mt == "exaone4":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), sliding_window=pick(16, 4096), sliding_window_pattern=pick(2, 4))
+    elif mt == "ernie4_5":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), use_bias=pick(True, False))
+    elif mt == "hunyuan_v1_dense":
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(8, 16, 32), attention_bias=pick(True, False))
     if mt == "distilbert" and FULL_DICT:
         base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":

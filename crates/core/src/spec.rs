@@ -27,6 +27,8 @@ use crate::layer::{
     mla::MultiHeadLatentAttention,
     moe::SparseMoe,
     recurrent::Recurrent,
+    ssm::{Mamba2Mixer, MambaMixer},
+    gated_delta::GatedDeltaNet,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     vision::{ImageTokens, TokenPool},
 };
@@ -237,6 +239,12 @@ leaves {
     RelativePositionBias(l: RelativePositionBias) = "relative_position_bias", r#"{"num_buckets":32,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// CLIP's head: the similarity of the memory's embedding and the input's, times `logit_scale.exp()`.
     Contrastive(l: Contrastive) = "contrastive", r#"{"embed_dim":128}"#, |b, x| l.lower(b, x);
+    /// Mamba's selective state-space mixer (`MambaMixer`): a fixed conv + SSM state per sequence in generation.
+    MambaMixer(l: MambaMixer) = "mamba_mixer", r#"{"hidden_size":128,"intermediate_size":256,"time_step_rank":8}"#, |b, x| l.lower(b, x);
+    /// Mamba-2's mixer (`Mamba2Mixer`, also Bamba's and Falcon-H1's): heads, groups, chunked scan.
+    Mamba2Mixer(l: Mamba2Mixer) = "mamba2_mixer", r#"{"hidden_size":128,"num_heads":8,"head_dim":32,"state_size":16}"#, |b, x| l.lower(b, x);
+    /// Gated DeltaNet linear attention (Qwen3-Next's `linear_attention` layers): a fixed recurrent state.
+    GatedDeltaNet(l: GatedDeltaNet) = "gated_delta_net", r#"{"hidden_size":128,"num_k_heads":2,"num_v_heads":4,"head_k_dim":32,"head_v_dim":32}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

@@ -140,7 +140,8 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "cross_attention" => json!({"embed_dim": a, "num_heads": k, "dropout": p, "key_bias": f1, "position_bias": f2}),
                 "relative_position_bias" => json!({"num_buckets": a, "num_heads": k, "bidirectional": f1}),
                 "lstm" | "gru" | "rnn" => json!({"input_size": a, "hidden_size": b, "num_layers": k, "bidirectional": f1, "dropout": p}),
-                "multihead_attention" => json!({"embed_dim": a, "num_heads": k, "causal": f1, "rotary": f2, "fused_qkv": f1 && f2, "sinks": f1 && !f2, "qk_norm_full": f2 && !f1}),
+                "multihead_attention" => json!({"embed_dim": a, "num_heads": k, "causal": f1, "rotary": f2, "fused_qkv": f1 && f2, "sinks": f1 && !f2, "qk_norm_full": f2 && !f1,
+                    "attention_chunk": if f1 && !f2 { json!(c) } else { json!(null) }, "output_gate": f2}),
                 "gated_mlp" => json!({"hidden_size": a, "intermediate_size": b}),
                 "sparse_moe" => json!({"hidden_size": a, "num_experts": 2 * k, "top_k": k, "intermediate_size": b,
                     "router": if f1 { "grouped_sigmoid" } else if dim < 0 { "topk_softmax" } else { "softmax" }, "n_group": if f1 { 2 } else { 1 },
@@ -149,6 +150,11 @@ fn leaf() -> impl Strategy<Value = Value> {
                     "shared_expert_gate": f2 && !f1}),
                 "multi_head_latent_attention" => json!({"hidden_size": a, "num_heads": k, "q_lora_rank": if f1 { json!(c) } else { json!(null) },
                     "kv_lora_rank": b, "qk_rope_head_dim": 2 * k, "qk_nope_head_dim": s, "v_head_dim": k + s, "rope_interleave": f2}),
+                "mamba_mixer" => json!({"hidden_size": a, "intermediate_size": b, "state_size": k, "conv_kernel": s.max(1), "time_step_rank": k,
+                    "conv_bias": f1, "bias": f2, "inner_norms": f1 && f2}),
+                "mamba2_mixer" => json!({"hidden_size": a, "num_heads": 2 * k, "head_dim": s.max(1), "state_size": k, "n_groups": if f1 { 2 } else { 1 },
+                    "chunk_size": s.max(1) * 4, "conv_bias": f1, "bias": f2, "gated_norm": !f1}),
+                "gated_delta_net" => json!({"hidden_size": a, "num_k_heads": k, "num_v_heads": 2 * k, "head_k_dim": s.max(1), "head_v_dim": k, "conv_kernel": s.max(1)}),
                 _ => {
                     let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else if dim == 2 { "cohere_layer_norm" } else { "layer_norm" }});
                     // the Hugging Face switches (issue 12), some at a time

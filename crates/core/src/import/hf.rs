@@ -38,17 +38,19 @@ use serde_json::{json, Map, Value};
 
 mod dense;
 mod llama_variants;
+mod llama_more;
 mod olmo;
 mod clip;
 mod encoders;
 mod seq2seq;
+mod ssm;
 mod vlm;
 
 pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "clip", "cohere", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "mistral", "olmo2", "opt", "phi",
+    "bert", "clip", "cohere", "cohere2", "distilbert", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama", "mamba", "mamba2", "mistral", "nemotron", "olmo2", "opt", "phi",
     "phi3", "qwen2", "qwen3", "roberta", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper",
 ];
 
@@ -88,12 +90,19 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "gptj" => llama_variants::gptj(&c, arch),
         "olmo2" => olmo::olmo2(&c, arch),
         "cohere" => llama_variants::cohere(&c, arch),
+        "cohere2" => llama_variants::cohere2(&c, arch),
         "roberta" => encoders::roberta(&c, arch),
         "distilbert" => encoders::distilbert(&c, arch),
         "t5" => seq2seq::t5(&c, arch),
         "clip" => clip::clip(&c, arch),
         "whisper" => seq2seq::whisper(&c, arch),
         "gemma3" => vlm::gemma3(&c, arch),
+        "mamba" => ssm::mamba(&c, arch),
+        "ernie4_5" => llama_more::ernie4_5(&c, arch),
+        "hunyuan_v1_dense" => llama_more::hunyuan_v1_dense(&c, arch),
+        "nemotron" => llama_more::nemotron(&c, arch),
+        "exaone4" => olmo::exaone4(&c, arch),
+        "mamba2" => ssm::mamba2(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
@@ -107,7 +116,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
-        ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
+        ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere2", "cohere2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"), ("Mamba", "mamba"), ("Mamba2", "mamba2"), ("Ernie4_5", "ernie4_5"), ("HunYuanDenseV1", "hunyuan_v1_dense"), ("Nemotron", "nemotron"), ("Exaone4", "exaone4"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

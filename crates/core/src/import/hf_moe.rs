@@ -47,7 +47,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -72,9 +72,19 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "phimoe" => "Phimoe",
         "glm4_moe" => "Glm4Moe",
         "gpt_oss" => "GptOss",
+        "qwen3_next" => "Qwen3Next",
+        "llama4_text" => "Llama4",
+        "jamba" => "Jamba",
+        "bamba" => "Bamba",
+        "falcon_h1" => "FalconH1",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
-    let (head, name) = pick_class(prefix, arch);
+    let llama4_base = model_type == "llama4_text" && arch == Some("Llama4TextModel");
+    let (head, mut name) = pick_class(prefix, if llama4_base { Some("Llama4Model") } else { arch });
+    if model_type == "llama4_text" {
+        // Llama4Model is the image-text model; the text decoder's base class is Llama4TextModel
+        name = name.replacen("Llama4Model", "Llama4TextModel", 1);
+    }
     let d = Defaults::of(model_type);
     let h = c.size("hidden_size", d.hidden)?;
     let vocab = c.size("vocab_size", d.vocab)?;
@@ -93,6 +103,11 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "deepseek_v2" => deepseek_v3(&c, h, n_layers, eps, true)?,
         "glm4_moe" => super::moe_families::glm4_moe(&c, &d, h, n_layers)?,
         "gpt_oss" => super::moe_families::gpt_oss(&c, &d, h, n_layers)?,
+        "qwen3_next" => super::moe_hybrid::qwen3_next(&c, &d, h, n_layers)?,
+        "llama4_text" => super::moe_hybrid::llama4_text(&c, &d, h, n_layers)?,
+        "jamba" => super::moe_hybrid::jamba(&c, &d, h, n_layers)?,
+        "bamba" => super::moe_hybrid::bamba(&c, &d, h, n_layers)?,
+        "falcon_h1" => super::moe_hybrid::falcon_h1(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let tied = c.flag("tie_word_embeddings", false)?;
@@ -263,6 +278,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         contiguous_heads: false,
         sinks: false,
         qk_norm_full: olmoe,
+        attention_chunk: None,
+        output_gate: false,
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" | "granitemoe" => ("num_local_experts", 8),

@@ -11,6 +11,7 @@ mod fields;
 mod generic;
 mod moe_cfg;
 mod moe_families;
+mod moe_hybrid;
 pub mod hf;
 pub mod hf_moe;
 

@@ -44,6 +44,16 @@ impl Defaults {
             "phimoe" => Defaults { hidden: 4096, vocab: 32064, layers: 32, heads: 32, kv_heads: 8, intermediate: 6400, eps: 1e-5, max_pos: 131072 },
             // OlmoeConfig()
             "olmoe" => Defaults { hidden: 2048, vocab: 50304, layers: 16, heads: 16, kv_heads: 16, intermediate: 2048, eps: 1e-5, max_pos: 4096 },
+            // Qwen3NextConfig()
+            "qwen3_next" => Defaults { hidden: 2048, vocab: 151936, layers: 48, heads: 16, kv_heads: 2, intermediate: 5632, eps: 1e-6, max_pos: 32768 },
+            // Llama4TextConfig()
+            "llama4_text" => Defaults { hidden: 5120, vocab: 202048, layers: 48, heads: 40, kv_heads: 8, intermediate: 8192, eps: 1e-5, max_pos: 131072 },
+            // JambaConfig()
+            "jamba" => Defaults { hidden: 4096, vocab: 65536, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-6, max_pos: 262144 },
+            // BambaConfig()
+            "bamba" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 262144 },
+            // FalconH1Config()
+            "falcon_h1" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 8192 },
             // DeepseekV2Config()
             "deepseek_v2" => Defaults { hidden: 4096, vocab: 102400, layers: 32, heads: 32, kv_heads: 32, intermediate: 11008, eps: 1e-6, max_pos: 2048 },
             // DeepseekV3Config()

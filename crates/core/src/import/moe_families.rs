@@ -59,6 +59,8 @@ pub(super) fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<V
         contiguous_heads: false,
         sinks: false,
         qk_norm_full: false,
+        attention_chunk: None,
+        output_gate: false,
     });
     let moe_i = c.size("moe_intermediate_size", 1408)?;
     let n_shared = c.int("n_shared_experts", 1)?;
@@ -157,6 +159,8 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
             contiguous_heads: false,
             sinks: true,
             qk_norm_full: false,
+            attention_chunk: None,
+            output_gate: false,
         })
     };
     c.prob("attention_dropout", 0.0)?;

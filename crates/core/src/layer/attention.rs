@@ -86,6 +86,16 @@ pub struct MultiheadAttention {
     /// `num_kv_heads × head_dim`), instead of or besides `qk_norm`'s per-head one.
     #[serde(default, skip_serializing_if = "is_false")]
     pub qk_norm_full: bool,
+    /// Chunked local attention (Llama 4's `chunked_attention` layers, `attention_chunk_size`):
+    /// a position sees only its own chunk. transformers caches such a layer as a sliding window
+    /// of the chunk's size (`cache_utils.py`: "sliding and chunked are the same [for the
+    /// cache], only the mask differs"); in training it is an explicit SDPA mask, as a window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_chunk: Option<u64>,
+    /// A sigmoid gate on the attention output (Qwen3-Next's `Qwen3NextAttention`): `q_proj`
+    /// is twice as wide (queries and gate per head), `attn_output * sigmoid(gate)` before `o_proj`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub output_gate: bool,
 }
 
 impl MultiheadAttention {
@@ -96,11 +106,16 @@ impl MultiheadAttention {
             kv_heads,
             head_dim,
             v_head_dim: head_dim,
-            sliding_window: self.sliding_window,
+            sliding_window: self.window(),
             fp32_softmax: self.rotary,
             softcap: self.logit_softcap.is_some(),
             sinks: self.sinks,
         }
+    }
+
+    /// The span a cached key stays visible: the sliding window, or the chunk.
+    pub fn window(&self) -> Option<u64> {
+        self.sliding_window.or(self.attention_chunk)
     }
 
     fn check(&self) -> LayerResult<(u64, u64)> {
@@ -121,8 +136,8 @@ impl MultiheadAttention {
                 return Err(format!("rotary_dim ({r}) must be even, at least 2 and at most head_dim ({hd})"));
             }
         }
-        if self.sliding_window == Some(0) {
-            return Err("`sliding_window` must be at least 1".into());
+        if self.sliding_window == Some(0) || self.attention_chunk == Some(0) {
+            return Err("`sliding_window` and `attention_chunk` must be at least 1".into());
         }
         if let Some(c) = self.logit_softcap {
             if !(c.is_finite() && c > 0.0) {
@@ -168,8 +183,12 @@ impl MultiheadAttention {
         } else {
             let named = |b: &mut Builder, role, l: Linear| { b.role = Some(role); l.lower(b, x) };
             let key = Linear { bias: self.key_bias.unwrap_or(self.bias), ..proj(d, kv_dim) };
-            (named(b, LinearRole::Q, proj(d, q_dim))?, named(b, LinearRole::K, key)?, named(b, LinearRole::V, proj(d, kv_dim))?)
+            let q_width = if self.output_gate { q_dim.saturating_mul(2) } else { q_dim };
+            (named(b, LinearRole::Q, proj(d, q_width))?, named(b, LinearRole::K, key)?, named(b, LinearRole::V, proj(d, kv_dim))?)
         };
+        // `torch.chunk(q_proj(x).view(..., head_dim * 2), 2, dim=-1)`: the queries and the gate, views
+        let gate = self.output_gate.then(|| b.view(q, Shape::new([seq, q_dim])));
+        let q = if self.output_gate { b.view(q, Shape::new([seq, q_dim])) } else { q };
         let (q, k) = if self.qk_norm_full {
             let norm = |n| RmsNorm { normalized_shape: n, eps: 1e-5, t5: false };
             (norm(q_dim).lower(b, q)?, norm(kv_dim).lower(b, k)?)
@@ -194,7 +213,8 @@ impl MultiheadAttention {
         // modelled (`kv_cache::attend` attends as without sinks)
         let sinks = self.sinks.then(|| b.param(Shape::new([h])));
         if let Some(step) = b.opts.generation {
-            let a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
+            let mut a = super::kv_cache::attend(b, step, self.geometry(kvh, hd), q, k, v);
+            a.out = output_gate(b, a.out, gate);
             let out = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false }.lower(b, a.out)?;
             // and the caller's `hidden_states`, the attention's input
             a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
@@ -205,7 +225,7 @@ impl MultiheadAttention {
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
         let eager = b.opts.attention == AttentionImpl::Eager || self.sinks;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
-        let explicit_mask = !eager && (self.position_bias || self.sliding_window.is_some_and(|w| seq >= w));
+        let explicit_mask = !eager && (self.position_bias || self.window().is_some_and(|w| seq >= w));
         let no_bias = "`position_bias` needs a `relative_position_bias` layer earlier in the model";
         let position_bias = if self.position_bias { Some(b.position_bias.ok_or(no_bias)?) } else { None };
         if !eager && self.causal && b.training() {
@@ -325,9 +345,21 @@ impl MultiheadAttention {
                 if self.contiguous_heads && fused == SdpaBackend::Flash { copy(b, out, Shape::new([seq, q_dim])) } else { b.view(out, Shape::new([seq, q_dim])) }
             }
         };
+        let out = output_gate(b, out, gate);
         let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
         b.role = Some(LinearRole::O);
         Ok((o.lower(b, out)?, weights))
+    }
+}
+
+/// `attn_output * torch.sigmoid(gate)` (sigmoid saves its output, the product both operands).
+fn output_gate(b: &mut Builder, out: ValueId, gate: Option<ValueId>) -> ValueId {
+    match gate {
+        Some(g) => {
+            let sig = unary(b, "sigmoid", g, Saves::Output);
+            mul(b, out, sig)
+        }
+        None => out,
     }
 }
 

@@ -135,6 +135,8 @@ impl TransformerLayer {
             contiguous_heads: false,
             sinks: false,
             qk_norm_full: false,
+            attention_chunk: None,
+            output_gate: false,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;

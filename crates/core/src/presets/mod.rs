@@ -112,6 +112,8 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("gpt-oss-20b", "gpt-oss-20b", Family::Moe, Some(4096)),
     hf("gpt-oss-120b", "gpt-oss-120b", Family::Moe, Some(4096)),
     hf("gemma-3-27b", "Gemma-3-27B (with its vision tower)", Family::Llm, Some(4096)),
+    hf("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B (gated DeltaNet + attention)", Family::Moe, Some(4096)),
+    hf("llama-4-scout-17b-16e", "Llama-4-Scout-17B-16E (text model)", Family::Moe, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -142,6 +144,11 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "gpt-oss-20b" => include_str!("configs/gpt-oss-20b.json"),
         "gpt-oss-120b" => include_str!("configs/gpt-oss-120b.json"),
         "gemma-3-27b" => include_str!("configs/gemma-3-27b.json"),
+        // Qwen/Qwen3-Next-80B-A3B-Instruct
+        "qwen3-next-80b-a3b" => include_str!("configs/qwen3-next-80b-a3b.json"),
+        // meta-llama/Llama-4-Scout-17B-16E-Instruct's `text_config` as a `llama4_text` config
+        // (the checkpoint is a `Llama4ForConditionalGeneration`; its vision tower is not here)
+        "llama-4-scout-17b-16e" => include_str!("configs/llama-4-scout-17b-16e.json"),
         _ => return None,
     })
 }

@@ -58,9 +58,23 @@ pub struct ModelShape {
     pub blocks: Vec<BlockWidths>,
     pub vocab: u64,
     pub hidden: u64,
+    /// The recurrent layers' fixed state per sequence (Mamba, Mamba-2, gated DeltaNet: vLLM's
+    /// `MambaSpec`, one page per request whatever its length).
+    pub states: Vec<crate::layer::state_cache::StateSize>,
 }
 
 impl ModelShape {
+    /// Bytes of every recurrent layer's state for one sequence on one of `tp` ranks, conv and
+    /// SSM states in the model's `dtype_bytes` (vLLM's `mamba_cache_dtype` and
+    /// `mamba_ssm_cache_dtype` `auto`); the heads are split over the ranks. vLLM keeps
+    /// `conv_kernel − 1` columns of the conv state (`MambaStateShapeCalculator` in
+    /// `vllm/model_executor/layers/mamba/mamba_utils.py`), transformers all `conv_kernel`.
+    pub fn state_bytes(&self, tp: u64, dtype_bytes: u64) -> u64 {
+        let vllm = |s: &crate::layer::state_cache::StateSize| crate::layer::state_cache::StateSize { conv_kernel: s.conv_kernel.saturating_sub(1), ..*s };
+        let all = self.states.iter().map(|s| vllm(s).bytes(dtype_bytes, dtype_bytes)).fold(0u64, u64::saturating_add);
+        all.div_ceil(tp.max(1))
+    }
+
     pub fn of(spec: &ModelSpec) -> ModelShape {
         let mut m = ModelShape { vocab: spec.input.vocab_size.unwrap_or(0), ..ModelShape::default() };
         walk(&spec.layers, 1, &mut m);
@@ -96,7 +110,7 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
                 Layer::MultiheadAttention(a) if a.causal => {
                     let hd = a.head_dim.unwrap_or(a.embed_dim / a.num_heads.max(1));
                     let kv = a.num_kv_heads.unwrap_or(a.num_heads);
-                    m.layers.push(CacheLayer { heads: kv, head_dim: hd, latent: false, window: a.sliding_window });
+                    m.layers.push(CacheLayer { heads: kv, head_dim: hd, latent: false, window: a.window() });
                     m.hidden = m.hidden.max(a.embed_dim);
                     m.blocks.push(BlockWidths {
                         hidden: a.embed_dim,
@@ -116,6 +130,9 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
                         ..BlockWidths::default()
                     });
                 }
+                Layer::MambaMixer(l) => m.states.push(l.state()),
+                Layer::Mamba2Mixer(l) => m.states.push(l.state()),
+                Layer::GatedDeltaNet(l) => m.states.push(l.state()),
                 Layer::GatedMlp(g) => merge_mlp(m, 2 * g.intermediate_size, g.intermediate_size, 0),
                 // the routed experts (a shared expert runs as a dense MLP before them)
                 Layer::SparseMoe(s) => merge_mlp(m, 2 * s.intermediate_size, s.intermediate_size, s.top_k),

@@ -204,7 +204,7 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
         p => return Err(Error::Config(format!("vLLM serves in fp16 or bf16 (--dtype), not {p}"))),
     };
     let shape = ModelShape::of(spec);
-    if shape.layers.is_empty() {
+    if shape.layers.is_empty() && shape.states.is_empty() {
         return Err(Error::Config(
             "the model has no causal attention layers: nothing to cache (vLLM keeps no KV cache for an encoder)".into(),
         ));
@@ -230,7 +230,8 @@ pub fn capacity(spec: &ModelSpec, cfg: &ServeConfig) -> Result<Capacity> {
     let page = per_token.saturating_mul(BLOCK_SIZE);
     let num_blocks = pool / page.max(1);
     let request_bytes = |len: u64| request_bytes_of(&shape, cfg, len);
-    let usable = num_blocks.saturating_mul(page);
+    // a model of recurrent layers only has no KV blocks: its pool holds fixed states
+    let usable = if page == 0 { pool } else { num_blocks.saturating_mul(page) };
     let max_concurrency = usable / request_bytes(cfg.context).max(1);
     let max_context_at_concurrency = cfg.concurrency.map(|c| {
         // the longest whole-block context whose `c` requests fit in the pool
@@ -295,7 +296,12 @@ fn request_bytes_of(shape: &ModelShape, cfg: &ServeConfig, len: u64) -> u64 {
             blocks.saturating_mul(BLOCK_SIZE).saturating_mul(l.token_bytes(tp, cfg.kv_dtype))
         })
         .fold(0u64, u64::saturating_add)
+        .saturating_add(shape.state_bytes(tp, STATE_DTYPE_BYTES))
 }
+
+/// Bytes of a recurrent state element: the model's dtype (vLLM's `auto` mamba cache dtypes;
+/// vLLM serves in fp16 or bf16 only).
+const STATE_DTYPE_BYTES: u64 = 2;
 
 /// Parameters per rank in their format. vLLM's column- and row-parallel linears split every
 /// matrix over the `tp` ranks; `VocabParallelEmbedding` and `ParallelLMHead` first pad the

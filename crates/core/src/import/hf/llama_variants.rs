@@ -22,6 +22,22 @@ fn per_layer<'a>(c: &'a Fields, key: &str, n: u64) -> Result<Option<&'a Vec<Valu
     }
 }
 
+/// `layer_types` (exactly `n`) as flags, `true` for `sliding_attention` and `false` for
+/// `full_attention`, any other type refused by name; `None` when absent.
+pub(super) fn sliding_types(c: &Fields, n: u64) -> Result<Option<Vec<bool>>> {
+    per_layer(c, "layer_types", n)?
+        .map(|a| {
+            a.iter()
+                .map(|t| match t.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
+                })
+                .collect()
+        })
+        .transpose()
+}
+
 /// `SmolLM3Config` (transformers 5.24, `modeling_smollm3.py`): LLaMA's layers with rotary on the
 /// layers `no_rope_layers` marks 1 (by default all but every `no_rope_layer_interval`-th), biases
 /// by `attention_bias` / `mlp_bias`, a sliding window on `sliding_attention` layers when
@@ -45,15 +61,8 @@ pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     };
     let use_sw = c.flag("use_sliding_window", false)?;
     let window = c.opt_int("sliding_window")?;
-    let sliding: Vec<bool> = match per_layer(c, "layer_types", n)? {
-        Some(a) => a
-            .iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(Error::Import(format!("field `layer_types`: `{t}` layers are not modelled (full_attention, sliding_attention)"))),
-            })
-            .collect::<Result<_>>()?,
+    let sliding: Vec<bool> = match sliding_types(c, n)? {
+        Some(s) => s,
         None => rope.iter().map(|r| use_sw && window.is_some() && !r).collect(),
     };
     c.activation("hidden_act", FfnActivation::Silu)?;
@@ -357,7 +366,20 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
 /// -2.2 % SDPA on a 3-layer config). `use_qk_norm` (per-head LayerNorms of `[heads, head_dim]`
 /// weights) is refused.
 pub(super) fn cohere(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
-    let (class, name) = pick(arch, &["CohereForCausalLM", "CohereModel"], "CohereModel");
+    cohere_family(c, arch, false)
+}
+
+/// `Cohere2Config` (transformers 5.24, `modeling_cohere2.py`): Cohere's layers, `layer_types`
+/// (by default three `sliding_attention` layers to one `full_attention`, `sliding_window_pattern`
+/// 4) with `sliding_window` on the sliding ones; rotary only there (`Cohere2Attention` applies
+/// it when the layer has a window), none on the full layers.
+pub(super) fn cohere2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    cohere_family(c, arch, true)
+}
+
+fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> {
+    let (lm, base, model_type) = if v2 { ("Cohere2ForCausalLM", "Cohere2Model", "cohere2") } else { ("CohereForCausalLM", "CohereModel", "cohere") };
+    let (class, name) = pick(arch, &[lm, base], base);
     let h = c.size("hidden_size", 8192)?;
     let heads = c.size("num_attention_heads", 64)?;
     let kv = c.size("num_key_value_heads", heads)?;
@@ -389,20 +411,37 @@ pub(super) fn cohere(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         gated_mlp: true,
         num_kv_heads: (kv != heads).then_some(kv),
         rotary: true,
+        // `getattr(config, "head_dim", hidden_size // num_attention_heads)` (Cohere2Config writes it)
+        head_dim: c.opt_int("head_dim")?.filter(|&hd| hd != h / heads),
         parallel: Some(crate::layer::transformer::ParallelNorms::Shared),
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 22528)?)
     };
+    let layers = if v2 {
+        let window = c.opt_int("sliding_window")?.or(if c.0.contains_key("sliding_window") { None } else { Some(4096) });
+        if window == Some(0) {
+            return Err(Error::Import("field `sliding_window` must be at least 1".into()));
+        }
+        let pattern = c.size("sliding_window_pattern", 4)?;
+        let sliding: Vec<bool> = match sliding_types(c, n)? {
+            Some(s) => s,
+            None => (0..n).map(|i| (i + 1) % pattern != 0).collect(),
+        };
+        // a `sliding_attention` layer without a window attends fully, and so gets no rotary either
+        sliding.into_iter().map(|s| { let w = if s { window } else { None }; TransformerLayer { sliding_window: w, rotary: w.is_some(), ..layer.clone() } }).collect()
+    } else {
+        vec![layer; n as usize]
+    };
     let max_pos = c.size("max_position_embeddings", 8192)?;
     let tied = c.flag("tie_word_embeddings", true)?;
-    c.refuse_unknown("cohere", IGNORED_LLAMA_LIKE)?;
-    let head = head_for(class, "CohereForCausalLM", h, vocab, tied, false);
+    c.refuse_unknown(model_type, IGNORED_LLAMA_LIKE)?;
+    let head = head_for(class, lm, h, vocab, tied, false);
     let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: scale })] } else { vec![] };
     Ok(Decoder {
         name,
         vocab,
         embed_dim: h,
         after_embed: vec![],
-        layers: vec![layer; n as usize],
+        layers,
         final_norm: Some(Layer::LayerNorm(crate::layer::norm::LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: false })),
         after_norm: vec![],
         head,
