@@ -14,7 +14,8 @@ after(async () => { await browser?.close(); });
 const fixture = (name) => readFileSync(new globalThis.URL(`./data/hub/${name}.config.json`, import.meta.url), 'utf8');
 const TINYLLAMA = fixture('TinyLlama-1.1B-Chat-v1.0'); // 1,100,048,384 parameters (PyTorch)
 const LLAMA32 = fixture('Llama-3.2-1B'); // 1,235,814,400
-const MAMBA = fixture('mamba-130m-hf'); // model_type `mamba`: not importable
+const MAMBA = fixture('mamba-130m-hf'); // 129,135,360 (PyTorch; issue 25)
+const RWKV = fixture('rwkv-4-169m-pile'); // model_type `rwkv`: not importable
 const TOKEN = 'hf_testTOKEN0123456789';
 const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization', 'access-control-allow-methods': 'GET' };
 
@@ -186,14 +187,25 @@ test('offline: a network failure says so and the retry loads the model', async (
   await context.close();
 });
 
-test('an unsupported model_type names it, lists what is supported and offers the JSON paste', async () => {
+test('a state-space model (mamba) imports from the hub with PyTorch\'s parameter count and a fixed generation cache', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   await fakeHub(context, config(MAMBA));
   const { page, errors } = await open(browser, { context });
   await load(page, 'state-spaces/mamba-130m-hf');
+  await waitAttr(page, 'params', 'data-count', (v) => v === '129135360', 20000);
+  assert.equal(await page.getByTestId('model-name').textContent(), 'state-spaces/mamba-130m-hf');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('an unsupported model_type names it, lists what is supported and offers the JSON paste', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await fakeHub(context, config(RWKV));
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'RWKV/rwkv-4-169m-pile');
   const e = await hubError(page);
   assert.equal(e.kind, 'unsupported');
-  assert.match(e.text, /`state-spaces\/mamba-130m-hf` is a `mamba` model.*supported: [^)]*llama/);
+  assert.match(e.text, /`RWKV\/rwkv-4-169m-pile` is a `rwkv` model.*supported: [^)]*llama/);
   assert.equal(await page.getByTestId('preset-select').inputValue(), 'resnet50');
   await page.getByTestId('hub-paste').click();
   assert.notEqual(await page.getByTestId('paste').getAttribute('open'), null, 'the paste box is open');
