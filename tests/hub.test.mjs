@@ -187,7 +187,7 @@ test('offline: a network failure says so and the retry loads the model', async (
   await context.close();
 });
 
-test('a state-space model (mamba) imports from the hub with PyTorch\'s parameter count and a fixed generation cache', async () => {
+test('a state-space model (mamba) imports from the hub with PyTorch\'s parameter count', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   await fakeHub(context, config(MAMBA));
   const { page, errors } = await open(browser, { context });
