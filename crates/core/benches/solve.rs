@@ -30,8 +30,20 @@ fn report(name: &str, d: Duration, target: Duration) {
 const H200: u64 = 143_771 << 20;
 const H100: u64 = 81_559 << 20;
 
+/// Only the cases whose name contains the bench's first argument (`cargo bench … -- 70b`).
+fn chosen(name: &str) -> bool {
+    std::env::args().skip(1).find(|a| !a.starts_with('-')).is_none_or(|f| name.contains(f.as_str()))
+}
+
 fn reverse(name: &str, spec: &ModelSpec, config: TrainConfig, of: Variable, cap: u64, target: Duration) {
+    if !chosen(name) {
+        return;
+    }
     let setup = Setup::new(spec, config);
+    // a capacity the smallest value fits (DeepSeek-V3's QLoRA base is 1.3 TB): at least 1.5 × its total
+    let (klo, _) = setup.range(of).unwrap();
+    let least = setup.at(of, klo).unwrap().totals().unwrap().1;
+    let cap = if least > cap { least / 2 * 3 } else { cap };
     let a = solve::max_value(&setup, of, cap).unwrap();
     let d = median_time(|| {
         black_box(solve::max_value(&setup, of, cap).unwrap());
@@ -53,14 +65,21 @@ fn main() {
         let generate = TrainConfig { mode: Mode::Generate, generate: GenerateConfig { prompt_len: Some(1024), new_tokens: 256, ..Default::default() }, ..infer };
         reverse(&format!("{id} q4_k_m generate max prompt-len"), &spec, generate, Variable::PromptLen, cap, target);
         let cfg = ServeConfig { tensor_parallel: 8, concurrency: Some(16), weights: Some(vramcalc_core::formats::WeightFormat::parse("fp8").unwrap()), ..ServeConfig::new(if id == "deepseek-v3" { H200 } else { H100 }, 8192) };
+        let name = format!("{id} vLLM TP 8 fp8 longest context at 16");
+        if !chosen(&name) {
+            continue;
+        }
         let d = median_time(|| {
             black_box(solve::max_serving(&spec, &cfg, Variable::Context).unwrap());
         });
-        report(&format!("{id} vLLM TP 8 fp8 longest context at 16"), d, target);
+        report(&name, d, target);
     }
     let models: Vec<(&str, ModelSpec)> = vramcalc_core::presets::PRESETS.iter().map(|p| (p.id, vramcalc_core::import::preset(p.id).unwrap())).collect();
     let refs: Vec<(&str, &ModelSpec)> = models.iter().map(|(id, s)| (*id, s)).collect();
     for w in Workload::ALL {
+        if !chosen(&format!("fits table {}", w.name())) {
+            continue;
+        }
         let rows = fits::table(&refs, w, 24_564 << 20, &FitsOptions::default());
         let d = median_time(|| {
             black_box(fits::table(&refs, w, 24_564 << 20, &FitsOptions::default()));

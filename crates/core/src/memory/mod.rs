@@ -126,6 +126,8 @@ impl Prepared {
         };
         #[cfg(feature = "formats")]
         let resolved = match config.weights {
+            // generate mode's forwards take the format as they are built (`generate::stage`)
+            Some(_) if config.mode == Mode::Generate => resolved,
             Some(w) => apply_weights(resolved, w, training)?,
             None => resolved,
         };
