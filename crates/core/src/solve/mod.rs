@@ -18,6 +18,7 @@
 //! `fix` finds the cheapest set of changes that makes a setup fit; `fits` tabulates what fits a GPU.
 
 pub mod fits;
+pub mod fits_llama;
 pub mod fix;
 mod search;
 pub mod setup;
