@@ -228,7 +228,17 @@ fn launch_lines_parse_back() {
             assert!(child.wait().unwrap().success(), "not valid Python:\n{text}");
         }
     }
+    // an Ollama Modelfile parses back to the settings, and num_gpu is llama.cpp's most layers
+    // that fit at that context
+    let v = json(&["launch", "--for", "ollama", "--preset", "llama-3.1-70b", "--quant", "Q2_K", "--gpu", "rtx-4090", "--seq-len", "8192", "--json"]);
+    let parsed = vramcalc_core::launch::modelfile::parse(v["text"].as_str().unwrap()).unwrap();
+    assert_eq!(parsed.from, "./llama-3.1-70b-Q2_K.gguf");
+    assert_eq!(parsed.parameter("num_ctx"), Some("8192"));
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/presets/configs/llama-3.1-70b.json");
+    let most = json(&["llama-cpp", "--hf-config", config, "--quant", "Q2_K", "-c", "8192", "--gpu", "rtx-4090", "--max-of", "gpu-layers", "--json"]);
+    assert_eq!(parsed.parameter("num_gpu").map(str::to_string), Some(most["value"].to_string()));
+    assert_eq!(v["num_gpu"], most["value"]);
     let (code, _, err) = vramcalc(&["launch", "--for", "ollama", "--preset", "gpt2"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--for \"ollama\""), "{err}");
+    assert!(err.contains("config.json") || err.contains("gpt2"), "{err}");
 }
