@@ -5,7 +5,7 @@
 //! the reverse figure is the longest context (`-c`) that fits (`llama_cpp::fit::max_context`, up
 //! to the model's training context).
 
-use super::fits::{FitsOptions, Row};
+use super::fits_row::{FitsOptions, Row};
 use super::Variable;
 use crate::error::{Error, Result};
 use crate::llama_cpp::{fit, synth, GpuDevice, Params};

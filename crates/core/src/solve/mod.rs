@@ -19,6 +19,7 @@
 
 pub mod fits;
 pub mod fits_llama;
+mod fits_row;
 pub mod fix;
 mod search;
 pub mod setup;
