@@ -11,7 +11,7 @@ use vramcalc_core::solve::{self, Variable};
 
 #[derive(Args)]
 pub struct LaunchArgs {
-    /// vllm | torchrun | peft | deepspeed | accelerate | measure
+    /// vllm | torchrun | peft | deepspeed | accelerate | measure | ollama
     #[arg(long = "for")]
     pub kind: String,
     #[command(flatten)]
@@ -28,6 +28,9 @@ pub struct LaunchArgs {
     /// The model's Hugging Face id (default: the preset's repository).
     #[arg(long)]
     pub model_id: Option<String>,
+    /// ollama: the llama-quantize type of the GGUF (Q4_K_M, Q8_0, …).
+    #[arg(long, default_value = "Q4_K_M")]
+    pub quant: String,
     /// torchrun: the training script.
     #[arg(long, default_value = "train.py")]
     pub script: String,
@@ -94,6 +97,37 @@ pub fn run(a: &LaunchArgs) -> Result<String> {
             let text = measure::script(model, &config, e.peak_bytes, e.device_total_bytes)?;
             out("measure", json!({"text": text, "estimate_peak_bytes": e.peak_bytes}), text.clone())
         }
-        k => Err(anyhow!("--for {k:?} is not one of vllm, torchrun, peft, deepspeed, accelerate, measure")),
+        "ollama" => {
+            let (text, num_ctx, num_gpu) = ollama_modelfile(a)?;
+            out("ollama", json!({"text": text, "num_ctx": num_ctx, "num_gpu": num_gpu}), text.clone())
+        }
+        k => Err(anyhow!("--for {k:?} is not one of vllm, torchrun, peft, deepspeed, accelerate, measure, ollama")),
     }
+}
+
+/// `--for ollama`: a Modelfile for the model's GGUF in `--quant` (the tensor list llama-quantize
+/// writes for its `config.json`), `num_ctx` the `--seq-len` (else Ollama's default for the
+/// GPU's memory, capped at the training context) and `num_gpu` the most layers llama.cpp's
+/// allocation fits on the GPU at that context.
+fn ollama_modelfile(a: &LaunchArgs) -> Result<(String, u64, u64)> {
+    use vramcalc_core::llama_cpp::{fit, ollama::Ollama, synth, GpuDevice, Hparams};
+    let (name, text) = match (&a.model.hf_config, &a.model.preset) {
+        (Some(path), _) => (
+            path.file_stem().map_or("MODEL".into(), |s| s.to_string_lossy().to_string()),
+            std::fs::read_to_string(path).map_err(|e| anyhow!("reading {}: {e}", path.display()))?,
+        ),
+        (None, Some(p)) => (p.clone(), vramcalc_core::presets::hf_config(p).ok_or_else(|| anyhow!("preset {p} has no config.json for llama.cpp's tensor list"))?.to_string()),
+        _ => bail!("--for ollama needs --preset or --hf-config (the config.json llama.cpp's tensor list is built from)"),
+    };
+    let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| anyhow!("config.json: {e}"))?;
+    let recipe = synth::recipe(&a.quant).ok_or_else(|| anyhow!("--quant {}: not a llama-quantize type (Q4_K_M, Q8_0, …)", a.quant))?;
+    let header = synth::header_from_config(&config, recipe)?;
+    let g = card(&a.gpu)?;
+    let gpus = [GpuDevice { name: g.name.to_string(), capacity: g.bytes }];
+    let train = Hparams::from_header(&header)?.n_ctx_train;
+    let num_ctx = Ollama { num_ctx: a.settings.seq_len, ..Ollama::default() }.num_ctx(g.bytes, train);
+    let o = Ollama { num_ctx: Some(num_ctx), ..Ollama::default() };
+    let ngl = fit::max_gpu_layers(&header, &o.params(g.bytes, train), &gpus, None)?.map_or(0, |(n, _)| n);
+    let from = a.model_id.clone().unwrap_or_else(|| format!("./{name}-{}.gguf", a.quant.to_ascii_uppercase()));
+    Ok((launch::modelfile::modelfile(&from, &o, num_ctx, Some(ngl)), num_ctx, ngl))
 }

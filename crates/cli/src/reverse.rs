@@ -5,7 +5,7 @@
 //! 2 bad input, as everywhere in the CLI.
 
 use crate::args::{ModelArgs, Settings};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -275,10 +275,11 @@ fn describe(changes: &[vramcalc_core::solve::fix::Change]) -> String {
 /// `vramcalc fits`.
 #[derive(Args)]
 pub struct FitsArgs {
-    /// A GPU id from `vramcalc gpus` (e.g. `rtx-4090`).
-    #[arg(long)]
-    pub gpu: String,
-    /// qlora | lora | full | infer | generate | serve
+    /// GPU ids from `vramcalc gpus` (e.g. `rtx-4090`); several cards, mixed allowed, as
+    /// `--gpu a,b` or `--gpu a --gpu b`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub gpu: Vec<String>,
+    /// qlora | lora | full | infer | generate | serve | llama-cpp
     #[arg(long)]
     pub workload: String,
     /// Sequence length (training, inference), prompt (generate), context (serve; default 4096).
@@ -306,11 +307,12 @@ pub struct FitsArgs {
 /// `vramcalc fits`: `{"rows": [{model, format, method, fits, margin_bytes, …}]}` or a table.
 pub fn fits(a: &FitsArgs) -> Result<String> {
     use vramcalc_core::presets::{Family, PRESETS};
-    use vramcalc_core::solve::fits::{self as table, FitsOptions, Workload};
-    let g = card(&a.gpu)?;
+    use vramcalc_core::solve::fits::{FitsOptions, Workload};
+    let cards: Vec<&Gpu> = a.gpu.iter().map(|id| card(id)).collect::<Result<_>>()?;
+    let bytes: Vec<u64> = cards.iter().map(|g| g.bytes).collect();
     let w = Workload::parse(&a.workload).ok_or_else(|| {
         let all: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        anyhow!("--workload {:?} is not one of {} (llama-cpp comes with the llama.cpp engine)", a.workload, all.join(", "))
+        anyhow!("--workload {:?} is not one of {}", a.workload, all.join(", "))
     })?;
     let mut models: Vec<(String, ModelSpec)> = Vec::new();
     for p in PRESETS {
@@ -322,21 +324,52 @@ pub fn fits(a: &FitsArgs) -> Result<String> {
     if let Some(unknown) = a.presets.iter().find(|x| !PRESETS.iter().any(|p| p.id == x.as_str())) {
         bail!("--presets: unknown preset `{unknown}` (run `vramcalc presets`)");
     }
+    if let (Workload::LlamaCpp, Some(path)) = (w, &a.hf_config) {
+        // llama.cpp reads the config.json itself (its tensor list), not the spec
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let config: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+        let name = path.display().to_string();
+        let o = FitsOptions { batch: a.batch.max(1), seq_len: a.seq_len, new_tokens: a.new_tokens };
+        let extra = vramcalc_core::solve::fits_llama::rows(&[(name.as_str(), &config)], &bytes, &o);
+        if extra.is_empty() {
+            bail!("--hf-config {}: llama.cpp's tensor list is built for model_type llama, mistral, qwen2, qwen3 and qwen3_moe", path.display());
+        }
+        return fits_output(a, &cards, w, [rows_of(&models, w, &bytes, &o), extra].concat());
+    }
     if let Some(path) = &a.hf_config {
         let model = ModelArgs { preset: None, spec: None, hf_config: Some(path.clone()), pipeline: None, model_index: None, diffusers_config: None };
         let spec = model.load()?;
         models.push((spec.display_name().to_string(), spec));
     }
     let o = FitsOptions { batch: a.batch.max(1), seq_len: a.seq_len, new_tokens: a.new_tokens };
+    let rows = rows_of(&models, w, &bytes, &o);
+    fits_output(a, &cards, w, rows)
+}
+
+fn rows_of(
+    models: &[(String, ModelSpec)],
+    w: vramcalc_core::solve::fits::Workload,
+    gpus: &[u64],
+    o: &vramcalc_core::solve::fits::FitsOptions,
+) -> Vec<vramcalc_core::solve::fits::Row> {
     let refs: Vec<(&str, &ModelSpec)> = models.iter().map(|(id, s)| (id.as_str(), s)).collect();
-    let rows = table::table(&refs, w, g.bytes, &o);
+    vramcalc_core::solve::fits::table_on(&refs, w, gpus, o)
+}
+
+/// The table as JSON (`gpu`: the ids joined by commas, `gpus` each card, `capacity_bytes` all
+/// together) or text.
+fn fits_output(a: &FitsArgs, cards: &[&Gpu], w: vramcalc_core::solve::fits::Workload, rows: Vec<vramcalc_core::solve::fits::Row>) -> Result<String> {
+    let ids: Vec<&str> = cards.iter().map(|g| g.id).collect();
+    let total: u64 = cards.iter().map(|g| g.bytes).sum();
     if a.json {
-        let v = json!({"gpu": g.id, "capacity_bytes": g.bytes, "workload": w, "reverse_of": w.reverse(), "rows": rows});
+        let gpus: Vec<_> = cards.iter().map(|g| json!({"id": g.id, "capacity_bytes": g.bytes})).collect();
+        let v = json!({"gpu": ids.join(","), "gpus": gpus, "capacity_bytes": total, "workload": w, "reverse_of": w.reverse(), "rows": rows});
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let unit = if a.units.eq_ignore_ascii_case("mib") { ByteUnit::Mib } else { ByteUnit::Mb };
     let mut o = String::new();
-    writeln!(o, "What fits {} ({}) for {}:", g.name, format_bytes(g.bytes, unit), w.name())?;
+    let names: Vec<&str> = cards.iter().map(|g| g.name).collect();
+    writeln!(o, "What fits {} ({}) for {}:", names.join(" + "), format_bytes(total, unit), w.name())?;
     writeln!(o, "| model | format | method | fits | margin | largest {} |", w.reverse())?;
     writeln!(o, "|---|---|---|---|---:|---:|")?;
     for r in &rows {

@@ -161,9 +161,25 @@ fn fits_tables_every_preset_and_format_of_a_workload() {
     // every preset for inference, six formats each
     let v = json(&["fits", "--gpu", "h100-80gb", "--workload", "serve", "--presets", "llama-3.1-8b,qwen2.5-7b", "--json"]);
     assert_eq!(v["rows"].as_array().unwrap().len(), 12);
-    let (code, _, err) = vramcalc(&["fits", "--gpu", "rtx-4090", "--workload", "llama-cpp"]);
+    // llama.cpp on mixed cards (`--gpu a,b` and `--gpu a --gpu b` alike): a 70B model in Q2_K
+    // fits a 4090 and a 16 GB card together, not the 16 GB card alone; its largest context is
+    // `vramcalc llama-cpp`'s own answer for the same split
+    let mixed = json(&["fits", "--gpu", "rtx-4090,rtx-4060-ti-16gb", "--workload", "llama-cpp", "--presets", "llama-3.1-70b", "--json"]);
+    let repeated = json(&["fits", "--gpu", "rtx-4090", "--gpu", "rtx-4060-ti-16gb", "--workload", "llama-cpp", "--presets", "llama-3.1-70b", "--json"]);
+    assert_eq!(mixed, repeated);
+    assert_eq!(mixed["gpus"].as_array().unwrap().len(), 2);
+    let rows = mixed["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    let q2 = rows.iter().find(|r| r["format"] == "q2_k").unwrap();
+    assert_eq!(q2["fits"], true, "{q2}");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/presets/configs/llama-3.1-70b.json");
+    let max = json(&["max", "--of", "context", "--hf-config", config, "--quant", "Q2_K", "--gpu", "rtx-4090", "--gpu", "rtx-4060-ti-16gb", "--json"]);
+    assert_eq!(max["value"], q2["reverse_value"]);
+    let alone = json(&["fits", "--gpu", "rtx-4060-ti-16gb", "--workload", "llama-cpp", "--presets", "llama-3.1-70b", "--json"]);
+    assert_eq!(alone["rows"].as_array().unwrap().iter().find(|r| r["format"] == "q2_k").unwrap()["fits"], false);
+    let (code, _, err) = vramcalc(&["fits", "--gpu", "rtx-4090,no-such-card", "--workload", "qlora"]);
     assert_eq!(code, 2);
-    assert!(err.contains("llama-cpp"), "{err}");
+    assert!(err.contains("no-such-card"), "{err}");
 }
 
 /// The launch lines parse back to the settings given, and the vLLM line without `--context`
@@ -212,7 +228,17 @@ fn launch_lines_parse_back() {
             assert!(child.wait().unwrap().success(), "not valid Python:\n{text}");
         }
     }
+    // an Ollama Modelfile parses back to the settings, and num_gpu is llama.cpp's most layers
+    // that fit at that context
+    let v = json(&["launch", "--for", "ollama", "--preset", "llama-3.1-70b", "--quant", "Q2_K", "--gpu", "rtx-4090", "--seq-len", "8192", "--json"]);
+    let parsed = vramcalc_core::launch::modelfile::parse(v["text"].as_str().unwrap()).unwrap();
+    assert_eq!(parsed.from, "./llama-3.1-70b-Q2_K.gguf");
+    assert_eq!(parsed.parameter("num_ctx"), Some("8192"));
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/presets/configs/llama-3.1-70b.json");
+    let most = json(&["llama-cpp", "--hf-config", config, "--quant", "Q2_K", "-c", "8192", "--gpu", "rtx-4090", "--max-of", "gpu-layers", "--json"]);
+    assert_eq!(parsed.parameter("num_gpu").map(str::to_string), Some(most["value"].to_string()));
+    assert_eq!(v["num_gpu"], most["value"]);
     let (code, _, err) = vramcalc(&["launch", "--for", "ollama", "--preset", "gpt2"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--for \"ollama\""), "{err}");
+    assert!(err.contains("config.json") || err.contains("gpt2"), "{err}");
 }

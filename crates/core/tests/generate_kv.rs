@@ -137,3 +137,23 @@ fn decode_series_is_exact_across_windows_and_pages() {
         }
     }
 }
+
+/// `--weights` reaches every forward of a generation: the decode steps hold the weights in their
+/// stored format, as the prefill does (the last decode step once kept bf16 weights, so a 4-bit
+/// model's generation peaked at its bf16 size).
+#[test]
+fn weights_apply_to_the_decode_steps() {
+    use vramcalc_core::{GenerateConfig, Mode, Precision, TrainConfig};
+    let spec = vramcalc_core::import::preset("qwen2.5-0.5b").unwrap();
+    for w in ["gguf-q4_k_m", "nf4", "fp8"] {
+        let weights = Some(vramcalc_core::formats::WeightFormat::parse(w).unwrap());
+        let infer = TrainConfig { batch: 1, seq_len: Some(64), mode: Mode::Infer, precision: Precision::Bf16, weights, ..TrainConfig::default() };
+        let generate = GenerateConfig { prompt_len: Some(2), new_tokens: 512, ..GenerateConfig::default() };
+        let gen = TrainConfig { mode: Mode::Generate, generate, ..infer };
+        let (i, g) = (vramcalc_core::estimate(&spec, &infer).unwrap(), vramcalc_core::estimate(&spec, &gen).unwrap());
+        let bf16 = vramcalc_core::estimate(&spec, &TrainConfig { weights: None, ..gen }).unwrap();
+        assert!(g.peak_at.starts_with("last decode step"), "{w}: {}", g.peak_at);
+        assert_eq!(g.breakdown.parameters, i.breakdown.parameters, "{w}: decode vs infer weights");
+        assert!(g.breakdown.parameters < bf16.breakdown.parameters, "{w}");
+    }
+}

@@ -28,6 +28,12 @@ fn rows_agree_with_the_estimate_and_the_solver() {
                 assert_eq!(r.reverse_value.unwrap_or(0), c.max_concurrency, "{r:?}");
                 continue;
             }
+            if w == Workload::LlamaCpp {
+                // llama.cpp's own estimate: checked in `solve/fits_llama.rs`
+                assert_eq!(r.fits, r.margin_bytes >= 0, "{r:?}");
+                assert_eq!(r.fits, r.reverse_value.is_some(), "{r:?}");
+                continue;
+            }
             let config = fits::config_of(w, &r.format, &o).unwrap();
             let e = vramcalc_core::estimate(spec, &config).unwrap();
             assert_eq!(r.device_total_bytes, e.device_total_bytes, "{r:?}");
@@ -50,4 +56,27 @@ fn smaller_weights_fit_more() {
     let (bf16, int8, nf4) = (t("bf16"), t("int8"), t("nf4"));
     assert!(bf16.device_total_bytes > int8.device_total_bytes && int8.device_total_bytes > nf4.device_total_bytes);
     assert!(bf16.reverse_value <= int8.reverse_value && int8.reverse_value <= nf4.reverse_value);
+}
+
+/// Mixed cards: a training row is rank 0 of DDP over them on the smallest, vLLM runs tensor
+/// parallel over all (each rank held to the smallest), llama.cpp splits the layers by memory.
+#[test]
+fn mixed_cards() {
+    let spec = vramcalc_core::import::preset("qwen2.5-0.5b").unwrap();
+    let o = FitsOptions { seq_len: Some(512), ..FitsOptions::default() };
+    let (big, small) = (RTX_4090, 16_311u64 << 20);
+    let r = fits::row_on("qwen2.5-0.5b", &spec, Workload::Lora, "bf16", &[big, small], &o).unwrap();
+    let config = fits::config_of(Workload::Lora, "bf16", &o).unwrap();
+    let dist = vramcalc_core::distributed::DistConfig { gpus: 2, ..Default::default() };
+    let e = vramcalc_core::distributed::estimate(&spec, &config, &dist).unwrap().estimate;
+    assert_eq!(r.device_total_bytes, e.device_total_bytes);
+    assert_eq!(r.margin_bytes, small as i64 - e.device_total_bytes as i64);
+    let s = fits::row_on("qwen2.5-0.5b", &spec, Workload::Serve, "bf16", &[small, big], &o).unwrap();
+    let cfg = ServeConfig { tensor_parallel: 2, weights: Some(vramcalc_core::formats::WeightFormat::parse("bf16").unwrap()), ..ServeConfig::new(small, 512) };
+    assert_eq!(s.reverse_value, Some(serve::capacity(&spec, &cfg).unwrap().max_concurrency));
+    // a 70B model in Q2_K fits two cards together, not the smaller alone
+    let big_spec = vramcalc_core::import::preset("llama-3.1-70b").unwrap();
+    let one = fits::row_on("llama-3.1-70b", &big_spec, Workload::LlamaCpp, "q2_k", &[small], &o).unwrap();
+    let two = fits::row_on("llama-3.1-70b", &big_spec, Workload::LlamaCpp, "q2_k", &[big, small], &o).unwrap();
+    assert!(!one.fits && two.fits, "{one:?} {two:?}");
 }

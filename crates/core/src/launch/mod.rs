@@ -7,6 +7,7 @@
 //! Plain text out, no I/O.
 
 pub mod measure;
+pub mod modelfile;
 pub mod python;
 pub mod sharding;
 

@@ -140,6 +140,13 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     let past = if step == 0 { 0 } else { len.prompt + step - 1 };
     let tokens = if step == 0 { len.prompt } else { 1 };
     let mut resolved = resolve(spec, Some(tokens), step_options(base, c, len, past))?;
+    // `--weights`: every forward runs the stored format, the decode steps as much as the prefill
+    // (a kernel's dequantised temporary depends on the forward's tokens: `formats/apply.rs`)
+    if let Some(w) = c.weights {
+        let dtype = resolved.graph.params.first().map(|&p| resolved.graph.value(p).dtype).unwrap_or_default();
+        let rows: Vec<(&str, u32)> = resolved.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
+        crate::formats::apply::apply(&mut resolved.graph, &rows, w, dtype)?;
+    }
     let g = &mut resolved.graph;
     // The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`) keeps
     // `inputs_embeds`, `position_embeds`, `position_embeddings` and the mask in locals until it
@@ -239,10 +246,14 @@ impl GenPlan {
         };
         let mut best = one(prefill, plan);
         if let Some(s) = &self.last {
-            let d = one(&s.resolved.graph, &s.plan);
-            if d.0 > best.0 {
-                best = d;
-            }
+            // The caching allocator keeps the segments it reserved (`generate()` never calls
+            // `torch.cuda.empty_cache()`), so after the decode the device holds at least the
+            // larger reserve of the two phases, whichever has the higher allocated peak: the
+            // prefill's many large activations can reserve more than a decode step whose
+            // allocated peak is higher (GLM-4.5-Air at short prompts).
+            let (p, d) = one(&s.resolved.graph, &s.plan);
+            let rounded = best.1.allocated_rounded.max(d.allocated_rounded);
+            best = (best.0.max(p), DeviceTotal::new(rounded, best.1.reserved.max(d.reserved)));
         }
         if let Ok(mut d) = self.device.lock() {
             *d = Some((batch, best.0, best.1));

@@ -115,6 +115,8 @@ impl Prepared {
             _ => (resolve(spec, config.seq_len, opts)?, None, None),
         };
         let resolved = match config.weights {
+            // generate mode's forwards take the format as they are built (`generate::stage`)
+            Some(_) if config.mode == Mode::Generate => resolved,
             Some(w) => apply_weights(resolved, w, training)?,
             None => resolved,
         };

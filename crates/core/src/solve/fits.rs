@@ -1,10 +1,17 @@
 //! What fits my GPU: for one card and a workload, every model × weight format (× fine-tuning
 //! method): whether it fits, the margin, and the reverse figure that matters for the workload
-//! (the largest batch for training and inference, the most concurrent sequences for vLLM).
+//! (the largest batch for training and inference, the most concurrent sequences for vLLM, the
+//! longest context for llama.cpp).
+//!
+//! Several cards, mixed allowed ([`table_on`]): llama.cpp splits the layers over them by their
+//! memory (`fits_llama.rs`); vLLM runs tensor parallel over all of them, each rank held to the
+//! smallest card (vLLM sizes every rank's KV pool alike); a training row runs DDP over them, an
+//! inference or generation row one model per card, so the smallest card decides.
 //!
 //! One row is one prepared model: the device total at the batch, then the largest batch read from
 //! the same preparation (the envelope; no re-simulation), so the table stays interactive.
 
+pub use super::fits_row::{FitsOptions, Row};
 use super::{largest, Variable};
 use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::distributed::{DistConfig, DistPrepared};
@@ -26,10 +33,13 @@ pub enum Workload {
     Infer,
     Generate,
     Serve,
+    /// llama.cpp (`llama-server`) with a `llama-quantize` type: `fits_llama.rs`.
+    LlamaCpp,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 6] = [Workload::Qlora, Workload::Lora, Workload::Full, Workload::Infer, Workload::Generate, Workload::Serve];
+    pub const ALL: [Workload; 7] =
+        [Workload::Qlora, Workload::Lora, Workload::Full, Workload::Infer, Workload::Generate, Workload::Serve, Workload::LlamaCpp];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +49,7 @@ impl Workload {
             Workload::Infer => "infer",
             Workload::Generate => "generate",
             Workload::Serve => "serve",
+            Workload::LlamaCpp => "llama-cpp",
         }
     }
 
@@ -55,6 +66,7 @@ impl Workload {
     pub fn reverse(self) -> Variable {
         match self {
             Workload::Serve => Variable::Concurrency,
+            Workload::LlamaCpp => Variable::Context,
             _ => Variable::Batch,
         }
     }
@@ -67,43 +79,9 @@ impl Workload {
             Workload::Full => ["fp32", "amp-bf16", "bf16", "bf16+adam8bit", "amp-bf16+ckpt", "bf16+adam8bit+ckpt"],
             Workload::Infer | Workload::Generate => ["bf16", "fp8", "int8", "nf4", "gptq-int4", "gguf-q4_k_m"],
             Workload::Serve => ["bf16", "fp8", "int8", "nf4", "gptq-int4", "awq-int4"],
+            Workload::LlamaCpp => super::fits_llama::QUANTS,
         }
     }
-}
-
-/// The settings every row shares.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FitsOptions {
-    /// Samples per step (training, inference, generation).
-    pub batch: u64,
-    /// Sequence length (training, inference), prompt (generation), context (vLLM); `None`: the
-    /// model's own, and 4,096 tokens for vLLM.
-    pub seq_len: Option<u64>,
-    /// Generation: new tokens.
-    pub new_tokens: u64,
-}
-
-impl Default for FitsOptions {
-    fn default() -> Self {
-        FitsOptions { batch: 1, seq_len: None, new_tokens: 256 }
-    }
-}
-
-/// One model × format.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    pub model: String,
-    pub format: String,
-    pub method: String,
-    pub fits: bool,
-    pub device_total_bytes: u64,
-    pub peak_bytes: u64,
-    /// `capacity − device total`: negative when it does not fit (for vLLM, the KV pool left
-    /// for one sequence of the context, negative when vLLM would refuse it).
-    pub margin_bytes: i64,
-    /// The reverse figure (`batch`; `concurrency` for vLLM) and its value (`None`: does not fit).
-    pub reverse_of: Variable,
-    pub reverse_value: Option<u64>,
 }
 
 /// The training or inference setup of one row (`None` for vLLM rows).
@@ -138,7 +116,7 @@ pub fn config_of(workload: Workload, format: &str, o: &FitsOptions) -> Result<Tr
             c.generate.prompt_len = o.seq_len;
             c.generate.new_tokens = o.new_tokens.max(1);
         }
-        Workload::Serve => return Err(Error::Config("vLLM rows have no step setup".into())),
+        Workload::Serve | Workload::LlamaCpp => return Err(Error::Config(format!("{} rows have no step setup", workload.name()))),
     }
     for e in extras {
         match e {
@@ -154,10 +132,17 @@ pub fn config_of(workload: Workload, format: &str, o: &FitsOptions) -> Result<Tr
 /// The rows of `models` (id, spec) for `workload` on a GPU of `capacity` bytes; model × format
 /// pairs the core refuses (a format a model cannot take) are left out.
 pub fn table(models: &[(&str, &ModelSpec)], workload: Workload, capacity: u64, o: &FitsOptions) -> Vec<Row> {
+    table_on(models, workload, &[capacity], o)
+}
+
+/// [`table`] on several cards (`gpus`: the bytes of each, mixed allowed; see the module's text).
+/// llama.cpp rows take a preset's own `config.json` (`presets::hf_config`); other models have
+/// none here (`fits_llama::rows` takes any).
+pub fn table_on(models: &[(&str, &ModelSpec)], workload: Workload, gpus: &[u64], o: &FitsOptions) -> Vec<Row> {
     let mut rows = Vec::new();
     for &(id, spec) in models {
         for format in workload.formats() {
-            if let Ok(r) = row(id, spec, workload, format, capacity, o) {
+            if let Ok(r) = row_on(id, spec, workload, format, gpus, o) {
                 rows.push(r);
             }
         }
@@ -167,11 +152,27 @@ pub fn table(models: &[(&str, &ModelSpec)], workload: Workload, capacity: u64, o
 
 /// One row.
 pub fn row(id: &str, spec: &ModelSpec, workload: Workload, format: &str, capacity: u64, o: &FitsOptions) -> Result<Row> {
-    if workload == Workload::Serve {
-        return serve_row(id, spec, format, capacity, o);
+    row_on(id, spec, workload, format, &[capacity], o)
+}
+
+/// One row on several cards.
+pub fn row_on(id: &str, spec: &ModelSpec, workload: Workload, format: &str, gpus: &[u64], o: &FitsOptions) -> Result<Row> {
+    let capacity = gpus.iter().copied().min().ok_or_else(|| Error::Config("what fits: no GPU given".into()))?;
+    let n = gpus.len() as u64;
+    match workload {
+        Workload::LlamaCpp => {
+            let text = crate::presets::hf_config(id).ok_or_else(|| Error::Config(format!("{id}: no config.json for llama.cpp")))?;
+            let config = serde_json::from_str(text).map_err(|e| Error::Config(format!("{id}: config.json: {e}")))?;
+            return super::fits_llama::row(id, &config, format, gpus, o);
+        }
+        Workload::Serve => return serve_row(id, spec, format, capacity, n, o),
+        _ => {}
     }
     let c = config_of(workload, format, o)?;
-    let p = DistPrepared::new(spec, &c, &DistConfig::default())?;
+    // training: DDP over the cards (rank 0 on the smallest); inference: one model per card
+    let training = matches!(workload, Workload::Qlora | Workload::Lora | Workload::Full);
+    let dist = DistConfig { gpus: if training { n } else { 1 }, ..DistConfig::default() };
+    let p = DistPrepared::new(spec, &c, &dist)?;
     let (peak, total) = p.peak_at(c.batch);
     let lo = c.grad_accum.max(1);
     let reverse = largest(lo, MAX_BATCH, c.batch, |b| Ok(p.peak_at(b).1 <= capacity))?;
@@ -196,9 +197,9 @@ fn method_name(workload: Workload, c: &TrainConfig) -> String {
     }
 }
 
-fn serve_row(id: &str, spec: &ModelSpec, format: &str, capacity: u64, o: &FitsOptions) -> Result<Row> {
+fn serve_row(id: &str, spec: &ModelSpec, format: &str, capacity: u64, tensor_parallel: u64, o: &FitsOptions) -> Result<Row> {
     let weights = WeightFormat::parse(format)?;
-    let cfg = ServeConfig { weights: Some(weights), ..ServeConfig::new(capacity, o.seq_len.unwrap_or(4096)) };
+    let cfg = ServeConfig { weights: Some(weights), tensor_parallel, ..ServeConfig::new(capacity, o.seq_len.unwrap_or(4096)) };
     let c = serve::capacity(spec, &cfg)?;
     let one = serve::request_bytes(spec, &cfg, cfg.context);
     let usable = c.num_blocks.saturating_mul(c.page_bytes);

@@ -10,14 +10,18 @@
 //! it, the allocator's rounding is monotone, and a peak is a maximum of such sizes). So the answer
 //! is found by [`largest`], a search over a `fits(value)` predicate: a gallop from a starting value
 //! (doubling up, or halving down) to a bracket, then bisection, `2·log2(answer)` evaluations at
-//! most, never a scan. Each evaluation is the real estimate of the setup at that value; the batch
-//! reads the simulation's envelope (`memory/envelope.rs`), which needs no re-simulation. Another
+//! most, never a scan. The batch reads the simulation's envelope (`memory/envelope.rs`), which
+//! needs no re-simulation; every other variable is searched by [`largest_by`] (`search.rs`), which
+//! predicts from the measured peaks and totals and needs 6–9 full estimates. Another
 //! engine (the llama.cpp one) plugs in by giving its own predicate to [`largest`].
 //!
 //! `fix` finds the cheapest set of changes that makes a setup fit; `fits` tabulates what fits a GPU.
 
 pub mod fits;
+pub mod fits_llama;
+mod fits_row;
 pub mod fix;
+mod search;
 pub mod setup;
 mod variable;
 
@@ -25,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::serve::{self, ServeConfig};
 use crate::spec::ModelSpec;
 use serde::Serialize;
+pub use search::{largest_by, Measured};
 pub use setup::Setup;
 pub use variable::{Limit, Variable};
 
@@ -97,116 +102,6 @@ pub fn largest(lo: u64, hi: u64, start: u64, mut fits: impl FnMut(u64) -> Result
         }
     }
     Ok(Some(g as u64))
-}
-
-/// A value and its measurement (`(peak, device total)`; `None`: refused).
-pub type Measured = (u64, Option<(u64, u64)>);
-
-/// [`largest`] for a measured quantity: the largest `v` in `lo..=hi` whose `measure(v)` (a
-/// device total, non-decreasing in `v`; `None`: a value the model refuses, which counts as
-/// infinite) is at most `cap`, with the measurements made. The totals guide the search: a
-/// linear extrapolation from the points seen brackets the answer, then regula falsi with the
-/// Illinois modification narrows the bracket from both sides (a bisection step whenever
-/// interpolation fails to halve the bracket or meets a refused value). Each measurement is a full setup's estimate,
-/// so the few it needs (about 6–10 for a smooth total) keep a reverse answer interactive.
-pub fn largest_by(
-    lo: u64,
-    hi: u64,
-    start: u64,
-    cap: u64,
-    mut measure: impl FnMut(u64) -> Result<Option<(u64, u64)>>,
-) -> Result<(Option<u64>, Vec<Measured>)> {
-    let mut seen: Vec<Measured> = Vec::new();
-    if lo > hi {
-        return Ok((None, seen));
-    }
-    let mut eval = |v: u64, seen: &mut Vec<Measured>| -> Result<Option<u64>> {
-        let m = measure(v)?;
-        seen.push((v, m));
-        Ok(m.map(|x| x.1))
-    };
-    let fits = |t: Option<u64>| t.is_some_and(|t| t <= cap);
-    // the bracket: (value, total) that fits, and (value, total or None = refused) that does not
-    let start = start.clamp(lo, hi);
-    let t0 = eval(start, &mut seen)?;
-    type Good = Option<(u64, u64)>;
-    type Bad = Option<(u64, Option<u64>)>;
-    let (mut g, mut b): (Good, Bad) =
-        if fits(t0) { (Some((start, t0.unwrap_or(0))), None) } else { (None, Some((start, t0))) };
-    // extrapolate to a bracket
-    let mut last: Option<(u64, u64)> = t0.map(|t| (start, t));
-    while g.is_none() || b.is_none() {
-        let next = match (g, b) {
-            (Some((gv, gt)), None) => {
-                if gv == hi {
-                    return Ok((Some(hi), seen));
-                }
-                let guess = match last.filter(|l| l.0 != gv && l.1 < gt) {
-                    // through the last two points, overshooting by 1/16 to land above the answer
-                    Some((lv, lt)) => {
-                        let slope = (gt - lt) as f64 / (gv as f64 - lv as f64).abs();
-                        let x = gv as f64 + (cap - gt) as f64 / slope;
-                        (x + (x - gv as f64) / 16.0 + 1.0).min(hi as f64) as u64
-                    }
-                    None => gv.saturating_mul(2).max(gv + 1),
-                };
-                last = Some((gv, gt));
-                guess.clamp(gv + 1, hi)
-            }
-            (None, Some((bv, _))) => {
-                if bv == lo {
-                    return Ok((None, seen));
-                }
-                lo + (bv - lo) / 2
-            }
-            _ => unreachable!("the loop runs while one end is missing"),
-        };
-        let t = eval(next, &mut seen)?;
-        if fits(t) {
-            if let Some((gv, gt)) = g {
-                last = Some((gv, gt));
-            }
-            g = Some((next, t.unwrap_or(0)));
-        } else {
-            b = Some((next, t));
-        }
-    }
-    let (Some((mut gv, gt)), Some((mut bv, bt))) = (g, b) else { unreachable!("bracketed above") };
-    // Illinois: the weighted totals of the ends, halved towards `cap` when one end is kept twice
-    let (mut wg, mut wb) = (gt as f64, bt.map(|t| t as f64));
-    let mut kept: i8 = 0;
-    // an interpolation that does not halve the bracket (a stepped total: the allocator's
-    // segments) is followed by a bisection
-    let mut bisect = false;
-    while bv - gv > 1 {
-        let (mid, width) = (gv + (bv - gv) / 2, bv - gv);
-        let x = match wb {
-            _ if bisect => mid,
-            Some(wb) if wb > wg => {
-                let x = gv as f64 + (cap as f64 - wg) / (wb - wg) * (bv - gv) as f64;
-                (x as u64).clamp(gv + 1, bv - 1)
-            }
-            _ => mid,
-        };
-        let t = eval(x, &mut seen)?;
-        if fits(t) {
-            gv = x;
-            wg = t.unwrap_or(0) as f64;
-            if kept == 1 {
-                wb = wb.map(|w| cap as f64 + (w - cap as f64) / 2.0);
-            }
-            kept = 1;
-        } else {
-            bv = x;
-            wb = t.map(|t| t as f64);
-            if kept == -1 {
-                wg = cap as f64 - (cap as f64 - wg) / 2.0;
-            }
-            kept = -1;
-        }
-        bisect = !bisect && (bv - gv) * 2 > width;
-    }
-    Ok((Some(gv), seen))
 }
 
 /// The largest value of `of` at which `setup` fits `capacity` bytes. An error when the variable

@@ -70,3 +70,21 @@ fn largest_by_equals_a_scan_on_many_shapes() {
         }
     }
 }
+
+/// A staircase total over a smooth peak (the allocator's 2 MiB granules over allocated bytes):
+/// the peaks predict, the totals decide; equal to a scan, in few evaluations.
+#[test]
+fn largest_by_equals_a_scan_on_a_staircase_over_a_smooth_peak() {
+    let peak = |v: u64| 50_000 + 300 * v + v * v / 50;
+    let total = |v: u64| 64 * 4096 * (peak(v) / 4096).div_ceil(64).max(1);
+    let mut most = 0;
+    for cap in (300_000..3_000_000).step_by(77_777) {
+        for start in [1, 64, 999] {
+            let want = (1..=1000u64).filter(|&v| total(v) <= cap).max();
+            let (got, seen) = largest_by(1, 1000, start, cap, |v| Ok(Some((peak(v), total(v))))).unwrap();
+            assert_eq!(got, want, "cap {cap} start {start}");
+            most = most.max(seen.len());
+        }
+    }
+    assert!(most <= 24, "{most} evaluations");
+}
