@@ -9,6 +9,10 @@ use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
+// issues 24, 27: the workload switch and its panels (to merge into the setup's mode switch)
+use crate::components::local::LocalPanel;
+use crate::components::workload::workload_switch;
+use crate::state::local::Workload;
 use crate::components::{Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
@@ -93,6 +97,11 @@ pub fn app(p: &AppProps) -> Html {
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
+            // issues 24, 27: a minimal workload switch; the lead merges it into the mode switch
+            { workload_switch(&ctx, state.workload) }
+            if state.workload == Workload::LlamaCpp {
+                <main class="layout single"><LocalPanel state={state.local.clone()} /></main>
+            } else {
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
                 job, stale: error.is_some(), applied: applied.clone() }) }
             <main class="layout">
@@ -121,6 +130,7 @@ pub fn app(p: &AppProps) -> Html {
                     }
                 </div>
             </main>
+            }
             <footer class="foot muted small">
                 { "vramcalc — estimates from a storage-level simulation of a PyTorch training step. " }
                 { "Peak = torch.cuda.max_memory_allocated(); device total is approximate." }
