@@ -21,6 +21,8 @@ use yew::Reducible;
 
 // The llama.cpp panel's state and the workload switch (issue 24).
 pub mod local;
+// The image/video pipeline panel's state (issue 27).
+pub mod pipeline;
 
 /// How many edits undo remembers (the oldest is forgotten first).
 pub const UNDO_LIMIT: usize = 100;
@@ -264,6 +266,7 @@ pub struct State {
     /// not saved, not in undo.
     pub workload: local::Workload,
     pub local: local::LocalState,
+    pub pipeline: pipeline::PipelineState,
     history: History,
     last_edit: Option<EditKind>,
 }
@@ -316,6 +319,8 @@ pub enum Action {
     SetWorkload(local::Workload),
     /// The llama.cpp panel.
     Local(local::LocalAction),
+    /// The pipeline panel's settings.
+    SetPipeline(pipeline::PipelineState),
 }
 
 impl State {
@@ -329,6 +334,7 @@ impl State {
             assumed_seq: None,
             workload: local::Workload::default(),
             local: local::LocalState::default(),
+            pipeline: pipeline::PipelineState::default(),
             history: History::default(),
             last_edit: None,
         }
@@ -558,6 +564,7 @@ impl Reducible for State {
             }
             Action::SetWorkload(w) => s.workload = w,
             Action::Local(a) => s.local.apply(a),
+            Action::SetPipeline(p) => s.pipeline = p,
         }
         Rc::new(s)
     }

@@ -16,6 +16,7 @@ pub mod llm;
 pub mod llm_answers;
 pub mod local;
 pub mod model;
+pub mod pipeline;
 pub mod results;
 pub mod settings;
 pub mod share;
@@ -51,6 +52,10 @@ impl Ctx {
     /// The llama.cpp panel's and the workload switch's texts.
     pub fn local(&self) -> &'static crate::i18n::local::LocalTr {
         crate::i18n::local_tr(self.lang)
+    }
+    /// The image/video pipeline panel's texts.
+    pub fn pipe(&self) -> &'static crate::i18n::pipeline::PipelineTr {
+        crate::i18n::pipeline_tr(self.lang)
     }
     /// ViewBox width of the charts.
     pub fn chart_width(&self) -> f64 {

@@ -10,6 +10,7 @@ mod en;
 pub mod import;
 pub mod llm;
 pub mod local;
+pub mod pipeline;
 mod zh;
 
 pub use en::EN;
@@ -269,6 +270,14 @@ pub fn local_tr(lang: Lang) -> &'static local::LocalTr {
     match lang {
         Lang::En => &local::LOCAL_EN,
         Lang::Zh => &local::LOCAL_ZH,
+    }
+}
+
+/// The image/video pipeline panel's texts in `lang`.
+pub fn pipeline_tr(lang: Lang) -> &'static pipeline::PipelineTr {
+    match lang {
+        Lang::En => &pipeline::PIPELINE_EN,
+        Lang::Zh => &pipeline::PIPELINE_ZH,
     }
 }
 
