@@ -93,6 +93,7 @@ pub fn app(p: &AppProps) -> Html {
     // issue 27: on the pipeline workload the link is the pipeline's (`#pipe.…`)
     let share_fragment = match state.workload {
         Workload::Pipeline => Some(crate::pipeline::link::to_fragment(&state.pipeline)),
+        Workload::LlamaCpp => Some(crate::local::link::to_fragment(state.local.model.as_ref().map(|m| &m.0), &state.local.settings)),
         _ => link.fragment.clone(),
     };
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
@@ -101,7 +102,7 @@ pub fn app(p: &AppProps) -> Html {
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
             <div class="sharebar" role="region" aria-label={ctx.tr().share_region}>
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
-                <ShareButtons fragment={share_fragment.map(AttrValue::from)} fresh={link.fresh || state.workload == Workload::Pipeline} />
+                <ShareButtons fragment={share_fragment.map(AttrValue::from)} fresh={link.fresh || state.workload != Workload::PyTorch} />
             </div>
             // issues 24, 27: a minimal workload switch; the lead merges it into the mode switch
             { workload_switch(&ctx, state.workload) }

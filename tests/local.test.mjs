@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { launch, open, waitAttr, shot } from './helpers.mjs';
+import { launch, open, waitAttr, shot, URL } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -90,6 +90,7 @@ test('a local GGUF: only its header is read, nothing is sent anywhere, and every
   await page.waitForFunction(() => /--n-cpu-moe 4/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
   await checkAgainstCli(page, ['--gguf', FILE, '-c', '8192', '-ctk', 'q8_0', '-ctv', 'q8_0', '--n-cpu-moe', '4', '--gpu', 'rtx-4090', '--ram', '64GiB']);
   // a text that is not a value stays in its field with the reason; the answer stays
+  assert.equal(await page.evaluate(() => location.hash), '#gguf.c=8192,ctk=q8_0,ctv=q8_0,n-cpu-moe=4', 'the settings, not the file');
   await page.getByTestId('np').fill('0');
   await page.getByTestId('np-error').waitFor();
   await shot(page, '60-local-file');
@@ -132,6 +133,19 @@ test('a hub GGUF is read by Range requests, growing until the header parses, no 
   assert.ok(hub.served <= GGUF.length, 'no byte read twice');
   await checkAgainstCli(page, ['--gguf', FILE, '--gpu', 'rtx-4090', '--ram', '64GiB']);
   assert.match(await page.getByTestId('llama-command').textContent(), /^llama-server -m tiny-qwen3moe-Q8_0\.gguf -c 4096 /);
+  // the share link names the hub file and the settings; opened elsewhere it reads the file again
+  await page.getByTestId('c').fill('16384');
+  await page.waitForFunction(() => location.hash === '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
+  const total = await num(page, 'llama-total');
+  const other = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await rangeHub(other, () => ({ body: GGUF }));
+  const p2 = await other.newPage();
+  await p2.goto(URL + '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
+  await status(p2, 'loaded');
+  assert.equal(await p2.getByTestId('workload').getAttribute('data-workload'), 'llama-cpp');
+  assert.equal(await p2.getByTestId('c').inputValue(), '16384');
+  assert.equal(await num(p2, 'llama-total'), total);
+  await other.close();
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });
@@ -170,6 +184,8 @@ test('a model and a quant without a file: the header llama-quantize would write,
   await page.waitForFunction(() => /-c 32768/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
   const config = new globalThis.URL('../crates/core/src/presets/configs/qwen3-8b.json', import.meta.url).pathname;
   await checkAgainstCli(page, ['--hf-config', config, '--quant', 'Q4_K_M', '-c', '32768', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  // a local file's link carries its settings, never the file; this one names the model and quant
+  assert.equal(await page.evaluate(() => location.hash), '#gguf.model=qwen3-8b,quant=Q4_K_M,c=32768');
   // 中文: the panel's texts switch, the figures stay
   const total = await num(page, 'llama-total');
   await page.getByTestId('lang-select').selectOption('zh');

@@ -7,6 +7,7 @@
 
 pub mod fetch;
 pub mod hub;
+pub mod link;
 pub mod read;
 
 use crate::form::{flag, named, whole, Field};

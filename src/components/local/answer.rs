@@ -2,7 +2,8 @@
 //! and stacked bars of each device's buffers against its memory, the reverse answers (largest
 //! context, most GPU layers) and the `llama-server` command to copy.
 
-use crate::charts::{f, stacks};
+use crate::charts::stacks;
+use crate::components::charts::stacks_chart;
 use crate::components::use_ctx;
 use crate::local::Answer;
 use std::rc::Rc;
@@ -49,14 +50,11 @@ pub fn local_answer(p: &AnswerProps) -> Html {
             </tr>
         }
     });
-    let (cw, left, row_h) = (ctx.chart_width(), 150.0, 26.0);
     let inputs: Vec<stacks::StackInput> = e
         .devices
         .iter()
         .map(|d| stacks::StackInput { label: device_name(d, t.host), parts: vec![("model", d.model), ("kv", d.kv()), ("compute", d.compute), ("output", d.output)], capacity: d.capacity })
         .collect();
-    let g = stacks::stacks(&inputs, cw - left - 12.0, row_h, ctx.unit);
-    let h = g.height + 24.0;
     let part_label = |k: &str| match k {
         "model" => t.model,
         "kv" => t.kv,
@@ -93,25 +91,7 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                     <tbody>{ for rows }</tbody>
                 </table>
             </div>
-            <svg class="chart stacks" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.chart} data-testid="chart-devices">
-                <title>{ t.chart }</title>
-                { for g.rows.iter().map(|r| html! {
-                    <g transform={format!("translate(0,{})", f(r.y + 4.0))} class={classes!(r.over.then_some("over"))}>
-                        <text x={f(left - 6.0)} y={f(row_h / 2.0)} text-anchor="end" class="axis-label">{ &r.label }</text>
-                        { for r.segments.iter().map(|s| html! {
-                            <rect x={f(left + s.x)} y="2" width={f(s.w)} height={f(row_h - 8.0)} class={classes!("seg", s.key)}>
-                                <title>{ format!("{}: {}", part_label(s.key), ctx.bytes(s.bytes)) }</title>
-                            </rect>
-                        }) }
-                        if let Some(x) = r.cap_x {
-                            <line x1={f(left + x)} x2={f(left + x)} y1="0" y2={f(row_h - 4.0)} class="cap-line" />
-                        }
-                    </g>
-                }) }
-                <g transform={format!("translate({left},{})", f(g.height + 16.0))} class="axis-label">
-                    { for g.ticks.iter().map(|(x, b)| html! { <text x={f(*x)} y="0" text-anchor="middle">{ ctx.bytes(*b) }</text> }) }
-                </g>
-            </svg>
+            { stacks_chart(&ctx, &inputs, 150.0, t.chart, "chart-devices", part_label) }
             if a.reverse {
                 <dl class="reverse">
                     <dt>{ t.max_ctx }</dt>

@@ -41,6 +41,10 @@ pub fn local_panel(p: &LocalProps) -> Html {
         let model = s.model.clone();
         use_memo(key, move |(_, settings)| model.as_ref().map(|(src, h)| local::answer(h, settings, src)))
     };
+    // the address bar carries the hub file or model, and the settings (`#gguf.…`)
+    use_effect_with((s.model.as_ref().map(|m| m.0.clone()), s.settings.clone()), |(src, set)| {
+        crate::dom::replace_fragment(&local::link::to_fragment(src.as_ref(), set), false)
+    });
     let body = match &*answer {
         None => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
         Some(Err(e)) => html! { <p class="error" role="alert" data-testid="llama-error">{ e }</p> },

@@ -30,6 +30,21 @@ fn finish(d: &UseReducerDispatcher<crate::state::State>, src: GgufSource, r: Res
     }));
 }
 
+/// Reads a hub file's header by `Range` and reports it.
+fn read_hub(d: UseReducerDispatcher<crate::state::State>, f: HubFile) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let r = read::read_header(
+            |s, e| {
+                let f = f.clone();
+                async move { fetch::hub_range(&f, s, e).await }
+            },
+            read::FIRST_READ,
+        )
+        .await;
+        finish(&d, GgufSource::Hub(f), r);
+    });
+}
+
 #[function_component(SourcePicker)]
 pub fn source_picker(p: &SourceProps) -> Html {
     let ctx = use_ctx();
@@ -70,24 +85,21 @@ pub fn source_picker(p: &SourceProps) -> Html {
                 Err(e) => err.set(Some(e)),
                 Ok(f) => {
                     err.set(None);
-                    let src = GgufSource::Hub(f.clone());
-                    d.dispatch(Action::Local(LocalAction::Loading(src.clone())));
-                    let d = d.clone();
-                    wasm_bindgen_futures::spawn_local(async move {
-                        let r = read::read_header(
-                            |s, e| {
-                                let f = f.clone();
-                                async move { fetch::hub_range(&f, s, e).await }
-                            },
-                            read::FIRST_READ,
-                        )
-                        .await;
-                        finish(&d, src, r);
-                    });
+                    d.dispatch(Action::Local(LocalAction::Loading(GgufSource::Hub(f.clone()))));
+                    read_hub(d.clone(), f);
                 }
             }
         })
     };
+    // a link's hub file (`share_link::start` left it loading): read it once the panel is shown
+    {
+        let (d, load) = (ctx.dispatch.clone(), p.load.clone());
+        use_effect_with((), move |_| {
+            if let Load::Loading(GgufSource::Hub(f)) = load {
+                read_hub(d, f);
+            }
+        });
+    }
     let on_quant = {
         let (d, m, q) = (ctx.dispatch.clone(), quant_model.clone(), quant.clone());
         Callback::from(move |_| {

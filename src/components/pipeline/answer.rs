@@ -2,7 +2,8 @@
 //! activations, CPU RAM, what is resident) and the stage timeline as stacked bars in run order,
 //! the peak stage marked; or a LoRA training step's figures.
 
-use crate::charts::{f, stacks};
+use crate::charts::stacks;
+use crate::components::charts::stacks_chart;
 use crate::components::use_ctx;
 use crate::pipeline::Answer;
 use std::rc::Rc;
@@ -37,14 +38,11 @@ pub fn stages_answer(p: &AnswerProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
     let Answer::Stages(e) = &*p.answer else { return html! {} };
-    let (cw, left, row_h) = (ctx.chart_width(), 170.0, 26.0);
     let inputs: Vec<stacks::StackInput> = e
         .stages
         .iter()
         .map(|st| stacks::StackInput { label: st.name.clone(), parts: vec![("weights", st.gpu_weights), ("acts", st.activations)], capacity: p.capacity })
         .collect();
-    let g = stacks::stacks(&inputs, cw - left - 12.0, row_h, ctx.unit);
-    let h = g.height + 24.0;
     html! {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage={e.peak_stage.clone()}>
             { verdict(&ctx, &p.answer, p.capacity) }
@@ -71,25 +69,7 @@ pub fn stages_answer(p: &AnswerProps) -> Html {
                     </tbody>
                 </table>
             </div>
-            <svg class="chart stacks" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={t.timeline} data-testid="chart-stages">
-                <title>{ t.timeline }</title>
-                { for g.rows.iter().enumerate().map(|(i, r)| html! {
-                    <g transform={format!("translate(0,{})", f(r.y + 4.0))} class={classes!((g.peak == Some(i)).then_some("peak"), r.over.then_some("over"))}>
-                        <text x={f(left - 6.0)} y={f(row_h / 2.0)} text-anchor="end" class="axis-label">{ &r.label }</text>
-                        { for r.segments.iter().map(|s| html! {
-                            <rect x={f(left + s.x)} y="2" width={f(s.w)} height={f(row_h - 8.0)} class={classes!("seg", s.key)}>
-                                <title>{ format!("{}: {}", if s.key == "weights" { t.gpu_weights } else { t.activations }, ctx.bytes(s.bytes)) }</title>
-                            </rect>
-                        }) }
-                        if let Some(x) = r.cap_x {
-                            <line x1={f(left + x)} x2={f(left + x)} y1="0" y2={f(row_h - 4.0)} class="cap-line" />
-                        }
-                    </g>
-                }) }
-                <g transform={format!("translate({left},{})", f(g.height + 16.0))} class="axis-label">
-                    { for g.ticks.iter().map(|(x, b)| html! { <text x={f(*x)} y="0" text-anchor="middle">{ ctx.bytes(*b) }</text> }) }
-                </g>
-            </svg>
+            { stacks_chart(&ctx, &inputs, 170.0, t.timeline, "chart-stages", |k| if k == "weights" { t.gpu_weights } else { t.activations }) }
             <h3>{ t.components }</h3>
             <ul class="components small">
                 { for e.components.iter().map(|c| html! {
