@@ -7,8 +7,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { launch, open, waitAttr, shot, URL } from './helpers.mjs';
+import { launch, open, waitAttr, shot, URL, axeViolations } from './helpers.mjs';
 
+// index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
+// retarget when the workloads merge)
+const axe = (page) => axeViolations(page, ['skip-link']);
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
@@ -186,6 +189,7 @@ test('a model and a quant without a file: the header llama-quantize would write,
   await checkAgainstCli(page, ['--hf-config', config, '--quant', 'Q4_K_M', '-c', '32768', '--gpu', 'rtx-4090', '--ram', '64GiB']);
   // a local file's link carries its settings, never the file; this one names the model and quant
   assert.equal(await page.evaluate(() => location.hash), '#gguf.model=qwen3-8b,quant=Q4_K_M,c=32768');
+  assert.deepEqual(await axe(page), []);
   // 中文: the panel's texts switch, the figures stay
   const total = await num(page, 'llama-total');
   await page.getByTestId('lang-select').selectOption('zh');

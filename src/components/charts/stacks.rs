@@ -11,7 +11,14 @@ pub fn stacks_chart(ctx: &Ctx, rows: &[stacks::StackInput], left: f64, title: &'
     let (cw, row_h) = (ctx.chart_width(), 26.0);
     let g = stacks::stacks(rows, cw - left - 12.0, row_h, ctx.unit);
     let h = g.height + 24.0;
+    let mut keys: Vec<&'static str> = Vec::new();
+    for s in g.rows.iter().flat_map(|r| &r.segments) {
+        if !keys.contains(&s.key) {
+            keys.push(s.key);
+        }
+    }
     html! {
+        <figure class="stacks-fig">
         <svg class="chart stacks" viewBox={format!("0 0 {cw} {h}")} role="img" aria-label={title} data-testid={testid}>
             <title>{ title }</title>
             { for g.rows.iter().enumerate().map(|(i, r)| html! {
@@ -31,5 +38,11 @@ pub fn stacks_chart(ctx: &Ctx, rows: &[stacks::StackInput], left: f64, title: &'
                 { for g.ticks.iter().map(|(x, b)| html! { <text x={f(*x)} y="0" text-anchor="middle">{ ctx.bytes(*b) }</text> }) }
             </g>
         </svg>
+        <ul class="legend">
+            { for keys.iter().map(|k| html! {
+                <li><span class={classes!("swatch", *k)} aria-hidden="true"></span><span>{ part_label(k) }</span></li>
+            }) }
+        </ul>
+        </figure>
     }
 }

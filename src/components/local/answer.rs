@@ -86,7 +86,7 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                     <thead><tr>
                         <th scope="col">{ t.device }</th><th scope="col">{ t.model }</th><th scope="col">{ t.kv }</th>
                         <th scope="col">{ t.compute }</th><th scope="col">{ t.output }</th><th scope="col">{ t.total }</th>
-                        <th scope="col">{ t.capacity }</th><th scope="col"></th>
+                        <th scope="col">{ t.capacity }</th><th scope="col">{ t.verdict }</th>
                     </tr></thead>
                     <tbody>{ for rows }</tbody>
                 </table>
