@@ -196,6 +196,9 @@ test('a model and a quant without a file: the header llama-quantize would write,
   await page.waitForFunction(() => document.querySelector('#local-h')?.textContent === '本地推理（llama.cpp）');
   assert.equal(await num(page, 'llama-total'), total);
   await waitAttr(page, 'llama-answer', 'data-fits', (v) => v === 'true');
+  // a 390 px phone: no horizontal scrolling (the device table scrolls in its card)
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.documentElement.scrollWidth <= 390);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

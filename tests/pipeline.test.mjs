@@ -65,6 +65,8 @@ test('Flux.1-dev: each stage\'s peak and the pipeline\'s are the CLI\'s, with an
   await page.getByTestId('width-error').waitFor();
   assert.equal(await bytes(page, 'pipeline-peak'), fp8.peak_bytes);
   await shot(page, '70-pipeline-flux');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.documentElement.scrollWidth <= 390);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

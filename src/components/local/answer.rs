@@ -81,7 +81,7 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                 { " · " }<span data-testid="llama-kv" data-bytes={e.kv_bytes().to_string()}>{ format!("{} {} (-c {})", t.kv, ctx.bytes(e.kv_bytes()), e.ctx.n_ctx) }</span>
                 { " · " }<span data-testid="llama-compute" data-bytes={e.compute_bytes().to_string()}>{ format!("{} {}", t.compute, ctx.bytes(e.compute_bytes())) }</span>
             </p>
-            <div class="table-wrap">
+            <div class="table-wrap table-scroll">
                 <table class="devices">
                     <thead><tr>
                         <th scope="col">{ t.device }</th><th scope="col">{ t.model }</th><th scope="col">{ t.kv }</th>

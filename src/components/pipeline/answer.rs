@@ -49,7 +49,7 @@ pub fn stages_answer(p: &AnswerProps) -> Html {
             <p class="muted small">{ format!("{}: {} · {}×{}{} · guidance {} · offload {}", t.params, thousands(e.params), e.width, e.height,
                 if e.frames > 1 { format!("×{}", e.frames) } else { String::new() }, e.guidance, e.offload) }</p>
             <h3>{ t.stages }</h3>
-            <div class="table-wrap">
+            <div class="table-wrap table-scroll">
                 <table class="stages">
                     <thead><tr>
                         <th scope="col">{ t.stage }</th><th scope="col">{ t.peak }</th><th scope="col">{ t.gpu_weights }</th>
