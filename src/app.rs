@@ -9,6 +9,11 @@ use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
+// issues 24, 27: the workload switch and its panels (to merge into the setup's mode switch)
+use crate::components::local::LocalPanel;
+use crate::components::pipeline::PipelinePanel;
+use crate::components::workload::workload_switch;
+use crate::state::local::Workload;
 use crate::components::{Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
@@ -85,14 +90,27 @@ pub fn app(p: &AppProps) -> Html {
     let job = (model.config, model.dist);
     let applied = use_state(|| None);
     let narrow = use_narrow();
+    // issue 27: on the pipeline workload the link is the pipeline's (`#pipe.…`)
+    let share_fragment = match state.workload {
+        Workload::Pipeline => Some(crate::pipeline::link::to_fragment(&state.pipeline)),
+        Workload::LlamaCpp => Some(crate::local::link::to_fragment(state.local.model.as_ref().map(|m| &m.0), &state.local.settings)),
+        _ => link.fragment.clone(),
+    };
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }
             <div class="sharebar" role="region" aria-label={ctx.tr().share_region}>
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
-                <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
+                <ShareButtons fragment={share_fragment.map(AttrValue::from)} fresh={link.fresh || state.workload != Workload::PyTorch} />
             </div>
+            // issues 24, 27: a minimal workload switch; the lead merges it into the mode switch
+            { workload_switch(&ctx, state.workload) }
+            if state.workload == Workload::LlamaCpp {
+                <main class="layout single"><LocalPanel state={state.local.clone()} /></main>
+            } else if state.workload == Workload::Pipeline {
+                <main class="layout single"><PipelinePanel state={state.pipeline.clone()} /></main>
+            } else {
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
                 job, stale: error.is_some(), applied: applied.clone() }) }
             <main class="layout">
@@ -121,6 +139,7 @@ pub fn app(p: &AppProps) -> Html {
                     }
                 </div>
             </main>
+            }
             <footer class="foot muted small">
                 { "vramcalc — estimates from a storage-level simulation of a PyTorch training step. " }
                 { "Peak = torch.cuda.max_memory_allocated(); device total is approximate." }

@@ -19,6 +19,9 @@
 //! | `export` | the downloads' files: the per-layer CSV, the estimate's JSON, their names |
 //! | `import` | the Hugging Face hub fetch and the paste box's reader (the import panel's logic) |
 //! | `llm` | the LLM setup's fields and what they set; its answers (GPU sizing, vLLM serving) |
+//! | `form` | the llama.cpp and pipeline panels' fields as data |
+//! | `pipeline` | the image/video pipeline panel: fields, the core's stages or LoRA step, its share links (`#pipe.…`) |
+//! | `local` | the llama.cpp panel: GGUF headers by `File.slice` or HTTP `Range`, llama.cpp's buffers per device |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
@@ -29,9 +32,12 @@ pub mod charts;
 pub mod export;
 pub mod fields;
 pub mod fix;
+pub mod form;
 pub mod i18n;
 pub mod import;
 pub mod llm;
+pub mod local;
+pub mod pipeline;
 pub mod prefs;
 pub mod share_link;
 pub mod state;

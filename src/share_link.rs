@@ -122,6 +122,39 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     if hash.is_empty() {
         return Start { state: restored, notice: None, guard: None };
     }
+    // issue 24: a llama.cpp link opens that workload: a hub file is read by the panel, a model
+    // and quant is built here
+    if hash.starts_with(crate::local::link::PREFIX) {
+        return match crate::local::link::from_fragment(hash) {
+            Ok((src, settings)) => {
+                use crate::state::local::{GgufSource, Load, Workload};
+                let mut state = restored;
+                state.workload = Workload::LlamaCpp;
+                state.local.settings = settings;
+                match src {
+                    Some(GgufSource::Quant { model, quant }) => match crate::local::synth(&model, &quant) {
+                        Ok(h) => state.local.model = Some((GgufSource::Quant { model, quant }, std::rc::Rc::new(h))),
+                        Err(e) => return Start { state, notice: Some(Notice::Broken(format!("link model: {e}"))), guard: None },
+                    },
+                    Some(src) => state.local.load = Load::Loading(src),
+                    None => {}
+                }
+                Start { state, notice: None, guard: None }
+            }
+            Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },
+        };
+    }
+    // issue 27: a pipeline link opens the pipeline workload over the saved work (not saved itself)
+    if hash.starts_with(crate::pipeline::link::PREFIX) {
+        return match crate::pipeline::link::from_fragment(hash) {
+            Ok(p) => {
+                let mut state = restored;
+                (state.workload, state.pipeline) = (crate::state::local::Workload::Pipeline, p);
+                Start { state, notice: None, guard: None }
+            }
+            Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },
+        };
+    }
     let (state, notice) = match open(hash, restored.prefs).await {
         Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
         Err(e) if share::names_hub_model(hash) => (State::new(Model::default(), restored.prefs), Notice::Unfetched(e, hash.to_string())),

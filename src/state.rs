@@ -19,6 +19,11 @@ use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
 use vramcalc_core::{presets, ByteUnit, TrainConfig, GPUS};
 use yew::Reducible;
 
+// The llama.cpp panel's state and the workload switch (issue 24).
+pub mod local;
+// The image/video pipeline panel's state (issue 27).
+pub mod pipeline;
+
 /// How many edits undo remembers (the oldest is forgotten first).
 pub const UNDO_LIMIT: usize = 100;
 /// The preset a first visit opens.
@@ -257,6 +262,11 @@ pub struct State {
     pub selected: Vec<NodePath>,
     /// `(sequence length, context)` a Hugging Face import assumed, until the user sets one.
     pub assumed_seq: Option<(u64, u64)>,
+    /// Which workload is shown (the minimal switch of issues 24 and 27) and its panels' state:
+    /// not saved, not in undo.
+    pub workload: local::Workload,
+    pub local: local::LocalState,
+    pub pipeline: pipeline::PipelineState,
     history: History,
     last_edit: Option<EditKind>,
 }
@@ -305,12 +315,29 @@ pub enum Action {
     SetTheme(Theme),
     /// Back to the saved work (after opening a shared link): its model and preferences.
     Restore(Saved),
+    /// The workload switch (issues 24, 27).
+    SetWorkload(local::Workload),
+    /// The llama.cpp panel.
+    Local(local::LocalAction),
+    /// The pipeline panel's settings.
+    SetPipeline(pipeline::PipelineState),
 }
 
 impl State {
     pub fn new(model: Model, prefs: Prefs) -> State {
         let collapsed = tree::block_paths(&model.spec.layers);
-        State { model, prefs, collapsed, selected: Vec::new(), assumed_seq: None, history: History::default(), last_edit: None }
+        State {
+            model,
+            prefs,
+            collapsed,
+            selected: Vec::new(),
+            assumed_seq: None,
+            workload: local::Workload::default(),
+            local: local::LocalState::default(),
+            pipeline: pipeline::PipelineState::default(),
+            history: History::default(),
+            last_edit: None,
+        }
     }
 
     /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
@@ -535,6 +562,9 @@ impl Reducible for State {
                 s.replace_model(saved.model);
                 s.prefs = saved.prefs;
             }
+            Action::SetWorkload(w) => s.workload = w,
+            Action::Local(a) => s.local.apply(a),
+            Action::SetPipeline(p) => s.pipeline = p,
         }
         Rc::new(s)
     }

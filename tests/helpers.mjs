@@ -80,3 +80,12 @@ export async function holdModule(page) {
   await page.route('**/vramcalc-web-extras*', async (r) => { await held; await r.continue(); });
   return release;
 }
+
+/** axe-core's violations on the page (WCAG 2.x A/AA and best practices) as readable lines, but
+ *  the rules in `skip` (issues 24, 27). */
+export async function axeViolations(page, skip = []) {
+  const { createRequire } = await import('node:module');
+  await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const v = await page.evaluate(async () => (await window.axe.run(document)).violations);
+  return v.filter((x) => !skip.includes(x.id)).map((x) => `${x.id} (${x.nodes.length}): ${x.help} — ${x.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+}

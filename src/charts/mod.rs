@@ -5,6 +5,7 @@
 pub mod bars;
 pub mod batch;
 pub mod scale;
+pub mod stacks;
 pub mod timeline;
 
 /// Formats a coordinate for an SVG attribute (one decimal is plenty at viewBox scale).

@@ -14,12 +14,16 @@ pub mod inputs;
 pub mod layers;
 pub mod llm;
 pub mod llm_answers;
+pub mod local;
 pub mod model;
+pub mod pipeline;
 pub mod results;
 pub mod settings;
 pub mod share;
 pub mod table;
 pub mod whatif;
+pub mod workload;
+pub mod workload_form;
 
 use crate::i18n::{tr, Lang, Tr};
 use crate::state::State;
@@ -44,6 +48,14 @@ impl Ctx {
     /// The LLM setup's texts.
     pub fn llm(&self) -> &'static crate::i18n::llm::LlmTr {
         crate::i18n::llm_tr(self.lang)
+    }
+    /// The llama.cpp panel's and the workload switch's texts.
+    pub fn local(&self) -> &'static crate::i18n::local::LocalTr {
+        crate::i18n::local_tr(self.lang)
+    }
+    /// The image/video pipeline panel's texts.
+    pub fn pipe(&self) -> &'static crate::i18n::pipeline::PipelineTr {
+        crate::i18n::pipeline_tr(self.lang)
     }
     /// ViewBox width of the charts.
     pub fn chart_width(&self) -> f64 {

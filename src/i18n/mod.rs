@@ -9,6 +9,8 @@
 mod en;
 pub mod import;
 pub mod llm;
+pub mod local;
+pub mod pipeline;
 mod zh;
 
 pub use en::EN;
@@ -260,6 +262,22 @@ pub fn import_tr(lang: Lang) -> &'static import::ImportTr {
     match lang {
         Lang::En => &import::IMPORT_EN,
         Lang::Zh => &import::IMPORT_ZH,
+    }
+}
+
+/// The llama.cpp panel's and the workload switch's texts in `lang`.
+pub fn local_tr(lang: Lang) -> &'static local::LocalTr {
+    match lang {
+        Lang::En => &local::LOCAL_EN,
+        Lang::Zh => &local::LOCAL_ZH,
+    }
+}
+
+/// The image/video pipeline panel's texts in `lang`.
+pub fn pipeline_tr(lang: Lang) -> &'static pipeline::PipelineTr {
+    match lang {
+        Lang::En => &pipeline::PIPELINE_EN,
+        Lang::Zh => &pipeline::PIPELINE_ZH,
     }
 }
 

@@ -8,10 +8,12 @@ mod batch;
 mod breakdown;
 mod capacity;
 mod layers;
+mod stacks;
 mod timeline;
 
 pub use batch::batch_chart;
 pub use breakdown::breakdown_chart;
 pub use capacity::capacity_chart;
 pub use layers::{ChartProps, LayerChart};
+pub use stacks::stacks_chart;
 pub use timeline::timeline_chart;

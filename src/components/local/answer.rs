@@ -1,0 +1,112 @@
+//! What llama.cpp allocates, device by device (`vramcalc_core::llama_cpp::Estimate`): a table
+//! and stacked bars of each device's buffers against its memory, the reverse answers (largest
+//! context, most GPU layers) and the `llama-server` command to copy.
+
+use crate::charts::stacks;
+use crate::components::charts::stacks_chart;
+use crate::components::use_ctx;
+use crate::local::Answer;
+use std::rc::Rc;
+use vramcalc_core::llama_cpp::DeviceReport;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct AnswerProps {
+    pub answer: Rc<Answer>,
+}
+
+fn device_name(d: &DeviceReport, host: &str) -> String {
+    if d.is_host() {
+        host.to_string()
+    } else {
+        format!("{} ({})", d.backend, d.gpu)
+    }
+}
+
+#[function_component(LocalAnswer)]
+pub fn local_answer(p: &AnswerProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.local();
+    let a = &p.answer;
+    let e = &a.estimate;
+    let copied = use_state(|| None::<bool>);
+    let cell = |id: &'static str, b: u64| html! { <td class="num" data-testid={id} data-bytes={b.to_string()}>{ ctx.bytes(b) }</td> };
+    let rows = e.devices.iter().map(|d| {
+        let fits = match d.capacity {
+            None => t.unknown,
+            Some(_) if d.fits() => t.fits,
+            Some(_) => t.over,
+        };
+        html! {
+            <tr data-testid="device-row" data-backend={d.backend.clone()} data-fits={d.fits().to_string()}>
+                <th scope="row">{ device_name(d, t.host) }</th>
+                { cell("dev-model", d.model) }
+                { cell("dev-kv", d.kv()) }
+                { cell("dev-compute", d.compute) }
+                { cell("dev-output", d.output) }
+                { cell("dev-total", d.total()) }
+                <td class="num">{ d.capacity.map_or("—".to_string(), |c| ctx.bytes(c)) }</td>
+                <td class={classes!(if d.fits() { "ok" } else { "bad" })}>{ fits }</td>
+            </tr>
+        }
+    });
+    let inputs: Vec<stacks::StackInput> = e
+        .devices
+        .iter()
+        .map(|d| stacks::StackInput { label: device_name(d, t.host), parts: vec![("model", d.model), ("kv", d.kv()), ("compute", d.compute), ("output", d.output)], capacity: d.capacity })
+        .collect();
+    let part_label = |k: &str| match k {
+        "model" => t.model,
+        "kv" => t.kv,
+        "compute" => t.compute,
+        _ => t.output,
+    };
+    let on_copy = {
+        let (cmd, copied) = (a.command.clone(), copied.clone());
+        Callback::from(move |_| {
+            let copied = copied.clone();
+            crate::dom::copy_text(&cmd, move |ok| copied.set(Some(ok)));
+        })
+    };
+    let ngl = match a.max_ngl {
+        Some((n, host)) => format!("{n} / {} ({} {})", e.n_layer + 1, t.host_then, ctx.bytes(host)),
+        None => t.none_fits.to_string(),
+    };
+    html! {
+        <div class="local-answer" data-testid="llama-answer" data-fits={e.fits().to_string()}>
+            <h3>{ t.answer }</h3>
+            <p class="totals">
+                <span data-testid="llama-total" data-bytes={e.total().to_string()}>{ format!("{} {}", t.total, ctx.bytes(e.total())) }</span>
+                { " · " }<span data-testid="llama-model" data-bytes={e.model_bytes().to_string()}>{ format!("{} {}", t.model, ctx.bytes(e.model_bytes())) }</span>
+                { " · " }<span data-testid="llama-kv" data-bytes={e.kv_bytes().to_string()}>{ format!("{} {} (-c {})", t.kv, ctx.bytes(e.kv_bytes()), e.ctx.n_ctx) }</span>
+                { " · " }<span data-testid="llama-compute" data-bytes={e.compute_bytes().to_string()}>{ format!("{} {}", t.compute, ctx.bytes(e.compute_bytes())) }</span>
+            </p>
+            <div class="table-wrap table-scroll">
+                <table class="devices">
+                    <thead><tr>
+                        <th scope="col">{ t.device }</th><th scope="col">{ t.model }</th><th scope="col">{ t.kv }</th>
+                        <th scope="col">{ t.compute }</th><th scope="col">{ t.output }</th><th scope="col">{ t.total }</th>
+                        <th scope="col">{ t.capacity }</th><th scope="col">{ t.verdict }</th>
+                    </tr></thead>
+                    <tbody>{ for rows }</tbody>
+                </table>
+            </div>
+            { stacks_chart(&ctx, &inputs, 150.0, t.chart, "chart-devices", part_label) }
+            if a.reverse {
+                <dl class="reverse">
+                    <dt>{ t.max_ctx }</dt>
+                    <dd data-testid="max-ctx" data-value={a.max_ctx.map(|c| c.to_string()).unwrap_or_default()}>{ a.max_ctx.map_or(t.none_fits.to_string(), |c| c.to_string()) }</dd>
+                    if e.gpus().next().is_some() {
+                        <dt>{ t.max_ngl }</dt>
+                        <dd data-testid="max-ngl" data-value={a.max_ngl.map(|x| x.0.to_string()).unwrap_or_default()}>{ ngl }</dd>
+                    }
+                </dl>
+            }
+            <div class="command">
+                <h4>{ t.command }</h4>
+                <pre data-testid="llama-command"><code>{ &a.command }</code></pre>
+                <button type="button" data-testid="llama-copy" onclick={on_copy}>{ t.copy }{ match *copied { Some(true) => " ✓", Some(false) => " ✗", None => "" } }</button>
+            </div>
+        </div>
+    }
+}

@@ -1,0 +1,64 @@
+//! The image/video pipeline panel (issue 27): a built-in diffusers pipeline and its settings
+//! (`crate::pipeline::fields`, drawn by `workload_form`), and the answer (`answer`): the peak
+//! per stage and overall, GPU and CPU RAM, the stage timeline; or a LoRA training step.
+
+mod answer;
+
+use super::use_ctx;
+use super::workload_form::WorkloadForm;
+use crate::pipeline::{self, Answer};
+use crate::state::pipeline::PipelineState;
+use crate::state::Action;
+use answer::{StagesAnswer, TrainAnswerView};
+use std::rc::Rc;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct PipelineProps {
+    pub state: PipelineState,
+}
+
+#[function_component(PipelinePanel)]
+pub fn pipeline_panel(p: &PipelineProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.pipe();
+    let s = &p.state;
+    let spec = use_memo(s.preset.clone(), |id| pipeline::spec(id).map(Rc::new));
+    let answer = {
+        let spec = spec.clone();
+        use_memo(s.clone(), move |s| match &*spec {
+            Ok(sp) => pipeline::answer(s, sp),
+            Err(e) => Err(e.clone()),
+        })
+    };
+    // the address bar carries the panel's state (`#pipe.…`)
+    use_effect_with(s.clone(), |s| crate::dom::replace_fragment(&pipeline::link::to_fragment(s), false));
+    let form = match &*spec {
+        Ok(sp) => {
+            let fields = pipeline::fields(s, sp);
+            let labels: Vec<&'static str> = fields.iter().map(|f| t.label(f.id)).collect();
+            let on_commit = {
+                let (d, s, sp) = (ctx.dispatch.clone(), s.clone(), sp.clone());
+                Callback::from(move |(id, text): (&'static str, String)| {
+                    d.dispatch(Action::SetPipeline(pipeline::with(&s, &sp, id, &text)?));
+                    Ok(())
+                })
+            };
+            html! { <WorkloadForm {fields} {labels} {on_commit} prefix="pipe" /> }
+        }
+        Err(e) => html! { <p class="error" role="alert">{ e }</p> },
+    };
+    let capacity = pipeline::capacity(s);
+    let body = match &*answer {
+        Err(e) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
+        Ok(a @ Answer::Stages(_)) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
+        Ok(a @ Answer::Train(_)) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
+    };
+    html! {
+        <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.preset.clone()} data-mode={s.mode.name()}>
+            <h2 id="pipeline-h">{ t.heading }</h2>
+            { form }
+            { body }
+        </section>
+    }
+}

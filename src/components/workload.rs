@@ -1,0 +1,30 @@
+//! The workload switch (issues 24, 27): PyTorch (every other panel), llama.cpp, or an image
+//! pipeline. A minimal, self-contained control for the lead to merge into the setup panel's
+//! mode switch (`local` and `pipeline` modes).
+
+use super::Ctx;
+use crate::state::local::Workload;
+use crate::state::Action;
+use yew::prelude::*;
+
+pub fn workload_switch(ctx: &Ctx, current: Workload) -> Html {
+    let t = ctx.local();
+    let button = |w: Workload| {
+        let d = ctx.dispatch.clone();
+        let label = match w {
+            Workload::PyTorch => t.workload_pytorch,
+            Workload::LlamaCpp => t.workload_llama,
+            Workload::Pipeline => t.workload_pipeline,
+        };
+        let onclick = Callback::from(move |_| d.dispatch(Action::SetWorkload(w)));
+        html! {
+            <button type="button" aria-pressed={(w == current).to_string()} data-testid={format!("workload-{}", w.id())} {onclick}>{ label }</button>
+        }
+    };
+    html! {
+        <nav class="workload tabs" aria-label={t.workload} data-testid="workload" data-workload={current.id()}>
+            <span class="muted small">{ t.workload }</span>
+            { for Workload::ALL.into_iter().map(button) }
+        </nav>
+    }
+}

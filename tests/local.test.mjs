@@ -1,0 +1,204 @@
+// End-to-end tests of the llama.cpp panel (issue 24), run by tests/e2e.sh. The GGUF is
+// tests/data/gguf/tiny-qwen3moe-Q8_0.gguf (tools/make_app_gguf.py: random weights, cut after its
+// tensor infos). The hub cannot be reached: Playwright's routing answers https://huggingface.co/
+// with that file by HTTP Range (206 and Content-Range, as the hub's CDN does), a 404, or a header
+// cut short, and records every request. Figures are compared with `vramcalc llama-cpp --json`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { launch, open, waitAttr, shot, URL, axeViolations } from './helpers.mjs';
+
+// index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
+// retarget when the workloads merge)
+const axe = (page) => axeViolations(page, ['skip-link']);
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const FILE = new globalThis.URL('./data/gguf/tiny-qwen3moe-Q8_0.gguf', import.meta.url).pathname;
+const GGUF = readFileSync(FILE);
+const CORS = {
+  'access-control-allow-origin': '*', 'access-control-allow-headers': 'range', 'access-control-allow-methods': 'GET',
+  'access-control-expose-headers': 'content-range, content-length',
+};
+
+function cli(...args) {
+  return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'llama-cpp', ...args, '--json'], { encoding: 'utf8' }));
+}
+
+/** A hub serving `body` (a Buffer) at any path by Range, or `status` without a body. */
+async function rangeHub(context, answer) {
+  const hub = { seen: [], served: 0 };
+  await context.route('https://huggingface.co/**', async (route) => {
+    const req = route.request();
+    const headers = await req.allHeaders();
+    hub.seen.push({ url: req.url(), method: req.method(), range: headers.range, headers });
+    if (req.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: CORS });
+    const a = answer(new globalThis.URL(req.url()).pathname);
+    if (a.status) return route.fulfill({ status: a.status, headers: CORS, body: 'Entry not found' });
+    const m = /^bytes=(\d+)-(\d+)$/.exec(headers.range ?? '');
+    if (!m) return route.fulfill({ status: 200, headers: CORS, body: a.body });
+    const start = Number(m[1]);
+    if (start >= a.body.length) return route.fulfill({ status: 416, headers: { ...CORS, 'content-range': `bytes */${a.body.length}` } });
+    const end = Math.min(Number(m[2]), a.body.length - 1);
+    const part = a.body.subarray(start, end + 1);
+    hub.served += part.length;
+    return route.fulfill({ status: 206, headers: { ...CORS, 'content-range': `bytes ${start}-${end}/${a.body.length}` }, body: part });
+  });
+  return hub;
+}
+
+async function openLocal(context) {
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-llama-cpp').click();
+  await page.getByTestId('local-panel').waitFor();
+  return { page, errors };
+}
+
+const status = (page, want) => page.waitForFunction((w) => document.querySelector('[data-testid=gguf-source]')?.dataset.status === w, want);
+const num = async (page, id, attr = 'data-bytes') => Number(await page.getByTestId(id).getAttribute(attr));
+const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
+
+async function checkAgainstCli(page, args) {
+  const want = cli(...args);
+  assert.equal(await num(page, 'llama-total'), want.total_bytes);
+  assert.equal(await num(page, 'llama-model'), want.model_buffer_bytes);
+  assert.equal(await num(page, 'llama-kv'), want.kv_bytes);
+  assert.equal(await num(page, 'llama-compute'), want.compute_buffer_bytes);
+  const rows = await page.getByTestId('device-row').count();
+  assert.equal(rows, want.devices.length);
+  if (want.max_context != null) assert.equal(await num(page, 'max-ctx', 'data-value'), want.max_context);
+  if (want.max_gpu_layers != null) assert.equal(await num(page, 'max-ngl', 'data-value'), want.max_gpu_layers);
+  return want;
+}
+
+test('a local GGUF: only its header is read, nothing is sent anywhere, and every buffer is the CLI\'s', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const sent = [];
+  context.on('request', (r) => sent.push({ url: r.url(), method: r.method() }));
+  const { page, errors } = await openLocal(context);
+  assert.ok(await page.getByTestId('local-empty').isVisible());
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await status(page, 'loaded');
+  assert.equal(await page.getByTestId('gguf-model').getAttribute('data-arch'), 'qwen3moe');
+  await page.getByTestId('c').fill('8192');
+  await page.getByTestId('ctk').selectOption('q8_0');
+  await page.getByTestId('ctv').selectOption('q8_0');
+  await page.waitForFunction(() => /-c 8192 .*-ctk q8_0 -ctv q8_0/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
+  const want = await checkAgainstCli(page, ['--gguf', FILE, '-c', '8192', '-ctk', 'q8_0', '-ctv', 'q8_0', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  assert.equal(await page.getByTestId('llama-command').textContent(), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  // a MoE shows --n-cpu-moe: the experts move to the host, as the CLI says
+  await page.getByTestId('n-cpu-moe').fill('4');
+  await page.waitForFunction(() => /--n-cpu-moe 4/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
+  await checkAgainstCli(page, ['--gguf', FILE, '-c', '8192', '-ctk', 'q8_0', '-ctv', 'q8_0', '--n-cpu-moe', '4', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  // a text that is not a value stays in its field with the reason; the answer stays
+  assert.equal(await page.evaluate(() => location.hash), '#gguf.c=8192,ctk=q8_0,ctv=q8_0,n-cpu-moe=4', 'the settings, not the file');
+  await page.getByTestId('np').fill('0');
+  await page.getByTestId('np-error').waitFor();
+  await shot(page, '60-local-file');
+  assert.deepEqual(sent.filter((r) => r.method !== 'GET' || !r.url.startsWith(process.env.VRAMCALC_URL ?? 'http://127.0.0.1')), [], 'no request but the app\'s own files');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a local file cut inside its header, or not a GGUF, is a clear error naming the offset', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles({ name: 'cut.gguf', mimeType: 'application/octet-stream', buffer: GGUF.subarray(0, 300000) });
+  await status(page, 'failed');
+  assert.match(await page.getByTestId('gguf-error').textContent(), /GGUF header invalid at byte \d+ .*past the end of the file \(300000 bytes\)/);
+  await page.getByTestId('gguf-file').setInputFiles({ name: 'page.gguf', mimeType: 'text/html', buffer: Buffer.from('<!doctype html><html></html>') });
+  await page.waitForFunction(() => /not a GGUF file/.test(document.querySelector('[data-testid=gguf-error]')?.textContent ?? ''));
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a hub GGUF is read by Range requests, growing until the header parses, no byte twice', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await rangeHub(context, () => ({ body: GGUF }));
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-tab-hub').click();
+  await page.getByTestId('gguf-hub').fill('https://huggingface.co/test-org/Tiny-GGUF/blob/main/tiny-qwen3moe-Q8_0.gguf');
+  await page.getByTestId('gguf-hub-load').click();
+  await status(page, 'loaded');
+  const gets = hub.seen.filter((r) => r.method === 'GET');
+  assert.ok(gets.length >= 2, `${gets.length} requests`);
+  let next = 0;
+  for (const g of gets) {
+    assert.equal(g.url, 'https://huggingface.co/test-org/Tiny-GGUF/resolve/main/tiny-qwen3moe-Q8_0.gguf');
+    const [, a] = /^bytes=(\d+)-(\d+)$/.exec(g.range);
+    assert.equal(Number(a), next, 'each range starts where the last ended');
+    next = Number(/-(\d+)$/.exec(g.range)[1]) + 1;
+    assert.equal(g.headers.cookie, undefined);
+    assert.equal(g.headers.referer, undefined);
+  }
+  assert.ok(hub.served <= GGUF.length, 'no byte read twice');
+  await checkAgainstCli(page, ['--gguf', FILE, '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  assert.match(await page.getByTestId('llama-command').textContent(), /^llama-server -m tiny-qwen3moe-Q8_0\.gguf -c 4096 /);
+  // the share link names the hub file and the settings; opened elsewhere it reads the file again
+  await page.getByTestId('c').fill('16384');
+  await page.waitForFunction(() => location.hash === '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
+  const total = await num(page, 'llama-total');
+  const other = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  await rangeHub(other, () => ({ body: GGUF }));
+  const p2 = await other.newPage();
+  await p2.goto(URL + '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
+  await status(p2, 'loaded');
+  assert.equal(await p2.getByTestId('workload').getAttribute('data-workload'), 'llama-cpp');
+  assert.equal(await p2.getByTestId('c').inputValue(), '16384');
+  assert.equal(await num(p2, 'llama-total'), total);
+  await other.close();
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a hub file that is not there (404), a header cut short and a bad address say so', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const hub = await rangeHub(context, (path) => (path.includes('missing') ? { status: 404 } : { body: GGUF.subarray(0, 300000) }));
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-tab-hub').click();
+  await page.getByTestId('gguf-hub').fill('test-org/Tiny-GGUF/missing.gguf');
+  await page.getByTestId('gguf-hub-load').click();
+  await status(page, 'failed');
+  assert.match(await page.getByTestId('gguf-error').textContent(), /test-org\/Tiny-GGUF\/missing\.gguf: not found on the hub \(HTTP 404\)/);
+  await page.getByTestId('gguf-hub').fill('test-org/Tiny-GGUF/cut.gguf');
+  await page.getByTestId('gguf-hub-load').click();
+  await page.waitForFunction(() => /past the end of the file \(300000 bytes\)/.test(document.querySelector('[data-testid=gguf-error]')?.textContent ?? ''));
+  const before = hub.seen.length;
+  await page.getByTestId('gguf-hub').fill('test-org/Tiny-GGUF/config.json');
+  await page.getByTestId('gguf-hub-load').click();
+  assert.match(await page.getByTestId('gguf-hub-invalid').textContent(), /not a \.gguf file path/);
+  assert.equal(hub.seen.length, before, 'no request for an address that is not a GGUF file');
+  await shot(page, '61-local-hub-errors', { fullPage: false });
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a model and a quant without a file: the header llama-quantize would write, as the CLI sizes it', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-tab-quant').click();
+  await page.getByTestId('gguf-quant-model').selectOption('qwen3-8b');
+  await page.getByTestId('gguf-quant').selectOption('Q4_K_M');
+  await page.getByTestId('gguf-quant-use').click();
+  await status(page, 'loaded');
+  await page.getByTestId('c').fill('32768');
+  await page.waitForFunction(() => /-c 32768/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
+  const config = new globalThis.URL('../crates/core/src/presets/configs/qwen3-8b.json', import.meta.url).pathname;
+  await checkAgainstCli(page, ['--hf-config', config, '--quant', 'Q4_K_M', '-c', '32768', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  // a local file's link carries its settings, never the file; this one names the model and quant
+  assert.equal(await page.evaluate(() => location.hash), '#gguf.model=qwen3-8b,quant=Q4_K_M,c=32768');
+  assert.deepEqual(await axe(page), []);
+  // 中文: the panel's texts switch, the figures stay
+  const total = await num(page, 'llama-total');
+  await page.getByTestId('lang-select').selectOption('zh');
+  await page.waitForFunction(() => document.querySelector('#local-h')?.textContent === '本地推理（llama.cpp）');
+  assert.equal(await num(page, 'llama-total'), total);
+  await waitAttr(page, 'llama-answer', 'data-fits', (v) => v === 'true');
+  // a 390 px phone: no horizontal scrolling (the device table scrolls in its card)
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.documentElement.scrollWidth <= 390);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});

@@ -1,0 +1,136 @@
+// End-to-end tests of the image/video pipeline panel (issue 27), run by tests/e2e.sh: the
+// settings people change, the peak per stage and overall against `vramcalc estimate --pipeline
+// … --json` (the same core), the stage timeline, a LoRA step, and share links (`#pipe.…`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { launch, open, URL, shot, axeViolations } from './helpers.mjs';
+
+// index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
+// retarget when the workloads merge)
+const axe = (page) => axeViolations(page, ['skip-link']);
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+function cli(...args) {
+  return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'estimate', ...args, '--json'], { encoding: 'utf8' }));
+}
+
+const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
+const bytes = async (page, id) => Number(await page.getByTestId(id).getAttribute('data-bytes'));
+
+/** Waits until the answer's peak changes from `before` (a setting was applied). */
+async function peakChanged(page, before) {
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes !== b, String(before));
+  return bytes(page, 'pipeline-peak');
+}
+
+async function stages(page) {
+  return page.$$eval('[data-testid=stage-row]', (rows) => rows.map((r) => ({ name: r.dataset.stage, peak: Number(r.dataset.bytes) })));
+}
+
+test('Flux.1-dev: each stage\'s peak and the pipeline\'s are the CLI\'s, with and without model offload, and with an fp8 transformer at another size', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline-panel').waitFor();
+  const want = cli('--pipeline', 'flux.1-dev');
+  assert.equal(await bytes(page, 'pipeline-peak'), want.peak_bytes);
+  assert.deepEqual(await stages(page), want.stages.map((s) => ({ name: s.name, peak: s.peak_bytes })));
+  assert.equal(await page.getByTestId('pipeline-answer').getAttribute('data-peak-stage'), want.peak_stage);
+  assert.equal(await page.locator('[data-testid=chart-stages] rect').count() > 0, true);
+  assert.deepEqual(await axe(page), []);
+  // model offload: one component on the GPU at a time, the rest in CPU RAM
+  let peak = await bytes(page, 'pipeline-peak');
+  await page.getByTestId('offload').selectOption('model');
+  peak = await peakChanged(page, peak);
+  const off = cli('--pipeline', 'flux.1-dev', '--offload', 'model');
+  assert.equal(peak, off.peak_bytes);
+  assert.equal(await bytes(page, 'pipeline-cpu'), off.devices.cpu_ram_bytes);
+  assert.deepEqual(await stages(page), off.stages.map((s) => ({ name: s.name, peak: s.peak_bytes })));
+  // the transformer in fp8, 768 × 1360, two images per prompt
+  await page.getByTestId('dtype-transformer').selectOption('fp8');
+  peak = await peakChanged(page, peak);
+  await page.getByTestId('width').fill('768');
+  peak = await peakChanged(page, peak);
+  await page.getByTestId('height').fill('1360');
+  peak = await peakChanged(page, peak);
+  await page.getByTestId('images-per-prompt').fill('2');
+  peak = await peakChanged(page, peak);
+  const fp8 = cli('--pipeline', 'flux.1-dev', '--offload', 'model', '--component-dtype', 'transformer=fp8', '--width', '768', '--height', '1360', '--images-per-prompt', '2');
+  assert.equal(peak, fp8.peak_bytes);
+  // a size that is not a multiple of 8 stays in its field with the reason
+  await page.getByTestId('width').fill('770');
+  await page.getByTestId('width-error').waitFor();
+  assert.equal(await bytes(page, 'pipeline-peak'), fp8.peak_bytes);
+  await shot(page, '70-pipeline-flux');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.documentElement.scrollWidth <= 390);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('decode alone with VAE tiling, and a LoRA step of the denoiser, as the CLI sizes them', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline').selectOption('sdxl');
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.preset === 'sdxl');
+  await page.getByTestId('mode').selectOption('decode');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=stage-row]').length === 1);
+  await page.getByTestId('width').fill('2048');
+  let peak = await peakChanged(page, 0);
+  await page.getByTestId('height').fill('2048');
+  peak = await peakChanged(page, peak);
+  assert.equal(peak, cli('--pipeline', 'sdxl', '--mode', 'decode', '--width', '2048', '--height', '2048').peak_bytes);
+  await page.getByTestId('vae-tiling').fill('0');
+  const tiled = await peakChanged(page, peak);
+  assert.ok(tiled < peak, 'tiling lowers the decode');
+  assert.equal(tiled, cli('--pipeline', 'sdxl', '--mode', 'decode', '--width', '2048', '--height', '2048', '--vae-tiling').peak_bytes);
+  // LoRA training of SDXL's unet at 1024², rank 16, gradient checkpointing, AdamW
+  await page.getByTestId('mode').selectOption('train');
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.mode === 'train');
+  await page.getByTestId('width').fill('1024');
+  await page.getByTestId('height').fill('1024');
+  await page.getByTestId('train-trainable').waitFor();
+  const args = ['--pipeline', 'sdxl', '--mode', 'train', '--finetune', 'lora', '--lora-r', '16', '--checkpointing', '--optimizer', 'adamw', '--width', '1024', '--height', '1024'];
+  let want = cli(...args);
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(want.peak_bytes));
+  assert.equal(Number(await page.getByTestId('train-trainable').getAttribute('data-count')), want.trainable_params);
+  await page.getByTestId('lora-r').fill('64');
+  args[args.indexOf('--lora-r') + 1] = '64';
+  want = cli(...args);
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(want.peak_bytes));
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('the share link carries the pipeline\'s settings and opens them; a bad link says what is wrong', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline').selectOption('wan2.1-t2v-1.3b');
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.preset === 'wan2.1-t2v-1.3b');
+  await page.getByTestId('frames').fill('49');
+  await page.getByTestId('offload').selectOption('group');
+  await page.waitForFunction(() => /^#pipe\.p=wan2\.1-t2v-1\.3b,.*f=49.*o=group/.test(location.hash));
+  const link = await page.evaluate(() => location.hash);
+  const peak = await bytes(page, 'pipeline-peak');
+  assert.equal(peak, cli('--pipeline', 'wan2.1-t2v-1.3b', '--frames', '49', '--offload', 'group').peak_bytes);
+  // opened in a fresh context: the same workload, settings and answer
+  const other = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const p2 = await other.newPage();
+  await p2.goto(URL + link);
+  await p2.getByTestId('pipeline-panel').waitFor();
+  assert.equal(await p2.getByTestId('workload').getAttribute('data-workload'), 'pipeline');
+  assert.equal(await p2.getByTestId('frames').inputValue(), '49');
+  assert.equal(await bytes(p2, 'pipeline-peak'), peak);
+  const p3 = await other.newPage();
+  await p3.goto(URL + '#pipe.p=wan2.1-t2v-1.3b,f=48');
+  await p3.getByTestId('link-notice').waitFor();
+  assert.match(await p3.getByTestId('link-notice').textContent(), /link f: Wan's frames are 4k \+ 1/);
+  await other.close();
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
