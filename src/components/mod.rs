@@ -45,6 +45,13 @@ impl Ctx {
     pub fn llm(&self) -> &'static crate::i18n::llm::LlmTr {
         crate::i18n::llm_tr(self.lang)
     }
+    /// The modes' and the reverse views' texts.
+    pub fn modes(&self) -> &'static crate::i18n::modes::ModesTr {
+        crate::i18n::modes_tr(self.lang)
+    }
+    pub fn zh(&self) -> bool {
+        self.lang == crate::i18n::Lang::Zh
+    }
     /// ViewBox width of the charts.
     pub fn chart_width(&self) -> f64 {
         if self.narrow {

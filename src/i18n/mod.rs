@@ -9,6 +9,7 @@
 mod en;
 pub mod import;
 pub mod llm;
+pub mod modes;
 mod zh;
 
 pub use en::EN;
@@ -260,6 +261,14 @@ pub fn import_tr(lang: Lang) -> &'static import::ImportTr {
     match lang {
         Lang::En => &import::IMPORT_EN,
         Lang::Zh => &import::IMPORT_ZH,
+    }
+}
+
+/// The modes' and the reverse views' texts in `lang`.
+pub fn modes_tr(lang: Lang) -> &'static modes::ModesTr {
+    match lang {
+        Lang::En => &modes::MODES_EN,
+        Lang::Zh => &modes::MODES_ZH,
     }
 }
 

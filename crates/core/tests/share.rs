@@ -29,6 +29,7 @@ fn preset_with_settings() -> ShareState {
         unit: ByteUnit::Mib,
         lang: "de".into(),
         dist: Default::default(),
+        ..ShareState::default()
     }
 }
 
@@ -308,4 +309,15 @@ fn fuzz_smoke() {
     let stats = fuzz_share::fuzz(5_000, 7);
     assert_eq!(stats.runs, 5_000);
     assert!(stats.ok > 50 && stats.errors > 1000, "{stats:?}");
+}
+
+/// The engine (`e`) and a measured peak (`mp`) travel in a link and are left out when unset.
+#[test]
+fn engine_and_measured_peak_round_trip() {
+    let state = ShareState { engine: Some("vllm".into()), measured_peak_bytes: Some(17_179_869_184), ..preset_with_settings() };
+    let link = encode(&state).unwrap();
+    assert!(link.ends_with(",e=vllm,mp=17179869184"), "{link}");
+    assert_eq!(decode(&link).unwrap(), state);
+    assert!(!encode(&preset_with_settings()).unwrap().contains("e="));
+    assert!(decode("v1.p=gpt2,mp=lots").is_err() && decode("v1.p=gpt2,e=").is_err());
 }

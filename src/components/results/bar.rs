@@ -25,6 +25,9 @@ pub struct BarProps {
     /// The current input has an error: the figures are the last good ones.
     pub stale: bool,
     pub applied: Applied,
+    /// In the serve mode, vLLM's answer with the concurrency and context asked for: the
+    /// verdict is whether its KV pool holds them.
+    pub serving: Option<(std::rc::Rc<Result<vramcalc_core::serve::Capacity, vramcalc_core::Error>>, u64, u64)>,
 }
 
 /// Tricks from the least to the most disruptive to training: mixed precision and in-place ReLU
@@ -49,6 +52,9 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
     let Some(r) = &p.report else {
         return html! { <div class="sumbar" data-testid="summary" data-empty="true" role="status" aria-live="polite">{ t.no_result }</div> };
     };
+    if let Some((Ok(cap), want, context)) = p.serving.as_ref().map(|(c, w, x)| (&**c, *w, *x)) {
+        return serve_bar(ctx, p, cap, want, context);
+    }
     let e = &r.estimate;
     let fits = e.device_total_bytes <= r.capacity;
     let verdict = if fits {
@@ -86,6 +92,26 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
                 <span data-testid="summary-max">{ max }</span>
             </span>
             { for use_max }{ for fix }
+        </div>
+    }
+}
+
+/// The serve mode's verdict: the sequences vLLM's KV pool holds at the context, against the
+/// concurrency asked for (the CLI's `vramcalc serve`).
+fn serve_bar(ctx: &Ctx, p: &BarProps, cap: &vramcalc_core::serve::Capacity, want: u64, context: u64) -> Html {
+    let (t, m) = (ctx.tr(), ctx.modes());
+    let fits = cap.max_concurrency >= want;
+    let held = vramcalc_core::thousands(cap.max_concurrency);
+    let verdict = fill(if fits { m.serve_fits } else { m.serve_over }, &[&held, &vramcalc_core::thousands(context)]);
+    let (gpu_name, size) = gpu_label(&p.gpu, cap.gpu_bytes, ctx.unit, t.custom_capacity);
+    let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
+    html! {
+        <div {class} data-testid="summary" data-fits={fits.to_string()} data-stale={p.stale.to_string()} data-engine="vllm">
+            <span role="status" aria-live="polite" aria-atomic="true">
+                <span class="muted">{ m.serve_engine }{ " · " }</span>
+                <b class="verdict" data-testid="fit-status" data-fits={fits.to_string()} data-count={cap.max_concurrency.to_string()}>
+                    { if fits { "✓ " } else { "✗ " } }{ verdict }{ " " }<span class="muted on-gpu">{ fill(t.on_gpu, &[&gpu_name, &size]) }</span></b>
+            </span>
         </div>
     }
 }
