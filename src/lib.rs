@@ -19,6 +19,7 @@
 //! | `export` | the downloads' files: the per-layer CSV, the estimate's JSON, their names |
 //! | `import` | the Hugging Face hub fetch and the paste box's reader (the import panel's logic) |
 //! | `llm` | the LLM setup's fields and what they set; its answers (GPU sizing, vLLM serving) |
+//! | `reverse` | the reverse views: the largest value that fits, the cheapest fixes, what fits a GPU, the launch command, the measurement script |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
@@ -33,6 +34,7 @@ pub mod i18n;
 pub mod import;
 pub mod llm;
 pub mod prefs;
+pub mod reverse;
 pub mod share_link;
 pub mod state;
 pub mod tree;
