@@ -7,6 +7,7 @@ use crate::components::llm_answers::LlmAnswers;
 use crate::components::downloads::Downloads;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
+use crate::components::reverse::{FitsTable, Fixes, Largest, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
@@ -102,6 +103,9 @@ pub fn app(p: &AppProps) -> Html {
         use_memo(spec, |spec| Rc::new(spec.clone()))
     };
     let job = (model.config, model.dist);
+    // the command that runs the setup and the script that measures it (issue 26)
+    let commands = use_memo((model.clone(), capacity), |(m, cap)| crate::reverse::launch::commands(m, *cap));
+    let measure_script = |e: &vramcalc_core::Estimate| crate::reverse::measure::script(model, e.peak_bytes, e.device_total_bytes);
     let applied = use_state(|| None);
     let narrow = use_narrow();
     let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
@@ -130,10 +134,25 @@ pub fn app(p: &AppProps) -> Html {
                         <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity}
                             serving={(*serving).clone().map(Shared)} />
                     }
-                    if let (Some(_), Some(w)) = (&shown, what_ifs.clone()) {
-                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some() }) }
+                    if let Some(r) = &shown {
+                        <section class="panel reverse" aria-labelledby="reverse-h" data-testid="reverse">
+                            <h2 id="reverse-h" class="sr-only">{ ctx.modes().largest_h }</h2>
+                            <Largest spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} {mode} />
+                            <Launch commands={(*commands).clone()} />
+                            <Measure script={measure_script(&r.estimate)} estimate={r.estimate.peak_bytes} measured={model.measured_peak} />
+                        </section>
+                    }
+                    if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
+                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some(),
+                            fixes: if r.estimate.device_total_bytes > capacity && mode != SetupMode::Serve && error.is_none() {
+                                html! { <Fixes spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} /> }
+                            } else { html! {} } }) }
                     }
                     <Charts report={shown.clone()} />
+                    if shown.is_some() {
+                        <FitsTable gpu={model.gpu.clone()} workload={crate::reverse::fits::workload_of(mode, &model.config)}
+                            options={crate::reverse::fits::options(mode, &model.spec, &model.config)} />
+                    }
                     if shown.is_some() {
                         <section class="panel exports" aria-labelledby="exports-h" data-testid="exports">
                             <h2 id="exports-h">{ ctx.tr().downloads }</h2>

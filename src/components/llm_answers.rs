@@ -115,7 +115,7 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
 }
 
 /// Resolves after the page has had its turn (a macrotask: input and rendering go first).
-async fn yield_to_page() {
+pub async fn yield_to_page() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(w) = web_sys::window() {
             let _ = w.set_timeout_with_callback(&resolve);

@@ -16,6 +16,7 @@ pub mod llm;
 pub mod llm_answers;
 pub mod model;
 pub mod results;
+pub mod reverse;
 pub mod settings;
 pub mod share;
 pub mod table;

@@ -28,7 +28,6 @@ pub struct ModesTr {
     // the largest value that fits
     pub largest_h: &'static str,
     pub limited_by: &'static str,
-    pub even_smallest: &'static str,
     pub computing: &'static str,
     pub use_it: &'static str,
     // the cheapest fixes
@@ -161,7 +160,6 @@ pub const MODES_EN: ModesTr = ModesTr {
     serve_engine: "vLLM serving",
     largest_h: "Largest that fits",
     limited_by: "limited by {} in {} at {}",
-    even_smallest: "not even the smallest fits",
     computing: "computing…",
     use_it: "Use",
     fixes_h: "Cheapest fixes",
@@ -215,7 +213,6 @@ pub const MODES_ZH: ModesTr = ModesTr {
     serve_engine: "vLLM 部署",
     largest_h: "可容纳的最大值",
     limited_by: "受限于 {}（{} 阶段，{} 时）",
-    even_smallest: "最小值也放不下",
     computing: "计算中…",
     use_it: "使用",
     fixes_h: "最省事的修改",
