@@ -27,8 +27,11 @@ pub struct BarProps {
     pub applied: Applied,
     /// In the serve mode, vLLM's answer with the concurrency and context asked for: the
     /// verdict is whether its KV pool holds them.
-    pub serving: Option<(std::rc::Rc<Result<vramcalc_core::serve::Capacity, vramcalc_core::Error>>, u64, u64)>,
+    pub serving: Option<(Serving, u64, u64)>,
 }
+
+/// vLLM's answer for the model (`serve::capacity`).
+pub type Serving = std::rc::Rc<Result<vramcalc_core::serve::Capacity, vramcalc_core::Error>>;
 
 /// Tricks from the least to the most disruptive to training: mixed precision and in-place ReLU
 /// change nothing the model learns; checkpointing costs about one extra forward; accumulation
