@@ -321,6 +321,7 @@ mod tests {
             .map(|(name, link)| (name, open_now(link, Prefs::default()).unwrap().model.mode()))
             .collect();
         assert!(implied.contains(&("gpt2-generate", SetupMode::Generate)) && implied.contains(&("default", SetupMode::Train)), "{implied:?}");
+        assert!(implied.contains(&("llama-serve-measured", SetupMode::Serve)), "{implied:?}");
         assert!(open_now("v1.p=gpt2,e=llama", Prefs::default()).unwrap_err().contains("unknown engine"));
     }
 
