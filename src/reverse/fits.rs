@@ -42,9 +42,15 @@ pub fn options(mode: SetupMode, spec: &ModelSpec, c: &TrainConfig) -> FitsOption
 /// One preset's rows (built by the core, as the CLI builds it); none if it does not build.
 pub fn rows_of(id: &str, w: Workload, capacity: u64, o: &FitsOptions) -> Vec<Row> {
     match vramcalc_core::import::preset(id) {
-        Ok(spec) => fits::table(&[(id, &spec)], w, capacity, o),
+        Ok(spec) => w.formats().iter().filter_map(|f| row_of(id, &spec, w, f, capacity, o)).collect(),
         Err(_) => Vec::new(),
     }
+}
+
+/// One row of `fits::table` (the view computes a row per task); `None` for a pair the core
+/// refuses (the table leaves it out).
+pub fn row_of(id: &str, spec: &ModelSpec, w: Workload, format: &str, capacity: u64, o: &FitsOptions) -> Option<Row> {
+    fits::row(id, spec, w, format, capacity, o).ok()
 }
 
 /// The link (`#v1.…`) that opens a row as its full estimate on the page's GPU.
@@ -106,6 +112,8 @@ mod tests {
         for w in [Workload::Qlora, Workload::Generate, Workload::Serve] {
             let rows = rows_of("qwen2.5-0.5b", w, gpu.capacity(), &o);
             assert_eq!(rows.len(), 6, "{w:?}");
+            let spec = vramcalc_core::import::preset("qwen2.5-0.5b").unwrap();
+            assert_eq!(rows, fits::table(&[("qwen2.5-0.5b", &spec)], w, gpu.capacity(), &o), "row by row is the core's table");
             let l = link(&rows[0], w, &o, &gpu, ByteUnit::Mib, "en").unwrap();
             let opened = block_on(open(&l, Default::default())).unwrap().model;
             assert_eq!(opened.preset.as_deref(), Some("qwen2.5-0.5b"));

@@ -1,11 +1,11 @@
 //! "What fits my GPU": the presets × six formats for the page's GPU and a workload (the page's
-//! mode's by default), computed one model per task after the panel is opened, so the page stays
+//! mode's by default), computed one row per task after the panel is opened, so the page stays
 //! responsive; each row links to its full estimate.
 
 use crate::components::llm_answers::yield_to_page;
 use crate::components::use_ctx;
 use crate::i18n::fill;
-use crate::reverse::fits::{link, models, rows_of};
+use crate::reverse::fits::{link, models, row_of};
 use crate::state::GpuChoice;
 use std::rc::Rc;
 use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
@@ -44,12 +44,20 @@ pub fn fits_table(p: &FitsProps) -> Html {
                 table.set((Rc::new(Vec::new()), 0, ids.len()));
                 wasm_bindgen_futures::spawn_local(async move {
                     let mut rows = Vec::new();
+                    let stop = || *issued.borrow() != n;
                     for (done, id) in ids.iter().enumerate() {
-                        yield_to_page().await; // one model per task
-                        if *issued.borrow() != n {
+                        yield_to_page().await; // the model built in one task, then a row per task
+                        if stop() {
                             return;
                         }
-                        rows.extend(rows_of(id, w, cap, &o));
+                        let Ok(spec) = vramcalc_core::import::preset(id) else { continue };
+                        for format in w.formats() {
+                            yield_to_page().await;
+                            if stop() {
+                                return;
+                            }
+                            rows.extend(row_of(id, &spec, w, format, cap, &o));
+                        }
                         table.set((Rc::new(rows.clone()), done + 1, ids.len()));
                     }
                 });
