@@ -80,3 +80,13 @@ export async function holdModule(page) {
   await page.route('**/vramcalc-web-extras*', async (r) => { await held; await r.continue(); });
   return release;
 }
+
+/** Picks `preset` in the serve mode (issue 23) and returns the GPU, context and concurrency shown. */
+export async function serveSetup(page, preset) {
+  await pickPreset(page, preset);
+  await page.getByTestId('mode-select').selectOption('serve');
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  const context = await page.getByTestId('seq-input').inputValue();
+  const concurrency = await page.getByTestId('batch-input').inputValue();
+  return { gpu, context, concurrency };
+}

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { launch, open, pickPreset, waitAttr } from './helpers.mjs';
+import { launch, open, pickPreset, waitAttr, serveSetup } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -46,11 +46,7 @@ test('each mode shows only its own length fields, in one setup panel below the m
 
 test('the serve mode\'s verdict is vLLM\'s (the CLI\'s `vramcalc serve`); the mode survives undo and the link', async () => {
   const { page, errors } = await open(browser);
-  await pickPreset(page, 'gpt2');
-  await page.getByTestId('mode-select').selectOption('serve');
-  const gpu = await page.getByTestId('gpu-select').inputValue();
-  const context = await page.getByTestId('seq-input').inputValue();
-  const concurrency = await page.getByTestId('batch-input').inputValue();
+  const { gpu, context, concurrency } = await serveSetup(page, 'gpt2');
   const want = cliJson('serve', '--preset', 'gpt2', '--gpu', gpu, '--context', context, '--concurrency', concurrency);
   await waitAttr(page, 'fit-status', 'data-count', (v) => v === String(want.max_concurrency), 20000);
   assert.equal(await page.getByTestId('fit-status').getAttribute('data-fits'), String(want.max_concurrency >= Number(concurrency)));

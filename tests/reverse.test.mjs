@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { launch, open, pickPreset, setBatch, waitAttr } from './helpers.mjs';
+import { launch, open, pickPreset, setBatch, waitAttr, serveSetup } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -37,11 +37,7 @@ test('the largest batch and sequence length that fit are the CLI\'s `vramcalc ma
 
 test('serving asks for vLLM\'s context and concurrency; its command is `vllm serve` with the same settings', async () => {
   const { page, errors } = await open(browser);
-  await pickPreset(page, 'gpt2');
-  await page.getByTestId('mode-select').selectOption('serve');
-  const gpu = await page.getByTestId('gpu-select').inputValue();
-  const context = await page.getByTestId('seq-input').inputValue();
-  const concurrency = await page.getByTestId('batch-input').inputValue();
+  const { gpu, context, concurrency } = await serveSetup(page, 'gpt2');
   const want = cli('max', '--of', 'concurrency', '--gpu', gpu, '--preset', 'gpt2', '--context', context);
   await waitAttr(page, 'largest-concurrency', 'data-value', (v) => v === String(want.value), 30000);
   await page.getByTestId('largest-context').waitFor();
