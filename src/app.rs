@@ -7,7 +7,7 @@ use crate::components::llm_answers::LlmAnswers;
 use crate::components::downloads::Downloads;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
-use crate::components::reverse::{FitsTable, Fixes, Largest, Launch, Measure};
+use crate::components::reverse::{use_fixes, FitsTable, Fixes, Largest, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
 use crate::components::{Ctx, Shared};
@@ -103,6 +103,10 @@ pub fn app(p: &AppProps) -> Html {
         use_memo(spec, |spec| Rc::new(spec.clone()))
     };
     let job = (model.config, model.dist);
+    // the cheapest fixes when the setup does not fit: the what-if panel's first list, and the
+    // sticky verdict's offer when no single change fits
+    let over = matches!(&shown, Some(r) if r.estimate.device_total_bytes > capacity) && mode != SetupMode::Serve && error.is_none();
+    let fixes = use_fixes(Shared((*spec_shared).clone()), model.config, model.dist, capacity, over).map(Shared);
     // the command that runs the setup and the script that measures it (issue 26)
     let commands = use_memo((model.clone(), capacity), |(m, cap)| crate::reverse::launch::commands(m, *cap));
     let measure_script = |e: &vramcalc_core::Estimate| crate::reverse::measure::script(model, e.peak_bytes, e.device_total_bytes);
@@ -117,7 +121,7 @@ pub fn app(p: &AppProps) -> Html {
                 <ShareButtons fragment={link.fragment.map(AttrValue::from)} fresh={link.fresh} />
             </div>
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
-                job, stale: error.is_some(), applied: applied.clone(), serving: serve_verdict }) }
+                job, stale: error.is_some(), applied: applied.clone(), serving: serve_verdict, fix_set: fixes.as_ref().and_then(|f| f.first().cloned()) }) }
             <main class="layout">
                 <div class="col left">
                     // read top-down (issue 23): the model first, then its setup, then the answers
@@ -142,11 +146,9 @@ pub fn app(p: &AppProps) -> Html {
                             <Measure script={measure_script(&r.estimate)} estimate={r.estimate.peak_bytes} measured={model.measured_peak} />
                         </section>
                     }
-                    if let (Some(r), Some(w)) = (&shown, what_ifs.clone()) {
+                    if let (Some(_), Some(w)) = (&shown, what_ifs.clone()) {
                         { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some(),
-                            fixes: if r.estimate.device_total_bytes > capacity && mode != SetupMode::Serve && error.is_none() {
-                                html! { <Fixes spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} /> }
-                            } else { html! {} } }) }
+                            fixes: if over { html! { <Fixes list={fixes.clone()} /> } } else { html! {} } }) }
                     }
                     <Charts report={shown.clone()} />
                     if shown.is_some() {

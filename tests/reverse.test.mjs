@@ -74,6 +74,22 @@ test('a setup that does not fit lists the cheapest fixes (the CLI\'s `vramcalc f
   assert.deepEqual(errors, []);
 });
 
+test('where no single change fits, the sticky verdict offers the cheapest set of changes, and one click takes it', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'gpt2');
+  await page.getByTestId('seq-input').fill('1024');
+  await setBatch(page, 256);
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  const pair = cli('fix', '--gpu', gpu, '--preset', 'gpt2', '--batch', '256', '--seq-len', '1024');
+  const set = pair.fixes[0].changes.map((c) => c.id).join('+');
+  assert.ok(set.includes('+'), set);
+  await waitAttr(page, 'fix-set', 'data-changes', (v) => v === set, 30000);
+  assert.equal(await page.getByTestId('fix-whatif').count(), 0, 'no single change fits');
+  await page.getByTestId('fix-set').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=fit-status]')?.dataset.fits === 'true', null, { timeout: 30000 });
+  assert.deepEqual(errors, []);
+});
+
 test('"what fits my GPU" fills row by row with the CLI\'s rows; a row opens its estimate', async () => {
   const { page, errors } = await open(browser);
   await pickPreset(page, 'qwen2.5-0.5b');

@@ -28,6 +28,8 @@ pub struct BarProps {
     /// In the serve mode, vLLM's answer with the concurrency and context asked for: the
     /// verdict is whether its KV pool holds them.
     pub serving: Option<(Serving, u64, u64)>,
+    /// The cheapest set of changes that fits (`reverse::fixes`), offered when no single change does.
+    pub fix_set: Option<vramcalc_core::solve::fix::Fix>,
 }
 
 /// vLLM's answer for the model (`serve::capacity`).
@@ -78,10 +80,11 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
             </button>
         }
     });
-    let fix = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(&w.items, r.capacity))).flatten().map(|w| html! {
+    let fix: Option<Html> = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(&w.items, r.capacity))).flatten().map(|w| html! {
         <button class="fix" data-testid="fix-whatif" data-trick={w.id}
             onclick={apply(&ctx.dispatch, &p.applied, p.job, w)}>{ fill(t.or_fix, &[crate::components::whatif::label(ctx, w.change)]) }</button>
     });
+    let single = fix.is_some();
     let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
     html! {
         <div {class} data-testid="summary" data-fits={fits.to_string()} data-stale={p.stale.to_string()}>
@@ -95,6 +98,9 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
                 <span data-testid="summary-max">{ max }</span>
             </span>
             { for use_max }{ for fix }
+            if !single && !fits && !p.stale {
+                if let Some(f) = &p.fix_set { { fix_set_button(ctx, f) } }
+            }
         </div>
     }
 }
@@ -116,5 +122,16 @@ fn serve_bar(ctx: &Ctx, p: &BarProps, cap: &vramcalc_core::serve::Capacity, want
                     { if fits { "✓ " } else { "✗ " } }{ verdict }{ " " }<span class="muted on-gpu">{ fill(t.on_gpu, &[&gpu_name, &size]) }</span></b>
             </span>
         </div>
+    }
+}
+
+/// "or: A + B": the cheapest set of changes that fits, applied in one click.
+fn fix_set_button(ctx: &Ctx, f: &vramcalc_core::solve::fix::Fix) -> Html {
+    let names: Vec<String> = f.changes.iter().map(|c| ctx.modes().change(*c, ctx.zh())).collect();
+    let ids: Vec<String> = f.changes.iter().map(|c| c.id()).collect();
+    let (d, job) = (ctx.dispatch.clone(), (f.config, f.dist));
+    html! {
+        <button class="fix" data-testid="fix-set" data-changes={ids.join("+")}
+            onclick={Callback::from(move |_| d.dispatch(Action::SetJob(job.0, job.1)))}>{ fill(ctx.tr().or_fix, &[&names.join(" + ")]) }</button>
     }
 }

@@ -11,7 +11,7 @@ pub mod launch;
 pub mod measure;
 
 pub use fits::FitsTable;
-pub use fixes::Fixes;
+pub use fixes::{use_fixes, Fixes};
 pub use largest::Largest;
 pub use launch::Launch;
 pub use measure::Measure;
