@@ -7,6 +7,7 @@ use crate::components::llm_answers::LlmAnswers;
 use crate::components::downloads::Downloads;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
+use crate::components::reverse::{use_fixes, FitsTable, Fixes, Largest, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
 // issues 24, 27: the workload switch and its panels (to merge into the setup's mode switch)
@@ -17,7 +18,7 @@ use crate::state::local::Workload;
 use crate::components::{Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
-use crate::state::Action;
+use crate::state::{Action, SetupMode};
 use std::rc::Rc;
 use vramcalc_core::spec::Layer;
 use vramcalc_core::Error;
@@ -74,20 +75,46 @@ pub fn app(p: &AppProps) -> Html {
     };
 
     let has_relu = model.spec.layers.iter().any(|l| l.any(&|l| matches!(l, Layer::Relu(_))));
-    // One truth for the sequence length: the input shape shows the length the model runs at.
+    // One truth for each length: the input shape shows the length the model runs at (the
+    // prompt when generating).
     let panel_model = {
         let mut m = model.clone();
-        if let (Some(l), Some(first)) = (model.spec.seq_len(model.config.seq_len), m.spec.input.shape.first_mut()) {
+        if let (Some(l), Some(first)) = (crate::state::mode::running_len(&model.spec, &model.config), m.spec.input.shape.first_mut()) {
             *first = l;
         }
         m
     };
-    let llm_fields = use_memo((model.spec.clone(), model.config, model.dist), |(spec, c, d)| crate::llm::setup::fields(spec, c, d));
+    let mode = model.mode();
+    let modes: Vec<SetupMode> = SetupMode::ALL.into_iter().filter(|m| *m == mode || m.applies_to(&model.spec)).collect();
+    let llm_fields = use_memo((model.spec.clone(), model.config, model.dist, mode), |(spec, c, d, mode)| {
+        let all = crate::llm::setup::fields(spec, c, d, *mode);
+        let (lengths, rest): (Vec<_>, Vec<_>) = all.into_iter().partition(|f| matches!(f.id, "prompt-len" | "new-tokens"));
+        (lengths, rest)
+    });
+    // vLLM's answer for a language model served (or run for inference: what serving it would hold)
+    let lm = model.spec.is_token_input();
+    let serving = {
+        let (spec, c, d) = (model.spec.clone(), model.config, model.dist);
+        use_memo((spec, c, d, capacity, mode), move |(spec, c, d, cap, mode)| {
+            (matches!(mode, SetupMode::Serve | SetupMode::Infer) && lm && *cap > 0)
+                .then(|| Rc::new(vramcalc_core::serve::capacity(spec, &crate::llm::answers::serve_config(spec, c, d, *cap))))
+        })
+    };
+    let serve_verdict = (*serving).clone().filter(|_| mode == SetupMode::Serve).map(|s| {
+        (s, model.config.batch, crate::llm::answers::serve_context(&model.spec, &model.config))
+    });
     let spec_shared = {
         let spec = model.spec.clone();
         use_memo(spec, |spec| Rc::new(spec.clone()))
     };
     let job = (model.config, model.dist);
+    // the cheapest fixes when the setup does not fit: the what-if panel's first list, and the
+    // sticky verdict's offer when no single change fits
+    let over = matches!(&shown, Some(r) if r.estimate.device_total_bytes > capacity) && mode != SetupMode::Serve && error.is_none();
+    let fixes = use_fixes(Shared((*spec_shared).clone()), model.config, model.dist, capacity, over).map(Shared);
+    // the command that runs the setup and the script that measures it (issue 26)
+    let commands = use_memo((model.clone(), capacity), |(m, cap)| crate::reverse::launch::commands(m, *cap));
+    let measure_script = |e: &vramcalc_core::Estimate| crate::reverse::measure::script(model, e.peak_bytes, e.device_total_bytes);
     let applied = use_state(|| None);
     let narrow = use_narrow();
     // issue 27: on the pipeline workload the link is the pipeline's (`#pipe.…`)
@@ -112,25 +139,40 @@ pub fn app(p: &AppProps) -> Html {
                 <main class="layout single"><PipelinePanel state={state.pipeline.clone()} /></main>
             } else {
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
-                job, stale: error.is_some(), applied: applied.clone() }) }
+                job, stale: error.is_some(), applied: applied.clone(), serving: serve_verdict, fix_set: fixes.as_ref().and_then(|f| f.first().cloned()) }) }
             <main class="layout">
                 <div class="col left">
                     // read top-down (issue 23): the model first, then its setup, then the answers
                     <ModelPanel model={panel_model} collapsed={state.collapsed.clone()} selected={state.selected.clone()}
                         rows={rows} error={error.clone()} />
                     <Settings config={model.config} gpu={model.gpu.clone()} seq_len={model.spec.seq_len(model.config.seq_len)}
-                        has_relu={has_relu} error={config_error} />
-                    <LlmSetup fields={(*llm_fields).clone()} config={model.config} dist={model.dist} />
+                        {mode} {modes} has_relu={has_relu} error={config_error}
+                        lengths={html! { <LlmSetup fields={llm_fields.0.clone()} config={model.config} dist={model.dist} testid="llm-lengths" /> }}
+                        llm={html! { <LlmSetup fields={llm_fields.1.clone()} config={model.config} dist={model.dist} testid="llm" /> }} />
                 </div>
                 <div class="col right">
                     { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq }) }
                     if let Some(r) = &shown {
-                        <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} />
+                        <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity}
+                            serving={(*serving).clone().map(Shared)} />
+                    }
+                    if let Some(r) = &shown {
+                        <section class="panel reverse" aria-labelledby="reverse-h" data-testid="reverse">
+                            <h2 id="reverse-h" class="sr-only">{ ctx.modes().largest_h }</h2>
+                            <Largest spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} {mode} />
+                            <Launch commands={(*commands).clone()} />
+                            <Measure script={measure_script(&r.estimate)} estimate={r.estimate.peak_bytes} measured={model.measured_peak} />
+                        </section>
                     }
                     if let (Some(_), Some(w)) = (&shown, what_ifs.clone()) {
-                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some() }) }
+                        { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some(),
+                            fixes: if over { html! { <Fixes list={fixes.clone()} /> } } else { html! {} } }) }
                     }
                     <Charts report={shown.clone()} />
+                    if shown.is_some() {
+                        <FitsTable gpu={model.gpu.clone()} workload={crate::reverse::fits::workload_of(mode, &model.config)}
+                            options={crate::reverse::fits::options(mode, &model.spec, &model.config)} />
+                    }
                     if shown.is_some() {
                         <section class="panel exports" aria-labelledby="exports-h" data-testid="exports">
                             <h2 id="exports-h">{ ctx.tr().downloads }</h2>

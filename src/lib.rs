@@ -22,6 +22,7 @@
 //! | `form` | the llama.cpp and pipeline panels' fields as data |
 //! | `pipeline` | the image/video pipeline panel: fields, the core's stages or LoRA step, its share links (`#pipe.…`) |
 //! | `local` | the llama.cpp panel: GGUF headers by `File.slice` or HTTP `Range`, llama.cpp's buffers per device |
+//! | `reverse` | the reverse views: the largest value that fits, the cheapest fixes, what fits a GPU, the launch command, the measurement script |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 
@@ -39,6 +40,7 @@ pub mod llm;
 pub mod local;
 pub mod pipeline;
 pub mod prefs;
+pub mod reverse;
 pub mod share_link;
 pub mod state;
 pub mod tree;

@@ -10,11 +10,15 @@
 //! is only overwritten once the user edits ([`Start::guard`]).
 
 use crate::i18n::Lang;
-use crate::state::{GpuChoice, Model, Prefs, Saved, State};
+use crate::state::{Engine, GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
 use vramcalc_core::{presets, TrainConfig};
 
-/// The share state of what the app shows.
+/// The link's name of the serve mode's engine (`e=vllm`).
+const VLLM: &str = "vllm";
+
+/// The share state of what the app shows (its mode is the config's and the engine's: a link
+/// made before the serve mode opens in the mode its settings imply).
 pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
     // Tracked by the reducer (every spec edit clears it): the preset is not rebuilt to compare.
     let source = match (&model.hub, &model.preset) {
@@ -26,7 +30,21 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
         GpuChoice::Custom(b) => (None, Some(*b)),
     };
-    ShareState { model: source, config: model.config, dist: model.dist, gpu, capacity_bytes, unit: prefs.unit, lang: prefs.lang.code().to_string() }
+    let engine = match model.engine {
+        Engine::Pytorch => None,
+        Engine::Vllm => Some(VLLM.to_string()),
+    };
+    ShareState {
+        model: source,
+        config: model.config,
+        dist: model.dist,
+        gpu,
+        capacity_bytes,
+        unit: prefs.unit,
+        lang: prefs.lang.code().to_string(),
+        engine,
+        measured_peak_bytes: model.measured_peak,
+    }
 }
 
 /// The link fragment (without `#`) of what the app shows; `None` when the model exceeds what a
@@ -64,18 +82,24 @@ pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
         }
         // the hub's config, fetched again by the module (a failure offers a retry: `Notice`)
         ModelSource::Hub(id) => {
-            let (_, spec, _) = crate::import::hub::load(&id, "").await.map_err(|e| field("h", e.to_string()))?;
-            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), gpu: GpuChoice::default(), dist: Default::default() }
+            let (_, spec, _, _) = crate::import::hub::load(&id, "").await.map_err(|e| field("h", e.to_string()))?;
+            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), ..Model::empty() }
         }
         ModelSource::Spec(spec) => {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
             let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
-            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: Default::default() }
+            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), ..Model::empty() }
         }
     };
     model.config = s.config;
     model.dist = s.dist;
+    model.engine = match s.engine.as_deref() {
+        None => Engine::Pytorch,
+        Some(VLLM) => Engine::Vllm,
+        Some(other) => return Err(field("e", format!("unknown engine `{other}` (this version serves with vllm)"))),
+    };
+    model.measured_peak = s.measured_peak_bytes.filter(|&b| b > 0);
     model.gpu = match (s.capacity_bytes, s.gpu) {
         (Some(0), _) => return Err(field("k", "the capacity must be more than 0 bytes".into())),
         (Some(b), _) => GpuChoice::Custom(b),
@@ -306,6 +330,34 @@ mod tests {
         assert!(link.starts_with("v1.s=") && link.contains("gk=fp8"), "{link}");
     }
 
+    /// The serve mode and a measured peak travel in the link (`e=vllm`, `mp=`); a link without
+    /// them (every saved one) opens in the mode its settings imply.
+    #[test]
+    fn the_mode_and_a_measured_peak_travel_in_the_link() {
+        use crate::state::SetupMode;
+        let s = reduce(State::default(), Action::LoadPreset(Model::preset("gpt2").unwrap()));
+        let s = reduce(s, Action::SetMode(SetupMode::Serve));
+        let s = reduce(s, Action::SetMeasured(Some(5_000_000)));
+        let link = round_trip(&s.model, s.prefs);
+        assert!(link.contains("e=vllm") && link.contains("mp=5000000"), "{link}");
+        let back = open_now(&link, Prefs::default()).unwrap();
+        assert_eq!((back.model.mode(), back.model.measured_peak), (SetupMode::Serve, Some(5_000_000)));
+        for m in SetupMode::ALL {
+            let s = reduce(s.clone(), Action::SetMode(m));
+            let back = open_now(&fragment_now(&s.model, &s.prefs).unwrap(), Prefs::default()).unwrap();
+            assert_eq!(back.model.mode(), m, "{m:?}");
+        }
+        let implied: Vec<(&str, SetupMode)> = include_str!("../crates/core/tests/data/share_links.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.contains("h="))
+            .filter_map(|l| l.split_once(' '))
+            .map(|(name, link)| (name, open_now(link, Prefs::default()).unwrap().model.mode()))
+            .collect();
+        assert!(implied.contains(&("gpt2-generate", SetupMode::Generate)) && implied.contains(&("default", SetupMode::Train)), "{implied:?}");
+        assert!(implied.contains(&("llama-serve-measured", SetupMode::Serve)), "{implied:?}");
+        assert!(open_now("v1.p=gpt2,e=llama", Prefs::default()).unwrap_err().contains("unknown engine"));
+    }
+
     /// The links the load-time benchmark opens (`tests/data/bench_links.txt`, read by
     /// `tests/loadtime.mjs`) are the setups their names say, as today's encoder writes them.
     #[test]
@@ -458,11 +510,11 @@ mod tests {
     #[test]
     fn a_hub_model_is_linked_by_id_and_fetched_again() {
         let spec = presets::build("bert-base").unwrap();
-        let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(512), Some("Qwen/Qwen2.5-0.5B@v2".into())));
+        let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(512), Some("Qwen/Qwen2.5-0.5B@v2".into()), None));
         let link = fragment_now(&s.model, &s.prefs).unwrap();
         assert!(link.starts_with("v1.h=Qwen%2FQwen2.5-0.5B%40v2,"), "{link}");
         // a pasted config has no id: its link carries the spec
-        let pasted = reduce(State::default(), Action::ImportHf(spec, Some(512), None));
+        let pasted = reduce(State::default(), Action::ImportHf(spec, Some(512), None, None));
         assert!(share::carries_spec(&fragment_now(&pasted.model, &pasted.prefs).unwrap()));
         // an edit of the spec: the link carries the spec; undo brings the id back
         let edited = reduce(s.clone(), Action::DeleteLayer(crate::tree::NodePath::top(0)));

@@ -10,6 +10,7 @@
 use crate::i18n::Lang;
 pub use crate::prefs::{Prefs, Theme};
 use crate::tree::{self, GroupKind, ListPath, NodePath};
+pub use mode::{Engine, Length, SetupMode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use vramcalc_core::distributed::DistConfig;
@@ -87,6 +88,13 @@ pub struct Model {
     /// The multi-GPU job (default: one GPU), as the CLI's `--gpus`, `--strategy`, … set it.
     #[serde(default, skip_serializing_if = "DistConfig::is_default")]
     pub dist: DistConfig,
+    /// Who runs the setup (vLLM serves; PyTorch's step otherwise): with `config`, the setup's
+    /// mode ([`Model::mode`]).
+    #[serde(default, skip_serializing_if = "Engine::is_default")]
+    pub engine: Engine,
+    /// A peak the user measured on their own GPU (bytes), shown beside the estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_peak: Option<u64>,
 }
 
 /// A [`Model`] as LocalStorage may hold it: work saved before the settings were typed kept the
@@ -108,6 +116,10 @@ struct SavedModel {
     dist: Option<DistConfig>,
     #[serde(default)]
     llm: Map<String, Value>,
+    #[serde(default)]
+    engine: Engine,
+    #[serde(default)]
+    measured_peak: Option<u64>,
 }
 
 impl From<SavedModel> for Model {
@@ -123,14 +135,19 @@ impl From<SavedModel> for Model {
         }
         // an unreadable setup is the default one (as an unreadable save is the default state)
         let config = serde_json::from_value(config).unwrap_or_default();
-        Model { spec: s.spec, preset: s.preset, unedited: s.unedited, hub: s.hub, config, gpu: s.gpu, dist: dist.unwrap_or_default() }
+        Model { spec: s.spec, preset: s.preset, unedited: s.unedited, hub: s.hub, config, gpu: s.gpu, dist: dist.unwrap_or_default(), engine: s.engine, measured_peak: s.measured_peak }
     }
 }
 
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default() }
+        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default(), engine: Engine::default(), measured_peak: None }
+    }
+
+    /// The setup's mode, read from the settings and the engine.
+    pub fn mode(&self) -> SetupMode {
+        SetupMode::of(&self.config, self.engine)
     }
 
     /// A preset with the default training setup (a published model's from its `config.json`:
@@ -172,6 +189,8 @@ impl Model {
             config: TrainConfig::default(),
             gpu: GpuChoice::default(),
             dist: DistConfig::default(),
+            engine: Engine::default(),
+            measured_peak: None,
         }
     }
 }
@@ -286,7 +305,9 @@ pub enum Action {
     /// A Hugging Face import, the context its `config.json` gives and the hub id it came from
     /// (none for a pasted config): runs at [`IMPORT_SEQ_LEN`] (or the importer's length, if
     /// shorter), and says so.
-    ImportHf(ModelSpec, Option<u64>, Option<String>),
+    /// The config's `torch_dtype` (or `dtype`), if it names one, sets the starting precision
+    /// as the CLI's `--hf-config` does.
+    ImportHf(ModelSpec, Option<u64>, Option<String>, Option<String>),
     SetBatch(u64),
     SetSeqLen(Option<u64>),
     /// Any other training setting (precision, optimizer, what-ifs, …).
@@ -294,6 +315,11 @@ pub enum Action {
     /// The training setup and the multi-GPU job together (the LLM setup, a what-if of the job).
     SetJob(TrainConfig, DistConfig),
     SetGpu(GpuChoice),
+    /// The setup panel's mode ([`SetupMode::apply`]); one that does not apply to the model
+    /// (serving a CNN) is ignored.
+    SetMode(SetupMode),
+    /// A peak measured on the user's GPU (`None`: cleared).
+    SetMeasured(Option<u64>),
     SetInput(InputSpec),
     AddLayer { list: ListPath, index: Option<usize>, layer: Layer },
     /// A layer whose field `field` was edited (fields of one row coalesce in undo).
@@ -406,7 +432,7 @@ impl State {
     fn load_spec(&mut self, spec: ModelSpec) {
         self.assumed_seq = None;
         let config = TrainConfig { seq_len: None, ..self.model.config };
-        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), dist: self.model.dist };
+        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), dist: self.model.dist, ..Model::empty() };
         self.replace_model(m);
     }
 
@@ -455,10 +481,11 @@ impl Reducible for State {
                 m.config.batch = b;
                 s.commit(m, Some(EditKind::Batch));
             }
-            Action::ImportHf(spec, context, hub) => {
+            Action::ImportHf(spec, context, hub, dtype) => {
                 let seq = spec.seq_len(None).map(|l| l.min(IMPORT_SEQ_LEN));
                 let from_other = !vramcalc_core::defaults::is_language_model(&s.model.spec);
-                let start = vramcalc_core::defaults::starting_setup(&spec, None, &s.model.config).filter(|_| from_other);
+                // the checkpoint's torch_dtype, as the CLI's --hf-config reads it (and a preset's)
+                let start = vramcalc_core::defaults::starting_setup(&spec, dtype.as_deref(), &s.model.config).filter(|_| from_other);
                 s.load_spec(spec);
                 if let Some(c) = start {
                     // batch 1 and the checkpoints' bf16 (issue 22 item 5); the length as below
@@ -485,6 +512,18 @@ impl Reducible for State {
                 (m.config, m.dist) = (c, d);
                 s.commit(m, None);
             }
+            Action::SetMode(mode) => {
+                if mode.applies_to(&s.model.spec) {
+                    let mut m = s.model.clone();
+                    (m.config, m.engine) = (mode.apply(&m.spec, &m.config), mode.engine());
+                    s.commit(m, None);
+                }
+            }
+            Action::SetMeasured(b) => {
+                let mut m = s.model.clone();
+                m.measured_peak = b.filter(|&b| b > 0);
+                s.commit(m, None);
+            }
             Action::SetGpu(g) => {
                 let kind = matches!(g, GpuChoice::Custom(_)).then_some(EditKind::Capacity);
                 let mut m = s.model.clone();
@@ -495,10 +534,12 @@ impl Reducible for State {
                 // One truth: the input shape shows the sequence length the model runs at, and
                 // typing its first dimension sets that length (a preset stays a preset).
                 let (mut m, old) = (s.model.clone(), &s.model.spec.input);
-                if m.config.seq_len.is_some() && s.model.spec.is_sequence_input() && input.dtype == old.dtype
+                if (m.config.seq_len.is_some() || (m.config.mode == vramcalc_core::Mode::Generate && m.config.generate.prompt_len.is_some())) && s.model.spec.is_sequence_input() && input.dtype == old.dtype
                     && !old.shape.is_empty() && input.shape.len() == old.shape.len()
                 {
-                    (m.config.seq_len, input.shape[0]) = (Some(input.shape[0]), old.shape[0]);
+                    // the length the model runs at: the prompt when generating with one
+                    m.config = mode::with_running_len(&m.config, input.shape[0]);
+                    input.shape[0] = old.shape[0];
                     s.assumed_seq = None;
                 }
                 if input != m.spec.input {
@@ -570,6 +611,10 @@ impl Reducible for State {
     }
 }
 
+pub mod mode;
+
+#[cfg(test)]
+mod mode_tests;
 #[cfg(test)]
 mod ux_tests;
 

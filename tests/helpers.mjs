@@ -89,3 +89,13 @@ export async function axeViolations(page, skip = []) {
   const v = await page.evaluate(async () => (await window.axe.run(document)).violations);
   return v.filter((x) => !skip.includes(x.id)).map((x) => `${x.id} (${x.nodes.length}): ${x.help} — ${x.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
 }
+
+/** Picks `preset` in the serve mode (issue 23) and returns the GPU, context and concurrency shown. */
+export async function serveSetup(page, preset) {
+  await pickPreset(page, preset);
+  await page.getByTestId('mode-select').selectOption('serve');
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  const context = await page.getByTestId('seq-input').inputValue();
+  const concurrency = await page.getByTestId('batch-input').inputValue();
+  return { gpu, context, concurrency };
+}

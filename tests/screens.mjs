@@ -4,7 +4,7 @@ import { launch, open, pickPreset, ARTIFACTS } from './helpers.mjs';
 
 const suffix = process.argv[2] ?? 'now';
 const browser = await launch();
-for (const [name, viewport] of [['desktop', { width: 1440, height: 1000 }], ['phone', { width: 390, height: 844 }]]) {
+for (const [name, viewport] of [['desktop', { width: 1280, height: 900 }], ['phone', { width: 390, height: 844 }]]) {
   const { page } = await open(browser, { viewport });
   await pickPreset(page, 'llama-3.1-8b');
   await page.getByTestId('finetune').selectOption('qlora');

@@ -36,9 +36,9 @@ pub fn import_panel() -> Html {
             state.set(HubState::Loading);
             wasm_bindgen_futures::spawn_local(async move {
                 match hub::load(&input, &typed).await {
-                    Ok((hub, spec, context)) => {
+                    Ok((hub, spec, context, dtype)) => {
                         state.set(HubState::Loaded);
-                        d.dispatch(hub_action(&hub, spec, context));
+                        d.dispatch(hub_action(&hub, spec, context, dtype));
                     }
                     Err(e) => state.set(HubState::Failed(e.to_string(), HubError::kind(&e))),
                 }

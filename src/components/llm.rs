@@ -19,6 +19,8 @@ pub struct LlmProps {
     pub fields: Vec<Field>,
     pub config: TrainConfig,
     pub dist: DistConfig,
+    /// The group's test id (`llm`; `llm-lengths` for generation's lengths beside the batch).
+    pub testid: AttrValue,
 }
 
 #[function_component(LlmSetup)]
@@ -99,15 +101,17 @@ pub fn llm_setup(p: &LlmProps) -> Html {
         }
     };
     let errors: Vec<_> = p.fields.iter().filter_map(|f| drafts.get(f.id).map(|d| (f.id, d.1.clone()))).collect();
-    let adapters = p.config.finetune.has_adapters() && p.config.mode == vramcalc_core::Mode::Train;
+    let adapters = p.fields.iter().any(|f| f.id == "lora-r");
+    if p.fields.is_empty() {
+        return html! {};
+    }
     html! {
-        <section class="panel llm" aria-labelledby="llm-h" data-testid="llm">
-            <h2 id="llm-h">{ ctx.tr().llm_setup }</h2>
+        <div class="llm" data-testid={p.testid.clone()} role="group" aria-label={ctx.tr().llm_setup}>
             <div class="grid2">{ for p.fields.iter().map(control) }</div>
             if adapters { <p class="muted small">{ l.peft_defaults }</p> }
             { for errors.into_iter().map(|(id, e)| html! {
                 <p class="error small llm-error" role="alert" data-testid="llm-error">{ format!("{}: {e}", l.label(id)) }</p>
             }) }
-        </section>
+        </div>
     }
 }

@@ -7,7 +7,7 @@
 
 use super::{use_ctx, Ctx, Shared};
 use crate::analysis::Report;
-use crate::llm::answers::{rank_parts, serve_config, serve_context, size, Sizing, CHART_GPUS, MAX_GPUS};
+use crate::llm::answers::{rank_parts, serve_context, size, Sizing, CHART_GPUS, MAX_GPUS};
 use std::rc::Rc;
 use vramcalc_core::distributed::DistConfig;
 use vramcalc_core::spec::ModelSpec;
@@ -21,6 +21,9 @@ pub struct AnswersProps {
     pub config: TrainConfig,
     pub dist: DistConfig,
     pub capacity: u64,
+    /// vLLM's answer for the model (serve and inference modes of a language model: `app`).
+    #[prop_or_default]
+    pub serving: Option<Shared<Result<vramcalc_core::serve::Capacity, vramcalc_core::Error>>>,
 }
 
 const COLOURS: [&str; 6] = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#b07aa1"];
@@ -31,13 +34,7 @@ pub fn llm_answers(p: &AnswersProps) -> Html {
     let ctx = use_ctx();
     let (c, d) = (p.config, p.dist);
     let tuned = c.mode == Mode::Train && !c.finetune.is_default();
-    let lm = p.spec.is_token_input();
-    let serving = {
-        let (spec, cap) = (p.spec.clone(), p.capacity);
-        use_memo((Rc::as_ptr(&spec.0) as usize, c, d, cap, lm), move |_| {
-            (c.mode != Mode::Train && lm && cap > 0).then(|| vramcalc_core::serve::capacity(&spec, &serve_config(&spec, &c, &d, cap)))
-        })
-    };
+    let serving = &p.serving;
     let sizing = use_sizing((c.mode == Mode::Train && !d.is_default()).then(|| (p.spec.clone(), c, d, p.capacity)));
     if !tuned && c.mode != Mode::Generate && d.is_default() && serving.is_none() {
         return html! {};
@@ -79,7 +76,7 @@ pub fn llm_answers(p: &AnswersProps) -> Html {
                     } }
                 </div>
             }
-            if let Some(s) = &*serving { { serve_view(&ctx, s, serve_context(&p.spec, &c), c.batch) } }
+            if let Some(s) = serving { { serve_view(&ctx, s, serve_context(&p.spec, &c), c.batch) } }
         </section>
     }
 }
@@ -118,7 +115,7 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
 }
 
 /// Resolves after the page has had its turn (a macrotask: input and rendering go first).
-async fn yield_to_page() {
+pub async fn yield_to_page() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(w) = web_sys::window() {
             let _ = w.set_timeout_with_callback(&resolve);

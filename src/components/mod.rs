@@ -18,6 +18,7 @@ pub mod local;
 pub mod model;
 pub mod pipeline;
 pub mod results;
+pub mod reverse;
 pub mod settings;
 pub mod share;
 pub mod table;
@@ -56,6 +57,13 @@ impl Ctx {
     /// The image/video pipeline panel's texts.
     pub fn pipe(&self) -> &'static crate::i18n::pipeline::PipelineTr {
         crate::i18n::pipeline_tr(self.lang)
+    }
+    /// The modes' and the reverse views' texts.
+    pub fn modes(&self) -> &'static crate::i18n::modes::ModesTr {
+        crate::i18n::modes_tr(self.lang)
+    }
+    pub fn zh(&self) -> bool {
+        self.lang == crate::i18n::Lang::Zh
     }
     /// ViewBox width of the charts.
     pub fn chart_width(&self) -> f64 {

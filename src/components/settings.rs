@@ -1,11 +1,13 @@
-//! The training setup: GPU, batch, sequence, precision, optimizer, mode and the memory tricks.
+//! The one setup panel (issue 23): its mode first (train, fine-tune, infer, generate, serve),
+//! then the GPU, the batch and the mode's own length fields, then only the settings that apply
+//! to the mode (the LLM settings among them, `components::llm`), then the advanced ones.
 
 use super::inputs::{batch_slider, check_field, enum_options, select_field, CheckProps, number_field, NumberProps, SelectProps};
 use super::use_ctx;
-use crate::state::{Action, GpuChoice};
+use crate::state::{Action, GpuChoice, Length, SetupMode};
 use crate::capacity::{card_capacity, card_name, parse_capacity};
 use vramcalc_core::{
-    AttentionImpl, AutocastDevice, Device, Mode, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
+    AttentionImpl, AutocastDevice, Device, OptimizerImpl, OptimizerKind, Precision, TrainConfig, GPUS,
 };
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
@@ -14,6 +16,10 @@ use yew::prelude::*;
 pub struct SettingsProps {
     pub config: TrainConfig,
     pub gpu: GpuChoice,
+    /// The setup's mode (`Model::mode`).
+    pub mode: SetupMode,
+    /// The modes that apply to the model (serving and generating need a language model).
+    pub modes: Vec<SetupMode>,
     /// The sequence length the model runs at (`None`: no sequence input).
     pub seq_len: Option<u64>,
     /// The model has a ReLU (the in-place choice applies to nothing else).
@@ -21,6 +27,12 @@ pub struct SettingsProps {
     /// A configuration problem the core reported.
     #[prop_or_default]
     pub error: Option<String>,
+    /// The mode's LLM length fields (generation's prompt and new tokens), beside the batch.
+    #[prop_or_default]
+    pub lengths: Html,
+    /// The rest of the mode's LLM settings (`components::llm::LlmSetup`).
+    #[prop_or_default]
+    pub llm: Html,
 }
 
 #[function_component(Settings)]
@@ -95,16 +107,19 @@ pub fn settings(p: &SettingsProps) -> Html {
         ("all".to_string(), t.inplace_all.to_string()),
         ("none".to_string(), t.inplace_none.to_string()),
     ];
-    let mode_options = vec![
-        ("train".to_string(), t.mode_train.to_string()),
-        ("infer".to_string(), t.mode_infer.to_string()),
-        ("generate".to_string(), t.mode_generate.to_string()),
-    ];
-    let train = c.mode == Mode::Train;
+    let m = ctx.modes();
+    let mode_options: Vec<(String, String)> = p.modes.iter().map(|x| (x.name().to_string(), m.mode(*x).to_string())).collect();
+    let on_mode = { let d = d.clone(); Callback::from(move |v: String| if let Some(x) = SetupMode::parse(&v) { d.dispatch(Action::SetMode(x)) }) };
+    let train = p.mode.trains();
+    let lengths = p.mode.lengths();
+    let serve = p.mode == SetupMode::Serve;
+    let (batch_label, seq_label) = if serve { (m.concurrency, m.context) } else { (t.batch, t.seq_len) };
 
     html! {
-        <section class="panel settings" aria-labelledby="setup-h" data-testid="settings">
-            <h2 id="setup-h">{ if train { t.setup } else { t.setup_infer } }</h2>
+        <section class="panel settings" aria-labelledby="setup-h" data-testid="settings" data-mode={p.mode.name()}>
+            <h2 id="setup-h">{ m.setup }</h2>
+            { select_field(SelectProps { id: "mode".into(), label: m.mode.into(), options: mode_options, value: p.mode.name().into(), testid: "mode-select".into(), on_change: on_mode }) }
+            <small class="help mode-help" data-testid="mode-help">{ m.mode_help(p.mode) }</small>
             { select_field(SelectProps { id: "gpu".into(), label: t.gpu.into(), options: gpu_options, value: gpu_value.into(), testid: "gpu-select".into(), on_change: on_gpu }) }
             if !custom { <small class="help gpu-source">{ t.gpu_source }</small> }
             if custom {
@@ -117,28 +132,32 @@ pub fn settings(p: &SettingsProps) -> Html {
                 </div>
             }
             <div class="batch">
-                { number_field(NumberProps { id: "batch", label: t.batch, value: c.batch, testid: "batch-input", on_change: on_batch.clone(), invalid_text: t.must_be_whole, error: p.error.clone() }, &batch_draft) }
-                { batch_slider(c.batch, t.batch, "batch-slider", on_batch.clone()) }
+                { number_field(NumberProps { id: "batch", label: batch_label, value: c.batch, testid: "batch-input", on_change: on_batch.clone(), invalid_text: t.must_be_whole, error: p.error.clone() }, &batch_draft) }
+                { batch_slider(c.batch, batch_label, "batch-slider", on_batch.clone()) }
             </div>
-            if let Some(s) = p.seq_len {
-                { number_field(NumberProps { id: "seq", label: t.seq_len, value: s, testid: "seq-input", on_change: on_seq, invalid_text: t.must_be_whole, error: None }, &seq_draft) }
+            // the mode's own lengths: one field each, one value in the state each
+            if let (Some(s), true) = (p.seq_len, lengths.contains(&Length::Seq) || lengths.contains(&Length::Context)) {
+                { number_field(NumberProps { id: "seq", label: seq_label, value: s, testid: "seq-input", on_change: on_seq, invalid_text: t.must_be_whole, error: None }, &seq_draft) }
             }
+            { p.lengths.clone() }
             <div class="grid2">
-                { select_field(SelectProps { id: "mode".into(), label: t.mode.into(), options: mode_options, value: c.mode.name().into(), testid: "mode-select".into(), on_change: set(|c, v| if let Some(m) = Mode::parse(v) { c.mode = m }) }) }
                 { select_field(SelectProps { id: "precision".into(), label: t.precision.into(), options: enum_options(Precision::ALL, Precision::name), value: c.precision.name().into(), testid: "precision-select".into(), on_change: set(|c, v| if let Some(x) = Precision::parse(v) { c.precision = x }) }) }
                 if train {
                     { select_field(SelectProps { id: "optimizer".into(), label: t.optimizer.into(), options: enum_options(OptimizerKind::ALL, OptimizerKind::name), value: c.optimizer.name().into(), testid: "optimizer-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerKind::parse(v) { c.optimizer = x }) }) }
                     { select_field(SelectProps { id: "optimizer-impl".into(), label: t.optimizer_impl.into(), options: enum_options(OptimizerImpl::ALL, OptimizerImpl::name), value: c.optimizer_impl.name().into(), testid: "optimizer-impl-select".into(), on_change: set(|c, v| if let Some(x) = OptimizerImpl::parse(v) { c.optimizer_impl = x }) }) }
                     { number_field(NumberProps { id: "accum", label: t.grad_accum, value: c.grad_accum, testid: "accum-input", on_change: on_accum, invalid_text: t.must_be_whole, error: None }, &accum_draft) }
                 }
-                { select_field(SelectProps { id: "attention".into(), label: t.attention.into(), options: enum_options(AttentionImpl::ALL, AttentionImpl::name), value: c.attention.name().into(), testid: "attention-select".into(), on_change: set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x }) }) }
-                if p.has_relu {
+                if !serve {
+                    { select_field(SelectProps { id: "attention".into(), label: t.attention.into(), options: enum_options(AttentionImpl::ALL, AttentionImpl::name), value: c.attention.name().into(), testid: "attention-select".into(), on_change: set(|c, v| if let Some(x) = AttentionImpl::parse(v) { c.attention = x }) }) }
+                }
+                if p.has_relu && !serve {
                     { select_field(SelectProps { id: "inplace".into(), label: t.inplace_relu.into(), options: inplace_options, value: inplace_value.into(), testid: "inplace-select".into(), on_change: set(|c, v| c.inplace_relu = match v { "all" => Some(true), "none" => Some(false), _ => None }) }) }
                 }
             </div>
             if train {
                 { check_field(CheckProps { id: "ckpt".into(), label: t.checkpointing.into(), checked: c.checkpointing, testid: "checkpointing".into(), on_change: on_ckpt }) }
             }
+            { p.llm.clone() }
             <details class="advanced">
                 <summary>{ t.advanced }</summary>
                 <div class="grid2">

@@ -42,6 +42,9 @@ pub struct WhatIfProps {
     pub applied: Applied,
     /// The model has an error: the what-ifs are the last valid model's.
     pub stale: bool,
+    /// The cheapest sets of changes that make the setup fit (`reverse::Fixes`), drawn first:
+    /// the combinations, then the single changes, in one what-if panel.
+    pub fixes: Html,
 }
 
 /// A plain view function (no state of its own: the applied change is the app's).
@@ -79,6 +82,7 @@ pub fn what_if_panel(ctx: &Ctx, p: &WhatIfProps) -> Html {
     html! {
         <section class={classes!("panel", "whatif", p.stale.then_some("is-stale"))} aria-labelledby="whatif-h" data-testid="whatif">
             <h2 id="whatif-h">{ t.what_if }</h2>
+            { p.fixes.clone() }
             <p class="muted small">{ t.what_if_help }</p>
             <ul>{ for Change::all().filter_map(item) }</ul>
         </section>

@@ -11,6 +11,7 @@ pub mod import;
 pub mod llm;
 pub mod local;
 pub mod pipeline;
+pub mod modes;
 mod zh;
 
 pub use en::EN;
@@ -278,6 +279,14 @@ pub fn pipeline_tr(lang: Lang) -> &'static pipeline::PipelineTr {
     match lang {
         Lang::En => &pipeline::PIPELINE_EN,
         Lang::Zh => &pipeline::PIPELINE_ZH,
+    }
+}
+
+/// The modes' and the reverse views' texts in `lang`.
+pub fn modes_tr(lang: Lang) -> &'static modes::ModesTr {
+    match lang {
+        Lang::En => &modes::MODES_EN,
+        Lang::Zh => &modes::MODES_ZH,
     }
 }
 

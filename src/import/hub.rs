@@ -17,9 +17,9 @@ use vramcalc_core::hub::TIMEOUT_SECS;
 use vramcalc_core::spec::ModelSpec;
 
 /// `input` (an id, `id@revision` or a hub URL) → where it is, the model's spec (named by its id)
-/// and the context its config gives. `token`: one the user just typed, kept for this tab
+/// the context and the dtype its config gives. `token`: one the user just typed, kept for this tab
 /// ([`remember_token`]); empty: the tab's token, if any.
-pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>), HubError> {
+pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>, Option<String>), HubError> {
     let hub = HubRef::parse(input)?;
     let token = match token.trim() {
         "" => session_token(),
@@ -30,7 +30,7 @@ pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option
     };
     let (status, body) = fetch(&hub.config_url(), &token).await?;
     let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((hub, spec, super::paste::context_of(&body)))
+    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
 }
 
 /// The `sessionStorage` key of the access token: this tab only, gone when it closes, never in

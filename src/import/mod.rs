@@ -12,14 +12,15 @@ use vramcalc_core::spec::ModelSpec;
 /// The app's action for a paste box's model: a config runs as an import (its length, its note).
 pub fn pasted_action(p: Pasted) -> Action {
     match p {
-        Pasted::Hf(spec, context) => Action::ImportHf(spec, context, None),
+        Pasted::Hf(spec, context, dtype) => Action::ImportHf(spec, context, None, dtype),
         Pasted::Spec(spec) => Action::LoadSpec(spec),
     }
 }
 
-/// The app's action for a model loaded from the hub: its link names it (`id@revision`).
-pub fn hub_action(hub: &HubRef, spec: ModelSpec, context: Option<u64>) -> Action {
-    Action::ImportHf(spec, context, Some(hub.to_string()))
+/// The app's action for a model loaded from the hub: its link names it (`id@revision`); the
+/// config's dtype sets the starting precision.
+pub fn hub_action(hub: &HubRef, spec: ModelSpec, context: Option<u64>, dtype: Option<String>) -> Action {
+    Action::ImportHf(spec, context, Some(hub.to_string()), dtype)
 }
 
 #[cfg(test)]
@@ -31,8 +32,8 @@ mod tests {
         let spec = vramcalc_core::presets::build("vgg11").unwrap();
         assert!(matches!(pasted_action(paste::read(&spec.to_json_pretty()).unwrap()), Action::LoadSpec(s) if s == spec));
         let bert = include_str!("../../tests/data/bert-base-uncased.config.json");
-        assert!(matches!(pasted_action(paste::read(bert).unwrap()), Action::ImportHf(_, Some(512), None)));
+        assert!(matches!(pasted_action(paste::read(bert).unwrap()), Action::ImportHf(_, Some(512), None, _)));
         let hub = HubRef::parse("Qwen/Qwen2.5-0.5B@v2").unwrap();
-        assert!(matches!(hub_action(&hub, spec, Some(512)), Action::ImportHf(_, Some(512), Some(h)) if h == "Qwen/Qwen2.5-0.5B@v2"));
+        assert!(matches!(hub_action(&hub, spec, Some(512), None), Action::ImportHf(_, Some(512), Some(h), None) if h == "Qwen/Qwen2.5-0.5B@v2"));
     }
 }

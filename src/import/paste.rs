@@ -12,10 +12,19 @@ pub fn context_of(config_json: &str) -> Option<u64> {
     ["max_position_embeddings", "n_positions", "n_ctx"].iter().find_map(|k| value.get(*k)?.as_u64())
 }
 
-/// What the paste box read: a Hugging Face config (with the context it gives) or a spec.
+/// The checkpoint's dtype a Hugging Face `config.json` names (`torch_dtype`, or `dtype` as
+/// transformers ≥ 4.56 writes it), as the CLI's `--hf-config` reads it (`crates/cli/src/args.rs`,
+/// `ModelArgs::torch_dtype`).
+pub fn dtype_of(config_json: &str) -> Option<String> {
+    let value = serde_json::from_str::<Value>(config_json).ok()?;
+    ["torch_dtype", "dtype"].iter().find_map(|k| value.get(*k)?.as_str().map(str::to_string))
+}
+
+/// What the paste box read: a Hugging Face config (with the context and the dtype it gives) or
+/// a spec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pasted {
-    Hf(ModelSpec, Option<u64>),
+    Hf(ModelSpec, Option<u64>, Option<String>),
     Spec(ModelSpec),
 }
 
@@ -24,7 +33,7 @@ pub fn read(text: &str) -> Result<Pasted, String> {
     let answer = read_paste(text)?;
     let (kind, json) = answer.split_once('\n').unwrap_or_default();
     let spec = ModelSpec::from_json(json).map_err(|e| e.to_string())?;
-    Ok(if kind == "hf" { Pasted::Hf(spec, context_of(text)) } else { Pasted::Spec(spec) })
+    Ok(if kind == "hf" { Pasted::Hf(spec, context_of(text), dtype_of(text)) } else { Pasted::Spec(spec) })
 }
 
 /// Pasted text → what it was read as (`spec` or `hf`), a newline, and the spec's JSON; the error

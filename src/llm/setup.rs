@@ -8,7 +8,8 @@ use vramcalc_core::finetune::names::{default_targets, module_names, NameStyle};
 use vramcalc_core::finetune::{BaseFormat, LinearRole, Method, NameList};
 use vramcalc_core::formats::{WeightFormat, WEIGHT_NAMES};
 use vramcalc_core::spec::ModelSpec;
-use vramcalc_core::{KvCacheKind, KvDType, Mode, Precision, TrainConfig};
+use crate::state::SetupMode;
+use vramcalc_core::{KvCacheKind, KvDType, Precision, TrainConfig};
 
 /// How a field is edited.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,14 +114,20 @@ fn linear_names(style: NameStyle) -> Vec<&'static str> {
     out
 }
 
-/// The fields that apply to the mode and fine-tuning method, in order.
-pub fn fields(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig) -> Vec<Field> {
+/// The fields that apply to the mode and fine-tuning method, in order (generation's lengths
+/// first: the setup panel shows them with the batch). The prompt shows the length it runs at:
+/// its own, or the sequence length when it has none.
+pub fn fields(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, mode: SetupMode) -> Vec<Field> {
     let (ft, g) = (&c.finetune, &c.generate);
     let select = |id: &'static str, value: &str, options: &[&'static str]| Field { id, kind: Kind::Select(options.to_vec()), value: value.to_string(), ticked: Vec::new() };
     let text = |id: &'static str, value: String| Field { id, kind: Kind::Text, value, ticked: Vec::new() };
     let on_off = |b: bool| if b { "on" } else { "off" };
     let mut out = Vec::new();
-    if c.mode == Mode::Train {
+    if mode == SetupMode::Generate {
+        out.push(text("prompt-len", g.prompt_len.or(spec.seq_len(c.seq_len)).map(|p| p.to_string()).unwrap_or_default()));
+        out.push(text("new-tokens", g.new_tokens.to_string()));
+    }
+    if mode.trains() {
         out.push(select("finetune", ft.method.name(), &["full", "freeze", "lora", "qlora"]));
         if ft.method == Method::Freeze {
             out.push(text("train-only", ft.train_only.as_str().into()));
@@ -146,19 +153,21 @@ pub fn fields(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig) -> Vec<Field> {
         weights.extend(WEIGHT_NAMES);
         out.push(select("weights", &c.weights.map(WeightFormat::name).unwrap_or_default(), &weights));
     }
-    if c.mode == Mode::Generate {
-        out.push(text("prompt-len", g.prompt_len.map(|p| p.to_string()).unwrap_or_default()));
-        out.push(text("new-tokens", g.new_tokens.to_string()));
+    if mode == SetupMode::Generate {
         out.push(select("kv-cache", g.cache.name(), &["dynamic", "static", "paged"]));
+    }
+    if matches!(mode, SetupMode::Generate | SetupMode::Serve) {
         out.push(select("kv-dtype", g.kv_dtype.map_or("", KvDType::name), &["", "fp16", "bf16", "fp8", "int8"]));
     }
     // torch.autocast(cache_enabled): its cached weight copies (`Breakdown::weight_casts`)
-    if c.mode == Mode::Train && matches!(c.precision, Precision::AmpBf16 | Precision::AmpFp16) {
+    if mode.trains() && matches!(c.precision, Precision::AmpBf16 | Precision::AmpFp16) {
         out.push(select("autocast-cache", on_off(c.autocast_cache), &["on", "off"]));
     }
     out.push(text("gpus", d.gpus.to_string()));
     out.push(select("strategy", d.strategy.name(), &["ddp", "zero1", "zero2", "zero3", "fsdp", "tp"]));
-    out.push(select("offload", d.offload.name(), &["none", "optimizer", "params"]));
+    if mode.trains() {
+        out.push(select("offload", d.offload.name(), &["none", "optimizer", "params"]));
+    }
     // sequence parallelism splits what tensor parallelism replicates: offered with a TP degree
     if !d.is_single() && d.tp_degree() > 1 {
         out.push(select("sequence-parallel", on_off(d.sequence_parallel), &["off", "on"]));

@@ -40,7 +40,7 @@ fn image_input_shapes_are_not_sequence_lengths() {
 fn an_import_starts_at_a_stated_sequence_length() {
     let mut spec = Model::preset("gpt2").unwrap().spec;
     spec.input.shape[0] = 2048;
-    let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(2048), None));
+    let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(2048), None, None));
     assert_eq!(s.model.config.seq_len, Some(IMPORT_SEQ_LEN));
     assert_eq!(s.assumed_seq, Some((IMPORT_SEQ_LEN, 2048)));
     // setting a length is no longer an assumption; neither is another model
@@ -48,7 +48,7 @@ fn an_import_starts_at_a_stated_sequence_length() {
     assert_eq!(reduce(s, Action::StartEmpty).assumed_seq, None);
     // a model shorter than the default runs at its own length
     spec.input.shape[0] = 128;
-    let s = reduce(State::default(), Action::ImportHf(spec, Some(512), None));
+    let s = reduce(State::default(), Action::ImportHf(spec, Some(512), None, None));
     assert_eq!((s.model.config.seq_len, s.assumed_seq), (Some(128), Some((128, 512))));
 }
 

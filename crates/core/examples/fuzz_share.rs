@@ -82,6 +82,7 @@ fn links() -> Vec<String> {
         unit: vramcalc_core::ByteUnit::Mib,
         lang: "de".into(),
         dist: Default::default(),
+        ..ShareState::default()
     });
     for id in ["resnet18", "vgg16_bn", "bert-base", "lstm-ptb", "inception_v3"] {
         if let Ok(spec) = presets::build(id) {

@@ -27,6 +27,8 @@
 //! | `k` | custom capacity in bytes | none |
 //! | `u` | `MB` or `MiB` | `MB` |
 //! | `l` | UI language | `en` |
+//! | `e` | who runs the setup when it is not PyTorch's step (`vllm`: the app's serve mode) | PyTorch |
+//! | `mp` | a peak allocated the user measured for this setup, in bytes (the app's "measure it yourself") | none |
 //!
 //! Omitted config fields take the *v1* defaults frozen in [`V1_CONFIG_DEFAULTS`], not whatever
 //! `TrainConfig::default()` becomes later, so changing a default never changes old links.
@@ -59,6 +61,12 @@ pub struct ShareState {
     pub unit: ByteUnit,
     #[serde(default = "default_lang")]
     pub lang: String,
+    /// Who runs the setup when it is not PyTorch's step (`vllm`), key `e`; `None`: PyTorch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// A peak allocated the user measured for this setup (bytes), key `mp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_peak_bytes: Option<u64>,
 }
 
 fn default_lang() -> String {
@@ -76,6 +84,8 @@ impl Default for ShareState {
             capacity_bytes: None,
             unit: ByteUnit::default(),
             lang: default_lang(),
+            engine: None,
+            measured_peak_bytes: None,
         }
     }
 }
@@ -258,6 +268,12 @@ fn encode_with(state: &ShareState, spec_payload: impl Fn(&ModelSpec) -> String) 
     if state.lang != "en" {
         fields.push(("l".into(), escape(&state.lang)));
     }
+    if let Some(e) = &state.engine {
+        fields.push(("e".into(), escape(e)));
+    }
+    if let Some(b) = state.measured_peak_bytes {
+        fields.push(("mp".into(), b.to_string()));
+    }
     let body: Vec<String> = fields.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
     Ok(format!("v1.{}", body.join(",")))
 }
@@ -362,6 +378,9 @@ fn decode_v1(body: &str, decode_spec: impl Fn(&str) -> Res<ModelSpec>) -> Res<Sh
                 model = Some(if key == "p" { ModelSource::Preset { id: text } } else { ModelSource::Hub(text) });
             }
             "g" => state.gpu = Some(text),
+            "e" if text.is_empty() => return Err(field_err(key, "empty engine")),
+            "e" => state.engine = Some(text),
+            "mp" => state.measured_peak_bytes = Some(text.parse().map_err(|_| field_err(key, "expected a number of bytes"))?),
             "k" => state.capacity_bytes = Some(text.parse().map_err(|_| field_err(key, "expected a number of bytes"))?),
             "u" => {
                 state.unit = match text.as_str() {
@@ -430,7 +449,7 @@ fn check_state(s: &ShareState) -> Res<()> {
             return Err(field_err("sl", format!("sequence length must be between 1 and {MAX_SEQ_LEN}")));
         }
     }
-    for (key, text) in [("g", s.gpu.as_deref().unwrap_or("")), ("l", s.lang.as_str())] {
+    for (key, text) in [("g", s.gpu.as_deref().unwrap_or("")), ("l", s.lang.as_str()), ("e", s.engine.as_deref().unwrap_or(""))] {
         if text.len() > MAX_TEXT {
             return Err(field_err(key, "value too long"));
         }

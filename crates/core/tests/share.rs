@@ -29,6 +29,7 @@ fn preset_with_settings() -> ShareState {
         unit: ByteUnit::Mib,
         lang: "de".into(),
         dist: Default::default(),
+        ..ShareState::default()
     }
 }
 
@@ -157,6 +158,14 @@ fn saved(name: &str) -> ShareState {
             gpu: Some("rtx-4090".into()),
             ..Default::default()
         },
+        "llama-serve-measured" => ShareState {
+            model: ModelSource::Preset { id: "llama-3.1-8b".into() },
+            config: TrainConfig { batch: 16, seq_len: Some(4096), precision: Precision::Bf16, mode: vramcalc_core::Mode::Infer, ..Default::default() },
+            gpu: Some("h100-80gb".into()),
+            engine: Some("vllm".into()),
+            measured_peak_bytes: Some(71_000_000_000),
+            ..Default::default()
+        },
         other => panic!("no expected state for saved link `{other}`"),
     }
 }
@@ -179,7 +188,7 @@ fn gpt2_fsdp() -> ShareState {
     }
 }
 
-const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate", "gpt2-fsdp", "qwen-hub"];
+const SAVED: &[&str] = &["default", "gpt2-settings", "custom-cnn", "resnet18-edited", "gpt2-generate", "gpt2-fsdp", "qwen-hub", "llama-serve-measured"];
 
 /// Links made on the day v1 was written; they must decode to these states forever.
 #[test]
@@ -220,7 +229,7 @@ fn preset_codec_agrees_with_the_full_codec() {
             checked.0 += 1;
         }
     }
-    assert_eq!(checked, (5, 2));
+    assert_eq!(checked, (6, 2));
     // a preset link's other errors are the full decoder's
     for bad in ["v1.p=vgg16,b=abc", "v2.p=vgg16", "v1.p=vgg16,p=vgg11", ""] {
         assert_eq!(decode_preset(bad), decode(bad), "{bad:?}");
@@ -308,4 +317,15 @@ fn fuzz_smoke() {
     let stats = fuzz_share::fuzz(5_000, 7);
     assert_eq!(stats.runs, 5_000);
     assert!(stats.ok > 50 && stats.errors > 1000, "{stats:?}");
+}
+
+/// The engine (`e`) and a measured peak (`mp`) travel in a link and are left out when unset.
+#[test]
+fn engine_and_measured_peak_round_trip() {
+    let state = ShareState { engine: Some("vllm".into()), measured_peak_bytes: Some(17_179_869_184), ..preset_with_settings() };
+    let link = encode(&state).unwrap();
+    assert!(link.ends_with(",e=vllm,mp=17179869184"), "{link}");
+    assert_eq!(decode(&link).unwrap(), state);
+    assert!(!encode(&preset_with_settings()).unwrap().contains("e="));
+    assert!(decode("v1.p=gpt2,mp=lots").is_err() && decode("v1.p=gpt2,e=").is_err());
 }

@@ -25,7 +25,15 @@ pub struct BarProps {
     /// The current input has an error: the figures are the last good ones.
     pub stale: bool,
     pub applied: Applied,
+    /// In the serve mode, vLLM's answer with the concurrency and context asked for: the
+    /// verdict is whether its KV pool holds them.
+    pub serving: Option<(Serving, u64, u64)>,
+    /// The cheapest set of changes that fits (`reverse::fixes`), offered when no single change does.
+    pub fix_set: Option<vramcalc_core::solve::fix::Fix>,
 }
+
+/// vLLM's answer for the model (`serve::capacity`).
+pub type Serving = std::rc::Rc<Result<vramcalc_core::serve::Capacity, vramcalc_core::Error>>;
 
 /// Tricks from the least to the most disruptive to training: mixed precision and in-place ReLU
 /// change nothing the model learns; checkpointing costs about one extra forward; accumulation
@@ -49,6 +57,9 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
     let Some(r) = &p.report else {
         return html! { <div class="sumbar" data-testid="summary" data-empty="true" role="status" aria-live="polite">{ t.no_result }</div> };
     };
+    if let Some((Ok(cap), want, context)) = p.serving.as_ref().map(|(c, w, x)| (&**c, *w, *x)) {
+        return serve_bar(ctx, p, cap, want, context);
+    }
     let e = &r.estimate;
     let fits = e.device_total_bytes <= r.capacity;
     let verdict = if fits {
@@ -69,10 +80,11 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
             </button>
         }
     });
-    let fix = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(&w.items, r.capacity))).flatten().map(|w| html! {
+    let fix: Option<Html> = (!fits && !p.stale).then(|| p.what_ifs.as_ref().and_then(|w| cheapest_fix(&w.items, r.capacity))).flatten().map(|w| html! {
         <button class="fix" data-testid="fix-whatif" data-trick={w.id}
             onclick={apply(&ctx.dispatch, &p.applied, p.job, w)}>{ fill(t.or_fix, &[crate::components::whatif::label(ctx, w.change)]) }</button>
     });
+    let single = fix.is_some();
     let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
     html! {
         <div {class} data-testid="summary" data-fits={fits.to_string()} data-stale={p.stale.to_string()}>
@@ -86,6 +98,40 @@ pub fn summary_bar(ctx: &Ctx, p: &BarProps) -> Html {
                 <span data-testid="summary-max">{ max }</span>
             </span>
             { for use_max }{ for fix }
+            if !single && !fits && !p.stale {
+                if let Some(f) = &p.fix_set { { fix_set_button(ctx, f) } }
+            }
         </div>
+    }
+}
+
+/// The serve mode's verdict: the sequences vLLM's KV pool holds at the context, against the
+/// concurrency asked for (the CLI's `vramcalc serve`).
+fn serve_bar(ctx: &Ctx, p: &BarProps, cap: &vramcalc_core::serve::Capacity, want: u64, context: u64) -> Html {
+    let (t, m) = (ctx.tr(), ctx.modes());
+    let fits = cap.max_concurrency >= want;
+    let held = vramcalc_core::thousands(cap.max_concurrency);
+    let verdict = fill(if fits { m.serve_fits } else { m.serve_over }, &[&held, &vramcalc_core::thousands(context)]);
+    let (gpu_name, size) = gpu_label(&p.gpu, cap.gpu_bytes, ctx.unit, t.custom_capacity);
+    let class = classes!("sumbar", if p.stale { "stale" } else if fits { "ok" } else { "over" });
+    html! {
+        <div {class} data-testid="summary" data-fits={fits.to_string()} data-stale={p.stale.to_string()} data-engine="vllm">
+            <span role="status" aria-live="polite" aria-atomic="true">
+                <span class="muted">{ m.serve_engine }{ " · " }</span>
+                <b class="verdict" data-testid="fit-status" data-fits={fits.to_string()} data-count={cap.max_concurrency.to_string()}>
+                    { if fits { "✓ " } else { "✗ " } }{ verdict }{ " " }<span class="muted on-gpu">{ fill(t.on_gpu, &[&gpu_name, &size]) }</span></b>
+            </span>
+        </div>
+    }
+}
+
+/// "or: A + B": the cheapest set of changes that fits, applied in one click.
+fn fix_set_button(ctx: &Ctx, f: &vramcalc_core::solve::fix::Fix) -> Html {
+    let names: Vec<String> = f.changes.iter().map(|c| ctx.modes().change(*c, ctx.zh())).collect();
+    let ids: Vec<String> = f.changes.iter().map(|c| c.id()).collect();
+    let (d, job) = (ctx.dispatch.clone(), (f.config, f.dist));
+    html! {
+        <button class="fix" data-testid="fix-set" data-changes={ids.join("+")}
+            onclick={Callback::from(move |_| d.dispatch(Action::SetJob(job.0, job.1)))}>{ fill(ctx.tr().or_fix, &[&names.join(" + ")]) }</button>
     }
 }

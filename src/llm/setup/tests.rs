@@ -1,5 +1,10 @@
 use super::*;
 use vramcalc_core::finetune::Method;
+use vramcalc_core::Mode;
+
+fn fields(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig) -> Vec<Field> {
+    super::fields(spec, c, d, SetupMode::of(c, crate::state::Engine::Pytorch))
+}
 
 fn ids(f: &[Field]) -> Vec<&'static str> {
     f.iter().map(|f| f.id).collect()
@@ -62,7 +67,13 @@ fn fields_follow_the_mode_precision_and_parallelism() {
     let spec = vramcalc_core::presets::build("gpt2").unwrap();
     let d = DistConfig::default();
     let generate = TrainConfig { mode: Mode::Generate, ..Default::default() };
-    assert_eq!(ids(&fields(&spec, &generate, &d)), ["weights", "prompt-len", "new-tokens", "kv-cache", "kv-dtype", "gpus", "strategy", "offload"]);
+    // generation's lengths first; the prompt shows the length it runs at (GPT-2's 1024)
+    let f = fields(&spec, &generate, &d);
+    assert_eq!(ids(&f), ["prompt-len", "new-tokens", "weights", "kv-cache", "kv-dtype", "gpus", "strategy"]);
+    assert_eq!(f[0].value, "1024");
+    // serving: no prompt, no cache kind (vLLM pages it), no offload
+    let serve = super::fields(&spec, &TrainConfig { mode: Mode::Infer, ..Default::default() }, &d, SetupMode::Serve);
+    assert_eq!(ids(&serve), ["weights", "kv-dtype", "gpus", "strategy"]);
     let (g, _) = with(&generate, &d, "kv-dtype", "fp8").unwrap();
     assert_eq!(g.generate.kv_dtype, KvDType::parse("fp8"));
     let amp = TrainConfig { precision: Precision::AmpBf16, ..Default::default() };
