@@ -36,8 +36,6 @@ pub struct Fsdp {
     layout: Layout,
     raf: bool,
     accumulating: bool,
-    /// Per unit, the root last: parameter bytes as the simulated graph stores them.
-    base: Vec<u64>,
     /// Per unit, the root last: gradient bytes of its trainable parameters in the graph.
     grad_base: Vec<u64>,
     /// Per unit, the root last: gathered (padded) bytes in `param_dtype`.
@@ -52,7 +50,8 @@ pub struct Fsdp {
     opt: OptimizerCost,
     /// The sums the overlay needs at every sample of the step, once (a 70B job has 81 units
     /// and is simulated at every size the sizing tries): over the units before each unit, and
-    /// over all of them with the root.
+    /// over all of them with the root (`base`: the parameter bytes as the simulated graph stores
+    /// them).
     before: Running,
     all: Totals,
 }
@@ -123,7 +122,7 @@ impl Fsdp {
         }, orig_of);
         let before = Running { unsharded: running(&unsharded[..k - 1]), grad_base: running(&grad_base[..k - 1]), grad_shard: running(&grad_shard[..k - 1]) };
         let all = Totals { base: base.iter().sum(), shard: shard.iter().sum(), grad_base: grad_base.iter().sum(), grad_shard: grad_shard.iter().sum() };
-        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, base, grad_base, unsharded, shard, grad_shard, rs_input, opt, before, all }
+        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, grad_base, unsharded, shard, grad_shard, rs_input, opt, before, all }
     }
 
     fn root(&self) -> usize {
