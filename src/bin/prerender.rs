@@ -11,6 +11,7 @@
 //! show other numbers.
 
 /// Where the copy goes in Trunk's output (index.html's own markup).
+#[cfg(not(target_arch = "wasm32"))]
 const MOUNT: &str = r#"<div id="app"></div>"#;
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -47,6 +48,7 @@ fn render() -> String {
 }
 
 /// `page` with `html` as the inert copy inside its empty mount point.
+#[cfg(not(target_arch = "wasm32"))]
 fn insert(page: &str, html: &str) -> Option<String> {
     let at = page.find(MOUNT)?;
     let copy = html.replace(" data-testid=", " data-pre-testid=");
