@@ -19,4 +19,7 @@ for asset in "Cargo.toml --bin vramcalc-web" "Cargo.toml --bin vramcalc-embed"; 
 done
 # --offline: Trunk must use the pinned tools on PATH, never download its own; setup.sh has
 # fetched every crate the build compiles.
-exec env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline "$@"
+env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline "$@"
+# The first screen as HTML (src/bin/prerender.rs): the default page, rendered natively (stable
+# Rust, debug profile) into dist/index.html, so the first chart shows before the wasm arrives.
+cargo run --offline --quiet --bin vramcalc-prerender -- dist/index.html

@@ -8,6 +8,7 @@ use crate::tree::{normalize_core_path, ListPath, NodePath};
 use std::collections::HashMap;
 use vramcalc_core::distributed::{DistConfig, DistPrepared, DistReport};
 use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::whatif::job::{self, JobWhatIfs};
 use vramcalc_core::{Error, Estimate, Shape, TrainConfig};
 
 /// The estimate and the batch analysis for one model, setup, job and capacity.
@@ -79,6 +80,26 @@ impl PreparedCache {
     }
 }
 
+/// The whole job's what-ifs (`whatif::job::what_ifs`), one step per change that applies; `pause`
+/// runs before each (in the browser it yields to the page, so a 70B job's list, about a second
+/// of work on a slow phone, never holds the page for long). `None`: the job is rejected.
+pub async fn job_what_ifs<F: std::future::Future<Output = ()>>(
+    spec: &ModelSpec,
+    c: &TrainConfig,
+    d: &DistConfig,
+    capacity: Option<u64>,
+    pause: impl Fn() -> F,
+) -> Option<JobWhatIfs> {
+    pause().await;
+    let (peak, device_total) = job::job_peak(spec, c, d).ok()?;
+    let mut items = Vec::new();
+    for change in job::Change::all().filter(|&ch| job::apply(ch, spec, c, d).is_some()) {
+        pause().await;
+        items.extend(job::what_if(change, spec, c, d, device_total, capacity));
+    }
+    Some(JobWhatIfs { peak, device_total, items })
+}
+
 /// What an editor row shows: the layer's output shape, parameters and saved bytes (summed over
 /// the repetitions of a `repeat` body).
 #[derive(Debug, Clone, PartialEq)]
@@ -137,6 +158,25 @@ pub fn input_shape_for(
 mod tests {
     use super::*;
     use vramcalc_core::presets;
+
+    /// The list computed step by step is the core's, for a multi-GPU job and a single GPU.
+    #[test]
+    fn the_jobs_what_ifs_step_by_step_are_the_cores() {
+        use vramcalc_core::distributed::Strategy;
+        let spec = presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 4, seq_len: Some(256), precision: vramcalc_core::Precision::AmpBf16, ..Default::default() };
+        for d in [DistConfig::default(), DistConfig { gpus: 4, strategy: Strategy::Fsdp, ..Default::default() }] {
+            let steps = std::cell::Cell::new(0);
+            let stepped = crate::test_util::block_on(job_what_ifs(&spec, &c, &d, Some(8 << 30), || {
+                steps.set(steps.get() + 1);
+                std::future::ready(())
+            }));
+            let whole = job::what_ifs(&spec, &c, &d, Some(8 << 30)).unwrap();
+            assert!(!whole.items.is_empty());
+            assert_eq!(stepped, Some(whole));
+            assert!(steps.get() > 2, "{} steps", steps.get());
+        }
+    }
 
     /// One core in the browser (issue 23): mixture-of-experts, encoder–decoder and fine-tuning
     /// setups are estimated by the app's own core, as the CLI estimates them.

@@ -154,3 +154,43 @@ pub fn focus_row_later(path: String) {
     })
     .forget();
 }
+
+/// How soon the work after a [`yield_to_page`] should run: `scheduler.postTask`'s priorities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// A figure the page is waiting for (the fewest GPUs of a multi-GPU job).
+    UserVisible,
+    /// A list beside the answer (the what-ifs): after any user-visible step that is queued.
+    Background,
+}
+
+/// Resolves after the page has had its turn (a macrotask: input and rendering go first). Where
+/// the browser has `scheduler.postTask` (Chromium, Firefox 142) the next step is queued at
+/// `priority`, so the multi-GPU sizing's steps run before the what-ifs' while both are pending
+/// (issue 23: the fewest GPUs is the answer a multi-GPU link waits for); elsewhere a `setTimeout`.
+pub async fn yield_to_page(priority: Priority) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if !post_task(&resolve, priority) {
+            if let Some(w) = window() {
+                let _ = w.set_timeout_with_callback(&resolve);
+            }
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// `scheduler.postTask(f, { priority })`; `false` where there is no `scheduler.postTask`.
+fn post_task(f: &js_sys::Function, priority: Priority) -> bool {
+    let Some(w) = window() else { return false };
+    let Some(scheduler) = js_sys::Reflect::get(&w, &JsValue::from_str("scheduler")).ok().filter(|s| s.is_object()) else { return false };
+    let Some(post) = js_sys::Reflect::get(&scheduler, &JsValue::from_str("postTask")).ok().and_then(|p| p.dyn_into::<js_sys::Function>().ok()) else {
+        return false;
+    };
+    let options = js_sys::Object::new();
+    let name = match priority {
+        Priority::UserVisible => "user-visible",
+        Priority::Background => "background",
+    };
+    let _ = js_sys::Reflect::set(&options, &JsValue::from_str("priority"), &JsValue::from_str(name));
+    post.call2(&scheduler, f, &options).is_ok()
+}

@@ -102,7 +102,7 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
             if let Some((spec, c, d, cap)) = request {
                 wasm_bindgen_futures::spawn_local(async move {
                     let stop = || *issued.borrow() != n;
-                    if let Some(s) = size(&spec, &c, &d, cap, yield_to_page, stop).await {
+                    if let Some(s) = size(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible), stop).await {
                         if !stop() {
                             answer.set(Some(Rc::new(s)));
                         }
@@ -112,16 +112,6 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
         });
     }
     answer
-}
-
-/// Resolves after the page has had its turn (a macrotask: input and rendering go first).
-pub async fn yield_to_page() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback(&resolve);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 fn rank_breakdown(ctx: &Ctx, x: &vramcalc_core::distributed::DistBreakdown, peak: u64) -> Html {

@@ -269,6 +269,10 @@ where
 #[hook]
 pub fn use_narrow() -> bool {
     fn narrow() -> bool {
+        // The build-time prerender (src/bin/prerender.rs) has no window: it draws the wide page.
+        if cfg!(not(target_arch = "wasm32")) {
+            return false;
+        }
         web_sys::window()
             .and_then(|w| w.inner_width().ok())
             .and_then(|v| v.as_f64())

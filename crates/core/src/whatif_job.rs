@@ -148,13 +148,16 @@ pub fn job_peak(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig) -> Result<(u6
 /// itself is rejected.
 pub fn what_ifs(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: Option<u64>) -> Result<JobWhatIfs> {
     let (peak, device_total) = job_peak(spec, c, d)?;
-    let items = Change::all()
-        .filter_map(|change| {
-            let (cfg, dist) = apply(change, spec, c, d)?;
-            let (p, total) = job_peak(spec, &cfg, &dist).ok()?;
-            let saves = device_total.checked_sub(total).filter(|&s| s > 0)?;
-            Some(JobWhatIf { change, id: change.id(), describe: change.describe(), config: cfg, dist, peak: p, device_total: total, saves, fits: capacity.map(|cap| total <= cap) })
-        })
-        .collect();
+    let items = Change::all().filter_map(|change| what_if(change, spec, c, d, device_total, capacity)).collect();
     Ok(JobWhatIfs { peak, device_total, items })
+}
+
+/// One entry of [`what_ifs`]: `change` applied to the job whose rank 0 totals `device_total`
+/// (`None`: it does not apply, is rejected, or saves nothing). The web app computes the list
+/// one change per task, so a large model's list never holds up the page.
+pub fn what_if(change: Change, spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, device_total: u64, capacity: Option<u64>) -> Option<JobWhatIf> {
+    let (cfg, dist) = apply(change, spec, c, d)?;
+    let (p, total) = job_peak(spec, &cfg, &dist).ok()?;
+    let saves = device_total.checked_sub(total).filter(|&s| s > 0)?;
+    Some(JobWhatIf { change, id: change.id(), describe: change.describe(), config: cfg, dist, peak: p, device_total: total, saves, fits: capacity.map(|cap| total <= cap) })
 }

@@ -506,8 +506,11 @@ fn a_resized_job_is_the_job_prepared_afresh() {
         (Strategy::Fsdp, 1, Offload::None),
         (Strategy::Fsdp, 2, Offload::None),
         (Strategy::Tp, 1, Offload::None),
+        // FSDP computing in its param_dtype: one GPU's model is not the ranks'
+        (Strategy::Fsdp, 0, Offload::None),
     ] {
-        let d = DistConfig { strategy, tp, offload, ..DistConfig::default() };
+        let mixed = (strategy == Strategy::Fsdp && tp == 0).then_some(distributed::MpDtype::Bf16);
+        let d = DistConfig { strategy, tp: tp.max(1), offload, fsdp_param_dtype: mixed, ..DistConfig::default() };
         let afresh: Vec<_> = gpus
             .iter()
             .filter_map(|&n| {

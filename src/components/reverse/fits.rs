@@ -2,7 +2,7 @@
 //! mode's by default), computed one row per task after the panel is opened, so the page stays
 //! responsive; each row links to its full estimate.
 
-use crate::components::llm_answers::yield_to_page;
+use crate::dom::{yield_to_page, Priority};
 use crate::components::use_ctx;
 use crate::i18n::fill;
 use crate::reverse::fits::{link, models, row_of};
@@ -46,13 +46,13 @@ pub fn fits_table(p: &FitsProps) -> Html {
                     let mut rows = Vec::new();
                     let stop = || *issued.borrow() != n;
                     for (done, id) in ids.iter().enumerate() {
-                        yield_to_page().await; // the model built in one task, then a row per task
+                        yield_to_page(Priority::Background).await; // the model built in one task, then a row per task
                         if stop() {
                             return;
                         }
                         let Ok(spec) = vramcalc_core::import::preset(id) else { continue };
                         for format in w.formats() {
-                            yield_to_page().await;
+                            yield_to_page(Priority::Background).await;
                             if stop() {
                                 return;
                             }

@@ -22,7 +22,7 @@ pub fn use_fixes(spec: Shared<ModelSpec>, config: TrainConfig, dist: DistConfig,
         if !search {
             return None;
         }
-        crate::components::llm_answers::yield_to_page().await;
+        crate::dom::yield_to_page(crate::dom::Priority::UserVisible).await;
         crate::reverse::fixes(&spec, &c, &d, cap)
     })
     .filter(|_| search)

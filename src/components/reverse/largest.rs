@@ -2,7 +2,7 @@
 //! sequence length, generation's prompt and new tokens, vLLM's context and concurrency, each
 //! with where the memory runs out just above it and a click to use it.
 
-use crate::components::llm_answers::yield_to_page;
+use crate::dom::{yield_to_page, Priority};
 use crate::components::{use_ctx, Shared};
 use crate::hooks::use_deferred_future;
 use crate::i18n::fill;
@@ -32,7 +32,7 @@ pub fn largest(p: &LargestProps) -> Html {
     let answers = use_deferred_future((p.spec.clone(), p.config, p.dist, p.capacity, p.mode), 150, |(spec, c, d, cap, mode)| async move {
         let mut out: Answers = Vec::new();
         for of in variables(mode, &spec) {
-            yield_to_page().await; // one search per task
+            yield_to_page(Priority::UserVisible).await; // one search per task
             out.push((of, answer(&spec, &c, &d, cap, of)));
         }
         Some(out)

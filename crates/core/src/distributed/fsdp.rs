@@ -36,8 +36,6 @@ pub struct Fsdp {
     layout: Layout,
     raf: bool,
     accumulating: bool,
-    /// Per unit, the root last: parameter bytes as the simulated graph stores them.
-    base: Vec<u64>,
     /// Per unit, the root last: gradient bytes of its trainable parameters in the graph.
     grad_base: Vec<u64>,
     /// Per unit, the root last: gathered (padded) bytes in `param_dtype`.
@@ -50,6 +48,26 @@ pub struct Fsdp {
     /// `foreach_reduce` runs over the parameters that have a gradient).
     rs_input: Vec<u64>,
     opt: OptimizerCost,
+    /// The sums the overlay needs at every sample of the step, once (a 70B job has 81 units
+    /// and is simulated at every size the sizing tries): over the units before each unit, and
+    /// over all of them with the root (`base`: the parameter bytes as the simulated graph stores
+    /// them).
+    before: Running,
+    all: Totals,
+}
+
+/// Index `k`: the sum over units `0..k` in forward order (saturating, like the per-unit sums).
+struct Running {
+    unsharded: Vec<u64>,
+    grad_base: Vec<u64>,
+    grad_shard: Vec<u64>,
+}
+
+struct Totals {
+    base: u64,
+    shard: u64,
+    grad_base: u64,
+    grad_shard: u64,
 }
 
 #[derive(Default)]
@@ -102,7 +120,9 @@ impl Fsdp {
             }
             s
         }, orig_of);
-        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, base, grad_base, unsharded, shard, grad_shard, rs_input, opt }
+        let before = Running { unsharded: running(&unsharded[..k - 1]), grad_base: running(&grad_base[..k - 1]), grad_shard: running(&grad_shard[..k - 1]) };
+        let all = Totals { base: base.iter().sum(), shard: shard.iter().sum(), grad_base: grad_base.iter().sum(), grad_shard: grad_shard.iter().sum() };
+        Fsdp { layout, raf: dist.reshard_after_forward, accumulating, grad_base, unsharded, shard, grad_shard, rs_input, opt, before, all }
     }
 
     fn root(&self) -> usize {
@@ -114,30 +134,32 @@ impl Fsdp {
         let root = self.root();
         let mut s = State::default();
         let Some(i) = op.filter(|_| phase != Phase::Optimizer) else {
-            s.reduced_base = self.grad_base.iter().sum();
-            s.reduced_shard = self.grad_shard.iter().sum();
+            s.reduced_base = self.all.grad_base;
+            s.reduced_shard = self.all.grad_shard;
             return s;
         };
         let cur = self.layout.unit_of_op(i);
-        s.gathered = self.unsharded[root];
-        for (v, &(first, _)) in units.iter().enumerate() {
+        // Units start in forward order (`Layout::new` opens each at the op it first sees), so
+        // the units begun by op `i` are the first `run` ones, and `cur` (begun, not ended) is one.
+        let run = units.partition_point(|&(first, _)| first <= i);
+        s.gathered = self.unsharded[root].saturating_add(if self.raf {
+            cur.map_or(0, |u| self.unsharded[u])
+        } else {
             // without reshard_after_forward every unit run so far stays gathered until its
             // post-backward (in backward: those whose first op backward has not passed)
-            let gathered = Some(v) == cur || (!self.raf && first <= i);
-            if gathered {
-                s.gathered = s.gathered.saturating_add(self.unsharded[v]);
-            }
-            if phase == Phase::Backward && first > i && Some(v) != cur {
-                s.reduced_base = s.reduced_base.saturating_add(self.grad_base[v]);
-                s.reduced_shard = s.reduced_shard.saturating_add(self.grad_shard[v]);
-            }
+            self.before.unsharded[run]
+        });
+        if phase == Phase::Backward {
+            // reduced: the units whose first op backward has passed (not `cur`, begun by `i`)
+            let (b, sh) = (&self.before.grad_base, &self.before.grad_shard);
+            s.reduced_base = b[units.len()].saturating_sub(b[run]);
+            s.reduced_shard = sh[units.len()].saturating_sub(sh[run]);
         }
         if phase == Phase::Forward {
             // `wait_for_unshard` in forward keeps the all-gather output of the unit gathered
             // last (`comm_ctx.all_gather_state`, "implicit prefetch") until the next unit's
             // copy-out: the root's until the first unit's, the last unit's to the forward's end
-            let last = units.iter().rposition(|&(first, _)| first <= i);
-            s.all_gather = self.unsharded[last.unwrap_or(root)];
+            s.all_gather = self.unsharded[run.checked_sub(1).unwrap_or(root)];
         }
         if phase == Phase::Backward {
             if self.raf {
@@ -156,6 +178,18 @@ impl Fsdp {
     }
 }
 
+/// `[0, x0, x0 + x1, …]`, saturating.
+fn running(xs: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(xs.len() + 1);
+    let mut sum = 0u64;
+    out.push(sum);
+    for &x in xs {
+        sum = sum.saturating_add(x);
+        out.push(sum);
+    }
+    out
+}
+
 /// Rank 0's padded chunk of a parameter: `ceil(dim0 / n) × the other dims`.
 pub(crate) fn shard_numel(shape: &[u64], n: u64) -> u64 {
     match shape.split_first() {
@@ -167,15 +201,14 @@ pub(crate) fn shard_numel(shape: &[u64], n: u64) -> u64 {
 impl Overlay for Fsdp {
     fn at(&self, phase: Phase, op: Option<u32>) -> (Breakdown, Breakdown) {
         let s = self.state(phase, op);
-        let all_base: u64 = self.base.iter().sum();
-        let all_shard: u64 = self.shard.iter().sum();
+        let (all_base, all_shard) = (self.all.base, self.all.shard);
         let mut add = Breakdown { parameters: all_shard.saturating_add(s.gathered), temporaries: s.all_gather.saturating_add(s.reduce_scatter), ..Breakdown::default() };
         let mut sub = Breakdown { parameters: all_base, ..Breakdown::default() };
         if self.accumulating {
             // earlier micro-batches left full `.grad`s in the simulation; FSDP keeps shards, and
             // the unit in backward (and the root) hold unsharded gradients until reduced
-            sub.gradients = self.grad_base.iter().sum();
-            add.gradients = self.grad_shard.iter().sum();
+            sub.gradients = self.all.grad_base;
+            add.gradients = self.all.grad_shard;
             if phase == Phase::Backward {
                 let cur = op.and_then(|i| self.layout.unit_of_op(i)).unwrap_or(self.root());
                 add.gradients = add.gradients.saturating_add(self.grad_base[cur]);

@@ -59,12 +59,13 @@ impl Layout {
             }
             op_unit.push(u);
         }
+        let first_uses = first_uses(g);
         let params = g
             .params
             .iter()
             .map(|&p| {
                 let v = g.value(p);
-                let first = first_use(g, p).unwrap_or(0);
+                let first = first_uses.get(p as usize).copied().flatten().unwrap_or(0);
                 Param {
                     shape: v.shape.0.clone(),
                     numel: v.shape.numel(),
@@ -126,9 +127,21 @@ impl Layout {
     }
 }
 
-fn first_use(g: &Graph, p: u32) -> Option<u32> {
-    let reads = |recorded: bool| g.ops.iter().position(|op| (op.recorded || !recorded) && op.inputs.contains(&p));
-    reads(true).or_else(|| reads(false)).map(|i| i as u32)
+/// For each value, the first recorded op that reads it, else the first op at all: one pass over
+/// the ops (a sweep over the number of GPUs lays out the model once per size; asking op by op for
+/// each of a 70B model's 723 parameters was most of a size's work).
+fn first_uses(g: &Graph) -> Vec<Option<u32>> {
+    let (mut recorded, mut any) = (vec![None; g.values.len()], vec![None; g.values.len()]);
+    for (i, op) in g.ops.iter().enumerate() {
+        for &v in &op.inputs {
+            let Some(slot) = any.get_mut(v as usize) else { continue };
+            slot.get_or_insert(i as u32);
+            if op.recorded {
+                recorded[v as usize].get_or_insert(i as u32);
+            }
+        }
+    }
+    recorded.into_iter().zip(any).map(|(r, a)| r.or(a)).collect()
 }
 
 /// For each row of the layer table (pre-order, with depths), its unit.

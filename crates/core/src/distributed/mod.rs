@@ -57,17 +57,7 @@ impl DistPrepared {
         }
         let t = dist.tp_degree();
         let spec = if t > 1 { tp::split(spec, t)? } else { spec.clone() };
-        let mut cfg = *config;
-        if dist.strategy == Strategy::Fsdp {
-            if let Some(d) = dist.fsdp_param_dtype {
-                // compute runs in param_dtype, as a model cast with `.to(dtype)` does
-                cfg.precision = match d {
-                    MpDtype::Bf16 => Precision::Bf16,
-                    MpDtype::Fp16 => Precision::Fp16,
-                    MpDtype::Fp32 => Precision::Fp32,
-                };
-            }
-        }
+        let cfg = compute_config(config, dist);
         let sp = if dist.sequence_parallel { t } else { 1 };
         let prepared = Prepared::with_sequence_parallel(&spec, &cfg, sp)?;
         let rank = rank_of(&prepared, &cfg, config, dist);
@@ -77,14 +67,18 @@ impl DistPrepared {
     /// The same job on `gpus` GPUs. The resolved model is kept when the tensor-parallel degree
     /// stays (it depends on that and the precision only) and only the rank is new: a sweep over
     /// the number of GPUs resolves the model once, not once per size.
+    /// From one GPU the model is kept too when the ranks compute in the setup as given (no FSDP
+    /// `param_dtype`) without tensor parallelism: then one GPU's model is theirs.
     pub fn on_gpus(self, spec: &ModelSpec, gpus: u64) -> Result<DistPrepared> {
         let dist = DistConfig { gpus, ..self.dist };
-        if dist.is_single() || self.dist.is_single() || dist.tp_degree() != self.dist.tp_degree() {
+        let compute = compute_config(&self.config, &dist);
+        let same_model = if self.dist.is_single() { dist.tp_degree() == 1 && compute == self.compute } else { dist.tp_degree() == self.dist.tp_degree() };
+        if dist.is_single() || !same_model {
             return DistPrepared::new(spec, &self.config, &dist);
         }
         dist.validate(&self.config)?;
-        let rank = rank_of(&self.prepared, &self.compute, &self.config, &dist);
-        Ok(DistPrepared { rank, dist, ..self })
+        let rank = rank_of(&self.prepared, &compute, &self.config, &dist);
+        Ok(DistPrepared { rank, dist, compute, ..self })
     }
 
     pub fn estimate_at(&self, batch: u64) -> Result<DistEstimate> {
@@ -149,6 +143,20 @@ impl DistPrepared {
             basis: basis.to_string(),
         }
     }
+}
+
+/// The setup the ranks compute in: FSDP's `param_dtype` as the precision, as a model cast with
+/// `.to(dtype)` computes; else the setup as given.
+fn compute_config(config: &TrainConfig, dist: &DistConfig) -> TrainConfig {
+    let mut cfg = *config;
+    if let (Strategy::Fsdp, Some(d)) = (dist.strategy, dist.fsdp_param_dtype) {
+        cfg.precision = match d {
+            MpDtype::Bf16 => Precision::Bf16,
+            MpDtype::Fp16 => Precision::Fp16,
+            MpDtype::Fp32 => Precision::Fp32,
+        };
+    }
+    cfg
 }
 
 /// The rank's overlay of a job (`None`: one data-parallel rank, or not training). `compute` is the
