@@ -158,6 +158,7 @@ fn published_config_counts() {
         ("gpt-oss-20b", 20_914_757_184),
         ("gpt-oss-120b", 116_829_156_672),
         ("gemma-3-27b", 27_432_406_640),
+        ("qwen2.5-vl-7b", 8_292_166_656),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

@@ -43,13 +43,17 @@ mod clip;
 mod encoders;
 mod seq2seq;
 mod vlm;
+mod qwen_vl;
+mod llava;
+
+pub use qwen_vl::{smart_resize, DEFAULT_IMAGE as QWEN_VL_DEFAULT_IMAGE};
 
 pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "clip", "cohere", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "mistral", "olmo2", "opt", "phi",
-    "phi3", "qwen2", "qwen3", "roberta", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper",
+    "bert", "clip", "cohere", "distilbert", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "llava", "mistral", "olmo2", "opt", "paligemma", "phi",
+    "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper",
 ];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
@@ -94,6 +98,9 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "clip" => clip::clip(&c, arch),
         "whisper" => seq2seq::whisper(&c, arch),
         "gemma3" => vlm::gemma3(&c, arch),
+        "qwen2_5_vl" => qwen_vl::qwen2_5_vl(&c, arch, qwen_vl::DEFAULT_IMAGE),
+        "llava" => llava::llava(&c, arch, from_config),
+        "paligemma" => llava::paligemma(&c, arch, from_config),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
@@ -108,6 +115,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
         ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
+        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("PaliGemma", "paligemma"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

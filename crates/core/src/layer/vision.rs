@@ -74,6 +74,46 @@ impl TokenPool {
     }
 }
 
+/// Qwen2.5-VL's patch merger (`Qwen2_5_VLPatchMerger.forward`: `ln_q(x).view(-1, hidden_size)`):
+/// `group` consecutive `[D]` tokens (a `√group × √group` patch square, consecutive in the
+/// processor's patch order) become one `[group·D]` token: `[N, D]` → `[N/group, group·D]`, a view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeTokens {
+    pub group: u64,
+}
+
+impl MergeTokens {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.group, "group")?;
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 || s[0] % self.group != 0 {
+            return Err(format!("expected [N, D] tokens with N a multiple of {}, got {}", self.group, b.shape(x)));
+        }
+        Ok(b.view(x, Shape::new([s[0] / self.group, s[1].saturating_mul(self.group)])))
+    }
+}
+
+/// `x[:, count:]`: drops the first `count` tokens (LLaVA's `vision_feature_select_strategy
+/// = "default"` drops CLIP's class token): a view; its backward allocates a zero gradient of the
+/// whole input (`slice_backward`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTokens {
+    pub count: u64,
+}
+
+impl DropTokens {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let mut s = b.shape(x).0.clone();
+        if s.len() != 2 || s[0] <= self.count {
+            return Err(format!("expected [N, D] tokens with N above {}, got {}", self.count, b.shape(x)));
+        }
+        s[0] -= self.count;
+        Ok(b.view_with_grad(x, Shape(s), GradRule::Alloc))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::lower::LowerOptions;
@@ -113,5 +153,18 @@ mod tests {
     fn more_image_tokens_than_the_sequence_is_an_error() {
         let e = resolve(&ModelSpec::from_json(&spec(2)).unwrap(), None, LowerOptions::default()).unwrap_err().to_string();
         assert!(e.contains("4 image tokens") && e.contains("2 tokens"), "{e}");
+    }
+
+    #[test]
+    fn merge_and_drop_tokens_are_views() {
+        let text = r#"{"input": {"shape": [65, 8]}, "layers": [{"kind": "linear", "in_features": 8, "out_features": 8},
+            {"kind": "drop_tokens", "count": 1}, {"kind": "merge_tokens", "group": 4}]}"#;
+        let r = resolve(&ModelSpec::from_json(text).unwrap(), None, LowerOptions::default()).unwrap();
+        assert_eq!(r.layers[1].output_shape.0, vec![64, 8]);
+        assert_eq!(r.layers[2].output_shape.0, vec![16, 32]);
+        let bad = r#"{"input": {"shape": [6, 8]}, "layers": [{"kind": "merge_tokens", "group": 4}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
+        let bad = r#"{"input": {"shape": [1, 8]}, "layers": [{"kind": "drop_tokens", "count": 1}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
     }
 }

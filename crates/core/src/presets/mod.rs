@@ -112,6 +112,7 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("gpt-oss-20b", "gpt-oss-20b", Family::Moe, Some(4096)),
     hf("gpt-oss-120b", "gpt-oss-120b", Family::Moe, Some(4096)),
     hf("gemma-3-27b", "Gemma-3-27B (with its vision tower)", Family::Llm, Some(4096)),
+    hf("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct (with its vision tower)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -142,6 +143,8 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "gpt-oss-20b" => include_str!("configs/gpt-oss-20b.json"),
         "gpt-oss-120b" => include_str!("configs/gpt-oss-120b.json"),
         "gemma-3-27b" => include_str!("configs/gemma-3-27b.json"),
+        // Qwen/Qwen2.5-VL-7B-Instruct's config.json (text fields at the top level, as published)
+        "qwen2.5-vl-7b" => include_str!("configs/qwen2.5-vl-7b.json"),
         _ => return None,
     })
 }
