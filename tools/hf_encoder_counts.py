@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Exact parameter counts of the encoder and vision classes of issue 25 (`xlm-roberta`, `electra`, …).
+
+Builds each class on the meta device (nothing allocated, nothing downloaded) from `AutoConfig.for_model`
+with the library defaults (`<type>-default`: the head class; `<type>-base`: the bare model) and from random
+valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, config}}` with
+`params = sum(p.numel() for p in model.parameters())` and `config` as `to_json_string()` writes it.
+
+    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 25 --per-type 4 \\
+        --out crates/core/tests/data/hf/encoder_counts.json      # torch 2.15, transformers 5.24
+"""
+import argparse
+import json
+import random
+
+import torch
+import transformers
+from transformers import AutoConfig
+
+# model_type: (head class, bare class)
+CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaModel"),
+           "electra": ("ElectraForSequenceClassification", "ElectraModel")}
+RND = random.Random()
+
+
+def pick(*xs):
+    return RND.choice(xs)
+
+
+def gen(mt):
+    heads, hd = pick(1, 2, 4), pick(8, 16, 32)
+    base = dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads,
+                intermediate_size=RND.randint(8, 300), num_hidden_layers=RND.randint(1, 3),
+                max_position_embeddings=RND.randint(16, 600), type_vocab_size=RND.randint(1, 3), num_labels=RND.randint(1, 5))
+    if mt == "electra":
+        base.update(embedding_size=pick(heads * hd, RND.randint(8, 200)), classifier_dropout=pick(None, 0.2))
+    return base
+
+
+def count(mt, arch, kwargs):
+    cfg = AutoConfig.for_model(mt, **kwargs)
+    cfg.architectures = [arch]
+    with torch.device("meta"):
+        model = getattr(transformers, arch)(cfg)
+    config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
+    return {"architecture": arch, "params": sum(p.numel() for p in model.parameters()), "config": config}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=25)
+    ap.add_argument("--per-type", type=int, default=4)
+    ap.add_argument("--types", nargs="+", default=list(CLASSES))
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    RND.seed(args.seed)
+    out = {}
+    for mt in args.types:
+        head, bare = CLASSES[mt]
+        out[f"{mt}-default"] = count(mt, head, {})
+        out[f"{mt}-base"] = count(mt, bare, {})
+        for i in range(args.per_type):
+            out[f"{mt}-{i}"] = count(mt, pick(head, bare), gen(mt))
+        print(mt, out[f"{mt}-default"]["params"], out[f"{mt}-base"]["params"], flush=True)
+    with open(args.out, "w") as f:
+        json.dump(out, f, sort_keys=True, indent=1)
+    print(f"{len(out)} classes written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
