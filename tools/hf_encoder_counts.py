@@ -19,7 +19,8 @@ from transformers import AutoConfig
 
 # model_type: (head class, bare class)
 CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaModel"),
-           "electra": ("ElectraForSequenceClassification", "ElectraModel")}
+           "electra": ("ElectraForSequenceClassification", "ElectraModel"),
+           "bart": ("BartForConditionalGeneration", "BartModel")}
 RND = random.Random()
 
 
@@ -29,6 +30,11 @@ def pick(*xs):
 
 def gen(mt):
     heads, hd = pick(1, 2, 4), pick(8, 16, 32)
+    if mt == "bart":
+        return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
+                    encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),
+                    encoder_ffn_dim=RND.randint(8, 300), decoder_ffn_dim=RND.randint(8, 300), max_position_embeddings=RND.randint(16, 600),
+                    scale_embedding=pick(True, False), activation_function=pick("gelu", "relu"), dropout=pick(0.0, 0.1))
     base = dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads,
                 intermediate_size=RND.randint(8, 300), num_hidden_layers=RND.randint(1, 3),
                 max_position_embeddings=RND.randint(16, 600), type_vocab_size=RND.randint(1, 3), num_labels=RND.randint(1, 5))

@@ -13,7 +13,7 @@ use hf::params;
 fn encoder_classes_have_pytorch_parameter_counts() {
     let all: serde_json::Value = serde_json::from_str(&hf::data("hf/encoder_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    for t in ["xlm-roberta", "electra"] {
+    for t in ["xlm-roberta", "electra", "bart"] {
         assert!(all.contains_key(&format!("{t}-default")) && all.contains_key(&format!("{t}-base")), "{t}");
     }
     for (name, want) in all {
