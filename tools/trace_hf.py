@@ -127,6 +127,18 @@ def main():
             ids[:, :cfg.mm_tokens_per_image] = cfg.image_token_id
             types = (ids == cfg.image_token_id).long()
             loss_fn = lambda: model(input_ids=ids, pixel_values=x, token_type_ids=types, labels=ids).loss
+        elif cfgd["model_type"] in ("llava", "paligemma"):
+            # as gemma3: the placeholder count check is data-dependent; one image of `image_size`
+            # and a prompt of --seq-len tokens whose first ones are the image's tokens
+            import importlib
+            mod = importlib.import_module(f"transformers.models.{cfgd['model_type']}.modeling_{cfgd['model_type']}")
+            mod.torch_compilable_check = lambda *args, **kwargs: None
+            v = cfg.vision_config
+            n = (v.image_size // v.patch_size) ** 2 + (cfgd["model_type"] == "llava" and cfg.vision_feature_select_strategy == "full")
+            x = torch.randn(a.batch, v.num_channels, v.image_size, v.image_size, dtype=dtype)
+            ids = torch.randint(0, cfg.text_config.vocab_size - 1, (a.batch, a.seq_len))
+            ids[:, :n] = cfg.image_token_id
+            loss_fn = lambda: model(input_ids=ids, pixel_values=x, labels=ids).loss
         elif arch.endswith("ForSequenceClassification"):
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
             y = torch.randint(0, cfg.num_labels, (a.batch,))
