@@ -20,7 +20,8 @@ from transformers import AutoConfig
 # model_type: (head class, bare class)
 CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaModel"),
            "electra": ("ElectraForSequenceClassification", "ElectraModel"),
-           "bart": ("BartForConditionalGeneration", "BartModel")}
+           "bart": ("BartForConditionalGeneration", "BartModel"),
+           "dinov2": ("Dinov2ForImageClassification", "Dinov2Model")}
 RND = random.Random()
 
 
@@ -30,6 +31,11 @@ def pick(*xs):
 
 def gen(mt):
     heads, hd = pick(1, 2, 4), pick(8, 16, 32)
+    if mt == "dinov2":
+        patch = pick(4, 8, 14)
+        return dict(hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=RND.randint(1, 3), mlp_ratio=pick(4, 2, 3),
+                    use_swiglu_ffn=pick(True, False), qkv_bias=pick(True, False), image_size=patch * RND.randint(1, 6), patch_size=patch,
+                    num_channels=pick(1, 3), num_labels=pick(0, 1, 5), use_mask_token=pick(True, False), hidden_act=pick("gelu", "relu"))
     if mt == "bart":
         return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
                     encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),

@@ -28,7 +28,7 @@ use crate::layer::{
     moe::SparseMoe,
     recurrent::Recurrent,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
-    vision::{DropTokens, ImageTokens, MergeTokens, TokenPool},
+    vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
 };
 use crate::lower::Builder;
 use crate::path::Slot;
@@ -235,6 +235,10 @@ leaves {
     MergeTokens(l: MergeTokens) = "merge_tokens", r#"{"group":4}"#, |b, x| l.lower(b, x);
     /// `x[:, count:]`: drops the first `count` tokens (LLaVA drops CLIP's class token).
     DropTokens(l: DropTokens) = "drop_tokens", r#"{"count":1}"#, |b, x| l.lower(b, x);
+    /// A learned per-channel scale `x * gamma` (DINOv2's and ConvNeXt's layer scale).
+    LayerScale(l: LayerScale) = "layer_scale", r#"{"dim":128}"#, |b, x| l.lower(b, x);
+    /// `cat([x[:, 0], x[:, 1:].mean(1)])`: `[S, D]` → `[2·D]` (DINOv2's classifier input).
+    ClsMeanPool(l: ClsMeanPool) = "cls_mean_pool", "{}", |b, x| l.lower(b, x);
     /// Attention to the memory a `token_input` set aside (encoder–decoder cross-attention).
     CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).

@@ -114,6 +114,46 @@ impl DropTokens {
     }
 }
 
+/// A learned per-channel scale `x * gamma` (`gamma` `[dim]`): DINOv2's `Dinov2LayerScale`
+/// (`hidden_state * self.lambda1`), ConvNeXt's `layer_scale_parameter`. `mul` saves `x` for
+/// `gamma`'s gradient (and `gamma` for `x`'s, a parameter: nothing allocated).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerScale {
+    pub dim: u64,
+}
+
+impl LayerScale {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.dim, "dim")?;
+        if b.shape(x).0.last() != Some(&self.dim) {
+            return Err(format!("expected an input whose last dimension is {}, got {}", self.dim, b.shape(x)));
+        }
+        let gamma = b.param(Shape::new([self.dim]));
+        Ok(super::activation::mul(b, x, gamma))
+    }
+}
+
+/// DINOv2's classifier input (`Dinov2ForImageClassification.forward`): `[S, D]` → `[2·D]`, the
+/// class token (`x[:, 0]`, a view) beside the mean of the patch tokens (`x[:, 1:].mean(dim=1)`,
+/// a new `[D]`), concatenated (`torch.cat`, a new `[2·D]`); neither saves anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClsMeanPool {}
+
+impl ClsMeanPool {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 || s[0] < 2 {
+            return Err(format!("expected [S, D] tokens with a class token and at least one patch, got {}", b.shape(x)));
+        }
+        let dt = b.dtype(x);
+        let mean = b.op("mean", &[x], &[(Shape::new([s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let cls = b.view_with_grad(x, Shape::new([s[1]]), GradRule::Alloc);
+        Ok(b.op("cat", &[cls, mean], &[(Shape::new([s[1].saturating_mul(2)]), dt)], &[], false, &[], GradRule::Alloc)[0])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::lower::LowerOptions;
@@ -165,6 +205,17 @@ mod tests {
         let bad = r#"{"input": {"shape": [6, 8]}, "layers": [{"kind": "merge_tokens", "group": 4}]}"#;
         assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
         let bad = r#"{"input": {"shape": [1, 8]}, "layers": [{"kind": "drop_tokens", "count": 1}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
+    }
+
+    #[test]
+    fn layer_scale_and_cls_mean_pool() {
+        let text = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "linear", "in_features": 8, "out_features": 8},
+            {"kind": "layer_scale", "dim": 8}, {"kind": "cls_mean_pool"}]}"#;
+        let r = resolve(&ModelSpec::from_json(text).unwrap(), None, LowerOptions::default()).unwrap();
+        assert_eq!((r.layers[1].params, r.layers[1].output_shape.0.clone()), (8, vec![5, 8]));
+        assert_eq!(r.layers[2].output_shape.0, vec![16]);
+        let bad = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "layer_scale", "dim": 4}]}"#;
         assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
     }
 }
