@@ -21,7 +21,8 @@ from transformers import AutoConfig
 CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaModel"),
            "electra": ("ElectraForSequenceClassification", "ElectraModel"),
            "bart": ("BartForConditionalGeneration", "BartModel"),
-           "dinov2": ("Dinov2ForImageClassification", "Dinov2Model")}
+           "dinov2": ("Dinov2ForImageClassification", "Dinov2Model"),
+           "convnext": ("ConvNextForImageClassification", "ConvNextModel")}
 RND = random.Random()
 
 
@@ -36,6 +37,11 @@ def gen(mt):
         return dict(hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=RND.randint(1, 3), mlp_ratio=pick(4, 2, 3),
                     use_swiglu_ffn=pick(True, False), qkv_bias=pick(True, False), image_size=patch * RND.randint(1, 6), patch_size=patch,
                     num_channels=pick(1, 3), num_labels=pick(0, 1, 5), use_mask_token=pick(True, False), hidden_act=pick("gelu", "relu"))
+    if mt == "convnext":
+        stages = RND.randint(1, 4)
+        return dict(num_stages=stages, hidden_sizes=[RND.randint(4, 64) for _ in range(stages)], depths=[RND.randint(1, 3) for _ in range(stages)],
+                    patch_size=pick(2, 4), image_size=pick(32, 64), num_channels=pick(1, 3), num_labels=pick(0, 1, 5),
+                    layer_scale_init_value=pick(0.0, 1e-6), hidden_act=pick("gelu", "relu"))
     if mt == "bart":
         return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
                     encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),

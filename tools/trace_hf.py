@@ -92,7 +92,25 @@ def main():
     with cuda_emulation(True), FakeTensorMode():
         # built in the dtype (Module.to swaps parameters, which fake tensors refuse)
         torch.set_default_dtype(dtype)
+        linspace = torch.linspace
+        if cfgd["model_type"] == "convnext":
+            # ConvNextEncoder reads its drop-path rates with `.tolist()`: a real (CPU) linspace
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            class Rates:  # `.split(depths)` of the real tensor, each part's `.tolist()` already taken
+                def __init__(self, args, kwargs):
+                    self.args, self.kwargs = args, kwargs
+
+                def split(self, sizes):
+                    with unset_fake_temporarily():
+                        parts = [p.tolist() for p in linspace(*self.args, **self.kwargs).split(sizes)]
+                    return [type("Part", (), {"tolist": lambda self, p=p: p})() for p in parts]
+
+            def real_linspace(*args, **kwargs):
+                return Rates(args, kwargs)
+            torch.linspace = real_linspace
         model = getattr(transformers, arch)(cfg)
+        torch.linspace = linspace
         torch.set_default_dtype(torch.float32)
         if cfgd["model_type"] == "t5":
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
@@ -110,7 +128,7 @@ def main():
             ids = torch.randint(0, t.vocab_size, (a.batch, t.max_position_embeddings))
             x = px
             loss_fn = lambda: model(input_ids=ids, pixel_values=px, return_loss=True).loss
-        elif cfgd["model_type"] in ("vit", "dinov2"):
+        elif cfgd["model_type"] in ("vit", "dinov2", "convnext"):
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))
