@@ -11,11 +11,14 @@ valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, co
 """
 import argparse
 import json
+import os
 import random
+import sys
 
 import torch
-import transformers
-from transformers import AutoConfig
+
+sys.path.insert(0, os.path.dirname(__file__))
+from hf_vlm_counts import count  # noqa: E402  (one way of building and counting a class)
 
 # model_type: (head class, bare class)
 CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaModel"),
@@ -55,15 +58,6 @@ def gen(mt):
     return base
 
 
-def count(mt, arch, kwargs):
-    cfg = AutoConfig.for_model(mt, **kwargs)
-    cfg.architectures = [arch]
-    with torch.device("meta"):
-        model = getattr(transformers, arch)(cfg)
-    config = {k: v for k, v in json.loads(cfg.to_json_string()).items() if k != "transformers_version"}
-    return {"architecture": arch, "params": sum(p.numel() for p in model.parameters()), "config": config}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=25)
@@ -76,10 +70,11 @@ def main():
     out = {}
     for mt in args.types:
         head, bare = CLASSES[mt]
-        out[f"{mt}-default"] = count(mt, head, {})
-        out[f"{mt}-base"] = count(mt, bare, {})
+        out[f"{mt}-default"] = count(mt, {}, head)
+        out[f"{mt}-base"] = count(mt, {}, bare)
         for i in range(args.per_type):
-            out[f"{mt}-{i}"] = count(mt, pick(head, bare), gen(mt))
+            arch = pick(head, bare)
+            out[f"{mt}-{i}"] = count(mt, gen(mt), arch)
         print(mt, out[f"{mt}-default"]["params"], out[f"{mt}-base"]["params"], flush=True)
     with open(args.out, "w") as f:
         json.dump(out, f, sort_keys=True, indent=1)

@@ -66,8 +66,9 @@ def gen(mt):
     return dict(vision_config=vision, text_config=t, projection_dim=t["hidden_size"], tie_word_embeddings=pick(True, False))
 
 
-def count(mt, kwargs):
-    arch = CLASSES[mt]
+def count(mt, kwargs, arch=None):
+    """`{architecture, params, config}` of class `arch` (default: `CLASSES[mt]`) built from `kwargs`."""
+    arch = arch or CLASSES[mt]
     cfg = AutoConfig.for_model(mt, **kwargs)
     cfg.architectures = [arch]
     with torch.device("meta"):

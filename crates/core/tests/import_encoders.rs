@@ -35,25 +35,5 @@ fn encoder_classes_have_pytorch_parameter_counts() {
 /// and ConvNeXt within 12 bytes).
 #[test]
 fn encoder_training_steps_match_traced_pytorch() {
-    use vramcalc_core::{AttentionImpl, OptimizerKind, Prepared, TrainConfig};
-    let text = hf::data("hf/traces_25.jsonl");
-    let mut n = 0;
-    for line in text.lines() {
-        let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        let spec = from_config_json(&r["config"].to_string()).unwrap();
-        let attention = if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
-        let cfg = TrainConfig {
-            batch: r["batch"].as_u64().unwrap(),
-            seq_len: r["seq_len"].as_u64(),
-            attention,
-            optimizer: OptimizerKind::Sgd,
-            ..TrainConfig::default()
-        };
-        let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
-        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
-        let err = (est - measured) / measured * 100.0;
-        assert!(err.abs() <= 1.0, "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
-        n += 1;
-    }
-    assert_eq!(n, 9);
+    hf::assert_traces("hf/traces_25.jsonl", 9, |_| 1.0);
 }

@@ -80,28 +80,6 @@ fn vlm_fields_they_do_not_model_are_refused_by_name() {
 /// (eager) and +3.86 % (SDPA), LLaVA −1 within 0.3 %, PaliGemma −0.01 % and −2.46 %.
 #[test]
 fn vlm_training_steps_match_traced_pytorch() {
-    use vramcalc_core::{AttentionImpl, OptimizerKind, Prepared, TrainConfig};
-    let text = hf::data("hf/vlm_traces.jsonl");
-    let mut n = 0;
-    for line in text.lines() {
-        let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        let spec = import(&r["config"].to_string());
-        let attention = if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
-        let cfg = TrainConfig {
-            batch: r["batch"].as_u64().unwrap(),
-            seq_len: r["seq_len"].as_u64(),
-            attention,
-            optimizer: OptimizerKind::Sgd,
-            precision: vramcalc_core::Precision::Fp32,
-            ..TrainConfig::default()
-        };
-        let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
-        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
-        let err = (est - measured) / measured * 100.0;
-        let dead_layer = r["family"] == "llava" && r["config"]["vision_feature_layer"] == -2;
-        let tolerance = if dead_layer { 4.0 } else { 3.0 };
-        assert!(err.abs() <= tolerance, "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
-        n += 1;
-    }
-    assert_eq!(n, 6);
+    let dead_layer = |r: &serde_json::Value| r["family"] == "llava" && r["config"]["vision_feature_layer"] == -2;
+    hf::assert_traces("hf/vlm_traces.jsonl", 6, |r| if dead_layer(r) { 4.0 } else { 3.0 });
 }

@@ -16,8 +16,10 @@
 //!
 //! Other families have their own files: `hf/dense.rs` (decoders), `hf/llama_variants.rs`
 //! (SmolLM3, Granite, GLM-4, StableLM, GPT-J), `hf/olmo.rs` (OLMo 2), `hf/encoders.rs` (BERT,
-//! RoBERTa, DistilBERT), `hf/seq2seq.rs` (T5, Whisper), `hf/clip.rs` (CLIP), `hf/vlm.rs` (Gemma 3's
-//! image-text model), and `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
+//! RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA), `hf/seq2seq.rs` (T5, Whisper), `hf/bart.rs` (BART),
+//! `hf/clip.rs` (CLIP), `hf/vlm.rs` (Gemma 3's image-text model), `hf/qwen_vl.rs` (Qwen2.5-VL),
+//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
+//! `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
 //! Generic `PretrainedConfig` fields are accepted alike by all (`import/generic.rs`).
 //!
 //! Sequence length of token models: BERT 128 (as the preset), decoders their context length
@@ -43,6 +45,7 @@ mod clip;
 mod encoders;
 mod seq2seq;
 mod vlm;
+mod parts;
 mod qwen_vl;
 mod llava;
 mod bart;

@@ -87,7 +87,7 @@ impl MergeTokens {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         positive(self.group, "group")?;
         let s = b.shape(x).0.clone();
-        if s.len() != 2 || s[0] % self.group != 0 {
+        if s.len() != 2 || !s[0].is_multiple_of(self.group) {
             return Err(format!("expected [N, D] tokens with N a multiple of {}, got {}", self.group, b.shape(x)));
         }
         Ok(b.view(x, Shape::new([s[0] / self.group, s[1].saturating_mul(self.group)])))

@@ -14,7 +14,7 @@
 //! Refused by name: `tie_word_embeddings: false` (then `shared` is a fourth, unused copy of the
 //! embedding), `encoder_layerdrop`/`decoder_layerdrop` above 0 (layers skipped at random).
 
-use super::vlm::layer;
+use super::parts::{activation, layer, residual};
 use crate::error::{Error, Result};
 use crate::import::fields::{dropout, pick, Fields};
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
@@ -24,10 +24,6 @@ use serde_json::json;
 pub const BART_TARGET_LEN: u64 = 128;
 
 const IGNORED_BART: &[&str] = &["classifier_dropout", "num_hidden_layers", "normalize_before", "add_final_layer_norm", "add_bias_logits", "static_position_embeddings", "extra_pos_embeddings", "normalize_embedding"];
-
-fn residual(body: Vec<Layer>) -> Layer {
-    Layer::Residual { body, shortcut: None, inplace: false }
-}
 
 /// `BartConfig` (transformers 5.24): defaults are bart-large's.
 pub(super) fn bart(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
@@ -48,13 +44,7 @@ pub(super) fn bart(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             return Err(Error::Import(format!("field `{key}`: above 0 (layers skipped at random) is not supported")));
         }
     }
-    let act = match c.str("activation_function")?.unwrap_or("gelu") {
-        "gelu" => json!({"kind": "gelu"}),
-        "gelu_new" => json!({"kind": "gelu", "approximate": "tanh"}),
-        "relu" => json!({"kind": "relu"}),
-        "silu" | "swish" => json!({"kind": "silu"}),
-        other => return Err(Error::Import(format!("field `activation_function`: `{other}` is not supported (gelu, gelu_new, relu, silu)"))),
-    };
+    let act = activation("activation_function", c.str("activation_function")?.unwrap_or("gelu"))?;
     let scale = c.flag("scale_embedding", false)?;
     let norm = || layer(json!({"kind": "layer_norm", "normalized_shape": d, "eps": 1e-5}));
     let stack = |heads_key: &str, ffn_key: &str, layers_key: &str, decoder: bool| -> Result<Layer> {
@@ -68,7 +58,7 @@ pub(super) fn bart(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             block.extend([residual(vec![layer(cross)?, dropout(p)?]), norm()?]);
         }
         let lin = |i: u64, o: u64| layer(json!({"kind": "linear", "in_features": i, "out_features": o}));
-        block.push(residual(vec![lin(d, ffn)?, layer(act.clone())?, dropout(act_p)?, lin(ffn, d)?, dropout(p)?]));
+        block.push(residual(vec![lin(d, ffn)?, act.clone(), dropout(act_p)?, lin(ffn, d)?, dropout(p)?]));
         block.push(norm()?);
         Ok(Layer::Repeat { times: n, body: block })
     };

@@ -15,10 +15,10 @@
 //!
 //! Refused by name: `drop_path_rate` above 0 (stochastic depth's random masks).
 
-use super::vlm::layer;
+use super::parts::{activation, image_model, layer, residual};
 use crate::error::{Error, Result};
 use crate::import::fields::{pick, Fields};
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::{json, Value};
 
 const IGNORED_CONVNEXT: &[&str] = &["_out_features", "_out_indices", "out_features", "out_indices", "stage_names"];
@@ -72,13 +72,7 @@ pub(super) fn convnext(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     let scale = c.float("layer_scale_init_value", 1e-6)? > 0.0;
     let eps = c.float("layer_norm_eps", 1e-12)?;
-    let act = match c.str("hidden_act")?.unwrap_or("gelu") {
-        "gelu" => json!({"kind": "gelu"}),
-        "gelu_new" | "gelu_pytorch_tanh" => json!({"kind": "gelu", "approximate": "tanh"}),
-        "relu" => json!({"kind": "relu"}),
-        "silu" | "swish" => json!({"kind": "silu"}),
-        other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not supported (gelu, gelu_new, relu, silu)"))),
-    };
+    let act = activation("hidden_act", c.str("hidden_act")?.unwrap_or("gelu"))?;
     let conv = |i: u64, o: u64, k: u64, s: u64, p: u64, g: u64| {
         layer(json!({"kind": "conv2d", "in_channels": i, "out_channels": o, "kernel_size": k, "stride": s, "padding": p, "groups": g}))
     };
@@ -94,13 +88,13 @@ pub(super) fn convnext(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         body.extend(to_last()?);
         body.push(layer(json!({"kind": "layer_norm", "normalized_shape": dim, "eps": 1e-6}))?);
         body.push(layer(json!({"kind": "linear", "in_features": dim, "out_features": 4 * dim}))?);
-        body.push(layer(act.clone())?);
+        body.push(act.clone());
         body.push(layer(json!({"kind": "linear", "in_features": 4 * dim, "out_features": dim}))?);
         if scale {
             body.push(layer(json!({"kind": "layer_scale", "dim": dim}))?);
         }
         body.extend(to_first()?);
-        layers.push(Layer::Repeat { times: depth, body: vec![Layer::Residual { body, shortcut: None, inplace: false }] });
+        layers.push(Layer::Repeat { times: depth, body: vec![residual(body)] });
         prev = dim;
     }
     layers.push(layer(json!({"kind": "adaptive_avg_pool2d", "output_size": 1}))?);
@@ -113,12 +107,5 @@ pub(super) fn convnext(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         }
     }
     c.refuse_unknown("convnext", IGNORED_CONVNEXT)?;
-    Ok(ModelSpec {
-        version: SPEC_VERSION,
-        name: Some(name),
-        input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: None },
-        layers,
-        loss: Loss::CrossEntropy,
-        names: Default::default(),
-    })
+    Ok(image_model(name, channels, image, layers))
 }

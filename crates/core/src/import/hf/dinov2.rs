@@ -17,17 +17,13 @@
 //!
 //! Refused by name: `drop_path_rate` above 0 (stochastic depth's random masks).
 
-use super::vlm::layer;
+use super::parts::{activation, image_model, layer, residual};
 use crate::error::{Error, Result};
 use crate::import::fields::{dropout, pick, Fields};
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
 const IGNORED_DINOV2: &[&str] = &["_out_features", "_out_indices", "out_features", "out_indices", "stage_names", "apply_layernorm", "reshape_hidden_states", "layerscale_value"];
-
-fn residual(body: Vec<Layer>) -> Layer {
-    Layer::Residual { body, shortcut: None, inplace: false }
-}
 
 /// `Dinov2Config` (transformers 5.24): defaults are DINOv2-base's at 224 × 224.
 pub(super) fn dinov2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
@@ -52,24 +48,18 @@ pub(super) fn dinov2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     if !(ratio.is_finite() && ratio > 0.0) {
         return Err(Error::Import(format!("field `mlp_ratio` ({ratio}) must be a positive number")));
     }
-    let act = match c.str("hidden_act")?.unwrap_or("gelu") {
-        "gelu" => json!({"kind": "gelu"}),
-        "gelu_new" | "gelu_pytorch_tanh" => json!({"kind": "gelu", "approximate": "tanh"}),
-        "relu" => json!({"kind": "relu"}),
-        "silu" | "swish" => json!({"kind": "silu"}),
-        other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not supported (gelu, gelu_new, relu, silu)"))),
-    };
+    let act = activation("hidden_act", c.str("hidden_act")?.unwrap_or("gelu"))?;
     let patches = (image / patch).saturating_mul(image / patch);
     let mask_token = u64::from(c.flag("use_mask_token", true)?);
     let norm = || layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps}));
     let scale = || layer(json!({"kind": "layer_scale", "dim": h}));
     let hidden = (h as f64 * ratio) as u64;
     let mlp = if c.flag("use_swiglu_ffn", false)? {
-        let wide = ((hidden as f64 * 2.0 / 3.0) as u64 + 7) / 8 * 8;
+        let wide = ((hidden as f64 * 2.0 / 3.0) as u64).div_ceil(8) * 8;
         vec![layer(json!({"kind": "gated_mlp", "hidden_size": h, "intermediate_size": wide, "bias": true}))?]
     } else {
         let lin = |i: u64, o: u64| layer(json!({"kind": "linear", "in_features": i, "out_features": o}));
-        vec![lin(h, hidden)?, layer(act)?, lin(hidden, h)?]
+        vec![lin(h, hidden)?, act, lin(hidden, h)?]
     };
     let attn = json!({"kind": "multihead_attention", "embed_dim": h, "num_heads": heads, "dropout": attn_p, "bias": qkv_bias, "out_bias": true});
     let mut ffn = vec![norm()?];
@@ -96,12 +86,5 @@ pub(super) fn dinov2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers.push(layer(json!({"kind": "select_token", "index": 0}))?);
     }
     c.refuse_unknown("dinov2", IGNORED_DINOV2)?;
-    Ok(ModelSpec {
-        version: SPEC_VERSION,
-        name: Some(name),
-        input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: None },
-        layers,
-        loss: Loss::CrossEntropy,
-        names: Default::default(),
-    })
+    Ok(image_model(name, channels, image, layers))
 }

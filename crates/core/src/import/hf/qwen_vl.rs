@@ -27,7 +27,8 @@
 //! image (SDPA's memory barely differs; eager attention's scores are over-counted), and the
 //! multimodal rotary positions (`mrope_section`) are the decoder's plain rotary.
 
-use super::vlm::{layer, sub};
+use super::parts::layer;
+use super::vlm::sub;
 use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};

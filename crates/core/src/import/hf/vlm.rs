@@ -19,6 +19,7 @@
 //! Gemma 3's bidirectional attention among an image's tokens, which changes a mask only.
 
 use super::dense;
+use super::parts::layer;
 use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
@@ -27,10 +28,6 @@ use crate::presets;
 use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
-pub(super) fn layer(v: Value) -> Result<Layer> {
-    let kind = v["kind"].as_str().unwrap_or("layer").to_string();
-    serde_json::from_value(v).map_err(|_| invalid(&kind))
-}
 
 /// A sub-config object (`text_config`, `vision_config`), empty when absent.
 pub(super) fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
