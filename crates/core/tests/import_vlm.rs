@@ -45,16 +45,26 @@ fn qwen_vl_images_resize_as_the_processor_does() {
     assert!(smart_resize(0, 300, 28, lo, hi).is_err());
 }
 
+const QWEN_TINY: &str = r#"{"model_type": "qwen2_5_vl", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
+    "vision_config": {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 40, "out_hidden_size": 64}}"#;
+
 /// The default image (1024 × 1024 → 980 × 980) gives (980/28)² = 1225 merged tokens, which the
 /// prompt holds; the vision tower's input is `[C·T, H, W]`.
 #[test]
 fn qwen_vl_image_tokens_follow_the_dynamic_resolution() {
-    let spec = import(r#"{"model_type": "qwen2_5_vl", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
-        "vision_config": {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 40, "out_hidden_size": 64}}"#);
+    let spec = import(QWEN_TINY);
     assert_eq!(spec.input.shape, vec![6, 980, 980]);
     let r = vramcalc_core::resolve::resolve(&spec, None, Default::default()).unwrap();
     let merged = r.layers.iter().find(|l| l.kind == "merge_tokens").map(|l| l.output_shape.0.clone());
     assert_eq!(merged, Some(vec![1225, 128]));
+    // another image: 640 × 480 → 644 × 476 pixels, (476/28)·(644/28) = 17 · 23 merged tokens
+    let obj: serde_json::Value = serde_json::from_str(QWEN_TINY).unwrap();
+    let other = vramcalc_core::import::hf::from_config_with_image(obj.as_object().unwrap(), (640, 480)).unwrap();
+    assert_eq!(other.input.shape, vec![6, 476, 644]);
+    let r = vramcalc_core::resolve::resolve(&other, None, Default::default()).unwrap();
+    assert_eq!(r.layers.iter().find(|l| l.kind == "merge_tokens").map(|l| l.output_shape.0[0]), Some(17 * 23));
+    let llava: serde_json::Value = serde_json::from_str(r#"{"model_type": "llava"}"#).unwrap();
+    assert!(vramcalc_core::import::hf::from_config_with_image(llava.as_object().unwrap(), (640, 480)).is_err());
     let m = import_err(r#"{"model_type": "qwen2_5_vl", "hidden_size": 64, "num_attention_heads": 4, "vision_config": {"out_hidden_size": 32, "depth": 1, "hidden_size": 32, "num_heads": 2}}"#);
     assert!(m.contains("out_hidden_size"), "{m}");
 }

@@ -120,6 +120,21 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
     }
 }
 
+/// [`from_config`] of a Qwen2.5-VL config for an image of `image` = `(width, height)` pixels,
+/// resized as its image processor does ([`smart_resize`]): the spec's input and image tokens
+/// follow it. Other types have no dynamic resolution: an error.
+pub fn from_config_with_image(obj: &Map<String, Value>, image: (u64, u64)) -> Result<ModelSpec> {
+    let c = Fields::new(obj);
+    let arch = c.architecture()?;
+    match c.str("model_type")? {
+        Some("qwen2_5_vl") => qwen_vl::qwen2_5_vl(&c, arch, image),
+        other => Err(Error::Import(format!(
+            "an image size is read by Qwen2.5-VL's dynamic resolution only (model_type `qwen2_5_vl`), not `{}`",
+            other.unwrap_or("(none)")
+        ))),
+    }
+}
+
 fn family_of(arch: &str) -> Option<&'static str> {
     [
         ("Bert", "bert"), ("GPT2", "gpt2"), ("Llama", "llama"), ("ViT", "vit"), ("Mistral", "mistral"), ("Qwen2", "qwen2"),

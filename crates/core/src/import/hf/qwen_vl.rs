@@ -12,7 +12,8 @@
 //!
 //! The spec's input is one image of `[in_channels·temporal_patch_size, H, W]` at the size the
 //! image processor resizes it to ([`smart_resize`] of [`DEFAULT_IMAGE`], `Qwen2VLImageProcessor`'s
-//! `min_pixels`/`max_pixels`); edit the input shape for another image (H and W multiples of
+//! `min_pixels`/`max_pixels`); another image's spec comes from
+//! [`super::from_config_with_image`], or edit the input shape (H and W multiples of
 //! `patch_size · spatial_merge_size`). The tower:
 //! - `Qwen2_5_VisionPatchEmbed`: `Conv3d(C, D, [T, P, P], stride = kernel, bias=False)` on the
 //!   processor's `[N, C·T·P·P]` patches, written as a `conv2d` of `C·T` channels with k = s = P on
