@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Exact parameter counts of the image-text classes (issue 25): `Qwen2_5_VLForConditionalGeneration`,
-`LlavaForConditionalGeneration`, `PaliGemmaForConditionalGeneration`.
+`LlavaForConditionalGeneration`, `PaliGemmaForConditionalGeneration`, `SiglipModel`.
 
 Builds each class on the meta device (nothing allocated, nothing downloaded) from `AutoConfig.for_model`
 with the library defaults (`<type>-default`) and from random valid small configs (`<type>-<i>`), and
@@ -19,7 +19,7 @@ import transformers
 from transformers import AutoConfig
 
 CLASSES = {"qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "llava": "LlavaForConditionalGeneration",
-           "paligemma": "PaliGemmaForConditionalGeneration"}
+           "paligemma": "PaliGemmaForConditionalGeneration", "siglip": "SiglipModel"}
 RND = random.Random()
 # Qwen2_5_VLConfig's defaults cannot run: the merger writes 3584-wide image tokens into the
 # 8192-wide text embeddings (the importer refuses that by name); the default entry widens the merger
@@ -59,6 +59,12 @@ def gen(mt):
         vision.update(model_type="clip_vision_model", image_size=patch * RND.randint(1, 6), patch_size=patch, num_channels=pick(1, 3))
         return dict(vision_config=vision, text_config=text(pick("llama", "mistral", "qwen2")), multimodal_projector_bias=pick(True, False),
                     vision_feature_select_strategy=pick("default", "full"), tie_word_embeddings=pick(True, False))
+    if mt == "siglip":
+        patch = pick(4, 8, 16)
+        t = dict(hidden_size=vision["hidden_size"], num_attention_heads=vision["num_attention_heads"], intermediate_size=RND.randint(8, 200),
+                 num_hidden_layers=RND.randint(1, 3), vocab_size=RND.randint(50, 3000), max_position_embeddings=RND.randint(4, 80))
+        vision.update(image_size=patch * RND.randint(1, 6), patch_size=patch, num_channels=pick(1, 3))
+        return dict(vision_config=vision, text_config=t)
     patch = pick(4, 8, 14)
     vision.update(model_type="siglip_vision_model", image_size=patch * RND.randint(1, 6), patch_size=patch, vision_use_head=False)
     t = text("gemma")

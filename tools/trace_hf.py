@@ -121,7 +121,7 @@ def main():
             x = torch.randn(a.batch, cfg.num_mel_bins, 2 * cfg.max_source_positions, dtype=dtype)
             y = torch.randint(0, cfg.vocab_size, (a.batch, cfg.max_target_positions))
             loss_fn = lambda: model(input_features=x, labels=y).loss
-        elif cfgd["model_type"] == "clip":
+        elif cfgd["model_type"] in ("clip", "siglip"):
             # both towers: images of `image_size`, captions of `max_position_embeddings` tokens
             v, t = cfg.vision_config, cfg.text_config
             px = torch.randn(a.batch, v.num_channels, v.image_size, v.image_size)

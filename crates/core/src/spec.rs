@@ -28,6 +28,7 @@ use crate::layer::{
     moe::SparseMoe,
     recurrent::Recurrent,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
+    attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
 };
 use crate::lower::Builder;
@@ -239,6 +240,8 @@ leaves {
     LayerScale(l: LayerScale) = "layer_scale", r#"{"dim":128}"#, |b, x| l.lower(b, x);
     /// `cat([x[:, 0], x[:, 1:].mean(1)])`: `[S, D]` → `[2·D]` (DINOv2's classifier input).
     ClsMeanPool(l: ClsMeanPool) = "cls_mean_pool", "{}", |b, x| l.lower(b, x);
+    /// SigLIP's attention-pooling head: a learned probe attends to `[P, D]` tokens, then LayerNorm, MLP and residual → `[D]`.
+    AttentionPool(l: AttentionPool) = "attention_pool", r#"{"embed_dim":128,"num_heads":4,"intermediate_size":512}"#, |b, x| l.lower(b, x);
     /// Attention to the memory a `token_input` set aside (encoder–decoder cross-attention).
     CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).

@@ -50,23 +50,24 @@ pub(super) fn siglip(obj: &Map<String, Value>, what: &str, ignored: &[&str]) -> 
     if image < patch {
         return Err(Error::Import(format!("vision_config: `image_size` {image} is smaller than `patch_size` {patch}")));
     }
-    if t.flag("vision_use_head", true)? {
+    if t.flag("vision_use_head", true)? && what != "siglip" {
         return Err(Error::Import(format!(
-            "{what} vision_config: field `vision_use_head` (true, SiglipVisionConfig's default): the pooling head is not modelled; {what} checkpoints set it false"
+            "{what} vision_config: field `vision_use_head` (true, SiglipVisionConfig's default): the pooling head's output is unused by {what} and not modelled; {what} checkpoints set it false"
         )));
     }
     let eps = t.float("layer_norm_eps", 1e-6)?;
     let side = image / patch;
     let patches = side.saturating_mul(side);
+    let inter = t.size("intermediate_size", 3072)?;
     let enc = TransformerLayer {
         dropout: 0.0,
         attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
         activation: t.activation("hidden_act", FfnActivation::GeluTanh)?,
         layer_norm_eps: eps,
         norm_first: true,
-        ..presets::transformer_layer(h, heads, t.size("intermediate_size", 3072)?)
+        ..presets::transformer_layer(h, heads, inter)
     };
-    let layers = vec![
+    let mut layers = vec![
         layer(json!({"kind": "conv2d", "in_channels": channels, "out_channels": h, "kernel_size": patch, "stride": patch}))?,
         layer(json!({"kind": "flatten", "start_dim": 2}))?,
         layer(json!({"kind": "transpose", "dim0": 1, "dim1": 2}))?,
@@ -75,6 +76,10 @@ pub(super) fn siglip(obj: &Map<String, Value>, what: &str, ignored: &[&str]) -> 
         Layer::Repeat { times: t.size("num_hidden_layers", 12)?, body: vec![Layer::TransformerEncoderLayer(enc)] },
         layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps}))?,
     ];
+    // SiglipModel's tower keeps its pooling head (the image embedding)
+    if what == "siglip" && t.flag("vision_use_head", true)? {
+        layers.push(layer(json!({"kind": "attention_pool", "embed_dim": h, "num_heads": heads, "intermediate_size": inter}))?);
+    }
     let mut known = vec!["model_type", "initializer_range", "projection_dim"];
     known.extend_from_slice(ignored);
     t.refuse_unknown(&format!("{what} vision_config"), &known)?;
