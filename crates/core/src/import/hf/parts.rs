@@ -1,8 +1,10 @@
 //! Pieces the image and encoder–decoder importers of issue 25 share: a spec layer from its JSON,
-//! a residual block, an activation by its transformers name, and the spec of a model on one image.
+//! a tower's encoder layer, a residual block, an activation by its transformers name, and the spec of a model on one image.
 
 use crate::error::{Error, Result};
-use crate::import::fields::invalid;
+use crate::import::fields::{invalid, Fields};
+use crate::layer::transformer::{FfnActivation, TransformerLayer};
+use crate::presets;
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Value};
 
@@ -10,6 +12,19 @@ use serde_json::{json, Value};
 pub(super) fn layer(v: Value) -> Result<Layer> {
     let kind = v["kind"].as_str().unwrap_or("layer").to_string();
     serde_json::from_value(v).map_err(|_| invalid(&kind))
+}
+
+/// A vision or text tower's pre-norm encoder layer (CLIP's, SigLIP's): no dropout but
+/// `attention_dropout`, `hidden_act` (default `act`), LayerNorm with `eps`.
+pub(super) fn tower_layer(t: &Fields, h: u64, heads: u64, inter: u64, eps: f64, act: FfnActivation) -> Result<TransformerLayer> {
+    Ok(TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
+        activation: t.activation("hidden_act", act)?,
+        layer_norm_eps: eps,
+        norm_first: true,
+        ..presets::transformer_layer(h, heads, inter)
+    })
 }
 
 /// `body(x) + x`.

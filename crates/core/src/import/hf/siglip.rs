@@ -8,12 +8,11 @@
 //! `logit_bias` (the sigmoid loss's memory as CLIP's). `projection_size` defaults to the text
 //! width and must equal the vision width (the similarity is a dot product of the two).
 
-use super::parts::layer;
+use super::parts::{layer, tower_layer};
 use super::vlm::{siglip as vision_tower, sub};
 use crate::error::{Error, Result};
 use crate::import::fields::{pick, Fields};
-use crate::layer::transformer::{FfnActivation, TransformerLayer};
-use crate::presets;
+use crate::layer::transformer::FfnActivation;
 use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
@@ -26,14 +25,7 @@ fn text(obj: &Map<String, Value>) -> Result<(Vec<Layer>, u64)> {
     let positions = t.size("max_position_embeddings", 64)?;
     let eps = t.float("layer_norm_eps", 1e-6)?;
     let proj = t.size("projection_size", h)?;
-    let enc = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
-        activation: t.activation("hidden_act", FfnActivation::GeluTanh)?,
-        layer_norm_eps: eps,
-        norm_first: true,
-        ..presets::transformer_layer(h, heads, t.size("intermediate_size", 3072)?)
-    };
+    let enc = tower_layer(&t, h, heads, t.size("intermediate_size", 3072)?, eps, FfnActivation::GeluTanh)?;
     let layers = vec![
         layer(json!({"kind": "token_input", "seq_len": positions}))?,
         layer(json!({"kind": "embedding", "num_embeddings": vocab, "embedding_dim": h}))?,

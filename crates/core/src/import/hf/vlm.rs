@@ -19,12 +19,11 @@
 //! Gemma 3's bidirectional attention among an image's tokens, which changes a mask only.
 
 use super::dense;
-use super::parts::layer;
+use super::parts::{layer, tower_layer};
 use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
-use crate::layer::transformer::{FfnActivation, TransformerLayer};
-use crate::presets;
+use crate::layer::transformer::FfnActivation;
 use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
@@ -59,14 +58,7 @@ pub(super) fn siglip(obj: &Map<String, Value>, what: &str, ignored: &[&str]) -> 
     let side = image / patch;
     let patches = side.saturating_mul(side);
     let inter = t.size("intermediate_size", 3072)?;
-    let enc = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
-        activation: t.activation("hidden_act", FfnActivation::GeluTanh)?,
-        layer_norm_eps: eps,
-        norm_first: true,
-        ..presets::transformer_layer(h, heads, inter)
-    };
+    let enc = tower_layer(&t, h, heads, inter, eps, FfnActivation::GeluTanh)?;
     let mut layers = vec![
         layer(json!({"kind": "conv2d", "in_channels": channels, "out_channels": h, "kernel_size": patch, "stride": patch}))?,
         layer(json!({"kind": "flatten", "start_dim": 2}))?,
