@@ -25,7 +25,8 @@ CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaMod
            "electra": ("ElectraForSequenceClassification", "ElectraModel"),
            "bart": ("BartForConditionalGeneration", "BartModel"),
            "dinov2": ("Dinov2ForImageClassification", "Dinov2Model"),
-           "convnext": ("ConvNextForImageClassification", "ConvNextModel")}
+           "convnext": ("ConvNextForImageClassification", "ConvNextModel"),
+           "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel")}
 RND = random.Random()
 
 
@@ -45,6 +46,10 @@ def gen(mt):
         return dict(num_stages=stages, hidden_sizes=[RND.randint(4, 64) for _ in range(stages)], depths=[RND.randint(1, 3) for _ in range(stages)],
                     patch_size=pick(2, 4), image_size=pick(32, 64), num_channels=pick(1, 3), num_labels=pick(0, 1, 5),
                     layer_scale_init_value=pick(0.0, 1e-6), hidden_act=pick("gelu", "relu"))
+    if mt == "modernbert":
+        return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=RND.randint(1, 4), norm_bias=pick(True, False), attention_bias=pick(True, False),
+                    mlp_bias=pick(True, False), classifier_bias=pick(True, False), num_labels=RND.randint(1, 5), pad_token_id=0)
     if mt == "bart":
         return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
                     encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),

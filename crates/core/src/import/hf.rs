@@ -18,7 +18,7 @@
 //! (SmolLM3, Granite, GLM-4, StableLM, GPT-J), `hf/olmo.rs` (OLMo 2), `hf/encoders.rs` (BERT,
 //! RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA), `hf/seq2seq.rs` (T5, Whisper), `hf/bart.rs` (BART),
 //! `hf/clip.rs` (CLIP), `hf/siglip.rs` (SigLIP), `hf/vlm.rs` (Gemma 3's image-text model), `hf/qwen_vl.rs` (Qwen2.5-VL),
-//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
+//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/modernbert.rs` (ModernBERT), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
 //! `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
 //! Generic `PretrainedConfig` fields are accepted alike by all (`import/generic.rs`).
 //!
@@ -52,6 +52,7 @@ mod bart;
 mod dinov2;
 mod convnext;
 mod siglip;
+mod modernbert;
 
 pub use qwen_vl::{smart_resize, DEFAULT_IMAGE as QWEN_VL_DEFAULT_IMAGE};
 
@@ -59,7 +60,7 @@ pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bart", "bert", "clip", "convnext", "dinov2", "cohere", "distilbert", "electra", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "llava", "mistral", "olmo2", "opt", "paligemma", "phi",
+    "bart", "bert", "clip", "convnext", "dinov2", "cohere", "distilbert", "electra", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "llama", "llava", "mistral", "modernbert", "olmo2", "opt", "paligemma", "phi",
     "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper", "xlm-roberta",
 ];
 
@@ -110,6 +111,7 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "dinov2" => dinov2::dinov2(&c, arch),
         "convnext" => convnext::convnext(&c, arch),
         "siglip" => siglip::siglip(&c, arch),
+        "modernbert" => modernbert::modernbert(&c, arch),
         "gemma3" => vlm::gemma3(&c, arch),
         "qwen2_5_vl" => qwen_vl::qwen2_5_vl(&c, arch, qwen_vl::DEFAULT_IMAGE),
         "llava" => llava::llava(&c, arch, from_config),
@@ -143,7 +145,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
         ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"),
-        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("PaliGemma", "paligemma"),
+        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)
