@@ -8,12 +8,12 @@
 //! `logit_bias` (the sigmoid loss's memory as CLIP's). `projection_size` defaults to the text
 //! width and must equal the vision width (the similarity is a dot product of the two).
 
-use super::parts::{layer, tower_layer};
+use super::parts::{image_model, layer, tower_layer};
 use super::vlm::{siglip as vision_tower, sub};
 use crate::error::{Error, Result};
 use crate::import::fields::{pick, Fields};
 use crate::layer::transformer::FfnActivation;
-use crate::spec::{InputDType, InputSpec, Layer, Loss, ModelSpec, SPEC_VERSION};
+use crate::spec::{Layer, ModelSpec};
 use serde_json::{json, Map, Value};
 
 /// `SiglipTextConfig` (transformers 5.24): `(layers, hidden, projection)`.
@@ -57,12 +57,5 @@ pub(super) fn siglip(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         c.get(key);
     }
     c.refuse_unknown("siglip", &["initializer_factor"])?;
-    Ok(ModelSpec {
-        version: SPEC_VERSION,
-        name: Some(name),
-        input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: None },
-        layers,
-        loss: Loss::CrossEntropy,
-        names: Default::default(),
-    })
+    Ok(image_model(name, channels, image, layers))
 }
