@@ -92,7 +92,25 @@ def main():
     with cuda_emulation(True), FakeTensorMode():
         # built in the dtype (Module.to swaps parameters, which fake tensors refuse)
         torch.set_default_dtype(dtype)
+        linspace = torch.linspace
+        if cfgd["model_type"] == "convnext":
+            # ConvNextEncoder reads its drop-path rates with `.tolist()`: a real (CPU) linspace
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            class Rates:  # `.split(depths)` of the real tensor, each part's `.tolist()` already taken
+                def __init__(self, args, kwargs):
+                    self.args, self.kwargs = args, kwargs
+
+                def split(self, sizes):
+                    with unset_fake_temporarily():
+                        parts = [p.tolist() for p in linspace(*self.args, **self.kwargs).split(sizes)]
+                    return [type("Part", (), {"tolist": lambda self, p=p: p})() for p in parts]
+
+            def real_linspace(*args, **kwargs):
+                return Rates(args, kwargs)
+            torch.linspace = real_linspace
         model = getattr(transformers, arch)(cfg)
+        torch.linspace = linspace
         torch.set_default_dtype(torch.float32)
         if cfgd["model_type"] == "t5":
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
@@ -103,14 +121,14 @@ def main():
             x = torch.randn(a.batch, cfg.num_mel_bins, 2 * cfg.max_source_positions, dtype=dtype)
             y = torch.randint(0, cfg.vocab_size, (a.batch, cfg.max_target_positions))
             loss_fn = lambda: model(input_features=x, labels=y).loss
-        elif cfgd["model_type"] == "clip":
+        elif cfgd["model_type"] in ("clip", "siglip"):
             # both towers: images of `image_size`, captions of `max_position_embeddings` tokens
             v, t = cfg.vision_config, cfg.text_config
             px = torch.randn(a.batch, v.num_channels, v.image_size, v.image_size)
             ids = torch.randint(0, t.vocab_size, (a.batch, t.max_position_embeddings))
             x = px
             loss_fn = lambda: model(input_ids=ids, pixel_values=px, return_loss=True).loss
-        elif cfgd["model_type"] == "vit":
+        elif cfgd["model_type"] in ("vit", "dinov2", "convnext"):
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))
@@ -127,6 +145,18 @@ def main():
             ids[:, :cfg.mm_tokens_per_image] = cfg.image_token_id
             types = (ids == cfg.image_token_id).long()
             loss_fn = lambda: model(input_ids=ids, pixel_values=x, token_type_ids=types, labels=ids).loss
+        elif cfgd["model_type"] in ("llava", "paligemma"):
+            # as gemma3: the placeholder count check is data-dependent; one image of `image_size`
+            # and a prompt of --seq-len tokens whose first ones are the image's tokens
+            import importlib
+            mod = importlib.import_module(f"transformers.models.{cfgd['model_type']}.modeling_{cfgd['model_type']}")
+            mod.torch_compilable_check = lambda *args, **kwargs: None
+            v = cfg.vision_config
+            n = (v.image_size // v.patch_size) ** 2 + (cfgd["model_type"] == "llava" and cfg.vision_feature_select_strategy == "full")
+            x = torch.randn(a.batch, v.num_channels, v.image_size, v.image_size, dtype=dtype)
+            ids = torch.randint(0, cfg.text_config.vocab_size - 1, (a.batch, a.seq_len))
+            ids[:, :n] = cfg.image_token_id
+            loss_fn = lambda: model(input_ids=ids, pixel_values=x, labels=ids).loss
         elif arch.endswith("ForSequenceClassification"):
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
             y = torch.randint(0, cfg.num_labels, (a.batch,))

@@ -30,7 +30,8 @@ use crate::layer::{
     ssm::{Mamba2Mixer, MambaMixer},
     gated_delta::GatedDeltaNet,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
-    vision::{ImageTokens, TokenPool},
+    attention_pool::AttentionPool,
+    vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
 };
 use crate::lower::Builder;
 use crate::path::Slot;
@@ -233,6 +234,16 @@ leaves {
     ImageTokens(l: ImageTokens) = "image_tokens", r#"{"embed_dim":128}"#, |b, x| l.lower(b, x);
     /// Average pooling of a square patch grid's tokens (Gemma 3's projector): `[grid², D]` → `[(grid/kernel)², D]`.
     TokenPool(l: TokenPool) = "token_pool", r#"{"grid":4,"kernel":2}"#, |b, x| l.lower(b, x);
+    /// Concatenates `group` consecutive tokens into one (Qwen2.5-VL's patch merger): `[N, D]` → `[N/group, group·D]`.
+    MergeTokens(l: MergeTokens) = "merge_tokens", r#"{"group":4}"#, |b, x| l.lower(b, x);
+    /// `x[:, count:]`: drops the first `count` tokens (LLaVA drops CLIP's class token).
+    DropTokens(l: DropTokens) = "drop_tokens", r#"{"count":1}"#, |b, x| l.lower(b, x);
+    /// A learned per-channel scale `x * gamma` (DINOv2's and ConvNeXt's layer scale).
+    LayerScale(l: LayerScale) = "layer_scale", r#"{"dim":128}"#, |b, x| l.lower(b, x);
+    /// `cat([x[:, 0], x[:, 1:].mean(1)])`: `[S, D]` → `[2·D]` (DINOv2's classifier input).
+    ClsMeanPool(l: ClsMeanPool) = "cls_mean_pool", "{}", |b, x| l.lower(b, x);
+    /// SigLIP's attention-pooling head: a learned probe attends to `[P, D]` tokens, then LayerNorm, MLP and residual → `[D]`.
+    AttentionPool(l: AttentionPool) = "attention_pool", r#"{"embed_dim":128,"num_heads":4,"intermediate_size":512}"#, |b, x| l.lower(b, x);
     /// Attention to the memory a `token_input` set aside (encoder–decoder cross-attention).
     CrossAttention(l: CrossAttention) = "cross_attention", r#"{"embed_dim":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// T5's relative position bias of the layers that follow (`multihead_attention` with `position_bias`).

@@ -160,6 +160,7 @@ fn published_config_counts() {
         ("gemma-3-27b", 27_432_406_640),
         ("qwen3-next-80b-a3b", 79_674_391_296),
         ("llama-4-scout-17b-16e", 107_769_861_120),
+        ("qwen2.5-vl-7b", 8_292_166_656),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

@@ -16,8 +16,10 @@
 //!
 //! Other families have their own files: `hf/dense.rs` (decoders), `hf/llama_variants.rs`
 //! (SmolLM3, Granite, GLM-4, StableLM, GPT-J), `hf/olmo.rs` (OLMo 2), `hf/encoders.rs` (BERT,
-//! RoBERTa, DistilBERT), `hf/seq2seq.rs` (T5, Whisper), `hf/clip.rs` (CLIP), `hf/vlm.rs` (Gemma 3's
-//! image-text model), and `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
+//! RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA), `hf/seq2seq.rs` (T5, Whisper), `hf/bart.rs` (BART),
+//! `hf/clip.rs` (CLIP), `hf/siglip.rs` (SigLIP), `hf/vlm.rs` (Gemma 3's image-text model), `hf/qwen_vl.rs` (Qwen2.5-VL),
+//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/modernbert.rs` (ModernBERT), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
+//! `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
 //! Generic `PretrainedConfig` fields are accepted alike by all (`import/generic.rs`).
 //!
 //! Sequence length of token models: BERT 128 (as the preset), decoders their context length
@@ -45,13 +47,23 @@ mod encoders;
 mod seq2seq;
 mod ssm;
 mod vlm;
+mod parts;
+mod qwen_vl;
+mod llava;
+mod bart;
+mod dinov2;
+mod convnext;
+mod siglip;
+mod modernbert;
+
+pub use qwen_vl::{smart_resize, DEFAULT_IMAGE as QWEN_VL_DEFAULT_IMAGE};
 
 pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bert", "clip", "cohere", "cohere2", "distilbert", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama", "mamba", "mamba2", "mistral", "nemotron", "olmo2", "opt", "phi",
-    "phi3", "qwen2", "qwen3", "roberta", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper",
+    "bart", "bert", "clip", "cohere", "cohere2", "convnext", "dinov2", "distilbert", "electra", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama",
+    "llava", "mamba", "mamba2", "mistral", "modernbert", "nemotron", "olmo2", "opt", "paligemma", "phi", "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper", "xlm-roberta",
 ];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
@@ -92,10 +104,17 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "cohere" => llama_variants::cohere(&c, arch),
         "cohere2" => llama_variants::cohere2(&c, arch),
         "roberta" => encoders::roberta(&c, arch),
+        "xlm-roberta" => encoders::xlm_roberta(&c, arch),
+        "electra" => encoders::electra(&c, arch),
         "distilbert" => encoders::distilbert(&c, arch),
         "t5" => seq2seq::t5(&c, arch),
         "clip" => clip::clip(&c, arch),
         "whisper" => seq2seq::whisper(&c, arch),
+        "bart" => bart::bart(&c, arch),
+        "dinov2" => dinov2::dinov2(&c, arch),
+        "convnext" => convnext::convnext(&c, arch),
+        "siglip" => siglip::siglip(&c, arch),
+        "modernbert" => modernbert::modernbert(&c, arch),
         "gemma3" => vlm::gemma3(&c, arch),
         "mamba" => ssm::mamba(&c, arch),
         "ernie4_5" => llama_more::ernie4_5(&c, arch),
@@ -103,10 +122,28 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "nemotron" => llama_more::nemotron(&c, arch),
         "exaone4" => olmo::exaone4(&c, arch),
         "mamba2" => ssm::mamba2(&c, arch),
+        "qwen2_5_vl" => qwen_vl::qwen2_5_vl(&c, arch, qwen_vl::DEFAULT_IMAGE),
+        "llava" => llava::llava(&c, arch, from_config),
+        "paligemma" => llava::paligemma(&c, arch, from_config),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
             super::hf_moe::MODEL_TYPES.join(", ")
+        ))),
+    }
+}
+
+/// [`from_config`] of a Qwen2.5-VL config for an image of `image` = `(width, height)` pixels,
+/// resized as its image processor does ([`smart_resize`]): the spec's input and image tokens
+/// follow it. Other types have no dynamic resolution: an error.
+pub fn from_config_with_image(obj: &Map<String, Value>, image: (u64, u64)) -> Result<ModelSpec> {
+    let c = Fields::new(obj);
+    let arch = c.architecture()?;
+    match c.str("model_type")? {
+        Some("qwen2_5_vl") => qwen_vl::qwen2_5_vl(&c, arch, image),
+        other => Err(Error::Import(format!(
+            "an image size is read by Qwen2.5-VL's dynamic resolution only (model_type `qwen2_5_vl`), not `{}`",
+            other.unwrap_or("(none)")
         ))),
     }
 }
@@ -117,6 +154,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
         ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere2", "cohere2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"), ("Mamba", "mamba"), ("Mamba2", "mamba2"), ("Ernie4_5", "ernie4_5"), ("HunYuanDenseV1", "hunyuan_v1_dense"), ("Nemotron", "nemotron"), ("Exaone4", "exaone4"),
+        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

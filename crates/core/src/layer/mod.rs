@@ -26,6 +26,7 @@ pub mod seq_parallel;
 pub mod transformer;
 pub mod seq2seq;
 pub mod vision;
+pub mod attention_pool;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
 pub type LayerResult<T> = std::result::Result<T, String>;

@@ -186,6 +186,9 @@ impl CrossAttention {
 #[serde(deny_unknown_fields)]
 pub struct Contrastive {
     pub embed_dim: u64,
+    /// SigLIP's `logit_bias` (one more parameter), added after the scale.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bias: bool,
 }
 
 impl Contrastive {
@@ -209,7 +212,12 @@ impl Contrastive {
         let (ins, dt) = b.autocast(CastPolicy::Lower, &normed);
         let sim = b.op("mm", &ins, &[(Shape::new([1]), dt)], &ins, false, &[], GradRule::Alloc)[0];
         let exp = unary(b, "exp", scale, Saves::Output);
-        Ok(super::activation::mul(b, sim, exp))
+        let scaled = super::activation::mul(b, sim, exp);
+        if self.bias {
+            let bias = b.param(Shape::new([]));
+            return Ok(add(b, scaled, bias));
+        }
+        Ok(scaled)
     }
 }
 

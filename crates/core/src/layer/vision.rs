@@ -74,6 +74,86 @@ impl TokenPool {
     }
 }
 
+/// Qwen2.5-VL's patch merger (`Qwen2_5_VLPatchMerger.forward`: `ln_q(x).view(-1, hidden_size)`):
+/// `group` consecutive `[D]` tokens (a `√group × √group` patch square, consecutive in the
+/// processor's patch order) become one `[group·D]` token: `[N, D]` → `[N/group, group·D]`, a view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeTokens {
+    pub group: u64,
+}
+
+impl MergeTokens {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.group, "group")?;
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 || !s[0].is_multiple_of(self.group) {
+            return Err(format!("expected [N, D] tokens with N a multiple of {}, got {}", self.group, b.shape(x)));
+        }
+        Ok(b.view(x, Shape::new([s[0] / self.group, s[1].saturating_mul(self.group)])))
+    }
+}
+
+/// `x[:, count:]`: drops the first `count` tokens (LLaVA's `vision_feature_select_strategy
+/// = "default"` drops CLIP's class token): a view; its backward allocates a zero gradient of the
+/// whole input (`slice_backward`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTokens {
+    pub count: u64,
+}
+
+impl DropTokens {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let mut s = b.shape(x).0.clone();
+        if s.len() != 2 || s[0] <= self.count {
+            return Err(format!("expected [N, D] tokens with N above {}, got {}", self.count, b.shape(x)));
+        }
+        s[0] -= self.count;
+        Ok(b.view_with_grad(x, Shape(s), GradRule::Alloc))
+    }
+}
+
+/// A learned per-channel scale `x * gamma` (`gamma` `[dim]`): DINOv2's `Dinov2LayerScale`
+/// (`hidden_state * self.lambda1`), ConvNeXt's `layer_scale_parameter`. `mul` saves `x` for
+/// `gamma`'s gradient (and `gamma` for `x`'s, a parameter: nothing allocated).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerScale {
+    pub dim: u64,
+}
+
+impl LayerScale {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        positive(self.dim, "dim")?;
+        if b.shape(x).0.last() != Some(&self.dim) {
+            return Err(format!("expected an input whose last dimension is {}, got {}", self.dim, b.shape(x)));
+        }
+        let gamma = b.param(Shape::new([self.dim]));
+        Ok(super::activation::mul(b, x, gamma))
+    }
+}
+
+/// DINOv2's classifier input (`Dinov2ForImageClassification.forward`): `[S, D]` → `[2·D]`, the
+/// class token (`x[:, 0]`, a view) beside the mean of the patch tokens (`x[:, 1:].mean(dim=1)`,
+/// a new `[D]`), concatenated (`torch.cat`, a new `[2·D]`); neither saves anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClsMeanPool {}
+
+impl ClsMeanPool {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let s = b.shape(x).0.clone();
+        if s.len() != 2 || s[0] < 2 {
+            return Err(format!("expected [S, D] tokens with a class token and at least one patch, got {}", b.shape(x)));
+        }
+        let dt = b.dtype(x);
+        let mean = b.op("mean", &[x], &[(Shape::new([s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let cls = b.view_with_grad(x, Shape::new([s[1]]), GradRule::Alloc);
+        Ok(b.op("cat", &[cls, mean], &[(Shape::new([s[1].saturating_mul(2)]), dt)], &[], false, &[], GradRule::Alloc)[0])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::lower::LowerOptions;
@@ -113,5 +193,29 @@ mod tests {
     fn more_image_tokens_than_the_sequence_is_an_error() {
         let e = resolve(&ModelSpec::from_json(&spec(2)).unwrap(), None, LowerOptions::default()).unwrap_err().to_string();
         assert!(e.contains("4 image tokens") && e.contains("2 tokens"), "{e}");
+    }
+
+    #[test]
+    fn merge_and_drop_tokens_are_views() {
+        let text = r#"{"input": {"shape": [65, 8]}, "layers": [{"kind": "linear", "in_features": 8, "out_features": 8},
+            {"kind": "drop_tokens", "count": 1}, {"kind": "merge_tokens", "group": 4}]}"#;
+        let r = resolve(&ModelSpec::from_json(text).unwrap(), None, LowerOptions::default()).unwrap();
+        assert_eq!(r.layers[1].output_shape.0, vec![64, 8]);
+        assert_eq!(r.layers[2].output_shape.0, vec![16, 32]);
+        let bad = r#"{"input": {"shape": [6, 8]}, "layers": [{"kind": "merge_tokens", "group": 4}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
+        let bad = r#"{"input": {"shape": [1, 8]}, "layers": [{"kind": "drop_tokens", "count": 1}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
+    }
+
+    #[test]
+    fn layer_scale_and_cls_mean_pool() {
+        let text = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "linear", "in_features": 8, "out_features": 8},
+            {"kind": "layer_scale", "dim": 8}, {"kind": "cls_mean_pool"}]}"#;
+        let r = resolve(&ModelSpec::from_json(text).unwrap(), None, LowerOptions::default()).unwrap();
+        assert_eq!((r.layers[1].params, r.layers[1].output_shape.0.clone()), (8, vec![5, 8]));
+        assert_eq!(r.layers[2].output_shape.0, vec![16]);
+        let bad = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "layer_scale", "dim": 4}]}"#;
+        assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());
     }
 }

@@ -114,6 +114,7 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("gemma-3-27b", "Gemma-3-27B (with its vision tower)", Family::Llm, Some(4096)),
     hf("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B (gated DeltaNet + attention)", Family::Moe, Some(4096)),
     hf("llama-4-scout-17b-16e", "Llama-4-Scout-17B-16E (text model)", Family::Moe, Some(4096)),
+    hf("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct (with its vision tower)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -149,6 +150,8 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         // meta-llama/Llama-4-Scout-17B-16E-Instruct's `text_config` as a `llama4_text` config
         // (the checkpoint is a `Llama4ForConditionalGeneration`; its vision tower is not here)
         "llama-4-scout-17b-16e" => include_str!("configs/llama-4-scout-17b-16e.json"),
+        // Qwen/Qwen2.5-VL-7B-Instruct's config.json (text fields at the top level, as published)
+        "qwen2.5-vl-7b" => include_str!("configs/qwen2.5-vl-7b.json"),
         _ => return None,
     })
 }

@@ -42,3 +42,34 @@ pub fn assert_reference_counts(models: &[&str]) {
         assert_eq!(ModelSpec::from_json(&spec.to_json_pretty()).unwrap(), spec, "{model}: JSON round trip");
     }
 }
+
+/// Each record of `file` (`tools/trace_hf.py`'s: `config`, `batch`, `seq_len`, `attention`,
+/// `dtype`, `measured_peak_bytes`) imports and its estimated training step with `--optimizer sgd`
+/// is within `tolerance(record)` percent of the measured peak; `expected` records in all.
+pub fn assert_traces(file: &str, expected: usize, tolerance: impl Fn(&serde_json::Value) -> f64) {
+    use vramcalc_core::{AttentionImpl, OptimizerKind, Precision};
+    let text = data(file);
+    let mut n = 0;
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let spec = from_config_json(&r["config"].to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = TrainConfig {
+            batch: r["batch"].as_u64().unwrap(),
+            seq_len: r["seq_len"].as_u64(),
+            attention: if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
+            precision: match r["dtype"].as_str() {
+                Some("bf16") => Precision::Bf16,
+                Some("fp16") => Precision::Fp16,
+                _ => Precision::Fp32,
+            },
+            optimizer: OptimizerKind::Sgd,
+            ..TrainConfig::default()
+        };
+        let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
+        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
+        let err = (est - measured) / measured * 100.0;
+        assert!(err.abs() <= tolerance(&r), "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
+        n += 1;
+    }
+    assert_eq!(n, expected, "{file}");
+}

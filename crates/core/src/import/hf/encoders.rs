@@ -23,14 +23,26 @@ fn select_first() -> Result<Layer> {
 /// keeps BERT's pooler; `RobertaForSequenceClassification` has none (`add_pooling_layer=False`)
 /// and classifies `[CLS]` with `dropout, dense, tanh, dropout, out_proj`.
 pub(super) fn roberta(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
-    let (class, name) = pick(arch, &["RobertaModel", "RobertaForSequenceClassification"], "RobertaModel");
-    let cfg = bert_config(c, BertConfig { vocab_size: 50265, ..BertConfig::base() })?;
-    let classifier = class == "RobertaForSequenceClassification";
+    roberta_like(c, arch, "roberta", ["RobertaModel", "RobertaForSequenceClassification"], 50265)
+}
+
+/// `XLMRobertaConfig` (transformers 5.24, `modeling_xlm_roberta.py`): RoBERTa's model and head
+/// (`XLMRobertaForSequenceClassification`'s encoder is also under `roberta.`) with BERT's
+/// default vocabulary (30522; XLM-R checkpoints set 250002).
+pub(super) fn xlm_roberta(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    roberta_like(c, arch, "xlm-roberta", ["XLMRobertaModel", "XLMRobertaForSequenceClassification"], 30522)
+}
+
+fn roberta_like(c: &Fields, arch: Option<&str>, model_type: &str, classes: [&'static str; 2], vocab: u64) -> Result<ModelSpec> {
+    let seqcls = classes[1];
+    let (class, name) = pick(arch, &classes, classes[0]);
+    let cfg = bert_config(c, BertConfig { vocab_size: vocab, ..BertConfig::base() })?;
+    let classifier = class == seqcls;
     if classifier && cfg.num_labels == 0 {
-        return Err(Error::Import("RobertaForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+        return Err(Error::Import(format!("{seqcls} needs at least 1 label (`num_labels` / `id2label`)")));
     }
     let head_dropout = c.get("classifier_dropout").map(|_| c.prob("classifier_dropout", 0.0)).transpose()?;
-    c.refuse_unknown("roberta", &["tie_word_embeddings"])?;
+    c.refuse_unknown(model_type, &["tie_word_embeddings"])?;
     let mut spec = presets::bert(&cfg, false).ok_or_else(|| invalid("RoBERTa"))?;
     if classifier {
         let (h, p) = (cfg.hidden_size, head_dropout.unwrap_or(cfg.hidden_dropout_prob));
@@ -112,6 +124,47 @@ pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         }
     }
     Ok(spec)
+}
+
+/// `ElectraConfig` (transformers 5.24, `modeling_electra.py`): defaults are ELECTRA-small's
+/// discriminator. Embeddings of `embedding_size` (words, token types, positions, LayerNorm,
+/// dropout), `embeddings_project` to `hidden_size` when the two differ, BERT's post-norm layers,
+/// no pooler; `ElectraForSequenceClassification`'s `ElectraClassificationHead` on `[CLS]`:
+/// dropout, `dense`, GELU, dropout, `out_proj` (the dropout `classifier_dropout` when set, else
+/// `hidden_dropout_prob`).
+pub(super) fn electra(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["ElectraModel", "ElectraForSequenceClassification"], "ElectraModel");
+    let d = BertConfig { hidden_size: 256, num_attention_heads: 4, intermediate_size: 1024, ..BertConfig::base() };
+    let cfg = bert_config(c, d)?;
+    let e = c.size("embedding_size", 128)?;
+    let h = cfg.hidden_size;
+    let classifier = class == "ElectraForSequenceClassification";
+    if classifier && cfg.num_labels == 0 {
+        return Err(Error::Import("ElectraForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+    }
+    let head_dropout = c.get("classifier_dropout").map(|_| c.prob("classifier_dropout", 0.0)).transpose()?;
+    // the pre-training heads' fields (`ElectraSequenceSummary` is used by the multiple-choice class only)
+    c.refuse_unknown("electra", &["tie_word_embeddings", "summary_type", "summary_use_proj", "summary_activation", "summary_last_dropout"])?;
+    let mut spec = presets::bert(&BertConfig { hidden_size: e, ..cfg.clone() }, false).ok_or_else(|| invalid("ELECTRA"))?;
+    let mut layers: Vec<Layer> = spec.layers.drain(..5).collect();
+    if e != h {
+        layers.push(linear(e, h));
+    }
+    layers.push(Layer::Repeat {
+        times: cfg.num_hidden_layers,
+        body: vec![Layer::TransformerEncoderLayer(TransformerLayer {
+            dropout: cfg.hidden_dropout_prob,
+            attention_dropout: Some(cfg.attention_probs_dropout_prob),
+            activation: cfg.hidden_act,
+            layer_norm_eps: cfg.layer_norm_eps,
+            ..presets::transformer_layer(h, cfg.num_attention_heads, cfg.intermediate_size)
+        })],
+    });
+    if classifier {
+        let p = head_dropout.unwrap_or(cfg.hidden_dropout_prob);
+        layers.extend([select_first()?, dropout(p)?, linear(h, h), Layer::Gelu(Default::default()), dropout(p)?, linear(h, cfg.num_labels)]);
+    }
+    Ok(presets::token_model(&name, cfg.seq_len, cfg.vocab_size, layers))
 }
 
 /// The fields BERT and RoBERTa share, with `d`'s values as defaults.

@@ -19,21 +19,17 @@
 //! Gemma 3's bidirectional attention among an image's tokens, which changes a mask only.
 
 use super::dense;
+use super::parts::{layer, tower_layer};
 use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
-use crate::layer::transformer::{FfnActivation, TransformerLayer};
-use crate::presets;
+use crate::layer::transformer::FfnActivation;
 use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
-fn layer(v: Value) -> Result<Layer> {
-    let kind = v["kind"].as_str().unwrap_or("layer").to_string();
-    serde_json::from_value(v).map_err(|_| invalid(&kind))
-}
 
 /// A sub-config object (`text_config`, `vision_config`), empty when absent.
-fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
+pub(super) fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
     match c.get(key) {
         None => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m.clone()),
@@ -42,7 +38,8 @@ fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
 }
 
 /// `SiglipVisionTransformer` without its head: `(layers, channels, image size, hidden, patches per side, eps)`.
-fn siglip(obj: &Map<String, Value>) -> Result<(Vec<Layer>, u64, u64, u64, u64, f64)> {
+/// `ignored`: the fields of `vision_config` the image-text model `what` writes and never reads.
+pub(super) fn siglip(obj: &Map<String, Value>, what: &str, ignored: &[&str]) -> Result<(Vec<Layer>, u64, u64, u64, u64, f64)> {
     let t = Fields::new(obj);
     let h = t.size("hidden_size", 768)?;
     let heads = t.size("num_attention_heads", 12)?;
@@ -52,23 +49,17 @@ fn siglip(obj: &Map<String, Value>) -> Result<(Vec<Layer>, u64, u64, u64, u64, f
     if image < patch {
         return Err(Error::Import(format!("vision_config: `image_size` {image} is smaller than `patch_size` {patch}")));
     }
-    if t.flag("vision_use_head", true)? {
-        return Err(Error::Import(
-            "vision_config: field `vision_use_head` (true, SiglipVisionConfig's default): the pooling head is not modelled; Gemma 3 checkpoints set it false".into(),
-        ));
+    if t.flag("vision_use_head", true)? && what != "siglip" {
+        return Err(Error::Import(format!(
+            "{what} vision_config: field `vision_use_head` (true, SiglipVisionConfig's default): the pooling head's output is unused by {what} and not modelled; {what} checkpoints set it false"
+        )));
     }
     let eps = t.float("layer_norm_eps", 1e-6)?;
     let side = image / patch;
     let patches = side.saturating_mul(side);
-    let enc = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(t.prob("attention_dropout", 0.0)?),
-        activation: t.activation("hidden_act", FfnActivation::GeluTanh)?,
-        layer_norm_eps: eps,
-        norm_first: true,
-        ..presets::transformer_layer(h, heads, t.size("intermediate_size", 3072)?)
-    };
-    let layers = vec![
+    let inter = t.size("intermediate_size", 3072)?;
+    let enc = tower_layer(&t, h, heads, inter, eps, FfnActivation::GeluTanh)?;
+    let mut layers = vec![
         layer(json!({"kind": "conv2d", "in_channels": channels, "out_channels": h, "kernel_size": patch, "stride": patch}))?,
         layer(json!({"kind": "flatten", "start_dim": 2}))?,
         layer(json!({"kind": "transpose", "dim0": 1, "dim1": 2}))?,
@@ -77,7 +68,13 @@ fn siglip(obj: &Map<String, Value>) -> Result<(Vec<Layer>, u64, u64, u64, u64, f
         Layer::Repeat { times: t.size("num_hidden_layers", 12)?, body: vec![Layer::TransformerEncoderLayer(enc)] },
         layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps}))?,
     ];
-    t.refuse_unknown("gemma3 vision_config", &["model_type", "initializer_range", "projection_dim"])?;
+    // SiglipModel's tower keeps its pooling head (the image embedding)
+    if what == "siglip" && t.flag("vision_use_head", true)? {
+        layers.push(layer(json!({"kind": "attention_pool", "embed_dim": h, "num_heads": heads, "intermediate_size": inter}))?);
+    }
+    let mut known = vec!["model_type", "initializer_range", "projection_dim"];
+    known.extend_from_slice(ignored);
+    t.refuse_unknown(&format!("{what} vision_config"), &known)?;
     Ok((layers, channels, image, h, side, eps))
 }
 
@@ -89,7 +86,7 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         Some("Gemma3Model") => false,
         Some(other) => return Err(Error::Import(format!("`{other}`: gemma3 imports Gemma3ForConditionalGeneration or Gemma3Model"))),
     };
-    let (vision, channels, image, hv, side, eps) = siglip(&sub(c, "vision_config")?)?;
+    let (vision, channels, image, hv, side, eps) = siglip(&sub(c, "vision_config")?, "gemma3", &[])?;
     let tokens = c.size("mm_tokens_per_image", 256)?;
     let per_side = (tokens as f64).sqrt() as u64;
     if per_side * per_side != tokens || per_side == 0 || side % per_side != 0 {

@@ -1,0 +1,98 @@
+//! `modernbert`: as transformers 5.24's `modeling_modernbert.py` builds
+//! `ModernBertForSequenceClassification` and `ModernBertModel`:
+//! - `ModernBertEmbeddings`: `tok_embeddings`, `norm` (LayerNorm, bias per `norm_bias`), dropout;
+//! - `ModernBertEncoderLayer`: `x + attn(attn_norm(x))` — `attn_norm` is `nn.Identity` in layer 0
+//!   — with the fused `Wqkv` and `Wo` (biases per `attention_bias`), rotary; then
+//!   `x + mlp(mlp_norm(x))`, the GLU MLP `Wo(act(input) · gate)` of `Wi: [D → 2·intermediate]`
+//!   (written as a `gated_mlp`: the same weights, biases per `mlp_bias`);
+//! - `final_norm`; the classifier: `[CLS]` (`classifier_pooling: "cls"`), `ModernBertPredictionHead`
+//!   (`dense` with `classifier_bias`, `classifier_activation`, LayerNorm), dropout, `classifier`.
+//!
+//! Modelled approximately (memory only): the local layers (`layer_types`' `sliding_attention`,
+//! every layer but each `global_attn_every_n_layers`-th) attend within `local_attention` tokens
+//! in PyTorch, here to the whole sequence (eager attention's memory is the same; SDPA's mask path
+//! differs). Refused by name: `classifier_pooling: "mean"`, `mlp_dropout` above 0.
+
+use super::parts::{activation, layer, residual};
+use crate::error::{Error, Result};
+use crate::import::fields::{dropout, pick, Fields};
+use crate::presets;
+use crate::spec::{Layer, ModelSpec};
+use serde_json::json;
+
+const IGNORED_MODERNBERT: &[&str] = &[
+    "initializer_cutoff_factor", "layer_types", "local_attention", "global_attn_every_n_layers", "global_rope_theta",
+    "local_rope_theta", "deterministic_flash_attn", "sparse_prediction", "sparse_pred_ignore_index", "decoder_bias",
+    "tie_word_embeddings", "reference_compile", "repad_logits_with_grad", "sliding_window", "hidden_act",
+];
+
+/// `ModernBertConfig` (transformers 5.24): defaults are ModernBERT-base's.
+pub(super) fn modernbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
+    let (class, name) = pick(arch, &["ModernBertForSequenceClassification", "ModernBertModel"], "ModernBertModel");
+    let h = c.size("hidden_size", 768)?;
+    let heads = c.size("num_attention_heads", 12)?;
+    let inter = c.size("intermediate_size", 1152)?;
+    let n = c.size("num_hidden_layers", 22)?;
+    let vocab = c.size("vocab_size", 50368)?;
+    let eps = c.float("norm_eps", 1e-5)?;
+    let norm_bias = c.flag("norm_bias", false)?;
+    let attn_bias = c.flag("attention_bias", false)?;
+    let mlp_bias = c.flag("mlp_bias", false)?;
+    let max_pos = c.size("max_position_embeddings", 8192)?;
+    c.activation("hidden_activation", crate::layer::transformer::FfnActivation::Gelu)?;
+    if !h.is_multiple_of(heads) {
+        return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
+    }
+    let norm = || layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps, "bias": norm_bias}));
+    let attn_p = c.prob("attention_dropout", 0.0)?;
+    if c.prob("mlp_dropout", 0.0)? > 0.0 {
+        return Err(Error::Import("field `mlp_dropout`: above 0 is not supported (a dropout inside the GLU)".into()));
+    }
+    let attn = || {
+        layer(json!({"kind": "multihead_attention", "embed_dim": h, "num_heads": heads, "dropout": attn_p, "bias": attn_bias,
+            "fused_qkv": true, "rotary": true}))
+    };
+    let block = |first: bool| -> Result<Vec<Layer>> {
+        let mut a = if first { vec![] } else { vec![norm()?] };
+        a.push(attn()?);
+        if attn_p > 0.0 {
+            // `out_drop` on the attention output
+            a.push(dropout(attn_p)?);
+        }
+        let mlp = vec![norm()?, layer(json!({"kind": "gated_mlp", "hidden_size": h, "intermediate_size": inter, "bias": mlp_bias}))?];
+        Ok(vec![residual(a), residual(mlp)])
+    };
+    let mut layers = vec![
+        layer(json!({"kind": "embedding", "num_embeddings": vocab, "embedding_dim": h}))?,
+        norm()?,
+        dropout(c.prob("embedding_dropout", 0.0)?)?,
+    ];
+    if n > 0 {
+        layers.extend(block(true)?);
+        if n > 1 {
+            layers.push(Layer::Repeat { times: n - 1, body: block(false)? });
+        }
+    }
+    layers.push(norm()?);
+    if class == "ModernBertForSequenceClassification" {
+        if c.str("classifier_pooling")?.unwrap_or("cls") != "cls" {
+            return Err(Error::Import("field `classifier_pooling`: only \"cls\" is supported (the masked mean is not modelled)".into()));
+        }
+        let labels = c.num_labels()?;
+        if labels == 0 {
+            return Err(Error::Import("ModernBertForSequenceClassification needs at least 1 label (`num_labels` / `id2label`)".into()));
+        }
+        layers.push(layer(json!({"kind": "select_token", "index": 0}))?);
+        layers.push(layer(json!({"kind": "linear", "in_features": h, "out_features": h, "bias": c.flag("classifier_bias", false)?}))?);
+        layers.push(activation("classifier_activation", c.str("classifier_activation")?.unwrap_or("gelu"))?);
+        layers.push(norm()?);
+        layers.push(dropout(c.prob("classifier_dropout", 0.0)?)?);
+        layers.push(layer(json!({"kind": "linear", "in_features": h, "out_features": labels}))?);
+    } else {
+        for key in ["classifier_pooling", "classifier_bias", "classifier_activation", "classifier_dropout"] {
+            c.get(key);
+        }
+    }
+    c.refuse_unknown("modernbert", IGNORED_MODERNBERT)?;
+    Ok(presets::token_model(&name, crate::presets::BertConfig::base().seq_len.min(max_pos), vocab, layers))
+}
