@@ -75,18 +75,15 @@ pub fn from_fragment(fragment: &str) -> Result<(Option<GgufSource>, LocalSetting
 mod tests {
     use super::*;
     use vramcalc_core::gguf::GgmlType;
+    use vramcalc_core::llama_cpp::Params;
 
     #[test]
     fn the_source_and_every_setting_travel_in_the_link() {
         let hub = GgufSource::Hub(HubFile { repo: "unsloth/Qwen3-30B-A3B-GGUF".into(), revision: "refs/pr/2".into(), path: "Q4_K_M/x.gguf".into() });
         let quant = GgufSource::Quant { model: "qwen3-8b".into(), quant: "Q4_K_M".into() };
+        let params = Params { n_ctx: 32768, type_k: GgmlType::Q8_0, n_cpu_moe: 12, swa_full: true, mmap: false, n_gpu_layers: Some(30), ..Params::default() };
         let s = LocalSettings {
-            n_ctx: 32768,
-            type_k: GgmlType::Q8_0,
-            n_cpu_moe: 12,
-            swa_full: true,
-            mmap: false,
-            n_gpu_layers: Some(30),
+            params,
             gpu: None,
             n_gpus: 2,
             host_ram: Some(96 << 30),
@@ -111,7 +108,7 @@ mod tests {
         use crate::state::local::{Load, Workload};
         let s = crate::test_util::block_on(start("#gguf.model=qwen3-8b,quant=Q4_K_M,c=8192", None)).state;
         assert_eq!(s.workload, Workload::LlamaCpp);
-        assert_eq!(s.local.settings.n_ctx, 8192);
+        assert_eq!(s.local.settings.params.n_ctx, 8192);
         assert_eq!(s.local.model.as_ref().map(|m| m.1.tensor_bytes()), Some(super::super::synth("qwen3-8b", "Q4_K_M").unwrap().tensor_bytes()));
         let h = crate::test_util::block_on(start("#gguf.hub=a/b/x.gguf", None)).state;
         assert!(matches!(h.local.load, Load::Loading(GgufSource::Hub(ref f)) if f.url() == "https://huggingface.co/a/b/resolve/main/x.gguf"));

@@ -1,5 +1,5 @@
 //! The llama.cpp panel's logic (issue 24), pure and tested natively: which settings it shows
-//! ([`fields`]) and what a field's text sets ([`with`]), the core's `Params` and GPUs from them,
+//! ([`fields`]) and what a field's text sets ([`with`]), the GPUs from them (the settings hold the core's `Params` itself),
 //! and the answer ([`answer`]: every device's buffers from `vramcalc_core::llama_cpp::estimate`,
 //! the largest context and the most GPU layers from `llama_cpp::fit`, the command line). The
 //! header comes from a file (`read`, `fetch`) or, without one, from a built-in model's
@@ -13,7 +13,7 @@ pub mod read;
 use crate::form::{flag, named, whole, Field};
 use crate::state::local::{GgufSource, LocalSettings};
 use vramcalc_core::gguf::{GgmlType, Header};
-use vramcalc_core::llama_cpp::{fit, Estimate, FlashAttn, GpuDevice, Hparams, Params, KV_CACHE_TYPES};
+use vramcalc_core::llama_cpp::{fit, Estimate, FlashAttn, GpuDevice, Hparams, KV_CACHE_TYPES};
 use vramcalc_core::{presets, GPUS};
 
 /// The `llama-quantize` names offered without a file (each a recipe of `synth::recipe`).
@@ -68,22 +68,22 @@ pub fn fields(s: &LocalSettings, m: ModelTraits) -> Vec<Field> {
     let mut gpus = vec![("none".to_string(), "CPU only".to_string())];
     gpus.extend(GPUS.iter().map(|g| (g.id.to_string(), g.name.to_string())));
     let mut out = vec![
-        Field::number("c", s.n_ctx),
-        Field::number("np", s.n_parallel),
-        Field::select("ctk", kv.clone(), s.type_k.name),
-        Field::select("ctv", kv, s.type_v.name),
-        Field::select("fa", named(["auto", "on", "off"]), fa_name(s.flash_attn)),
-        Field::text("ngl", s.n_gpu_layers.map_or("all".to_string(), |n| n.to_string())),
+        Field::number("c", s.params.n_ctx),
+        Field::number("np", s.params.n_parallel),
+        Field::select("ctk", kv.clone(), s.params.type_k.name),
+        Field::select("ctv", kv, s.params.type_v.name),
+        Field::select("fa", named(["auto", "on", "off"]), fa_name(s.params.flash_attn)),
+        Field::text("ngl", s.params.n_gpu_layers.map_or("all".to_string(), |n| n.to_string())),
     ];
     if m.moe {
-        out.push(Field::number("n-cpu-moe", s.n_cpu_moe));
+        out.push(Field::number("n-cpu-moe", s.params.n_cpu_moe));
     }
-    out.extend([Field::number("ub", s.n_ubatch), Field::number("b", s.n_batch), Field::check("kv-unified", s.kv_unified)]);
+    out.extend([Field::number("ub", s.params.n_ubatch), Field::number("b", s.params.n_batch), Field::check("kv-unified", s.params.kv_unified)]);
     if m.swa {
-        out.push(Field::check("swa-full", s.swa_full));
+        out.push(Field::check("swa-full", s.params.swa_full));
     }
     out.extend([
-        Field::check("no-mmap", !s.mmap),
+        Field::check("no-mmap", !s.params.mmap),
         Field::select("gpu", gpus, s.gpu.clone().unwrap_or_else(|| "none".into())),
         Field::number("gpus", s.n_gpus),
         Field::text("ram", s.host_ram.map_or(String::new(), |b| format!("{}", b as f64 / (1u64 << 30) as f64))),
@@ -96,12 +96,12 @@ pub fn with(s: &LocalSettings, id: &str, text: &str) -> Result<LocalSettings, St
     let mut s = s.clone();
     let kv = |t: &str| KV_CACHE_TYPES.iter().copied().find(|k| k.name == t).ok_or_else(|| format!("{t}: not a KV cache type"));
     match id {
-        "c" => s.n_ctx = whole(text, 0, 1 << 24)?,
-        "np" => s.n_parallel = whole(text, 1, 256)?,
-        "ctk" => s.type_k = kv(text)?,
-        "ctv" => s.type_v = kv(text)?,
+        "c" => s.params.n_ctx = whole(text, 0, 1 << 24)?,
+        "np" => s.params.n_parallel = whole(text, 1, 256)?,
+        "ctk" => s.params.type_k = kv(text)?,
+        "ctv" => s.params.type_v = kv(text)?,
         "fa" => {
-            s.flash_attn = match text {
+            s.params.flash_attn = match text {
                 "on" => FlashAttn::On,
                 "off" => FlashAttn::Off,
                 "auto" => FlashAttn::Auto,
@@ -109,17 +109,17 @@ pub fn with(s: &LocalSettings, id: &str, text: &str) -> Result<LocalSettings, St
             }
         }
         "ngl" => {
-            s.n_gpu_layers = match text.trim() {
+            s.params.n_gpu_layers = match text.trim() {
                 "" | "all" | "auto" | "-1" => None,
                 t => Some(whole(t, 0, 10_000).map_err(|_| "expected a number of layers, or all".to_string())?),
             }
         }
-        "n-cpu-moe" => s.n_cpu_moe = whole(text, 0, 10_000)?,
-        "ub" => s.n_ubatch = whole(text, 1, 1 << 16)?,
-        "b" => s.n_batch = whole(text, 1, 1 << 20)?,
-        "kv-unified" => s.kv_unified = flag(text),
-        "swa-full" => s.swa_full = flag(text),
-        "no-mmap" => s.mmap = !flag(text),
+        "n-cpu-moe" => s.params.n_cpu_moe = whole(text, 0, 10_000)?,
+        "ub" => s.params.n_ubatch = whole(text, 1, 1 << 16)?,
+        "b" => s.params.n_batch = whole(text, 1, 1 << 20)?,
+        "kv-unified" => s.params.kv_unified = flag(text),
+        "swa-full" => s.params.swa_full = flag(text),
+        "no-mmap" => s.params.mmap = !flag(text),
         "gpu" => s.gpu = if text == "none" { None } else { Some(vramcalc_core::memory::device::gpu(text).ok_or_else(|| format!("{text}: unknown GPU"))?.id.to_string()) },
         "gpus" => s.n_gpus = whole(text, 1, 16)?,
         "ram" => {
@@ -133,24 +133,6 @@ pub fn with(s: &LocalSettings, id: &str, text: &str) -> Result<LocalSettings, St
     Ok(s)
 }
 
-/// The core's settings.
-pub fn params(s: &LocalSettings) -> Params {
-    Params {
-        n_ctx: s.n_ctx,
-        n_batch: s.n_batch,
-        n_ubatch: s.n_ubatch,
-        type_k: s.type_k,
-        type_v: s.type_v,
-        flash_attn: s.flash_attn,
-        n_parallel: s.n_parallel,
-        kv_unified: s.kv_unified,
-        n_gpu_layers: s.n_gpu_layers,
-        n_cpu_moe: s.n_cpu_moe,
-        swa_full: s.swa_full,
-        mmap: s.mmap,
-        ..Params::default()
-    }
-}
 
 /// The GPUs: `n_gpus` of the chosen card, or none.
 pub fn gpus(s: &LocalSettings) -> Vec<GpuDevice> {
@@ -184,7 +166,7 @@ pub struct Answer {
 }
 
 pub fn answer(h: &Header, s: &LocalSettings, src: &GgufSource) -> Result<Answer, String> {
-    let p = params(s);
+    let p = &s.params;
     let g = gpus(s);
     let e = vramcalc_core::llama_cpp::estimate(h, &p, &g, s.host_ram).map_err(|e| e.to_string())?;
     let reverse = !g.is_empty() || s.host_ram.is_some();
@@ -216,6 +198,7 @@ pub fn weight_types(h: &Header) -> Vec<(GgmlType, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vramcalc_core::llama_cpp::Params;
     use crate::state::local::HubFile;
 
     const TINY: &[u8] = include_bytes!("../../tests/data/gguf/tiny-qwen3moe-Q8_0.gguf");
@@ -230,7 +213,7 @@ mod tests {
 
     #[test]
     fn every_field_reads_back_what_it_shows() {
-        let s = LocalSettings { n_cpu_moe: 2, swa_full: true, n_gpu_layers: Some(3), host_ram: Some(32 << 30), ..LocalSettings::default() };
+        let s = LocalSettings { params: Params { n_cpu_moe: 2, swa_full: true, n_gpu_layers: Some(3), ..Params::default() }, host_ram: Some(32 << 30), ..LocalSettings::default() };
         let m = ModelTraits { n_layer: 4, moe: true, swa: true, n_ctx_train: 4096 };
         let fs = fields(&s, m);
         assert!(fs.iter().any(|f| f.id == "n-cpu-moe") && fs.iter().any(|f| f.id == "swa-full"));
@@ -244,9 +227,9 @@ mod tests {
     #[test]
     fn field_texts_set_llama_cpp_settings_or_say_why_not() {
         let s = LocalSettings::default();
-        assert_eq!(with(&s, "ctk", "q8_0").unwrap().type_k, GgmlType::Q8_0);
-        assert_eq!(with(&s, "ngl", "20").unwrap().n_gpu_layers, Some(20));
-        assert_eq!(with(&s, "ngl", "all").unwrap().n_gpu_layers, None);
+        assert_eq!(with(&s, "ctk", "q8_0").unwrap().params.type_k, GgmlType::Q8_0);
+        assert_eq!(with(&s, "ngl", "20").unwrap().params.n_gpu_layers, Some(20));
+        assert_eq!(with(&s, "ngl", "all").unwrap().params.n_gpu_layers, None);
         assert_eq!(with(&s, "gpu", "none").unwrap().gpu, None);
         assert_eq!(with(&s, "ram", "16").unwrap().host_ram, Some(16 << 30));
         assert_eq!(with(&s, "ram", "").unwrap().host_ram, None);
@@ -260,9 +243,9 @@ mod tests {
     #[test]
     fn the_answer_is_the_cores_estimate_with_its_reverse_answers() {
         let h = tiny();
-        let s = LocalSettings { n_ctx: 8192, type_k: GgmlType::Q8_0, type_v: GgmlType::Q8_0, ..LocalSettings::default() };
+        let s = LocalSettings { params: Params { n_ctx: 8192, type_k: GgmlType::Q8_0, type_v: GgmlType::Q8_0, ..Params::default() }, ..LocalSettings::default() };
         let a = answer(&h, &s, &src()).unwrap();
-        let e = vramcalc_core::llama_cpp::estimate(&h, &params(&s), &gpus(&s), s.host_ram).unwrap();
+        let e = vramcalc_core::llama_cpp::estimate(&h, &s.params, &gpus(&s), s.host_ram).unwrap();
         assert_eq!(a.estimate, e);
         assert_eq!(a.estimate.devices.len(), 2, "the host and one GPU");
         assert!(a.estimate.fits());
@@ -270,7 +253,7 @@ mod tests {
         assert_eq!(a.max_ngl.map(|x| x.0), Some(5), "4 layers and the output layer");
         assert!(a.command.starts_with("llama-server -m tiny.gguf -c 8192 -ngl all -fa auto -ctk q8_0 -ctv q8_0"), "{}", a.command);
         // the KV cache follows -c and -ctk/-ctv as the core says
-        let f16 = answer(&h, &LocalSettings { n_ctx: 8192, ..LocalSettings::default() }, &src()).unwrap();
+        let f16 = answer(&h, &LocalSettings { params: Params { n_ctx: 8192, ..Params::default() }, ..LocalSettings::default() }, &src()).unwrap();
         assert!(f16.estimate.kv_bytes() > a.estimate.kv_bytes());
         // CPU only with no RAM given: nothing to fit, no reverse answers
         let cpu = answer(&h, &LocalSettings { gpu: None, host_ram: None, ..LocalSettings::default() }, &src()).unwrap();
@@ -281,7 +264,7 @@ mod tests {
     fn experts_on_the_cpu_move_bytes_to_the_host() {
         let h = tiny();
         let on_gpu = answer(&h, &LocalSettings::default(), &src()).unwrap().estimate;
-        let moe = answer(&h, &LocalSettings { n_cpu_moe: 4, ..LocalSettings::default() }, &src()).unwrap().estimate;
+        let moe = answer(&h, &LocalSettings { params: Params { n_cpu_moe: 4, ..Params::default() }, ..LocalSettings::default() }, &src()).unwrap().estimate;
         assert!(moe.devices[0].model > on_gpu.devices[0].model);
         assert!(moe.devices[1].model < on_gpu.devices[1].model);
     }

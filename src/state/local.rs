@@ -7,8 +7,8 @@
 //! pipeline's (marked for the lead to merge into the setup's mode switch).
 
 use std::rc::Rc;
-use vramcalc_core::gguf::{GgmlType, Header};
-use vramcalc_core::llama_cpp::FlashAttn;
+use vramcalc_core::gguf::Header;
+use vramcalc_core::llama_cpp::Params;
 
 /// What the app shows: the PyTorch panels (every other mode), llama.cpp, or an image pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,23 +58,10 @@ pub enum Load {
     Failed(GgufSource, String),
 }
 
-/// llama.cpp's settings as its flags name them (`-c`, `-np`, …), and the machine.
+/// llama.cpp's settings (the core's own [`Params`], as its flags name them) and the machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalSettings {
-    /// `-c` (0: the model's training context).
-    pub n_ctx: u64,
-    pub n_batch: u64,
-    pub n_ubatch: u64,
-    pub type_k: GgmlType,
-    pub type_v: GgmlType,
-    pub flash_attn: FlashAttn,
-    pub n_parallel: u64,
-    pub kv_unified: bool,
-    /// `-ngl` (`None`: all).
-    pub n_gpu_layers: Option<u64>,
-    pub n_cpu_moe: u64,
-    pub swa_full: bool,
-    pub mmap: bool,
+    pub params: Params,
     /// The card (`vramcalc_core::GPUS` id; `None`: CPU only) and how many of it.
     pub gpu: Option<String>,
     pub n_gpus: u64,
@@ -84,23 +71,7 @@ pub struct LocalSettings {
 
 impl Default for LocalSettings {
     fn default() -> Self {
-        LocalSettings {
-            n_ctx: 4096,
-            n_batch: 2048,
-            n_ubatch: 512,
-            type_k: GgmlType::F16,
-            type_v: GgmlType::F16,
-            flash_attn: FlashAttn::Auto,
-            n_parallel: 1,
-            kv_unified: false,
-            n_gpu_layers: None,
-            n_cpu_moe: 0,
-            swa_full: false,
-            mmap: true,
-            gpu: Some("rtx-4090".into()),
-            n_gpus: 1,
-            host_ram: Some(64 << 30),
-        }
+        LocalSettings { params: Params::default(), gpu: Some("rtx-4090".into()), n_gpus: 1, host_ram: Some(64 << 30) }
     }
 }
 

@@ -32,7 +32,7 @@ pub enum Target {
 
 /// One `-ot PATTERN=BUFFER` entry (patterns are searched in the tensor name, first match wins:
 /// `llama_model_loader::create_tensor`, `std::regex_search`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Override {
     pub pattern: String,
     pub target: Target,
@@ -48,7 +48,7 @@ pub struct GpuDevice {
 /// The settings of one llama.cpp run. Defaults are llama.cpp's (`common/common.h`), except the
 /// context: `n_ctx` 0 there means the model's training context, and `--fit` then shrinks it to
 /// the memory; here 0 means the training context as well, and the CLI's default is 4096.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Params {
     /// `-c`: 0 takes the model's `context_length`.
     pub n_ctx: u64,
