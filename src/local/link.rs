@@ -87,7 +87,6 @@ mod tests {
             gpu: None,
             n_gpus: 2,
             host_ram: Some(96 << 30),
-            ..LocalSettings::default()
         };
         for src in [Some(&hub), Some(&quant), None] {
             for set in [&s, &LocalSettings::default()] {

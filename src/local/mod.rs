@@ -168,17 +168,17 @@ pub struct Answer {
 pub fn answer(h: &Header, s: &LocalSettings, src: &GgufSource) -> Result<Answer, String> {
     let p = &s.params;
     let g = gpus(s);
-    let e = vramcalc_core::llama_cpp::estimate(h, &p, &g, s.host_ram).map_err(|e| e.to_string())?;
+    let e = vramcalc_core::llama_cpp::estimate(h, p, &g, s.host_ram).map_err(|e| e.to_string())?;
     let reverse = !g.is_empty() || s.host_ram.is_some();
     let (max_ctx, max_ngl) = if reverse {
         let limit = Hparams::from_header(h).map_err(|e| e.to_string())?.n_ctx_train.max(p.n_ctx);
-        let ctx = fit::max_context(h, &p, &g, s.host_ram, limit).map_err(|e| e.to_string())?;
-        let ngl = if g.is_empty() { None } else { fit::max_gpu_layers(h, &p, &g, s.host_ram).map_err(|e| e.to_string())?.map(|(n, e)| (n, e.devices[0].total())) };
+        let ctx = fit::max_context(h, p, &g, s.host_ram, limit).map_err(|e| e.to_string())?;
+        let ngl = if g.is_empty() { None } else { fit::max_gpu_layers(h, p, &g, s.host_ram).map_err(|e| e.to_string())?.map(|(n, e)| (n, e.devices[0].total())) };
         (ctx, ngl)
     } else {
         (None, None)
     };
-    let command = fit::server_command(&model_path(src), &p, e.n_layer);
+    let command = fit::server_command(&model_path(src), p, e.n_layer);
     Ok(Answer { max_ctx, max_ngl, reverse, command, tensor_bytes: h.tensor_bytes(), n_tensors: h.tensors.len(), estimate: e })
 }
 
