@@ -98,7 +98,8 @@ fn runs(layers: Vec<TransformerLayer>) -> Vec<Layer> {
     out.into_iter().map(|(times, l)| Layer::Repeat { times, body: vec![Layer::TransformerDecoderLayer(l)] }).collect()
 }
 
-fn layer_count(c: &Fields, key: &str, default: u64) -> Result<u64> {
+/// `key`'s layer count, refused above [`MAX_LAYERS`] (a hostile config must not build a huge spec).
+pub(super) fn layer_count(c: &Fields, key: &str, default: u64) -> Result<u64> {
     let n = c.size(key, default)?;
     if n > MAX_LAYERS {
         return Err(Error::Import(format!("field `{key}` ({n}) is more than {MAX_LAYERS} layers")));

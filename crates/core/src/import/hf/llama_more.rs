@@ -4,7 +4,7 @@
 //! (`modeling_hunyuan_v1_dense.py`: biases by `attention_bias` on the four attention
 //! projections, none in the MLP, per-head RMSNorms `query_layernorm` / `key_layernorm`).
 
-use super::dense::{head_for, Decoder, IGNORED_LLAMA_LIKE, MAX_LAYERS};
+use super::dense::{head_for, layer_count, Decoder, IGNORED_LLAMA_LIKE};
 use crate::error::{Error, Result};
 use crate::import::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::import::fields::{pick, Fields};
@@ -43,11 +43,8 @@ fn build(c: &Fields, arch: Option<&str>, s: Shape, attn_bias: bool, mlp_bias: bo
         }
         None => h / heads,
     };
-    let n = c.size("num_hidden_layers", n)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", vocab)?;
+    let n = layer_count(c, "num_hidden_layers", n)?;
+        let vocab = c.size("vocab_size", vocab)?;
     let eps = c.float("rms_norm_eps", eps)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let layer = TransformerLayer {
@@ -142,11 +139,8 @@ pub(super) fn nemotron(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         "relu2" => {}
         other => return Err(Error::Import(format!("field `hidden_act`: `{other}` is not modelled (relu2)"))),
     }
-    let n = c.size("num_hidden_layers", 32)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", 256000)?;
+    let n = layer_count(c, "num_hidden_layers", 32)?;
+        let vocab = c.size("vocab_size", 256000)?;
     let eps = c.float("norm_eps", 1e-5)?;
     let (rotary, rotary_dim) = super::dense::rotary_dim(c, "partial_rotary_factor", 0.5, hd)?;
     let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);

@@ -1,7 +1,7 @@
 //! LLaMA's variants with one mechanism of their own: `smollm3` (no-RoPE layers) and `granite`
 //! (embedding, residual, attention and logit multipliers), built on [`super::dense::Decoder`].
 
-use super::dense::{divisible, head_for, Decoder, IGNORED_LLAMA_LIKE, MAX_LAYERS};
+use super::dense::{divisible, head_for, layer_count, Decoder, IGNORED_LLAMA_LIKE};
 use crate::error::{Error, Result};
 use crate::import::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::import::fields::{pick, Fields};
@@ -48,11 +48,8 @@ pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let heads = c.size("num_attention_heads", 16)?;
     let kv = c.size("num_key_value_heads", 4)?;
     divisible(h, heads)?;
-    let n = c.size("num_hidden_layers", 36)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", 128256)?;
+    let n = layer_count(c, "num_hidden_layers", 36)?;
+        let vocab = c.size("vocab_size", 128256)?;
     let eps = c.float("rms_norm_eps", 1e-6)?;
     let interval = c.size("no_rope_layer_interval", 4)?;
     let rope: Vec<bool> = match per_layer(c, "no_rope_layers", n)? {
@@ -116,11 +113,8 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let heads = c.size("num_attention_heads", 32)?;
     let kv = c.size("num_key_value_heads", heads)?;
     divisible(h, heads)?;
-    let n = c.size("num_hidden_layers", 32)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", 32000)?;
+    let n = layer_count(c, "num_hidden_layers", 32)?;
+        let vocab = c.size("vocab_size", 32000)?;
     let eps = c.float("rms_norm_eps", 1e-6)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
@@ -180,11 +174,8 @@ pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let heads = c.size("num_attention_heads", 32)?;
     let kv = c.size("num_key_value_heads", 2)?;
     let hd = c.size("head_dim", 128)?;
-    let n = c.size("num_hidden_layers", 40)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    let vocab = c.size("vocab_size", 151552)?;
+    let n = layer_count(c, "num_hidden_layers", 40)?;
+        let vocab = c.size("vocab_size", 151552)?;
     let eps = c.float("rms_norm_eps", 1.5625e-7)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let (rotary, rotary_dim) = super::dense::rotary_dim(c, "partial_rotary_factor", 0.5, hd)?;
@@ -237,11 +228,8 @@ pub(super) fn stablelm(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let heads = c.size("num_attention_heads", 32)?;
     let kv = c.size("num_key_value_heads", 32)?;
     divisible(h, heads)?;
-    let n = c.size("num_hidden_layers", 32)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    if c.flag("qk_layernorm", false)? {
+    let n = layer_count(c, "num_hidden_layers", 32)?;
+        if c.flag("qk_layernorm", false)? {
         return Err(Error::Import("field `qk_layernorm`: StableLM's per-head q/k LayerNorms (one per head) are not modelled".into()));
     }
     let vocab = c.size("vocab_size", 50304)?;
@@ -302,10 +290,7 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let h = c.size("n_embd", 4096)?;
     let heads = c.size("n_head", 16)?;
     divisible(h, heads)?;
-    let n = c.size("n_layer", 28)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `n_layer` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
+    let n = layer_count(c, "n_layer", 28)?;
     let hd = h / heads;
     let rotary_dim = match c.opt_int("rotary_dim")? {
         None => None,
@@ -384,11 +369,8 @@ fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> 
     let heads = c.size("num_attention_heads", 64)?;
     let kv = c.size("num_key_value_heads", heads)?;
     divisible(h, heads)?;
-    let n = c.size("num_hidden_layers", 40)?;
-    if n > MAX_LAYERS {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds ({MAX_LAYERS})")));
-    }
-    if c.flag("use_qk_norm", false)? {
+    let n = layer_count(c, "num_hidden_layers", 40)?;
+        if c.flag("use_qk_norm", false)? {
         return Err(Error::Import("field `use_qk_norm`: Cohere's per-head q/k LayerNorms are not modelled".into()));
     }
     let vocab = c.size("vocab_size", 256000)?;

@@ -40,9 +40,7 @@ pub(super) fn modernbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let mlp_bias = c.flag("mlp_bias", false)?;
     let max_pos = c.size("max_position_embeddings", 8192)?;
     c.activation("hidden_activation", crate::layer::transformer::FfnActivation::Gelu)?;
-    if !h.is_multiple_of(heads) {
-        return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
-    }
+    super::dense::divisible(h, heads)?;
     let norm = || layer(json!({"kind": "layer_norm", "normalized_shape": h, "eps": eps, "bias": norm_bias}));
     let attn_p = c.prob("attention_dropout", 0.0)?;
     if c.prob("mlp_dropout", 0.0)? > 0.0 {

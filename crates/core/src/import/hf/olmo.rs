@@ -20,14 +20,9 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let h = c.size("hidden_size", 4096)?;
     let heads = c.size("num_attention_heads", 32)?;
     let kv = c.size("num_key_value_heads", heads)?;
-    if !h.is_multiple_of(heads) {
-        return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})")));
-    }
-    let n = c.size("num_hidden_layers", 32)?;
-    if n > 10_000 {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds (10000)")));
-    }
-    let vocab = c.size("vocab_size", 50304)?;
+    super::dense::divisible(h, heads)?;
+    let n = super::dense::layer_count(c, "num_hidden_layers", 32)?;
+        let vocab = c.size("vocab_size", 50304)?;
     let eps = c.float("rms_norm_eps", 1e-5)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let bias = c.flag("attention_bias", false)?;
@@ -97,11 +92,8 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         None if h.is_multiple_of(heads) => h / heads,
         None => return Err(Error::Import(format!("hidden_size ({h}) must be divisible by num_attention_heads ({heads})"))),
     };
-    let n = c.size("num_hidden_layers", 32)?;
-    if n > 10_000 {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds (10000)")));
-    }
-    let vocab = c.size("vocab_size", 102400)?;
+    let n = super::dense::layer_count(c, "num_hidden_layers", 32)?;
+        let vocab = c.size("vocab_size", 102400)?;
     let eps = c.float("rms_norm_eps", 1e-5)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let window = if c.0.get("sliding_window").is_some_and(Value::is_null) { None } else { Some(c.size("sliding_window", 4096)?) };

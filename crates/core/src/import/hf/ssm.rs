@@ -77,11 +77,7 @@ fn stack(name: String, lm: bool, vocab: u64, norm: RmsNorm, n: u64, mixer: Layer
 }
 
 fn layers(c: &Fields, default: u64) -> Result<u64> {
-    let n = c.size("num_hidden_layers", default)?;
-    if n > 10_000 {
-        return Err(Error::Import(format!("field `num_hidden_layers` ({n}) is more than this importer builds (10000)")));
-    }
-    Ok(n)
+    super::dense::layer_count(c, "num_hidden_layers", default)
 }
 
 /// `MambaConfig` (transformers): defaults are mamba-130m's widths with 32 layers.
