@@ -302,6 +302,19 @@ pub fn read_index(text: &str) -> Result<Index, SafetensorsError> {
     Ok(Index { total_size, total_parameters, tensors, files })
 }
 
+/// Where a checkpoint's stored bytes and the modelled weights disagree by more than
+/// [`DISAGREE_ABOVE`]: `(stored − modelled) / modelled` (None within it, or with nothing modelled).
+pub fn disagreement(stored: u64, modelled: u64) -> Option<f64> {
+    if modelled == 0 {
+        return None;
+    }
+    let rel = (stored as f64 - modelled as f64) / modelled as f64;
+    (rel.abs() > DISAGREE_ABOVE).then_some(rel)
+}
+
+/// The relative difference past which a view shows both figures as disagreeing: 1 %.
+pub const DISAGREE_ABOVE: f64 = 0.01;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +357,14 @@ mod tests {
         assert!(e.contains("a.dtype") && e.contains("Q4"), "{e}");
         let json = r#"{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,1]}}"#;
         assert!(read_header(&file(json)).unwrap_err().to_string().contains("MisalignedSlice"));
+    }
+
+    #[test]
+    fn disagreement_past_one_percent() {
+        assert_eq!(disagreement(1010, 1000), None);
+        assert!(disagreement(1011, 1000).is_some_and(|r| (r - 0.011).abs() < 1e-12));
+        assert!(disagreement(500, 1000).is_some_and(|r| r < 0.0));
+        assert_eq!(disagreement(5, 0), None);
     }
 
     #[test]

@@ -156,6 +156,27 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
     })
 }
 
+/// The `quantization_config` a preset's checkpoint is published with (its hub `config.json`;
+/// [`hf_config`] leaves it out so the presets count the model's parameters in its dtype): what
+/// an inference of the checkpoint loads ([`published_weights`]).
+pub fn published_quantization(id: &str) -> Option<&'static str> {
+    Some(match id {
+        // openai/gpt-oss-20b and openai/gpt-oss-120b config.json
+        "gpt-oss-20b" | "gpt-oss-120b" => {
+            r#"{"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}"#
+        }
+        // deepseek-ai/DeepSeek-V3 and moonshotai/Kimi-K2-Instruct config.json
+        "deepseek-v3" | "kimi-k2" => r#"{"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}"#,
+        _ => return None,
+    })
+}
+
+/// The weight format of a preset's published checkpoint ([`published_quantization`]).
+pub fn published_weights(id: &str) -> Option<crate::formats::WeightFormat> {
+    let q: serde_json::Value = serde_json::from_str(published_quantization(id)?).ok()?;
+    crate::formats::hf::from_quantization_config(&q).ok()
+}
+
 /// All presets, in menu order.
 pub fn list() -> &'static [PresetInfo] {
     PRESETS

@@ -1,0 +1,62 @@
+//! `estimate --safetensors-index / --safetensors`: the checkpoint as stored beside the modelled
+//! weights (issue 25), on the headers `tools/make_safetensors_headers.py` wrote; and a preset
+//! with a published `quantization_config` counted as stored.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn vramcalc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn data(name: &str) -> String {
+    format!("{}/../core/tests/data/safetensors/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn stored_and_modelled_are_shown_together() {
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", &data("llama-bf16.config.json"), "--mode", "infer", "--safetensors-index", &data("llama-bf16.index.json")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("checkpoint as stored: 3.78 MB") && out.contains("they agree within 1 %"), "{out}");
+    // the W4A16 file against the bf16 config: both figures, flagged
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", &data("llama-bf16.config.json"), "--mode", "infer", "--safetensors", &data("llama-ct-w4a16.model.safetensors.header"), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = &v["checkpoint"];
+    assert_eq!(c["stored_bytes"], 1_736_416);
+    assert_eq!(c["modelled_weight_bytes"], v["param_bytes"]);
+    assert_eq!(c["disagree"], true);
+    // with its own quantization_config the same file agrees to the byte
+    let (_, out, _) = vramcalc(&["estimate", "--hf-config", &data("llama-ct-w4a16.config.json"), "--mode", "infer", "--safetensors", &data("llama-ct-w4a16.model.safetensors.header"), "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["checkpoint"]["stored_bytes"], v["param_bytes"]);
+}
+
+#[test]
+fn a_bad_header_is_an_error_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("vramcalc-st-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.safetensors");
+    let json = br#"{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}}"#;
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(json);
+    std::fs::write(&path, bytes).unwrap();
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "gpt2", "--mode", "infer", "--safetensors", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.safetensors") && err.contains("w.data_offsets") && err.contains("at byte 9"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// gpt-oss-20b's checkpoint is published with `quant_method: "mxfp4"`: inference of the preset
+/// loads its experts as stored (13,761,264,768 bytes: `tests/formats.rs`), not in bf16.
+#[test]
+fn a_published_quantization_counts_as_stored() {
+    let (code, out, err) = vramcalc(&["estimate", "--preset", "gpt-oss-20b", "--mode", "infer", "--precision", "bf16", "--batch", "1", "--seq-len", "128", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["param_bytes"], 13_761_264_768u64);
+    let (_, out, _) = vramcalc(&["estimate", "--preset", "gpt-oss-20b", "--mode", "infer", "--precision", "bf16", "--batch", "1", "--seq-len", "128", "--weights", "bf16", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["param_bytes"], 2 * 20_914_757_184u64);
+}
