@@ -115,6 +115,8 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B (gated DeltaNet + attention)", Family::Moe, Some(4096)),
     hf("llama-4-scout-17b-16e", "Llama-4-Scout-17B-16E (text model)", Family::Moe, Some(4096)),
     hf("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct (with its vision tower)", Family::Llm, Some(4096)),
+    hf("kimi-k2", "Kimi-K2-Instruct (1T-A32B, DeepSeek-V3 architecture)", Family::Moe, Some(4096)),
+    hf("mistral-small-3.2-24b", "Mistral-Small-3.2-24B-Instruct (text model)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -152,6 +154,15 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "llama-4-scout-17b-16e" => include_str!("configs/llama-4-scout-17b-16e.json"),
         // Qwen/Qwen2.5-VL-7B-Instruct's config.json (text fields at the top level, as published)
         "qwen2.5-vl-7b" => include_str!("configs/qwen2.5-vl-7b.json"),
+        // moonshotai/Kimi-K2-Instruct's config.json (`model_type: kimi_k2`, its `auto_map` a
+        // `DeepseekV3ForCausalLM`) as the `deepseek_v3` config transformers builds: 384 routed
+        // experts, 64 heads, one dense layer, vocab 163,840, YaRN ×32 over 4,096; its FP8
+        // `quantization_config` is in `published_quantization`
+        "kimi-k2" => include_str!("configs/kimi-k2.json"),
+        // mistralai/Mistral-Small-3.2-24B-Instruct-2506's `text_config` (as transformers'
+        // `Mistral3Config` default text config) as a `mistral` config; the checkpoint is a
+        // `Mistral3ForConditionalGeneration` whose Pixtral vision tower is not here
+        "mistral-small-3.2-24b" => include_str!("configs/mistral-small-3.2-24b.json"),
         _ => return None,
     })
 }
