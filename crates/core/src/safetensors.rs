@@ -179,7 +179,7 @@ pub fn read_header(bytes: &[u8]) -> Result<Header, SafetensorsError> {
         }
         tensors.push(tensor(name, entry, at)?);
     }
-    tensors.sort_by(|a: &TensorEntry, b| (a.begin, a.end).cmp(&(b.begin, b.end)));
+    tensors.sort_by_key(|t: &TensorEntry| (t.begin, t.end));
     let mut start = 0u64;
     for t in &tensors {
         let at = 8 + key_offset(text, &t.name);
