@@ -131,9 +131,9 @@ fn dequantised_temporaries_follow_the_kernels() {
 /// gpt-oss-20b as published, with its `quantization_config` (`quant_method: "mxfp4"`): the 24 × 32
 /// expert stacks (`[E, 5760, 2880]` and `[E, 2880, 2880]`: 19,110,297,600 weights) stored as
 /// transformers' `integrations/mxfp4.py` loads them (`_blocks` uint8 `[…, in / 32, 16]`,
-/// `_scales` uint8 `[…, in / 32]`: 17 bytes per 32), the other 1,804,459,584 parameters
-/// (attention, router, embeddings, head, expert biases, norms) in bf16: 13,761,264,768 bytes, the
-/// checkpoint's ~13.8 GB.
+/// `_scales` uint8 `[…, in / 32]`: 17 bytes per 32), the expert biases (24 × 32 × (5760 + 2880))
+/// in fp32 as `Mxfp4GptOssExperts` declares them, the other parameters (attention, router,
+/// embeddings, head, norms) in bf16: 13,774,535,808 bytes, the checkpoint's ~13.8 GB.
 #[test]
 fn gpt_oss_mxfp4_experts_are_stored_as_the_checkpoint() {
     let mut cfg: serde_json::Value = serde_json::from_str(vramcalc_core::presets::hf_config("gpt-oss-20b").unwrap()).unwrap();
@@ -146,7 +146,8 @@ fn gpt_oss_mxfp4_experts_are_stored_as_the_checkpoint() {
     assert_eq!(params, 20_914_757_184);
     let experts: u64 = 24 * 32 * (5760 * 2880 + 2880 * 2880);
     assert_eq!(experts, 19_110_297_600);
-    assert_eq!(bytes, experts / 32 * 17 + (params - experts) * 2);
-    assert_eq!(bytes, 13_761_264_768);
+    let biases: u64 = 24 * 32 * (5760 + 2880);
+    assert_eq!(bytes, experts / 32 * 17 + biases * 4 + (params - experts - biases) * 2);
+    assert_eq!(bytes, 13_774_535_808);
     assert_eq!(WeightFormat::parse("mxfp4").unwrap().name(), "mxfp4");
 }

@@ -70,6 +70,9 @@ fn mxfp4_blocks_as_measured() {
     let (e, h, i) = (4u64, 256u64, 256u64);
     assert_eq!(t["gate_up_proj"]["bytes"].as_u64(), Some(e * 2 * i * h / 32 * 16));
     assert_eq!(t["down_proj"]["bytes"].as_u64(), Some(e * h * i / 32 * 16));
+    // the expert biases are float32 parameters (the loader keeps that dtype: `formats::apply`)
+    assert_eq!(t["gate_up_proj_bias"]["dtype"], "float32");
+    assert_eq!(t["down_proj_bias"]["bytes"].as_u64(), Some(e * h * 4));
     let f = vramcalc_core::formats::WeightFormat::Mxfp4;
     let role = vramcalc_core::formats::TensorRole::Other;
     assert_eq!(f.tensor_bytes(role, &[e, 2 * i, h], vramcalc_core::DType::Bf16), e * 2 * i * h / 32 * 17);
