@@ -27,6 +27,8 @@ pub struct CheckpointArgs {
 pub struct Stored {
     pub bytes: u64,
     pub source: String,
+    /// Data bytes per safetensors dtype (headers only: an index names no dtypes).
+    pub by_dtype: Vec<(&'static str, u64)>,
 }
 
 impl CheckpointArgs {
@@ -36,18 +38,25 @@ impl CheckpointArgs {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             let index = read_index(&text).with_context(|| format!("in {}", path.display()))?;
             let files = index.files.len();
-            return Ok(Some(Stored { bytes: index.total_size, source: format!("{}: metadata.total_size, {files} files", path.display()) }));
+            let source = format!("{}: metadata.total_size, {files} files", path.display());
+            return Ok(Some(Stored { bytes: index.total_size, source, by_dtype: Vec::new() }));
         }
         if self.safetensors.is_empty() {
             return Ok(None);
         }
-        let mut bytes = 0u64;
+        let (mut bytes, mut by_dtype) = (0u64, Vec::<(&'static str, u64)>::new());
         for path in &self.safetensors {
-            let header = read_safetensors_header(path)?;
-            bytes = bytes.saturating_add(read_header(&header).with_context(|| format!("in {}", path.display()))?.data_bytes());
+            let header = read_header(&read_safetensors_header(path)?).with_context(|| format!("in {}", path.display()))?;
+            bytes = bytes.saturating_add(header.data_bytes());
+            for (d, b) in header.bytes_by_dtype() {
+                match by_dtype.iter_mut().find(|(n, _)| *n == d) {
+                    Some((_, t)) => *t = t.saturating_add(b),
+                    None => by_dtype.push((d, b)),
+                }
+            }
         }
         let n = self.safetensors.len();
-        Ok(Some(Stored { bytes, source: format!("{n} safetensors header{}", if n == 1 { "" } else { "s" }) }))
+        Ok(Some(Stored { bytes, source: format!("{n} safetensors header{}", if n == 1 { "" } else { "s" }), by_dtype }))
     }
 }
 
@@ -76,7 +85,7 @@ pub fn annotate(mut text: String, args: &CheckpointArgs, notes: &[String], est: 
                 let rel = disagreement(s.bytes, modelled);
                 o.insert(
                     "checkpoint".into(),
-                    serde_json::json!({"stored_bytes": s.bytes, "source": s.source, "modelled_weight_bytes": modelled, "disagree": rel.is_some(), "relative_difference": rel}),
+                    serde_json::json!({"stored_bytes": s.bytes, "source": s.source, "stored_bytes_by_dtype": s.by_dtype.iter().map(|(d, b)| (d.to_string(), serde_json::json!(b))).collect::<serde_json::Map<_, _>>(), "modelled_weight_bytes": modelled, "disagree": rel.is_some(), "relative_difference": rel}),
                 );
             }
             if !notes.is_empty() {
@@ -87,6 +96,10 @@ pub fn annotate(mut text: String, args: &CheckpointArgs, notes: &[String], est: 
     }
     if let Some(s) = stored {
         text += &format!("\ncheckpoint as stored: {} ({})\n", format_bytes(s.bytes, unit), s.source);
+        if !s.by_dtype.is_empty() {
+            let parts: Vec<String> = s.by_dtype.iter().map(|(d, b)| format!("{d} {}", format_bytes(*b, unit))).collect();
+            text += &format!("  by dtype:           {}\n", parts.join(", "));
+        }
         let format = est.config.weights.map_or_else(|| format!("{:?}", est.config.precision).to_lowercase(), |w| w.name());
         text += &format!("modelled weights:     {} ({format})\n", format_bytes(modelled, unit));
         match disagreement(s.bytes, modelled) {

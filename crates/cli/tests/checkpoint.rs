@@ -27,6 +27,9 @@ fn stored_and_modelled_are_shown_together() {
     assert_eq!(c["stored_bytes"], 1_736_416);
     assert_eq!(c["modelled_weight_bytes"], v["param_bytes"]);
     assert_eq!(c["disagree"], true);
+    let by = c["stored_bytes_by_dtype"].as_object().unwrap();
+    assert_eq!(by.values().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_736_416);
+    assert!(by.contains_key("I32") && by.contains_key("BF16"), "{by:?}");
     // with its own quantization_config the same file agrees to the byte
     let (_, out, _) = vramcalc(&["estimate", "--hf-config", &data("llama-ct-w4a16.config.json"), "--mode", "infer", "--safetensors", &data("llama-ct-w4a16.model.safetensors.header"), "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
