@@ -163,6 +163,7 @@ fn published_config_counts() {
         ("qwen2.5-vl-7b", 8_292_166_656),
         ("kimi-k2", 1_026_408_209_408),
         ("mistral-small-3.2-24b", 23_572_403_200),
+        ("falcon-h1-7b", 7_585_513_568),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");

@@ -117,6 +117,7 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct (with its vision tower)", Family::Llm, Some(4096)),
     hf("kimi-k2", "Kimi-K2-Instruct (1T-A32B, DeepSeek-V3 architecture)", Family::Moe, Some(4096)),
     hf("mistral-small-3.2-24b", "Mistral-Small-3.2-24B-Instruct (text model)", Family::Llm, Some(4096)),
+    hf("falcon-h1-7b", "Falcon-H1-7B (attention + Mamba-2 in every layer)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -163,6 +164,11 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         // `Mistral3Config` default text config) as a `mistral` config; the checkpoint is a
         // `Mistral3ForConditionalGeneration` whose Pixtral vision tower is not here
         "mistral-small-3.2-24b" => include_str!("configs/mistral-small-3.2-24b.json"),
+        // tiiuae/Falcon-H1-7B-Instruct's config.json as two published copies give it (the
+        // sizing fields: 44 layers, hidden 3072, 12/2 heads of 128, intermediate 12288, vocab
+        // 130048, 24 Mamba-2 heads of 128, d_state 256; transformers' FalconH1 docs table agrees),
+        // the fields they leave out at FalconH1Config's defaults (no projection biases but the conv's)
+        "falcon-h1-7b" => include_str!("configs/falcon-h1-7b.json"),
         _ => return None,
     })
 }
