@@ -12,6 +12,7 @@ replacement, the step `from_pretrained` runs before it copies the checkpoint ten
   does, and again after one forward (compressed-tensors decompresses on the first forward);
 * bitsandbytes 4-bit and 8-bit: `replace_with_bnb_linear`, then the weights quantised on CPU
   (bitsandbytes 0.50 has a CPU backend), the quant_state's tensors counted;
+* a saved bitsandbytes 4-bit checkpoint loaded back (`QuantState.from_dict`);
 * mxfp4: `Mxfp4GptOssExperts(config)` as `replace_with_mxfp4_linear` builds it (the function itself
   fetches a hub kernel first, which this machine cannot).
 
@@ -170,6 +171,25 @@ def bnb_case(name, cfg, q):
     return {"case": name, "config": cfg, "quantization_config": q, "note": f"replace_with_bnb_linear + Params4bit/Int8Params quantised on CPU (bitsandbytes {bnb.__version__})", "total_bytes": sum(v["bytes"] for v in t.values()), "tensors": t}
 
 
+def bnb_prequantised_case(name, cfg, q):
+    """A checkpoint saved quantised (`save_pretrained` of a model loaded with the config), loaded
+    back by `from_pretrained` as a user loads a published bitsandbytes checkpoint."""
+    import tempfile
+
+    from transformers.utils.quantization_config import BitsAndBytesConfig
+
+    model = base_model(cfg, device="cpu")
+    qc = BitsAndBytesConfig(**{k: v for k, v in q.items() if k != "quant_method"})
+    with tempfile.TemporaryDirectory() as d:
+        model.save_pretrained(d + "/dense")
+        quantised = AutoModelForCausalLM.from_pretrained(d + "/dense", quantization_config=qc, device_map="cpu", dtype=torch.bfloat16)
+        quantised.save_pretrained(d + "/q")
+        loaded = AutoModelForCausalLM.from_pretrained(d + "/q", device_map="cpu")
+    t = tensors(loaded)
+    t.update(bnb_state_tensors(loaded))
+    return {"case": name, "config": cfg, "quantization_config": q, "note": "from_pretrained of a saved bitsandbytes 4-bit checkpoint (QuantState.from_dict)", "total_bytes": sum(v["bytes"] for v in t.values()), "tensors": t}
+
+
 def mxfp4_case(name):
     from transformers import GptOssConfig
     from transformers.integrations.mxfp4 import Mxfp4GptOssExperts
@@ -222,6 +242,10 @@ def main():
             cases.append(bnb_case(nm, QWEN3_MOE if nm.endswith("moe") else LLAMA, q))
         except Exception as e:
             print(f"{nm}: {type(e).__name__}: {e}", file=sys.stderr)
+    try:
+        cases.append(bnb_prequantised_case("bnb-nf4-dq-prequantised-llama", LLAMA, {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}))
+    except Exception as e:
+        print(f"bnb-nf4-dq-prequantised-llama: {type(e).__name__}: {e}", file=sys.stderr)
     cases.append(mxfp4_case("mxfp4-experts"))
     meta = {"transformers": transformers.__version__, "torch": torch.__version__}
     try:

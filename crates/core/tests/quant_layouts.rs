@@ -92,3 +92,18 @@ fn compressed_tensors_decompress_on_the_first_forward() {
         assert!(after > dense && after < dense + dense / 20, "{}: {after} after the forward, dense {dense}", case["case"]);
     }
 }
+
+/// A saved double-quantised bitsandbytes checkpoint, loaded back: `QuantState.from_dict` gives
+/// every weight its own 256-entry fp32 `nested_quant_map` (where quantising on the fly shares one
+/// cached code), 1 KiB per linear beyond what `nf4-dq` counts — the known difference the docs
+/// name (docs/quantised-checkpoints.md).
+#[test]
+fn a_prequantised_double_quant_checkpoint_has_one_nested_code_per_weight() {
+    let case = cases().into_iter().find(|c| c["case"] == "bnb-nf4-dq-prequantised-llama").unwrap();
+    let t = case["tensors"].as_object().unwrap();
+    let codes = t.iter().filter(|(n, _)| n.ends_with("quant_state.nested_code")).count() as u64;
+    let linears = 2 * 7; // 2 layers × q, k, v, o, gate, up, down
+    assert_eq!(codes, linears);
+    let all: u64 = t.iter().filter(|(n, _)| !n.ends_with("inv_freq")).map(|(_, v)| v["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(all, modelled(&case).1 + linears * 256 * 4);
+}
