@@ -126,8 +126,12 @@ pub fn notes(hf_config: Option<&PathBuf>, weights: Option<vramcalc_core::formats
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let Some(q) = v.get("quantization_config").filter(|q| !q.is_null()) else { return Ok(Vec::new()) };
-    Ok(vramcalc_core::formats::skip::unmodelled(q, format)
+    let mut notes: Vec<String> = vramcalc_core::formats::skip::unmodelled(q, format)
         .into_iter()
         .map(|(p, what)| format!("quantization_config keeps `{p}` ({what}) unquantised; the weights figure counts it as {format} (not modelled)"))
-        .collect())
+        .collect();
+    if vramcalc_core::formats::skip::head_quantised(q) {
+        notes.push("the quantization_config's skip list leaves out lm_head, so the loader quantises it; the weights figure keeps it in the compute dtype (not modelled)".into());
+    }
+    Ok(notes)
 }

@@ -63,3 +63,22 @@ fn a_published_quantization_counts_as_stored() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["param_bytes"], 2 * 20_914_757_184u64);
 }
+
+/// Skip patterns the role-based formats do not apply are named in a note (and in `--json`).
+#[test]
+fn unmodelled_skip_patterns_are_noted() {
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(data("llama-bf16.config.json")).unwrap()).unwrap();
+    cfg["quantization_config"] = serde_json::json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "llm_int8_skip_modules": ["model.layers.0.self_attn"]});
+    let dir = std::env::temp_dir().join(format!("vramcalc-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.json");
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("note: quantization_config keeps `model.layers.0.self_attn` (attention) unquantised"), "{out}");
+    assert!(out.contains("leaves out lm_head"), "{out}");
+    let (_, out, _) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["quantization_notes"].as_array().map(Vec::len), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -91,6 +91,23 @@ pub fn unmodelled(q: &Value, format: WeightFormat) -> Vec<(String, &'static str)
         .collect()
 }
 
+/// Whether the loader quantises the output head that the formats keep: transformers'
+/// `HfQuantizer.get_modules_to_not_convert` adds its default skips (`get_keys_to_not_convert`:
+/// `lm_head`, tied and last modules) only when the config gives no list, so a bitsandbytes
+/// `llm_int8_skip_modules` or an fp8 `modules_to_not_convert` that leaves `lm_head` out quantises
+/// it (AWQ passes `add_default_skips=True`; GPTQ quantises the blocks only); compressed-tensors
+/// quantises every `Linear` its `ignore` does not name.
+pub fn head_quantised(q: &Value) -> bool {
+    let (list, ct) = patterns(q);
+    let given = match q.get("quant_method").and_then(Value::as_str) {
+        Some("compressed-tensors") => true,
+        Some("bitsandbytes") => q.get("llm_int8_skip_modules").is_some_and(Value::is_array),
+        Some("fp8") => q.get("modules_to_not_convert").is_some_and(Value::is_array),
+        _ => false,
+    };
+    given && !list.iter().any(|p| matches(p, "lm_head", ct))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +124,16 @@ mod tests {
         assert!(matches("fc1", "model.decoder.layers.23.fc1", false));
         assert!(matches("model.layers.*.self_attn", "model.layers.3.self_attn.q_proj", false));
         assert!(!matches("(", "x", false));
+    }
+
+    #[test]
+    fn a_list_without_the_head_quantises_it() {
+        assert!(!head_quantised(&json!({"quant_method": "bitsandbytes", "load_in_4bit": true})));
+        assert!(head_quantised(&json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "llm_int8_skip_modules": ["visual"]})));
+        assert!(!head_quantised(&json!({"quant_method": "fp8", "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.gate"]})));
+        assert!(head_quantised(&json!({"quant_method": "compressed-tensors", "ignore": ["re:.*mlp.gate$"]})));
+        assert!(!head_quantised(&json!({"quant_method": "compressed-tensors", "ignore": ["re:.*lm_head"]})));
+        assert!(!head_quantised(&json!({"quant_method": "awq", "modules_to_not_convert": ["visual"]})));
     }
 
     #[test]
