@@ -60,6 +60,11 @@ pub fn from_quantization_config(q: &Value) -> Result<WeightFormat> {
                 g => Ok(WeightFormat::Awq { group_size: g }),
             }
         }
+        // `FineGrainedFP8Config.expert_dtype: "fp4"` (DeepSeek-V4-style) packs the experts two
+        // values a byte with per-32 scales (`FP8Experts`): not the fp8 layout below
+        "fp8" if q.get("expert_dtype").and_then(Value::as_str).is_some_and(|d| d != "fp8") => {
+            Err(err(format!("fp8 with expert_dtype {} is not modelled (fp8 experts are)", q["expert_dtype"])))
+        }
         "fp8" => match q.get("weight_block_size").filter(|v| !v.is_null()) {
             None => Ok(WeightFormat::Fp8 { block: None }),
             Some(Value::Array(a)) if a.len() == 2 && a[0] == a[1] && a[0].as_u64().is_some_and(|b| b > 0) => {

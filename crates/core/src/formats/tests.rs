@@ -109,6 +109,8 @@ fn quantization_config_selects_the_format() {
     assert_eq!(q(json!({"quant_method": "gptq", "bits": 4, "group_size": -1})), Ok(WeightFormat::Gptq { bits: 4, group_size: 0 }));
     assert_eq!(q(json!({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "GEMM"})), Ok(WeightFormat::Awq { group_size: 128 }));
     assert_eq!(q(json!({"quant_method": "fp8", "weight_block_size": [128, 128]})), Ok(WeightFormat::Fp8 { block: Some(128) }));
+    let e = q(json!({"quant_method": "fp8", "weight_block_size": [128, 128], "expert_dtype": "fp4"})).unwrap_err().to_string();
+    assert!(e.contains("expert_dtype") && e.contains("fp4"), "{e}");
     let e = q(json!({"quant_method": "hqq", "nbits": 4})).unwrap_err().to_string();
     assert!(e.contains("quantization_config") && e.contains("hqq"), "{e}");
     let e = q(json!({"quant_method": "gptq", "bits": 3})).unwrap_err().to_string();
