@@ -71,6 +71,8 @@ pub enum Command {
         fits: Option<String>,
         #[command(flatten)]
         diffusion: crate::diffusion::DiffusionArgs,
+        #[command(flatten)]
+        checkpoint: crate::checkpoint::CheckpointArgs,
     },
     /// A Markdown table of the diffusion presets on 8, 12, 16 and 24 GB cards: whether each
     /// fits, with the least offloading and the dtype that make it fit (docs/diffusion.md).
@@ -231,9 +233,10 @@ impl ModelArgs {
         Ok(["torch_dtype", "dtype"].iter().find_map(|k| v.get(*k).and_then(|d| d.as_str()).map(str::to_string)))
     }
 
-    /// The weight format a `--hf-config`'s `quantization_config` names (`None` without one).
+    /// The weight format a `--hf-config`'s `quantization_config` names (`None` without one), or
+    /// the one a preset's checkpoint is published with (gpt-oss: mxfp4, DeepSeek-V3: fp8 blocks).
     pub fn quantization(&self) -> Result<Option<vramcalc_core::formats::WeightFormat>> {
-        let Some(path) = &self.hf_config else { return Ok(None) };
+        let Some(path) = &self.hf_config else { return Ok(self.preset.as_deref().and_then(vramcalc_core::presets::published_weights)) };
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         vramcalc_core::formats::hf::weights_of_config_json(&text).with_context(|| format!("in {}", path.display()))
     }

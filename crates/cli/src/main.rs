@@ -2,6 +2,7 @@
 //! computes memory itself. `main` returns `ExitCode`, `run` returns `anyhow::Result` (ripgrep's style).
 
 mod args;
+mod checkpoint;
 mod finetune_args;
 mod llama_cpp;
 mod ollama;
@@ -42,7 +43,7 @@ fn run() -> Result<ExitCode> {
             let est = model.estimate_default(&spec)?;
             table::show(&spec, &est, json)
         }
-        args::Command::Estimate { model, settings, dist, json, what_if, diffusion, fits } if model.is_diffusion() => {
+        args::Command::Estimate { model, settings, dist, json, what_if, diffusion, fits, .. } if model.is_diffusion() => {
             diffusion_reverse::estimate(&model, &settings, &dist, &diffusion, json, what_if, fits.as_deref()).map(|(t, c)| {
                 code = c;
                 t
@@ -91,6 +92,7 @@ fn run() -> Result<ExitCode> {
             json,
             what_if,
             fits,
+            checkpoint,
             ..
         } => {
             let spec = model.load()?;
@@ -99,6 +101,8 @@ fn run() -> Result<ExitCode> {
             let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let text = table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)?;
+            let notes = checkpoint::notes(model.hf_config.as_ref(), est.config.weights)?;
+            let text = checkpoint::annotate(text, &checkpoint, &notes, &est, settings.unit(), json)?;
             match fits {
                 Some(g) => reverse::fits_verdict(text, json, est.device_total_bytes, &g, settings.unit()).map(|(t, c)| {
                     code = c;

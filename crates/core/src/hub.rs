@@ -251,6 +251,25 @@ impl HubRef {
         format!("{HUB}/{}/resolve/{rev}/config.json", self.id)
     }
 
+    /// `…/resolve/<revision>/model.safetensors.index.json`: a sharded checkpoint's index, whose
+    /// `metadata.total_size` is the checkpoint as stored (`crate::safetensors::read_index`).
+    pub fn safetensors_index_url(&self) -> String {
+        self.resolve_url("model.safetensors.index.json")
+    }
+
+    /// `…/resolve/<revision>/model.safetensors`: a single-file checkpoint, whose header a
+    /// `Range: bytes=0-7` and then `bytes=0-(7 + n)` request reads
+    /// (`crate::safetensors::header_extent`, `read_header`).
+    pub fn safetensors_url(&self) -> String {
+        self.resolve_url("model.safetensors")
+    }
+
+    /// `https://huggingface.co/<id>/resolve/<revision>/<file>`, the revision's `/` escaped.
+    fn resolve_url(&self, file: &str) -> String {
+        let rev = self.revision.as_deref().unwrap_or("main").replace('/', "%2F");
+        format!("{HUB}/{}/resolve/{rev}/{file}", self.id)
+    }
+
     /// The model's page.
     pub fn page_url(&self) -> String {
         match &self.revision {
@@ -365,6 +384,9 @@ mod tests {
         assert_eq!(HubRef::parse(&h.to_string()).unwrap(), h);
         assert_eq!(HubRef::parse(&h.page_url()).unwrap(), h);
         assert_eq!(HubRef::parse("gpt2").unwrap().config_url(), "https://huggingface.co/gpt2/resolve/main/config.json");
+        let h = HubRef::parse("owner/config.json@refs/pr/2").unwrap();
+        assert_eq!(h.safetensors_index_url(), "https://huggingface.co/owner/config.json/resolve/refs%2Fpr%2F2/model.safetensors.index.json");
+        assert_eq!(h.safetensors_url(), "https://huggingface.co/owner/config.json/resolve/refs%2Fpr%2F2/model.safetensors");
     }
 
     #[test]

@@ -51,6 +51,8 @@ pub mod memory;
 pub mod path;
 pub mod presets;
 pub mod resolve;
+/// A checkpoint's size as stored: safetensors headers and `model.safetensors.index.json`.
+pub mod safetensors;
 pub mod serve;
 mod serde_util;
 pub mod share;

@@ -65,7 +65,8 @@ fn quantised_llama_keeps_head_and_embeddings_in_fp16() {
 }
 
 
-/// Mixtral-8x7B: the expert stacks are quantised matrix by matrix, the router stays in bf16.
+/// Mixtral-8x7B: AWQ quantises the expert stacks matrix by matrix, bitsandbytes leaves them
+/// in bf16; the router stays in bf16.
 #[test]
 fn moe_experts_are_quantised_and_the_router_is_not() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/mixtral.config.json")).unwrap();
@@ -78,10 +79,12 @@ fn moe_experts_are_quantised_and_the_router_is_not() {
     let attn = 2 * awq(h, h) + 2 * awq(kv, h);
     let experts = e * (awq(2 * i, h) + awq(h, i));
     assert_eq!(bytes("awq-int4"), bf16_rest + l * (attn + experts));
-    // NF4: a stack is one tensor to bitsandbytes' packing arithmetic
+    // NF4: transformers 5.24's `replace_with_bnb_linear` swaps `nn.Linear`s only; the fused
+    // expert stacks (`MixtralExperts.gate_up_proj`, an `nn.Parameter`) stay in bf16 (measured:
+    // `bnb-nf4-moe` in tests/data/quant_layouts.json, `tools/measure_moe_bnb.py`)
     let nf4 = |n: u64| bnb4_bytes(n, false);
     let attn = 2 * nf4(h * h) + 2 * nf4(kv * h);
-    assert_eq!(bytes("nf4"), bf16_rest + l * (attn + nf4(e * 2 * i * h) + nf4(e * h * i)));
+    assert_eq!(bytes("nf4"), bf16_rest + l * (attn + e * (2 * i * h + h * i) * 2));
 }
 
 /// A share link carries the weights by their `--weights` name (a field added after v1).
@@ -128,9 +131,9 @@ fn dequantised_temporaries_follow_the_kernels() {
 /// gpt-oss-20b as published, with its `quantization_config` (`quant_method: "mxfp4"`): the 24 × 32
 /// expert stacks (`[E, 5760, 2880]` and `[E, 2880, 2880]`: 19,110,297,600 weights) stored as
 /// transformers' `integrations/mxfp4.py` loads them (`_blocks` uint8 `[…, in / 32, 16]`,
-/// `_scales` uint8 `[…, in / 32]`: 17 bytes per 32), the other 1,804,459,584 parameters
-/// (attention, router, embeddings, head, expert biases, norms) in bf16: 13,761,264,768 bytes, the
-/// checkpoint's ~13.8 GB.
+/// `_scales` uint8 `[…, in / 32]`: 17 bytes per 32), the expert biases (24 × 32 × (5760 + 2880))
+/// in fp32 as `Mxfp4GptOssExperts` declares them, the other parameters (attention, router,
+/// embeddings, head, norms) in bf16: 13,774,535,808 bytes, the checkpoint's ~13.8 GB.
 #[test]
 fn gpt_oss_mxfp4_experts_are_stored_as_the_checkpoint() {
     let mut cfg: serde_json::Value = serde_json::from_str(vramcalc_core::presets::hf_config("gpt-oss-20b").unwrap()).unwrap();
@@ -143,7 +146,8 @@ fn gpt_oss_mxfp4_experts_are_stored_as_the_checkpoint() {
     assert_eq!(params, 20_914_757_184);
     let experts: u64 = 24 * 32 * (5760 * 2880 + 2880 * 2880);
     assert_eq!(experts, 19_110_297_600);
-    assert_eq!(bytes, experts / 32 * 17 + (params - experts) * 2);
-    assert_eq!(bytes, 13_761_264_768);
+    let biases: u64 = 24 * 32 * (5760 + 2880);
+    assert_eq!(bytes, experts / 32 * 17 + biases * 4 + (params - experts - biases) * 2);
+    assert_eq!(bytes, 13_774_535_808);
     assert_eq!(WeightFormat::parse("mxfp4").unwrap().name(), "mxfp4");
 }

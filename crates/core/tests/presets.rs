@@ -161,6 +161,9 @@ fn published_config_counts() {
         ("qwen3-next-80b-a3b", 79_674_391_296),
         ("llama-4-scout-17b-16e", 107_769_861_120),
         ("qwen2.5-vl-7b", 8_292_166_656),
+        ("kimi-k2", 1_026_408_209_408),
+        ("mistral-small-3.2-24b", 23_572_403_200),
+        ("falcon-h1-7b", 7_585_513_568),
     ] {
         assert_eq!(measured[id].as_u64(), Some(want), "{id}: preset_counts.json");
         assert_eq!(preset_params(id), want, "{id}");
@@ -243,4 +246,29 @@ fn spec_format_doc_examples_parse() {
             assert!(!layers.is_empty());
         }
     }
+}
+
+/// Presets whose checkpoints are published quantised load as stored in inference (the CLI's
+/// default weights): gpt-oss's MXFP4 experts, DeepSeek-V3's and Kimi-K2's FP8 with 128 × 128
+/// fp32 block scales. Kimi-K2 then holds one byte per quantised weight plus its scales, and
+/// bf16 only for embeddings, head, routers and norms: 1.000–1.01 bytes a parameter.
+#[test]
+fn published_quantizations_count_as_stored() {
+    for (id, want) in [("gpt-oss-20b", "mxfp4"), ("gpt-oss-120b", "mxfp4"), ("deepseek-v3", "fp8-block128"), ("kimi-k2", "fp8-block128")] {
+        assert_eq!(presets::published_weights(id).map(|w| w.name()), Some(want.to_string()), "{id}");
+        assert!(presets::info(id).is_some(), "{id} is a preset");
+    }
+    assert_eq!(presets::published_weights("qwen3-8b"), None);
+    let spec = build("kimi-k2");
+    let c = vramcalc_core::TrainConfig {
+        batch: 1,
+        seq_len: Some(16),
+        mode: vramcalc_core::Mode::Infer,
+        precision: vramcalc_core::Precision::Bf16,
+        weights: presets::published_weights("kimi-k2"),
+        ..vramcalc_core::TrainConfig::default()
+    };
+    let e = vramcalc_core::estimate(&spec, &c).unwrap();
+    let per_param = e.param_bytes as f64 / e.params as f64;
+    assert!((1.0..1.01).contains(&per_param), "{per_param} bytes a parameter");
 }

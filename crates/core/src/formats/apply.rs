@@ -171,6 +171,25 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         let s = g.storage_of(p) as usize;
         g.storages[s].bytes = Lin { fixed: format.tensor_bytes(role, &shape, dtype), per_sample: 0 };
     }
+    if format == WeightFormat::Mxfp4 {
+        // `Mxfp4GptOssExperts` declares `gate_up_proj_bias` / `down_proj_bias` float32
+        // (`integrations/mxfp4.py`), and the loader keeps a parameter's own dtype for a float
+        // checkpoint tensor (`core_model_loading.py`: `_dtype = empty_param.dtype`;
+        // `HfQuantizer.get_new_dtype`): the `[E, out]` expert biases, gathered per routed row
+        // (`index`) in a `sparse_moe` row, are fp32
+        let biases: Vec<ValueId> = g
+            .ops
+            .iter()
+            .filter(|o| o.name == "index" && layers.get(o.layer as usize).is_some_and(|l| l.0 == "sparse_moe"))
+            .filter_map(|o| o.inputs.first().copied())
+            .filter(|&v| g.params.contains(&v) && g.value(v).shape.0.len() == 2)
+            .collect();
+        for p in biases {
+            let n: u64 = g.value(p).shape.0.iter().product();
+            let s = g.storage_of(p) as usize;
+            g.storages[s].bytes = Lin { fixed: n.saturating_mul(4), per_sample: 0 };
+        }
+    }
     for op in g.ops.iter_mut().filter(|o| o.name == "linear" && o.inputs.len() >= 2) {
         let quantised = roles.iter().any(|(p, r)| *p == op.inputs[1] && matches!(r, TensorRole::BlockLinear { .. }));
         if !quantised {

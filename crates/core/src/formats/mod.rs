@@ -21,8 +21,10 @@
 //! too) and keeps 1-D tensors in f32.
 
 pub mod apply;
+pub mod ct;
 pub mod ggml;
 pub mod hf;
+pub mod skip;
 
 use crate::error::{Error, Result};
 use crate::units::DType;
@@ -53,6 +55,8 @@ pub enum WeightFormat {
     /// embeddings, `lm_head` (the checkpoints' `modules_to_not_convert`), biases, norms — stays in
     /// the compute dtype.
     Mxfp4,
+    /// A compressed-tensors checkpoint's scheme ([`ct`]): W4A16, W8A8, FP8, NVFP4.
+    Ct(ct::CtScheme),
 }
 
 /// Default GPTQ/AWQ group size (`QuantizeConfig.group_size`, AutoAWQ `q_group_size`).
@@ -85,7 +89,8 @@ const GGUF_NAMES: &[(&str, GgufRecipe)] = &[
 pub const WEIGHT_NAMES: &[&str] = &[
     "fp32", "fp16", "bf16", "fp8", "fp8-block128", "int8", "nf4", "nf4-dq", "fp4", "fp4-dq", "gptq-int4", "gptq-int8",
     "awq-int4", "gguf-q4_0", "gguf-q4_1", "gguf-q5_0", "gguf-q5_1", "gguf-q8_0", "gguf-q2_k", "gguf-q3_k_s", "gguf-q3_k_m",
-    "gguf-q3_k_l", "gguf-q4_k_s", "gguf-q4_k_m", "gguf-q5_k_s", "gguf-q5_k_m", "gguf-q6_k", "gguf-f16",
+    "gguf-q3_k_l", "gguf-q4_k_s", "gguf-q4_k_m", "gguf-q5_k_s", "gguf-q5_k_m", "gguf-q6_k", "gguf-f16", "mxfp4",
+    "ct-w4a16-g128", "ct-w4a16-asym-g128", "ct-w8a8-int8", "ct-fp8", "nvfp4", "nvfp4a16",
 ];
 
 impl WeightFormat {
@@ -117,9 +122,12 @@ impl WeightFormat {
             "awq-int4" if g > 0 => WeightFormat::Awq { group_size: g },
             other => match GGUF_NAMES.iter().find(|(n, _)| *n == other) {
                 Some((_, r)) => WeightFormat::Gguf(*r),
-                None => {
-                    return Err(Error::Config(format!("weights `{s}` is not a known format (one of {})", WEIGHT_NAMES.join(", "))))
-                }
+                None => match ct::CtScheme::parse(other) {
+                    Some(c) => WeightFormat::Ct(c),
+                    None => {
+                        return Err(Error::Config(format!("weights `{s}` is not a known format (one of {})", WEIGHT_NAMES.join(", "))))
+                    }
+                },
             },
         })
     }
@@ -141,6 +149,7 @@ impl WeightFormat {
             WeightFormat::Gptq { bits, group_size } => format!("gptq-int{bits}{}", group(group_size)),
             WeightFormat::Awq { group_size } => format!("awq-int4{}", group(group_size)),
             WeightFormat::Gguf(r) => GGUF_NAMES.iter().find(|(_, x)| *x == r).map_or("gguf", |(n, _)| n).to_string(),
+            WeightFormat::Ct(c) => c.name(),
         }
     }
 
@@ -172,10 +181,17 @@ impl WeightFormat {
             return if mats != 1 { mats.saturating_mul(out).saturating_mul(inp.div_ceil(32)).saturating_mul(17) } else { plain };
         }
         if mats != 1 {
-            // every format quantises each matrix of the stack alike (GGUF rows run on: `ne[0]` = in)
+            // transformers 5's fused expert stacks are `nn.Parameter`s, not `nn.Linear`s:
+            // bitsandbytes' `replace_with_bnb_linear` (`type(module) is nn.Linear`) and the
+            // compressed-tensors schemes (`targets: ["Linear"]`) leave them in the compute dtype
+            // (measured: `bnb-nf4-moe`, `ct-w4a16-moe` in `tests/data/quant_layouts.json`)
+            if matches!(self, WeightFormat::Ct(_) | WeightFormat::Bnb4 { .. } | WeightFormat::BnbInt8) {
+                return plain;
+            }
+            // every other format quantises each matrix of the stack alike (GGUF rows run on: `ne[0]` = in)
             let one = self.tensor_bytes(role, &[out, inp], dtype);
             return match self {
-                WeightFormat::Gguf(_) | WeightFormat::Float(_) | WeightFormat::Bnb4 { .. } => {
+                WeightFormat::Gguf(_) | WeightFormat::Float(_) => {
                     self.tensor_bytes(role, &[mats.saturating_mul(out), inp], dtype)
                 }
                 _ => one.saturating_mul(mats),
@@ -186,6 +202,7 @@ impl WeightFormat {
             WeightFormat::Mxfp4 => plain,
             WeightFormat::Gguf(recipe) => gguf_bytes(recipe, role, out, inp),
             _ if !matches!(role, TensorRole::BlockLinear { .. }) => plain,
+            WeightFormat::Ct(c) => c.bytes(out, inp, dtype),
             WeightFormat::Fp8 { block } => {
                 let scales = match block {
                     None => 1,

@@ -109,8 +109,39 @@ fn quantization_config_selects_the_format() {
     assert_eq!(q(json!({"quant_method": "gptq", "bits": 4, "group_size": -1})), Ok(WeightFormat::Gptq { bits: 4, group_size: 0 }));
     assert_eq!(q(json!({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "GEMM"})), Ok(WeightFormat::Awq { group_size: 128 }));
     assert_eq!(q(json!({"quant_method": "fp8", "weight_block_size": [128, 128]})), Ok(WeightFormat::Fp8 { block: Some(128) }));
+    let e = q(json!({"quant_method": "fp8", "weight_block_size": [128, 128], "expert_dtype": "fp4"})).unwrap_err().to_string();
+    assert!(e.contains("expert_dtype") && e.contains("fp4"), "{e}");
     let e = q(json!({"quant_method": "hqq", "nbits": 4})).unwrap_err().to_string();
     assert!(e.contains("quantization_config") && e.contains("hqq"), "{e}");
     let e = q(json!({"quant_method": "gptq", "bits": 3})).unwrap_err().to_string();
     assert!(e.contains("3 bits"), "{e}");
+}
+
+#[test]
+fn compressed_tensors_configs_select_their_scheme() {
+    use super::ct::CtScheme;
+    use serde_json::json;
+    let group = |w: serde_json::Value, a: serde_json::Value| {
+        json!({"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+               "config_groups": {"group_0": {"targets": ["Linear"], "weights": w, "input_activations": a}}})
+    };
+    let q = |v: serde_json::Value| hf::from_quantization_config(&v);
+    let w4 = json!({"num_bits": 4, "type": "int", "symmetric": true, "strategy": "group", "group_size": 128});
+    assert_eq!(q(group(w4, json!(null))), Ok(WeightFormat::Ct(CtScheme::Packed { bits: 4, group_size: 128, asym: false })));
+    let mut fp8 = group(json!({"num_bits": 8, "type": "float", "strategy": "channel"}), json!({"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true}));
+    fp8["format"] = json!("float-quantized");
+    assert_eq!(q(fp8), Ok(WeightFormat::Ct(CtScheme::Byte { float: true, channel: true })));
+    let mut nv = group(json!({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}), json!({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}));
+    nv["format"] = json!("nvfp4-pack-quantized");
+    assert_eq!(q(nv), Ok(WeightFormat::Ct(CtScheme::Nvfp4 { w4a4: true })));
+    // a block-wise FP8 scheme is not modelled: the error names the group and the strategy
+    let mut block = group(json!({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}), json!(null));
+    block["format"] = json!("float-quantized");
+    let e = q(block).unwrap_err().to_string();
+    assert!(e.contains("config_groups.group_0") && e.contains("block"), "{e}");
+    let e = q(json!({"quant_method": "compressed-tensors"})).unwrap_err().to_string();
+    assert!(e.contains("config_groups"), "{e}");
+    for name in ["ct-w4a16-g128", "ct-w4a16-asym-g32", "ct-fp8", "nvfp4"] {
+        assert_eq!(WeightFormat::parse(name).unwrap().name(), name);
+    }
 }

@@ -68,6 +68,7 @@ pub fn vllm_serve(model: &str, cfg: &ServeConfig) -> Vec<String> {
         Some(WeightFormat::Gptq { .. }) => Some("gptq"),
         Some(WeightFormat::Awq { .. }) => Some("awq"),
         Some(WeightFormat::Gguf(_)) => Some("gguf"),
+        Some(WeightFormat::Ct(_)) => Some("compressed-tensors"),
         _ => None,
     };
     if let Some(m) = method {

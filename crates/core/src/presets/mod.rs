@@ -115,6 +115,9 @@ pub const PRESETS: &[PresetInfo] = &[
     hf("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B (gated DeltaNet + attention)", Family::Moe, Some(4096)),
     hf("llama-4-scout-17b-16e", "Llama-4-Scout-17B-16E (text model)", Family::Moe, Some(4096)),
     hf("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct (with its vision tower)", Family::Llm, Some(4096)),
+    hf("kimi-k2", "Kimi-K2-Instruct (1T-A32B, DeepSeek-V3 architecture)", Family::Moe, Some(4096)),
+    hf("mistral-small-3.2-24b", "Mistral-Small-3.2-24B-Instruct (text model)", Family::Llm, Some(4096)),
+    hf("falcon-h1-7b", "Falcon-H1-7B (attention + Mamba-2 in every layer)", Family::Llm, Some(4096)),
     rnn("lstm-ptb", "LSTM language model (PTB medium, 2×650, tied)", 35, "LSTM language model (PTB medium)"),
 ];
 
@@ -152,8 +155,43 @@ pub fn hf_config(id: &str) -> Option<&'static str> {
         "llama-4-scout-17b-16e" => include_str!("configs/llama-4-scout-17b-16e.json"),
         // Qwen/Qwen2.5-VL-7B-Instruct's config.json (text fields at the top level, as published)
         "qwen2.5-vl-7b" => include_str!("configs/qwen2.5-vl-7b.json"),
+        // moonshotai/Kimi-K2-Instruct's config.json (`model_type: kimi_k2`, its `auto_map` a
+        // `DeepseekV3ForCausalLM`) as the `deepseek_v3` config transformers builds: 384 routed
+        // experts, 64 heads, one dense layer, vocab 163,840, YaRN ×32 over 4,096; its FP8
+        // `quantization_config` is in `published_quantization`
+        "kimi-k2" => include_str!("configs/kimi-k2.json"),
+        // mistralai/Mistral-Small-3.2-24B-Instruct-2506's `text_config` (as transformers'
+        // `Mistral3Config` default text config) as a `mistral` config; the checkpoint is a
+        // `Mistral3ForConditionalGeneration` whose Pixtral vision tower is not here
+        "mistral-small-3.2-24b" => include_str!("configs/mistral-small-3.2-24b.json"),
+        // tiiuae/Falcon-H1-7B-Instruct's config.json as two published copies give it (the
+        // sizing fields: 44 layers, hidden 3072, 12/2 heads of 128, intermediate 12288, vocab
+        // 130048, 24 Mamba-2 heads of 128, d_state 256; transformers' FalconH1 docs table agrees),
+        // the fields they leave out at FalconH1Config's defaults (no projection biases but the conv's)
+        "falcon-h1-7b" => include_str!("configs/falcon-h1-7b.json"),
         _ => return None,
     })
+}
+
+/// The `quantization_config` a preset's checkpoint is published with (its hub `config.json`;
+/// [`hf_config`] leaves it out so the presets count the model's parameters in its dtype): what
+/// an inference of the checkpoint loads ([`published_weights`]).
+pub fn published_quantization(id: &str) -> Option<&'static str> {
+    Some(match id {
+        // openai/gpt-oss-20b and openai/gpt-oss-120b config.json
+        "gpt-oss-20b" | "gpt-oss-120b" => {
+            r#"{"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}"#
+        }
+        // deepseek-ai/DeepSeek-V3 and moonshotai/Kimi-K2-Instruct config.json
+        "deepseek-v3" | "kimi-k2" => r#"{"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}"#,
+        _ => return None,
+    })
+}
+
+/// The weight format of a preset's published checkpoint ([`published_quantization`]).
+pub fn published_weights(id: &str) -> Option<crate::formats::WeightFormat> {
+    let q: serde_json::Value = serde_json::from_str(published_quantization(id)?).ok()?;
+    crate::formats::hf::from_quantization_config(&q).ok()
 }
 
 /// All presets, in menu order.

@@ -1,0 +1,84 @@
+//! `estimate --safetensors-index / --safetensors`: the checkpoint as stored beside the modelled
+//! weights (issue 25), on the headers `tools/make_safetensors_headers.py` wrote; and a preset
+//! with a published `quantization_config` counted as stored.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn vramcalc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn data(name: &str) -> String {
+    format!("{}/../core/tests/data/safetensors/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn stored_and_modelled_are_shown_together() {
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", &data("llama-bf16.config.json"), "--mode", "infer", "--safetensors-index", &data("llama-bf16.index.json")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("checkpoint as stored: 3.78 MB") && out.contains("they agree within 1 %"), "{out}");
+    // the W4A16 file against the bf16 config: both figures, flagged
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", &data("llama-bf16.config.json"), "--mode", "infer", "--safetensors", &data("llama-ct-w4a16.model.safetensors.header"), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = &v["checkpoint"];
+    assert_eq!(c["stored_bytes"], 1_736_416);
+    assert_eq!(c["modelled_weight_bytes"], v["param_bytes"]);
+    assert_eq!(c["disagree"], true);
+    let by = c["stored_bytes_by_dtype"].as_object().unwrap();
+    assert_eq!(by.values().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_736_416);
+    assert!(by.contains_key("I32") && by.contains_key("BF16"), "{by:?}");
+    // with its own quantization_config the same file agrees to the byte
+    let (_, out, _) = vramcalc(&["estimate", "--hf-config", &data("llama-ct-w4a16.config.json"), "--mode", "infer", "--safetensors", &data("llama-ct-w4a16.model.safetensors.header"), "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["checkpoint"]["stored_bytes"], v["param_bytes"]);
+}
+
+#[test]
+fn a_bad_header_is_an_error_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("vramcalc-st-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.safetensors");
+    let json = br#"{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}}"#;
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(json);
+    std::fs::write(&path, bytes).unwrap();
+    let (code, _, err) = vramcalc(&["estimate", "--preset", "gpt2", "--mode", "infer", "--safetensors", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.safetensors") && err.contains("w.data_offsets") && err.contains("at byte 9"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// gpt-oss-20b's checkpoint is published with `quant_method: "mxfp4"`: inference of the preset
+/// loads its experts as stored (13,774,535,808 bytes: `tests/formats.rs`), not in bf16.
+#[test]
+fn a_published_quantization_counts_as_stored() {
+    let (code, out, err) = vramcalc(&["estimate", "--preset", "gpt-oss-20b", "--mode", "infer", "--precision", "bf16", "--batch", "1", "--seq-len", "128", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["param_bytes"], 13_774_535_808u64);
+    let (_, out, _) = vramcalc(&["estimate", "--preset", "gpt-oss-20b", "--mode", "infer", "--precision", "bf16", "--batch", "1", "--seq-len", "128", "--weights", "bf16", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["param_bytes"], 2 * 20_914_757_184u64);
+}
+
+/// Skip patterns the role-based formats do not apply are named in a note (and in `--json`).
+#[test]
+fn unmodelled_skip_patterns_are_noted() {
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(data("llama-bf16.config.json")).unwrap()).unwrap();
+    cfg["quantization_config"] = serde_json::json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "llm_int8_skip_modules": ["model.layers.0.self_attn"]});
+    let dir = std::env::temp_dir().join(format!("vramcalc-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.json");
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let (code, out, err) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("note: quantization_config keeps `model.layers.0.self_attn` (attention) unquantised"), "{out}");
+    assert!(out.contains("leaves out lm_head"), "{out}");
+    let (_, out, _) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["quantization_notes"].as_array().map(Vec::len), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}

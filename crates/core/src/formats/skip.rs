@@ -1,0 +1,162 @@
+//! The modules a `quantization_config` keeps unquantised (`modules_to_not_convert`,
+//! bitsandbytes' `llm_int8_skip_modules`, compressed-tensors' `ignore`), matched the way the
+//! loaders match them, and which of them the role-based formats ([`super::apply`]) do not see.
+//!
+//! transformers 5.24 `quantizers/quantizers_utils.py` `should_convert_module(full_name, patterns)`
+//! skips a module when a pattern matches the name from its start up to a module boundary, as a
+//! regex (`re.match(rf"(?:{key})(?:(?<=\.)|(?=\.|$))", name)`), or is a suffix of the name
+//! (`name.endswith(key)`). compressed-tensors (`utils/match.py`, `match_name`) reads an `ignore`
+//! entry `re:<regex>` with `re.match` and any other entry as the exact module name.
+//!
+//! The formats place quantised tensors by role (block linears, expert stacks; the head, the
+//! embeddings, routers and norms stay in the compute dtype), not by name. A pattern that names
+//! only what they keep anyway changes nothing; one that keeps attention, an MLP, shared experts
+//! or a vision tower unquantised is reported by [`unmodelled`] so a view can say so.
+
+use super::WeightFormat;
+use regex_lite::Regex;
+use serde_json::Value;
+
+/// The skip patterns of a `quantization_config`, and whether they are compressed-tensors'.
+pub fn patterns(q: &Value) -> (Vec<String>, bool) {
+    let list = |k: &str| -> Vec<String> {
+        q.get(k).and_then(Value::as_array).map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+    };
+    match q.get("quant_method").and_then(Value::as_str) {
+        Some("compressed-tensors") => (list("ignore"), true),
+        Some("bitsandbytes") => (list("llm_int8_skip_modules"), false),
+        _ => (list("modules_to_not_convert"), false),
+    }
+}
+
+/// Whether `pattern` keeps module `name` unquantised (`ct`: compressed-tensors' `ignore`
+/// rules, else transformers' `should_convert_module`). An invalid regex matches nothing.
+pub fn matches(pattern: &str, name: &str, ct: bool) -> bool {
+    if ct {
+        return match pattern.strip_prefix("re:") {
+            Some(re) => Regex::new(&format!("^(?:{re})")).is_ok_and(|r| r.is_match(name)),
+            None => pattern == name,
+        };
+    }
+    if name.ends_with(pattern) {
+        return true;
+    }
+    let Ok(re) = Regex::new(&format!("^(?:{pattern})$")) else { return false };
+    // the boundary: the match ends before a `.` or at the end, or just after a `.`
+    (1..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
+        let at_boundary = i == name.len() || name.as_bytes()[i] == b'.' || name.as_bytes()[i - 1] == b'.';
+        at_boundary && re.is_match(&name[..i])
+    })
+}
+
+/// Module names (transformers' naming, Llama-style decoders and the usual vision towers) that a
+/// role-based format quantises, by what they are.
+const QUANTISED: &[(&str, &str)] = &[
+    ("attention", "model.layers.0.self_attn.q_proj"),
+    ("attention", "model.layers.7.self_attn.o_proj"),
+    ("attention", "model.layers.7.self_attn.q_a_proj"),
+    ("attention", "model.language_model.layers.7.self_attn.k_proj"),
+    ("an MLP", "model.layers.0.mlp.gate_proj"),
+    ("an MLP", "model.layers.7.mlp.down_proj"),
+    ("an MLP", "model.language_model.layers.7.mlp.up_proj"),
+    ("shared experts", "model.layers.7.mlp.shared_experts.gate_proj"),
+    ("shared experts", "model.layers.7.mlp.shared_expert.down_proj"),
+    ("the vision tower", "visual.blocks.0.attn.qkv"),
+    ("the vision tower", "model.visual.blocks.0.mlp.up_proj"),
+    ("the vision tower", "vision_tower.vision_model.encoder.layers.0.self_attn.q_proj"),
+    ("the vision tower", "model.vision_tower.vision_model.encoder.layers.0.mlp.fc1"),
+    ("the vision tower", "model.vision_tower.transformer.layers.0.attention.q_proj"),
+    ("the projector", "multi_modal_projector.linear_1"),
+    ("the projector", "model.multi_modal_projector.linear_1"),
+    ("the projector", "visual.merger.mlp.0"),
+];
+
+/// The routed experts (`mlp.experts`), which only some formats quantise.
+const EXPERTS: &str = "model.layers.7.mlp.experts";
+
+/// The skip patterns of `q` that keep a module `format` would quantise, each with what it
+/// keeps: `("model.visual", "the vision tower")`. Empty when every pattern names only modules
+/// the format keeps anyway (`lm_head`, embeddings, routers such as `mlp.gate`, norms).
+pub fn unmodelled(q: &Value, format: WeightFormat) -> Vec<(String, &'static str)> {
+    let (list, ct) = patterns(q);
+    let experts_quantised = !matches!(format, WeightFormat::Ct(_) | WeightFormat::Bnb4 { .. } | WeightFormat::BnbInt8);
+    // mxfp4 quantises the experts alone (`replace_with_mxfp4_linear`: `GptOssMLP.experts`)
+    let probes = if format == WeightFormat::Mxfp4 { &[][..] } else { QUANTISED };
+    list.into_iter()
+        .filter_map(|p| {
+            let hit = probes.iter().find(|(_, n)| matches(&p, n, ct)).map(|(what, _)| *what);
+            let hit = hit.or_else(|| (experts_quantised && matches(&p, EXPERTS, ct)).then_some("the routed experts"));
+            hit.map(|what| (p, what))
+        })
+        .collect()
+}
+
+/// Whether the loader quantises the output head that the formats keep: transformers'
+/// `HfQuantizer.get_modules_to_not_convert` adds its default skips (`get_keys_to_not_convert`:
+/// `lm_head`, tied and last modules) only when the config gives no list, so a bitsandbytes
+/// `llm_int8_skip_modules` or an fp8 `modules_to_not_convert` that leaves `lm_head` out quantises
+/// it (AWQ passes `add_default_skips=True`; GPTQ quantises the blocks only); compressed-tensors
+/// quantises every `Linear` its `ignore` does not name.
+pub fn head_quantised(q: &Value) -> bool {
+    let (list, ct) = patterns(q);
+    let given = match q.get("quant_method").and_then(Value::as_str) {
+        Some("compressed-tensors") => true,
+        Some("bitsandbytes") => q.get("llm_int8_skip_modules").is_some_and(Value::is_array),
+        Some("fp8") => q.get("modules_to_not_convert").is_some_and(Value::is_array),
+        _ => false,
+    };
+    given && !list.iter().any(|p| matches(p, "lm_head", ct))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn transformers_boundaries() {
+        // `should_convert_module`'s own examples
+        assert!(matches("layer.1", "layer.1.attn", false));
+        assert!(!matches("layer.1", "layer.11.attn", false));
+        assert!(matches("layer.*", "layer.11.attn", false));
+        assert!(!matches("mlp.gate", "model.layers.0.mlp.gate_proj", false));
+        assert!(matches("mlp.gate", "model.layers.0.mlp.gate", false));
+        assert!(matches("fc1", "model.decoder.layers.23.fc1", false));
+        assert!(matches("model.layers.*.self_attn", "model.layers.3.self_attn.q_proj", false));
+        assert!(!matches("(", "x", false));
+    }
+
+    #[test]
+    fn a_list_without_the_head_quantises_it() {
+        assert!(!head_quantised(&json!({"quant_method": "bitsandbytes", "load_in_4bit": true})));
+        assert!(head_quantised(&json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "llm_int8_skip_modules": ["visual"]})));
+        assert!(!head_quantised(&json!({"quant_method": "fp8", "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.gate"]})));
+        assert!(head_quantised(&json!({"quant_method": "compressed-tensors", "ignore": ["re:.*mlp.gate$"]})));
+        assert!(!head_quantised(&json!({"quant_method": "compressed-tensors", "ignore": ["re:.*lm_head"]})));
+        assert!(!head_quantised(&json!({"quant_method": "awq", "modules_to_not_convert": ["visual"]})));
+    }
+
+    #[test]
+    fn compressed_tensors_ignore() {
+        assert!(matches("re:.*mlp.gate$", "model.layers.3.mlp.gate", true));
+        assert!(!matches("re:.*mlp.gate$", "model.layers.3.mlp.gate_proj", true));
+        assert!(matches("lm_head", "lm_head", true));
+        assert!(!matches("lm_head", "model.lm_head", true));
+        assert!(matches("re:vision_tower.*", "vision_tower.vision_model.encoder.layers.0.mlp.fc1", true));
+    }
+
+    #[test]
+    fn what_the_formats_keep_anyway_is_not_reported() {
+        let gpt_oss = json!({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]});
+        assert!(unmodelled(&gpt_oss, WeightFormat::Mxfp4).is_empty());
+        let fp8 = WeightFormat::Fp8 { block: Some(128) };
+        assert_eq!(unmodelled(&gpt_oss, fp8), vec![("model.layers.*.self_attn".to_string(), "attention")]);
+        let qwen_fp8 = json!({"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.gate", "model.layers.7.mlp.gate"]});
+        assert!(unmodelled(&qwen_fp8, WeightFormat::Fp8 { block: Some(128) }).is_empty());
+        let ct_moe = json!({"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*mlp.gate$", "re:.*mlp.experts.*"]});
+        let w4 = WeightFormat::Ct(super::super::ct::CtScheme::Packed { bits: 4, group_size: 128, asym: false });
+        assert!(unmodelled(&ct_moe, w4).is_empty());
+        let vl = json!({"quant_method": "awq", "modules_to_not_convert": ["visual"]});
+        assert_eq!(unmodelled(&vl, WeightFormat::Awq { group_size: 128 }), vec![("visual".to_string(), "the vision tower")]);
+    }
+}
