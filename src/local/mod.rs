@@ -298,20 +298,18 @@ pub fn answer(h: &Header, s: &LocalSettings, src: &GgufSource) -> Result<Answer,
     Ok(Answer { max_ctx, max_ngl, reverse, command, ollama, tensor_bytes: h.tensor_bytes(), n_tensors: h.tensors.len(), estimate: e })
 }
 
-/// Which `llama-quantize` types of built-in model `model` fit every device with these settings
-/// (`None`: the quant could not be sized), smallest file last.
-pub fn quant_fits(model: &str, s: &LocalSettings) -> Vec<(&'static str, Option<bool>)> {
+/// Whether built-in model `model` as `llama-quantize` type `quant` fits every device with these
+/// settings (`None`: it could not be sized).
+pub fn quant_fit(model: &str, quant: &str, s: &LocalSettings) -> Option<bool> {
     let g = gpus(s);
-    QUANTS
-        .iter()
-        .map(|q| {
-            let fits = synth(model, q).ok().and_then(|h| {
-                let p = run_params(&h, s, &g).ok()?;
-                vramcalc_core::llama_cpp::estimate(&h, &p, &g, s.host_ram).ok().map(|e| e.fits())
-            });
-            (*q, fits)
-        })
-        .collect()
+    let h = synth(model, quant).ok()?;
+    let p = run_params(&h, s, &g).ok()?;
+    vramcalc_core::llama_cpp::estimate(&h, &p, &g, s.host_ram).ok().map(|e| e.fits())
+}
+
+/// [`quant_fit`] of every type in [`QUANTS`].
+pub fn quant_fits(model: &str, s: &LocalSettings) -> Vec<(&'static str, Option<bool>)> {
+    QUANTS.iter().map(|q| (*q, quant_fit(model, q, s))).collect()
 }
 
 /// llama.cpp's type names of the weights, most bytes first (`Q8_0 96%, F32 4%`).

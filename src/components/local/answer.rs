@@ -135,7 +135,17 @@ pub struct QuantFitsProps {
 pub fn quant_fits(p: &QuantFitsProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.local();
-    let fits = use_memo((p.model.clone(), p.settings.clone()), |(m, s)| crate::local::quant_fits(m, s));
+    // one quant per task, after the answer is drawn (a 30B MoE under Ollama fits its layers
+    // for each of the twelve)
+    let fits = crate::hooks::use_deferred_future((p.model.clone(), p.settings.clone()), 150, |(m, s)| async move {
+        let mut out = Vec::new();
+        for q in crate::local::QUANTS {
+            out.push((*q, crate::local::quant_fit(&m, q, &s)));
+            crate::dom::yield_to_page(crate::dom::Priority::Background).await;
+        }
+        Some(out)
+    });
+    let Some(fits) = fits else { return html! {} };
     html! {
         <div class="quant-fits" data-testid="quant-fits">
             <h4>{ t.quant_fits }</h4>
