@@ -60,6 +60,15 @@ const status = (page, want) => page.waitForFunction((w) => document.querySelecto
 const num = async (page, id, attr = 'data-bytes') => Number(await page.getByTestId(id).getAttribute(attr));
 const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
 
+/** Picks a built-in model and a quant (no file) and waits for its header. */
+async function useQuant(page, model, quant) {
+  await page.getByTestId('gguf-tab-quant').click();
+  await page.getByTestId('gguf-quant-model').selectOption(model);
+  await page.getByTestId('gguf-quant').selectOption(quant);
+  await page.getByTestId('gguf-quant-use').click();
+  await status(page, 'loaded');
+}
+
 async function checkAgainstCli(page, args) {
   const want = cli(...args);
   assert.equal(await num(page, 'llama-total'), want.total_bytes);
@@ -178,11 +187,7 @@ test('a hub file that is not there (404), a header cut short and a bad address s
 test('a model and a quant without a file: the header llama-quantize would write, as the CLI sizes it', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const { page, errors } = await openLocal(context);
-  await page.getByTestId('gguf-tab-quant').click();
-  await page.getByTestId('gguf-quant-model').selectOption('qwen3-8b');
-  await page.getByTestId('gguf-quant').selectOption('Q4_K_M');
-  await page.getByTestId('gguf-quant-use').click();
-  await status(page, 'loaded');
+  await useQuant(page, 'qwen3-8b', 'Q4_K_M');
   await page.getByTestId('c').fill('32768');
   await page.waitForFunction(() => /-c 32768/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
   const config = new globalThis.URL('../crates/core/src/presets/configs/qwen3-8b.json', import.meta.url).pathname;
@@ -243,12 +248,20 @@ test('-ot with the core\'s errors where typed and presets, mixed GPUs with -ts a
   }
   assert.equal((await barLabels(page)).length, 3, 'one bar per device');
   assert.equal(await command(page), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  // -sm none puts every layer on the first GPU: the core then refuses a -ts of two values, as the CLI does
   await page.getByTestId('sm').selectOption('none');
+  await page.getByTestId('llama-error').waitFor();
+  assert.equal(await page.getByTestId('llama-error').textContent(), '-ts has 2 values for 1 GPUs');
+  assert.throws(() => cli(...args, '-sm', 'none'), /-ts has 2 values for 1 GPUs/);
+  await page.getByTestId('ts').fill('');
   await waitCommand(page, /-sm none/);
-  await checkAgainstCli(page, [...args, '-sm', 'none']);
+  await checkAgainstCli(page, [...args.filter((a) => a !== '-ts' && a !== '3,1'), '-sm', 'none']);
+  await page.getByTestId('sm').selectOption('layer');
+  await page.getByTestId('ts').fill('3,1');
+  await waitCommand(page, /-ts 3,1/);
   // the link carries the pattern, the split, the mode and the cards; opened elsewhere it is the same
   const hash = await page.evaluate(() => location.hash);
-  assert.match(hash, /ot=%5C\.ffn_\(up\|down\|gate\|gate_up\)_\(ch\|\)exps%3DCPU/);
+  assert.match(hash, /ot=\\\.ffn_\(up\|down\|gate\|gate_up\)_\(ch\|\)exps%3DCPU/, 'a fragment keeps \\ as it is; = is escaped');
   assert.match(hash, /ts=3%2C1/);
   assert.match(hash, /gpu=rtx-4090\+rtx-3090/);
   const t2 = await num(page, 'llama-total');
@@ -309,11 +322,7 @@ test('Ollama: its names and defaults, the Modelfile to copy beside the llama-ser
 test('the panel is in undo and redo and in the saved work: an edit survives a reload; which quant fits follows the settings', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const { page, errors } = await openLocal(context);
-  await page.getByTestId('gguf-tab-quant').click();
-  await page.getByTestId('gguf-quant-model').selectOption('qwen3-8b');
-  await page.getByTestId('gguf-quant').selectOption('Q4_K_M');
-  await page.getByTestId('gguf-quant-use').click();
-  await status(page, 'loaded');
+  await useQuant(page, 'qwen3-8b', 'Q4_K_M');
   assert.equal(await page.getByTestId('undo').isDisabled(), true);
   await page.getByTestId('c').fill('8192');
   await waitCommand(page, /-c 8192/);

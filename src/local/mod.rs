@@ -222,6 +222,21 @@ pub fn card(id: &str) -> Result<String, String> {
     Ok(vramcalc_core::memory::device::gpu(id).ok_or_else(|| format!("{id}: unknown GPU"))?.id.to_string())
 }
 
+/// The settings without card `i`: its `-ts` share goes with it, and one card left needs none.
+pub fn without_card(s: &LocalSettings, i: usize) -> LocalSettings {
+    let mut s = s.clone();
+    if i < s.cards.len() {
+        s.cards.remove(i);
+        if i < s.params.tensor_split.len() {
+            s.params.tensor_split.remove(i);
+        }
+        if s.cards.len() < 2 {
+            s.params.tensor_split.clear();
+        }
+    }
+    s
+}
+
 /// The most cards the list takes.
 pub const MAX_CARDS: usize = 16;
 
@@ -388,6 +403,11 @@ mod tests {
         assert_eq!(gpus(&with(&s, "gpu", "rtx-4090+a100-80gb").unwrap()).iter().map(|g| g.capacity).collect::<Vec<_>>(),
             [vramcalc_core::memory::device::gpu("rtx-4090").unwrap().bytes, vramcalc_core::memory::device::gpu("a100-80gb").unwrap().bytes]);
         assert!(with(&s, "gpu", "rtx-4090+nope").is_err());
+        let three = LocalSettings { cards: vec!["rtx-4090".into(), "rtx-3090".into(), "a100-80gb".into()], ..with(&s, "ts", "3,2,1").unwrap() };
+        let two = without_card(&three, 1);
+        assert_eq!((two.cards.clone(), two.params.tensor_split.clone()), (vec!["rtx-4090".to_string(), "a100-80gb".to_string()], vec![3.0, 1.0]));
+        assert_eq!(without_card(&two, 0).params.tensor_split, Vec::<f64>::new(), "one card: no split");
+        assert_eq!(without_card(&two, 5), two);
         for (_, text) in ot_presets() {
             assert!(with(&s, "ot", &text).is_ok(), "{text}");
         }

@@ -19,9 +19,13 @@ pub fn card_list(p: &CardsProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.local();
     let cards = &p.settings.cards;
+    let put = {
+        let d = ctx.dispatch.clone();
+        move |s: LocalSettings| d.dispatch(Action::Local(LocalAction::Set(s)))
+    };
     let set = {
-        let (d, s) = (ctx.dispatch.clone(), p.settings.clone());
-        move |cards: Vec<String>| d.dispatch(Action::Local(LocalAction::Set(LocalSettings { cards, ..s.clone() })))
+        let (put, s) = (put.clone(), p.settings.clone());
+        move |cards: Vec<String>| put(LocalSettings { cards, ..s.clone() })
     };
     let row = |(i, id): (usize, &String)| {
         let on_change = {
@@ -35,12 +39,8 @@ pub fn card_list(p: &CardsProps) -> Html {
             })
         };
         let on_remove = {
-            let (set, cards) = (set.clone(), cards.clone());
-            Callback::from(move |_| {
-                let mut next = cards.clone();
-                next.remove(i);
-                set(next);
-            })
+            let (put, s) = (put.clone(), p.settings.clone());
+            Callback::from(move |_| put(crate::local::without_card(&s, i)))
         };
         let dom_id = format!("llama-card-{i}");
         html! {
