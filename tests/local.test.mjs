@@ -364,3 +364,26 @@ test('the panel is in undo and redo and in the saved work: an edit survives a re
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });
+
+test('LM Studio: llama.cpp under LM Studio\'s load defaults and names, with the lms load line', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await status(page, 'loaded');
+  await page.getByTestId('engine').selectOption('lm-studio');
+  await page.getByTestId('lms-command').waitFor();
+  assert.equal(await page.locator('label[for=llama-c]').textContent(), 'Context Length');
+  assert.equal(await page.getByTestId('ot').count(), 0, 'LM Studio has no -ot');
+  // its defaults (lmstudio-js schema.ts): context 2048, batch 512, flash attention off
+  await checkAgainstCli(page, ['--gguf', FILE, '-c', '2048', '-b', '512', '-fa', 'off', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  await page.getByTestId('c').fill('8192');
+  await page.getByTestId('ctk').selectOption('q8_0');
+  await page.waitForFunction(() => document.querySelector('[data-testid=lms-command]')?.textContent === 'lms load tiny-qwen3moe-Q8_0.gguf --context-length 8192 --gpu max');
+  assert.match(await page.getByTestId('lms-settings').textContent(), /K Cache Quantization Type: q8_0/);
+  const want = await checkAgainstCli(page, ['--gguf', FILE, '-c', '8192', '-b', '512', '-fa', 'off', '-ctk', 'q8_0', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  assert.equal(await command(page), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  assert.match(await page.evaluate(() => location.hash), /^#gguf\.engine=lm-studio,/);
+  await shot(page, '64-local-lm-studio');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});

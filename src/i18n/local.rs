@@ -80,9 +80,36 @@ pub struct LocalTr {
     pub ollama_run: &'static str,
     pub quant_fits: &'static str,
     pub max_num_ctx: &'static str,
+    pub lms_c: &'static str,
+    pub lms_ngl: &'static str,
+    pub lms_b: &'static str,
+    pub lms_fa: &'static str,
+    pub lms_ctk: &'static str,
+    pub lms_ctv: &'static str,
+    pub lms_no_mmap: &'static str,
+    pub lms_command: &'static str,
+    pub lms_rest: &'static str,
+    pub llama_equiv: &'static str,
 }
 
 impl LocalTr {
+    /// A setting's label under LM Studio, by LM Studio's names where it has them.
+    pub fn label_in(&self, lm_studio: bool, id: &str) -> &'static str {
+        if lm_studio {
+            match id {
+                "c" => return self.lms_c,
+                "ngl" => return self.lms_ngl,
+                "b" => return self.lms_b,
+                "fa" => return self.lms_fa,
+                "ctk" => return self.lms_ctk,
+                "ctv" => return self.lms_ctv,
+                "no-mmap" => return self.lms_no_mmap,
+                _ => {}
+            }
+        }
+        self.label(id)
+    }
+
     /// A setting's label by its field id (`local::fields`).
     pub fn label(&self, id: &str) -> &'static str {
         match id {
@@ -196,6 +223,16 @@ pub const LOCAL_EN: LocalTr = LocalTr {
     ollama_run: "Ollama runs llama-server with",
     quant_fits: "Which quant of this model fits",
     max_num_ctx: "largest num_ctx",
+    lms_c: "Context Length",
+    lms_ngl: "GPU Offload (layers: max or a number)",
+    lms_b: "Evaluation Batch Size",
+    lms_fa: "Flash Attention",
+    lms_ctk: "K Cache Quantization Type",
+    lms_ctv: "V Cache Quantization Type",
+    lms_no_mmap: "Try mmap(): off",
+    lms_command: "lms load (LM Studio's command line)",
+    lms_rest: "Set in LM Studio's load settings:",
+    llama_equiv: "The same run as llama-server",
 };
 
 pub const LOCAL_ZH: LocalTr = LocalTr {
@@ -277,4 +314,14 @@ pub const LOCAL_ZH: LocalTr = LocalTr {
     ollama_run: "Ollama 以如下参数运行 llama-server：",
     quant_fits: "该模型的哪种量化放得下",
     max_num_ctx: "最大 num_ctx",
+    lms_c: "上下文长度（Context Length）",
+    lms_ngl: "GPU 卸载（GPU Offload，层数：max 或数字）",
+    lms_b: "评估批大小（Evaluation Batch Size）",
+    lms_fa: "Flash Attention",
+    lms_ctk: "K 缓存量化类型（K Cache Quantization Type）",
+    lms_ctv: "V 缓存量化类型（V Cache Quantization Type）",
+    lms_no_mmap: "不使用 mmap()（Try mmap() 关）",
+    lms_command: "lms load（LM Studio 命令行）",
+    lms_rest: "在 LM Studio 的加载设置中设置：",
+    llama_equiv: "等效的 llama-server 命令",
 };

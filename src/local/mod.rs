@@ -8,6 +8,7 @@
 pub mod fetch;
 pub mod hub;
 pub mod link;
+pub mod lmstudio;
 pub mod read;
 
 use crate::form::{flag, named, whole, Field};
@@ -76,7 +77,7 @@ pub fn all_fields(s: &LocalSettings) -> Vec<Field> {
     let p = &s.params;
     let o = &s.ollama;
     let kv = named(KV_CACHE_TYPES.iter().map(|t| t.name));
-    let engines = LocalEngine::ALL.iter().map(|e| (e.id().to_string(), e.id().to_string())).collect();
+    let engines = LocalEngine::ALL.iter().map(|e| (e.id().to_string(), e.name().to_string())).collect();
     // empty: the engine's default, shown as a dash
     let unset = || vec![(String::new(), "–".to_string())];
     let mut ollama_kv = unset();
@@ -112,6 +113,8 @@ pub fn all_fields(s: &LocalSettings) -> Vec<Field> {
     ]
 }
 
+const LMSTUDIO_IDS: [&str; 7] = ["c", "ngl", "b", "fa", "ctk", "ctv", "no-mmap"];
+
 const OLLAMA_IDS: [&str; 7] = ["num_ctx", "num_gpu", "num_batch", "OLLAMA_NUM_PARALLEL", "OLLAMA_KV_CACHE_TYPE", "OLLAMA_FLASH_ATTENTION", "OLLAMA_CONTEXT_LENGTH"];
 
 /// Whether field `id` applies to these settings and model (the form shows only those; `gpu` is
@@ -123,6 +126,8 @@ fn applies(id: &str, s: &LocalSettings, m: ModelTraits) -> bool {
         "gpu" => false,
         _ if OLLAMA_IDS.contains(&id) => s.engine == LocalEngine::Ollama,
         _ if s.engine == LocalEngine::Ollama => false,
+        // the load settings LM Studio has (`lmstudio`)
+        _ if s.engine == LocalEngine::LmStudio => LMSTUDIO_IDS.contains(&id),
         "n-cpu-moe" => m.moe,
         "swa-full" => m.swa,
         "ts" | "sm" => multi,
@@ -153,7 +158,16 @@ pub fn with(s: &LocalSettings, id: &str, text: &str) -> Result<LocalSettings, St
     let o = &mut s.ollama;
     let e = |e: vramcalc_core::llama_cpp::LlamaError| e.to_string();
     match id {
-        "engine" => s.engine = LocalEngine::ALL.into_iter().find(|e| e.id() == text).ok_or_else(|| format!("{text}: not an engine"))?,
+        "engine" => {
+            let engine = LocalEngine::ALL.into_iter().find(|e| e.id() == text).ok_or_else(|| format!("{text}: not an engine"))?;
+            // llama.cpp's settings start from the defaults of the program that now runs them
+            match (s.engine, engine) {
+                (LocalEngine::LmStudio, LocalEngine::LlamaCpp) => *p = Params::default(),
+                (e, LocalEngine::LmStudio) if e != LocalEngine::LmStudio => *p = lmstudio::defaults(),
+                _ => {}
+            }
+            s.engine = engine;
+        }
         "c" => p.n_ctx = whole(text, 0, 1 << 24)?,
         "np" => p.n_parallel = whole(text, 1, 256)?,
         "ctk" => p.type_k = kv(text)?,
@@ -267,6 +281,8 @@ pub struct Answer {
     pub reverse: bool,
     /// The `llama-server` line (under Ollama: the one Ollama launches).
     pub command: String,
+    /// Under LM Studio: the `lms load` line and the load settings it cannot carry.
+    pub lms: Option<(String, Vec<String>)>,
     /// Under Ollama: the Modelfile (with the `ollama serve` environment as its first comment),
     /// and `(num_ctx, OLLAMA_NUM_PARALLEL)` of the run.
     pub ollama: Option<(String, u64, u64)>,
@@ -279,7 +295,7 @@ pub struct Answer {
 /// as `vramcalc ollama` answers).
 pub fn run_params(h: &Header, s: &LocalSettings, g: &[GpuDevice]) -> Result<Params, String> {
     match s.engine {
-        LocalEngine::LlamaCpp => Ok(s.params.clone()),
+        LocalEngine::LlamaCpp | LocalEngine::LmStudio => Ok(s.params.clone()),
         LocalEngine::Ollama => {
             let vram = g.iter().map(|d| d.capacity).sum();
             let hp = Hparams::from_header(h).map_err(|e| e.to_string())?;
@@ -310,7 +326,8 @@ pub fn answer(h: &Header, s: &LocalSettings, src: &GgufSource) -> Result<Answer,
         let num_ctx = p.n_ctx / p.n_parallel.max(1);
         (vramcalc_core::launch::modelfile::modelfile(&format!("./{}", model_path(src)), &s.ollama, num_ctx, s.ollama.num_gpu), num_ctx, p.n_parallel)
     });
-    Ok(Answer { max_ctx, max_ngl, reverse, command, ollama, tensor_bytes: h.tensor_bytes(), n_tensors: h.tensors.len(), estimate: e })
+    let lms = (s.engine == LocalEngine::LmStudio).then(|| lmstudio::command(&model_path(src), p, e.n_layer));
+    Ok(Answer { max_ctx, max_ngl, reverse, command, ollama, lms, tensor_bytes: h.tensor_bytes(), n_tensors: h.tensors.len(), estimate: e })
 }
 
 /// Whether built-in model `model` as `llama-quantize` type `quant` fits every device with these
@@ -456,6 +473,25 @@ mod tests {
         let one = answer(&h, &LocalSettings { ollama: Ollama { num_ctx: Some(4096), ..Ollama::default() }, ..s.clone() }, &src()).unwrap();
         assert!(one.estimate.kv_bytes() < a.estimate.kv_bytes());
         assert!(answer(&h, &LocalSettings::default(), &src()).unwrap().ollama.is_none());
+    }
+
+    #[test]
+    fn lm_studio_is_llama_cpp_under_its_defaults_and_names() {
+        let h = tiny();
+        let s = with(&LocalSettings::default(), "engine", "lm-studio").unwrap();
+        assert_eq!(s.params, lmstudio::defaults(), "LM Studio's load defaults");
+        let shown: Vec<&str> = fields(&s, ModelTraits::ALL).iter().map(|f| f.id).collect();
+        assert_eq!(shown, ["engine", "c", "ctk", "ctv", "fa", "ngl", "b", "no-mmap", "ram"], "the load settings LM Studio has");
+        let s = with(&with(&s, "c", "8192").unwrap(), "ctk", "q8_0").unwrap();
+        let a = answer(&h, &s, &src()).unwrap();
+        assert_eq!(a.estimate, vramcalc_core::llama_cpp::estimate(&h, &s.params, &gpus(&s), s.host_ram).unwrap());
+        let (line, rest) = a.lms.clone().unwrap();
+        assert_eq!(line, "lms load tiny.gguf --context-length 8192 --gpu max");
+        assert_eq!(rest, ["K Cache Quantization Type: q8_0"]);
+        assert!(a.command.contains("-c 8192") && a.command.contains("-fa off") && a.command.contains("-b 512"), "{}", a.command);
+        // back to llama.cpp: llama.cpp's own defaults; the link reads LM Studio's back
+        assert_eq!(with(&s, "engine", "llama-cpp").unwrap().params, Params::default());
+        assert_eq!(link::from_fragment(&link::to_fragment(None, &s)).unwrap().1, s);
     }
 
     #[test]

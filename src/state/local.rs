@@ -59,21 +59,33 @@ pub enum Load {
     Failed(GgufSource, String),
 }
 
-/// Which program runs the GGUF: llama.cpp itself, or Ollama on top of it (its settings by its
-/// own names, `vramcalc_core::llama_cpp::ollama`).
+/// Which program runs the GGUF: llama.cpp itself, or Ollama or LM Studio on top of it (their
+/// settings by their own names: `vramcalc_core::llama_cpp::ollama`, `local::lmstudio`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LocalEngine {
     #[default]
     LlamaCpp,
     Ollama,
+    /// LM Studio: llama.cpp's settings under LM Studio's defaults and names (`local::lmstudio`).
+    LmStudio,
 }
 
 impl LocalEngine {
-    pub const ALL: [LocalEngine; 2] = [LocalEngine::LlamaCpp, LocalEngine::Ollama];
+    pub const ALL: [LocalEngine; 3] = [LocalEngine::LlamaCpp, LocalEngine::Ollama, LocalEngine::LmStudio];
     pub fn id(self) -> &'static str {
         match self {
             LocalEngine::LlamaCpp => "llama-cpp",
             LocalEngine::Ollama => "ollama",
+            LocalEngine::LmStudio => "lm-studio",
+        }
+    }
+
+    /// The program's own name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalEngine::LlamaCpp => "llama.cpp",
+            LocalEngine::Ollama => "Ollama",
+            LocalEngine::LmStudio => "LM Studio",
         }
     }
 }

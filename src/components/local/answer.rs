@@ -114,8 +114,17 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                     <pre data-testid="ollama-modelfile" data-num-ctx={num_ctx.to_string()} data-parallel={np.to_string()}><code>{ modelfile }</code></pre>
                 </div>
             }
+            if let Some((line, rest)) = &a.lms {
+                <div class="command">
+                    <h4>{ t.lms_command }</h4>
+                    <pre data-testid="lms-command"><code>{ line }</code></pre>
+                    if !rest.is_empty() {
+                        <p class="small" data-testid="lms-settings">{ t.lms_rest }{ " " }{ rest.join(" · ") }</p>
+                    }
+                </div>
+            }
             <div class="command">
-                <h4>{ if a.ollama.is_some() { t.ollama_run } else { t.command } }</h4>
+                <h4>{ if a.ollama.is_some() { t.ollama_run } else if a.lms.is_some() { t.llama_equiv } else { t.command } }</h4>
                 <pre data-testid="llama-command"><code>{ &a.command }</code></pre>
                 <button type="button" data-testid="llama-copy" onclick={on_copy}>{ t.copy }{ match *copied { Some(true) => " ✓", Some(false) => " ✗", None => "" } }</button>
             </div>

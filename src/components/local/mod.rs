@@ -31,7 +31,8 @@ pub fn local_panel(p: &LocalProps) -> Html {
     let s = &p.state;
     let traits = s.model.as_ref().and_then(|(_, h)| ModelTraits::of(h)).unwrap_or_default();
     let fields = local::fields(&s.settings, traits);
-    let labels: Vec<&'static str> = fields.iter().map(|f| t.label(f.id)).collect();
+    let lm_studio = s.settings.engine == LocalEngine::LmStudio;
+    let labels: Vec<&'static str> = fields.iter().map(|f| t.label_in(lm_studio, f.id)).collect();
     let on_commit = {
         let (d, settings) = (ctx.dispatch.clone(), s.settings.clone());
         // typing in one field is one undo step; a choice is a step of its own
@@ -92,8 +93,8 @@ pub fn local_panel(p: &LocalProps) -> Html {
                 </p>
             }
             <h3>{ t.settings }</h3>
-            <CardList settings={s.settings.clone()} />
             <WorkloadForm key={form_key.to_string()} {fields} {labels} {on_commit} prefix="llama" />
+            <CardList settings={s.settings.clone()} />
             { for presets }
             { body }
             if let Some(model) = quant_model {
