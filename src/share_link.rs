@@ -149,20 +149,11 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     // issue 24: a llama.cpp link opens that workload: a hub file is read by the panel, a model
     // and quant is built here
     if hash.starts_with(crate::local::link::PREFIX) {
-        return match crate::local::link::from_fragment(hash) {
-            Ok((src, settings)) => {
-                use crate::state::local::{GgufSource, Load, Workload};
+        return match crate::state::local::LocalState::open(hash) {
+            Ok(local) => {
                 let mut state = restored;
-                state.workload = Workload::LlamaCpp;
-                state.local.settings = settings;
-                match src {
-                    Some(GgufSource::Quant { model, quant }) => match crate::local::synth(&model, &quant) {
-                        Ok(h) => state.local.model = Some((GgufSource::Quant { model, quant }, std::rc::Rc::new(h))),
-                        Err(e) => return Start { state, notice: Some(Notice::Broken(format!("link model: {e}"))), guard: None },
-                    },
-                    Some(src) => state.local.load = Load::Loading(src),
-                    None => {}
-                }
+                state.workload = crate::state::local::Workload::LlamaCpp;
+                state.local = local;
                 Start { state, notice: None, guard: None }
             }
             Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },

@@ -214,6 +214,9 @@ pub struct Saved {
     pub model: Model,
     #[serde(default)]
     pub prefs: Prefs,
+    /// The llama.cpp panel (issue 24): its link and whether it was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<local::SavedLocal>,
 }
 
 pub const SAVED_VERSION: u32 = 1;
@@ -375,20 +378,41 @@ impl State {
                 if !m.unedited && m.preset.as_deref() == Some(DEFAULT_PRESET) && default_spec().as_ref() == Some(&m.spec) {
                     m.unedited = true;
                 }
-                State::new(s.model, s.prefs)
+                let mut state = State::new(s.model, s.prefs);
+                state.restore_local(s.local.as_ref());
+                state
             }
             _ => State::default(),
         }
     }
 
     pub fn saved(&self) -> Saved {
-        Saved { version: SAVED_VERSION, model: self.model.clone(), prefs: self.prefs }
+        Saved { version: SAVED_VERSION, model: self.model.clone(), prefs: self.prefs, local: self.local.saved(self.workload == local::Workload::LlamaCpp) }
     }
 
+    /// The llama.cpp panel as saved (an unreadable one stays as it is).
+    fn restore_local(&mut self, saved: Option<&local::SavedLocal>) {
+        if let Some(l) = saved {
+            if let Ok(panel) = local::LocalState::open(&l.link) {
+                self.local = panel;
+                if l.shown {
+                    self.workload = local::Workload::LlamaCpp;
+                }
+            }
+        }
+    }
+
+    /// Undo and redo act on the panel shown (the llama.cpp panel keeps its own steps).
     pub fn can_undo(&self) -> bool {
+        if self.workload == local::Workload::LlamaCpp {
+            return self.local.can_undo();
+        }
         !self.history.undo.is_empty()
     }
     pub fn can_redo(&self) -> bool {
+        if self.workload == local::Workload::LlamaCpp {
+            return self.local.can_redo();
+        }
         !self.history.redo.is_empty()
     }
 
@@ -594,6 +618,8 @@ impl Reducible for State {
                     s.selected.push(path);
                 }
             }
+            Action::Undo if s.workload == local::Workload::LlamaCpp => s.local.undo(),
+            Action::Redo if s.workload == local::Workload::LlamaCpp => s.local.redo(),
             Action::Undo => s.travel(History::undo),
             Action::Redo => s.travel(History::redo),
             Action::SetLang(l) => s.prefs.lang = l,
@@ -602,6 +628,7 @@ impl Reducible for State {
             Action::Restore(saved) => {
                 s.replace_model(saved.model);
                 s.prefs = saved.prefs;
+                s.restore_local(saved.local.as_ref());
             }
             Action::SetWorkload(w) => s.workload = w,
             Action::Local(a) => s.local.apply(a),
@@ -626,7 +653,7 @@ mod tests {
     /// them in the typed config and job; saved again, it has no `llm` left.
     #[test]
     fn work_saved_with_untyped_llm_settings_reads_them_typed() {
-        let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: Model::preset("gpt2").unwrap(), prefs: Prefs::default() }).unwrap();
+        let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: Model::preset("gpt2").unwrap(), prefs: Prefs::default(), local: None }).unwrap();
         v["model"]["llm"] = serde_json::json!({ "finetune": { "method": "lora", "lora_r": 16 }, "dist": { "gpus": 4, "strategy": "zero3" } });
         let saved: Saved = serde_json::from_value(v).unwrap();
         let m = &saved.model;
@@ -635,6 +662,36 @@ mod tests {
         let again = serde_json::to_value(&saved).unwrap();
         assert!(again["model"].get("llm").is_none() && again["model"]["dist"]["gpus"] == 4, "{again}");
         assert_eq!(serde_json::from_value::<Saved>(again).unwrap(), saved);
+    }
+
+    /// The llama.cpp panel is in the saved work (an edit survives a reload) and in undo while it
+    /// is shown; the PyTorch model's undo is its own.
+    #[test]
+    fn the_llama_cpp_panel_is_saved_and_undone_like_the_model() {
+        use local::{LocalAction, LocalSettings, Workload};
+        let mut s = State::default();
+        s = (*Rc::new(s).reduce(Action::SetWorkload(Workload::LlamaCpp))).clone();
+        s = (*Rc::new(s).reduce(Action::Local(LocalAction::Set(LocalSettings { cards: vec!["rtx-3090".into(), "rtx-3090".into()], ..LocalSettings::default() })))).clone();
+        assert!(s.can_undo());
+        let saved: Saved = serde_json::from_str(&serde_json::to_string(&s.saved()).unwrap()).unwrap();
+        let back = State::from_saved(Some(saved.clone()));
+        assert_eq!((back.workload, &back.local.settings), (Workload::LlamaCpp, &s.local.settings));
+        s = (*Rc::new(s).reduce(Action::Undo)).clone();
+        assert_eq!(s.local.settings, LocalSettings::default());
+        assert!(!s.can_undo() && s.can_redo());
+        s = (*Rc::new(s).reduce(Action::Redo)).clone();
+        assert_eq!(s.local.settings.cards.len(), 2);
+        // on the PyTorch panel, undo is the model's and leaves the llama.cpp settings
+        s = (*Rc::new(s).reduce(Action::SetWorkload(Workload::PyTorch))).clone();
+        assert!(!s.can_undo());
+        s = (*Rc::new(s).reduce(Action::SetBatch(7))).clone();
+        s = (*Rc::new(s).reduce(Action::Undo)).clone();
+        assert_eq!((s.model.config.batch, s.local.settings.cards.len()), (32, 2));
+        // work saved before the panel was saved opens as before
+        let mut v = serde_json::to_value(&saved).unwrap();
+        v.as_object_mut().unwrap().remove("local");
+        let old = State::from_saved(Some(serde_json::from_value(v).unwrap()));
+        assert_eq!((old.workload, old.local.settings), (Workload::PyTorch, LocalSettings::default()));
     }
 
     /// Picking a language model after a CNN starts it as LLMs run: batch 1, 2048 tokens, its
@@ -858,7 +915,7 @@ mod tests {
     #[test]
     fn states_saved_before_unedited_still_load() {
         let old = |model: &Model| {
-            let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: model.clone(), prefs: Prefs::default() }).unwrap();
+            let mut v = serde_json::to_value(Saved { version: SAVED_VERSION, model: model.clone(), prefs: Prefs::default(), local: None }).unwrap();
             v["model"].as_object_mut().unwrap().remove("unedited");
             serde_json::from_value::<Saved>(v).unwrap()
         };

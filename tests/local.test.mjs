@@ -60,6 +60,15 @@ const status = (page, want) => page.waitForFunction((w) => document.querySelecto
 const num = async (page, id, attr = 'data-bytes') => Number(await page.getByTestId(id).getAttribute(attr));
 const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
 
+/** Picks a built-in model and a quant (no file) and waits for its header. */
+async function useQuant(page, model, quant) {
+  await page.getByTestId('gguf-tab-quant').click();
+  await page.getByTestId('gguf-quant-model').selectOption(model);
+  await page.getByTestId('gguf-quant').selectOption(quant);
+  await page.getByTestId('gguf-quant-use').click();
+  await status(page, 'loaded');
+}
+
 async function checkAgainstCli(page, args) {
   const want = cli(...args);
   assert.equal(await num(page, 'llama-total'), want.total_bytes);
@@ -178,11 +187,7 @@ test('a hub file that is not there (404), a header cut short and a bad address s
 test('a model and a quant without a file: the header llama-quantize would write, as the CLI sizes it', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const { page, errors } = await openLocal(context);
-  await page.getByTestId('gguf-tab-quant').click();
-  await page.getByTestId('gguf-quant-model').selectOption('qwen3-8b');
-  await page.getByTestId('gguf-quant').selectOption('Q4_K_M');
-  await page.getByTestId('gguf-quant-use').click();
-  await status(page, 'loaded');
+  await useQuant(page, 'qwen3-8b', 'Q4_K_M');
   await page.getByTestId('c').fill('32768');
   await page.waitForFunction(() => /-c 32768/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
   const config = new globalThis.URL('../crates/core/src/presets/configs/qwen3-8b.json', import.meta.url).pathname;
@@ -199,6 +204,186 @@ test('a model and a quant without a file: the header llama-quantize would write,
   // a 390 px phone: no horizontal scrolling (the device table scrolls in its card)
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForFunction(() => document.documentElement.scrollWidth <= 390);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+const command = (page) => page.evaluate(() => document.querySelector('[data-testid=llama-command]')?.textContent ?? '');
+const waitCommand = (page, re) => page.waitForFunction((s) => new RegExp(s).test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''), re.source);
+/** The stacked bars' rows (one per device) and their labels. */
+const barLabels = (page) => page.evaluate(() => [...document.querySelectorAll('[data-testid=chart-devices] > g:not(.axis-label) > text')].map((t) => t.textContent));
+
+test('-ot with the core\'s errors where typed and presets, mixed GPUs with -ts and -sm, a bar per device', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await status(page, 'loaded');
+  // a pattern the core cannot compile: its message beside the field, the answer unchanged
+  const total = await num(page, 'llama-total');
+  await page.getByTestId('ot').fill('blk\\.(=CPU');
+  await page.getByTestId('ot-error').waitFor();
+  assert.match(await page.getByTestId('ot-error').textContent(), /^-ot pattern "blk\\\\\.\(":/);
+  assert.equal(await num(page, 'llama-total'), total);
+  await page.getByTestId('ot').fill('exps=GPU');
+  await page.waitForFunction(() => /unknown buffer type/.test(document.querySelector('[data-testid=ot-error]')?.textContent ?? ''));
+  // the preset fills the pattern (llama.cpp's LLM_FFN_EXPS_REGEX) and the experts move to the host
+  const preset = '\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU';
+  await page.getByTestId('ot-preset-experts-cpu').click();
+  await waitCommand(page, /-ot '/);
+  assert.equal(await page.getByTestId('ot').inputValue(), preset);
+  assert.equal(await page.getByTestId('ot-error').count(), 0);
+  await checkAgainstCli(page, ['--gguf', FILE, '-ot', preset, '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  // a second, different card: -ts and -sm appear; every device is the CLI's, each with its bar
+  assert.equal(await page.getByTestId('ts').count(), 0, '-ts needs two GPUs');
+  await page.getByTestId('card-add').click();
+  await page.getByTestId('card-1').selectOption('rtx-3090');
+  await page.getByTestId('ts').fill('3,1');
+  await waitCommand(page, /-ts 3,1/);
+  const args = ['--gguf', FILE, '-ot', preset, '-ts', '3,1', '--gpu', 'rtx-4090', '--gpu', 'rtx-3090', '--ram', '64GiB'];
+  const want = await checkAgainstCli(page, args);
+  assert.equal(want.devices.length, 3);
+  const rows = page.getByTestId('device-row');
+  for (let i = 0; i < want.devices.length; i++) {
+    assert.equal(Number(await rows.nth(i).getByTestId('dev-total').getAttribute('data-bytes')), want.devices[i].total_bytes, `device ${i}`);
+  }
+  assert.equal((await barLabels(page)).length, 3, 'one bar per device');
+  assert.equal(await command(page), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  // -sm none puts every layer on the first GPU: the core then refuses a -ts of two values, as the CLI does
+  await page.getByTestId('sm').selectOption('none');
+  await page.getByTestId('llama-error').waitFor();
+  assert.equal(await page.getByTestId('llama-error').textContent(), '-ts has 2 values for 1 GPUs');
+  assert.throws(() => cli(...args, '-sm', 'none'), /-ts has 2 values for 1 GPUs/);
+  await page.getByTestId('ts').fill('');
+  await waitCommand(page, /-sm none/);
+  await checkAgainstCli(page, [...args.filter((a) => a !== '-ts' && a !== '3,1'), '-sm', 'none']);
+  await page.getByTestId('sm').selectOption('layer');
+  await page.getByTestId('ts').fill('3,1');
+  await waitCommand(page, /-ts 3,1/);
+  // the link carries the pattern, the split, the mode and the cards; opened elsewhere it is the same
+  const hash = await page.evaluate(() => location.hash);
+  assert.match(hash, /ot=\\\.ffn_\(up\|down\|gate\|gate_up\)_\(ch\|\)exps%3DCPU/, 'a fragment keeps \\ as it is; = is escaped');
+  assert.match(hash, /ts=3%2C1/);
+  assert.match(hash, /gpu=rtx-4090\+rtx-3090/);
+  const t2 = await num(page, 'llama-total');
+  await shot(page, '62-local-multi-gpu');
+  // removing the card takes -ts and -sm away
+  await page.getByTestId('card-remove-1').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=cards]')?.dataset.count === '1');
+  assert.equal(await page.getByTestId('ts').count(), 0);
+  assert.equal(await page.getByTestId('device-row').count(), 2);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+  const other = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const p2 = await other.newPage();
+  await p2.goto(URL + '#gguf.model=qwen3-30b-a3b,quant=Q4_K_M' + hash.replace(/^#gguf\./, ','));
+  await p2.getByTestId('llama-answer').waitFor();
+  assert.equal(await p2.getByTestId('ot').inputValue(), preset);
+  assert.equal(await p2.getByTestId('ts').inputValue(), '3,1');
+  assert.equal(await p2.getByTestId('cards').getAttribute('data-count'), '2');
+  assert.notEqual(await num(p2, 'llama-total'), t2, 'another model, the same settings');
+  await other.close();
+});
+
+test('Ollama: its names and defaults, the Modelfile to copy beside the llama-server line Ollama runs', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await status(page, 'loaded');
+  await page.getByTestId('engine').selectOption('ollama');
+  await page.getByTestId('num_ctx').waitFor();
+  assert.equal(await page.getByTestId('c').count(), 0, 'llama.cpp\'s -c is Ollama\'s num_ctx × OLLAMA_NUM_PARALLEL');
+  // Ollama's default: 32768 on a 24 GB card (server/routes.go)
+  let want = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'ollama', '--gguf', FILE, '--gpu', 'rtx-4090', '--ram', '64GiB', '--json'], { encoding: 'utf8' }));
+  await page.waitForFunction(() => /-c 32768/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
+  assert.equal(await num(page, 'llama-total'), want.total_bytes);
+  await page.getByTestId('num_ctx').fill('4096');
+  await page.getByTestId('OLLAMA_NUM_PARALLEL').fill('4');
+  await page.getByTestId('OLLAMA_KV_CACHE_TYPE').selectOption('q8_0');
+  await waitCommand(page, /-c 16384 .*-ctk q8_0 -ctv q8_0/);
+  want = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'ollama', '--gguf', FILE, '--num-ctx', '4096', '--num-parallel', '4',
+    '--kv-cache-type', 'q8_0', '--gpu', 'rtx-4090', '--ram', '64GiB', '--json'], { encoding: 'utf8' }));
+  assert.equal(await num(page, 'llama-total'), want.total_bytes);
+  assert.equal(await num(page, 'llama-kv'), want.kv_bytes);
+  assert.equal(await num(page, 'max-ctx', 'data-value'), want.max_context);
+  assert.equal(await command(page), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  const modelfile = await page.getByTestId('ollama-modelfile').textContent();
+  assert.match(modelfile, /^# ollama serve environment: OLLAMA_NUM_PARALLEL=4 OLLAMA_KV_CACHE_TYPE=q8_0$/m);
+  assert.match(modelfile, /^FROM \.\/tiny-qwen3moe-Q8_0\.gguf$/m);
+  assert.match(modelfile, /^PARAMETER num_ctx 4096$/m);
+  for (const line of want.ollama.modelfile) assert.ok(modelfile.includes(line), line);
+  assert.equal(await page.getByTestId('ollama-modelfile').getAttribute('data-parallel'), '4');
+  assert.match(await page.evaluate(() => location.hash), /engine=ollama,.*num_ctx=4096,OLLAMA_NUM_PARALLEL=4,OLLAMA_KV_CACHE_TYPE=q8_0/);
+  assert.deepEqual(await axe(page), []);
+  await shot(page, '63-local-ollama');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('the panel is in undo and redo and in the saved work: an edit survives a reload; which quant fits follows the settings', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await useQuant(page, 'qwen3-8b', 'Q4_K_M');
+  assert.equal(await page.getByTestId('undo').isDisabled(), true);
+  await page.getByTestId('c').fill('8192');
+  await waitCommand(page, /-c 8192/);
+  await page.getByTestId('ctk').selectOption('q8_0');
+  await waitCommand(page, /-ctk q8_0/);
+  await page.getByTestId('undo').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=ctk]')?.value === 'f16');
+  assert.equal(await page.getByTestId('c').inputValue(), '8192', 'one step back');
+  await page.getByTestId('undo').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=c]')?.value === '4096');
+  assert.equal(await page.getByTestId('undo').isDisabled(), true, 'typing 8192 was one step');
+  await page.getByTestId('redo').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=c]')?.value === '8192');
+  // which quant of the model fits, as the CLI sizes each
+  const config = new globalThis.URL('../crates/core/src/presets/configs/qwen3-8b.json', import.meta.url).pathname;
+  await page.getByTestId('card-0').selectOption('rtx-3080');
+  await page.waitForFunction(() => document.querySelector('[data-testid=quant-fit][data-quant=F16]')?.dataset.fits === 'false');
+  for (const q of ['Q2_K', 'Q4_K_M', 'Q8_0', 'F16']) {
+    const cli1 = cli('--hf-config', config, '--quant', q, '-c', '8192', '--gpu', 'rtx-3080', '--ram', '64GiB');
+    assert.equal(await page.locator(`[data-testid=quant-fit][data-quant=${q}]`).getAttribute('data-fits'), String(cli1.fits), q);
+  }
+  // saved work: a reload, and the page opened again without a link, show the same panel
+  const total = await num(page, 'llama-total');
+  await page.reload();
+  await page.getByTestId('llama-answer').waitFor();
+  assert.equal(await page.getByTestId('c').inputValue(), '8192');
+  await page.goto(URL);
+  await page.getByTestId('llama-answer').waitFor();
+  assert.equal(await page.getByTestId('workload').getAttribute('data-workload'), 'llama-cpp');
+  assert.equal(await page.getByTestId('c').inputValue(), '8192');
+  assert.equal(await page.getByTestId('card-0').inputValue(), 'rtx-3080');
+  assert.equal(await num(page, 'llama-total'), total);
+  // old links open as before
+  const p3 = await context.newPage();
+  await p3.goto(URL + '#gguf.model=qwen3-8b,quant=Q4_K_M,c=8192,gpu=a100-80gb,gpus=2');
+  await p3.getByTestId('llama-answer').waitFor();
+  assert.equal(await p3.getByTestId('cards').getAttribute('data-count'), '2');
+  await checkAgainstCli(p3, ['--hf-config', config, '--quant', 'Q4_K_M', '-c', '8192', '--gpu', 'a100-80gb', '--gpu', 'a100-80gb', '--ram', '64GiB']);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('LM Studio: llama.cpp under LM Studio\'s load defaults and names, with the lms load line', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await status(page, 'loaded');
+  await page.getByTestId('engine').selectOption('lm-studio');
+  await page.getByTestId('lms-command').waitFor();
+  assert.equal(await page.locator('label[for=llama-c]').textContent(), 'Context Length');
+  assert.equal(await page.getByTestId('ot').count(), 0, 'LM Studio has no -ot');
+  // its defaults (lmstudio-js schema.ts): context 2048, batch 512, flash attention off
+  await checkAgainstCli(page, ['--gguf', FILE, '-c', '2048', '-b', '512', '-fa', 'off', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  await page.getByTestId('c').fill('8192');
+  await page.getByTestId('ctk').selectOption('q8_0');
+  await page.waitForFunction(() => document.querySelector('[data-testid=lms-command]')?.textContent === 'lms load tiny-qwen3moe-Q8_0.gguf --context-length 8192 --gpu max');
+  assert.match(await page.getByTestId('lms-settings').textContent(), /K Cache Quantization Type: q8_0/);
+  const want = await checkAgainstCli(page, ['--gguf', FILE, '-c', '8192', '-b', '512', '-fa', 'off', '-ctk', 'q8_0', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  assert.equal(await command(page), want.command.replace(FILE, 'tiny-qwen3moe-Q8_0.gguf'));
+  assert.match(await page.evaluate(() => location.hash), /^#gguf\.engine=lm-studio,/);
+  await shot(page, '64-local-lm-studio');
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

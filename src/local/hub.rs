@@ -18,7 +18,8 @@ fn path_ok(p: &str) -> bool {
         && p.split('/').all(|seg| !seg.is_empty() && seg != "." && seg != ".." && seg.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'+')))
 }
 
-fn decode(s: &str) -> Option<String> {
+/// `%XX` decoded (`None`: a bad escape or not UTF-8).
+pub(crate) fn decode(s: &str) -> Option<String> {
     let mut out = Vec::new();
     let b = s.as_bytes();
     let mut i = 0;

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use std::io::Read;
 use std::path::PathBuf;
 use vramcalc_core::gguf::{GgmlType, GgufError, Header};
-use vramcalc_core::llama_cpp::{fit, DeviceReport, Estimate, FlashAttn, GpuDevice, Override, Params, SplitMode, Target};
+use vramcalc_core::llama_cpp::{fit, DeviceReport, Estimate, FlashAttn, GpuDevice, Params, SplitMode, Target};
 use vramcalc_core::memory::device::gpu;
 use vramcalc_core::units::parse_bytes;
 use vramcalc_core::{format_bytes, ByteUnit};
@@ -200,48 +200,16 @@ fn ggml_type(flag: &str, s: &str) -> Result<GgmlType> {
 
 impl LlamaCppArgs {
     pub fn params(&self, n_gpus: usize) -> Result<Params> {
-        let flash_attn = match self.flash_attn.as_str() {
-            "on" | "1" | "true" => FlashAttn::On,
-            "off" | "0" | "false" => FlashAttn::Off,
-            "auto" => FlashAttn::Auto,
-            x => bail!("-fa {x}: expected on, off or auto"),
-        };
-        let n_gpu_layers = match self.n_gpu_layers.as_deref() {
-            None | Some("all") | Some("auto") => None,
-            Some(n) => match n.parse::<i64>() {
-                Ok(n) if n < 0 => None,
-                Ok(n) => Some(n as u64),
-                Err(_) => bail!("-ngl {n}: expected a number, all or auto"),
-            },
-        };
+        use vramcalc_core::llama_cpp::flags;
+        let flash_attn = FlashAttn::from_name(&self.flash_attn)?;
+        let n_gpu_layers = self.n_gpu_layers.as_deref().map(flags::parse_gpu_layers).transpose()?.flatten();
+        // `parse_tensor_buffer_overrides`: comma-separated PATTERN=BUFFER pairs, per -ot.
         let mut overrides = Vec::new();
         for spec in &self.override_tensor {
-            // `parse_tensor_buffer_overrides`: comma-separated PATTERN=BUFFER pairs.
-            for item in spec.split(',').filter(|s| !s.is_empty()) {
-                let (pattern, buf) = item.rsplit_once('=').ok_or_else(|| anyhow!("-ot {item}: expected PATTERN=BUFFER"))?;
-                let target = if buf.eq_ignore_ascii_case("cpu") {
-                    Target::Cpu
-                } else if let Some(i) = buf.strip_prefix("CUDA").and_then(|i| i.parse::<usize>().ok()) {
-                    Target::Gpu(i)
-                } else {
-                    bail!("-ot {item}: unknown buffer type {buf:?} (CPU or CUDA<i>)");
-                };
-                overrides.push(Override { pattern: pattern.to_string(), target });
-            }
+            overrides.extend(flags::parse_overrides(spec)?);
         }
-        let tensor_split = match &self.tensor_split {
-            None => Vec::new(),
-            Some(s) => s
-                .split([',', '/'])
-                .map(|x| x.trim().parse::<f64>().map_err(|_| anyhow!("-ts {s}: {x:?} is not a number")))
-                .collect::<Result<_>>()?,
-        };
-        let split_mode = match self.split_mode.as_str() {
-            "none" => SplitMode::None,
-            "layer" => SplitMode::Layer,
-            "row" => SplitMode::Row,
-            x => bail!("-sm {x}: expected none, layer or row"),
-        };
+        let tensor_split = self.tensor_split.as_deref().map(flags::parse_tensor_split).transpose()?.unwrap_or_default();
+        let split_mode = SplitMode::from_name(&self.split_mode)?;
         if n_gpus == 0 && (n_gpu_layers.is_some_and(|n| n > 0) || !overrides.iter().all(|o| o.target == Target::Cpu)) {
             // llama.cpp ignores -ngl without a GPU; say so rather than pretend.
             eprintln!("vramcalc: no --gpu given: every buffer is on the CPU");

@@ -95,18 +95,79 @@ pub fn local_answer(p: &AnswerProps) -> Html {
             if a.reverse {
                 <dl class="reverse">
                     <dt>{ t.max_ctx }</dt>
-                    <dd data-testid="max-ctx" data-value={a.max_ctx.map(|c| c.to_string()).unwrap_or_default()}>{ a.max_ctx.map_or(t.none_fits.to_string(), |c| c.to_string()) }</dd>
+                    <dd data-testid="max-ctx" data-value={a.max_ctx.map(|c| c.to_string()).unwrap_or_default()}>
+                        { a.max_ctx.map_or(t.none_fits.to_string(), |c| format!("-c {c}")) }
+                        // under Ollama, per request: -c is num_ctx × OLLAMA_NUM_PARALLEL
+                        if let (Some(c), Some((_, _, np))) = (a.max_ctx, &a.ollama) {
+                            { format!(" ({} {})", t.max_num_ctx, c / np.max(&1)) }
+                        }
+                    </dd>
                     if e.gpus().next().is_some() {
                         <dt>{ t.max_ngl }</dt>
                         <dd data-testid="max-ngl" data-value={a.max_ngl.map(|x| x.0.to_string()).unwrap_or_default()}>{ ngl }</dd>
                     }
                 </dl>
             }
+            if let Some((modelfile, num_ctx, np)) = &a.ollama {
+                <div class="command">
+                    <h4>{ t.modelfile }</h4>
+                    <pre data-testid="ollama-modelfile" data-num-ctx={num_ctx.to_string()} data-parallel={np.to_string()}><code>{ modelfile }</code></pre>
+                </div>
+            }
+            if let Some((line, rest)) = &a.lms {
+                <div class="command">
+                    <h4>{ t.lms_command }</h4>
+                    <pre data-testid="lms-command"><code>{ line }</code></pre>
+                    if !rest.is_empty() {
+                        <p class="small" data-testid="lms-settings">{ t.lms_rest }{ " " }{ rest.join(" · ") }</p>
+                    }
+                </div>
+            }
             <div class="command">
-                <h4>{ t.command }</h4>
+                <h4>{ if a.ollama.is_some() { t.ollama_run } else if a.lms.is_some() { t.llama_equiv } else { t.command } }</h4>
                 <pre data-testid="llama-command"><code>{ &a.command }</code></pre>
                 <button type="button" data-testid="llama-copy" onclick={on_copy}>{ t.copy }{ match *copied { Some(true) => " ✓", Some(false) => " ✗", None => "" } }</button>
             </div>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct QuantFitsProps {
+    /// The built-in model (`local::quant_models`).
+    pub model: String,
+    pub settings: crate::state::local::LocalSettings,
+}
+
+/// Which `llama-quantize` types of the model fit every device with these settings.
+#[function_component(QuantFits)]
+pub fn quant_fits(p: &QuantFitsProps) -> Html {
+    let ctx = use_ctx();
+    let t = ctx.local();
+    // one quant per task, after the answer is drawn (a 30B MoE under Ollama fits its layers
+    // for each of the twelve)
+    let fits = crate::hooks::use_deferred_future((p.model.clone(), p.settings.clone()), 150, |(m, s)| async move {
+        let mut out = Vec::new();
+        for q in crate::local::QUANTS {
+            out.push((*q, crate::local::quant_fit(&m, q, &s)));
+            crate::dom::yield_to_page(crate::dom::Priority::Background).await;
+        }
+        Some(out)
+    });
+    let Some(fits) = fits else { return html! {} };
+    html! {
+        <div class="quant-fits" data-testid="quant-fits">
+            <h4>{ t.quant_fits }</h4>
+            <ul class="chips plain">
+                { for fits.iter().map(|(q, f)| {
+                    let (class, mark) = match f {
+                        Some(true) => ("chip ok", "✓"),
+                        Some(false) => ("chip bad", "✗"),
+                        None => ("chip", "?"),
+                    };
+                    html! { <li class={class} data-testid="quant-fit" data-quant={*q} data-fits={f.map_or("unknown".to_string(), |b| b.to_string())}>{ format!("{q} {mark}") }</li> }
+                }) }
+            </ul>
         </div>
     }
 }

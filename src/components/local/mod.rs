@@ -3,6 +3,7 @@
 //! with the reverse answers and the command line (`answer`).
 
 mod answer;
+mod cards;
 mod source;
 
 use super::use_ctx;
@@ -10,7 +11,10 @@ use super::workload_form::WorkloadForm;
 use crate::local::{self, ModelTraits};
 use crate::state::local::{LocalAction, LocalState};
 use crate::state::Action;
-use answer::LocalAnswer;
+use answer::{LocalAnswer, QuantFits};
+use cards::CardList;
+use crate::form::Kind;
+use crate::state::local::{GgufSource, LocalEngine};
 use source::SourcePicker;
 use std::rc::Rc;
 use yew::prelude::*;
@@ -27,14 +31,42 @@ pub fn local_panel(p: &LocalProps) -> Html {
     let s = &p.state;
     let traits = s.model.as_ref().and_then(|(_, h)| ModelTraits::of(h)).unwrap_or_default();
     let fields = local::fields(&s.settings, traits);
-    let labels: Vec<&'static str> = fields.iter().map(|f| t.label(f.id)).collect();
+    let lm_studio = s.settings.engine == LocalEngine::LmStudio;
+    let labels: Vec<&'static str> = fields.iter().map(|f| t.label_in(lm_studio, f.id)).collect();
     let on_commit = {
         let (d, settings) = (ctx.dispatch.clone(), s.settings.clone());
+        // typing in one field is one undo step; a choice is a step of its own
+        let typed: Vec<&'static str> = fields.iter().filter(|f| matches!(f.kind, Kind::Number | Kind::Text)).map(|f| f.id).collect();
         Callback::from(move |(id, text): (&'static str, String)| {
             let next = local::with(&settings, id, &text)?;
-            d.dispatch(Action::Local(LocalAction::Set(next)));
+            d.dispatch(Action::Local(if typed.contains(&id) { LocalAction::Edit(id, next) } else { LocalAction::Set(next) }));
             Ok(())
         })
+    };
+    // `-ot` presets for a MoE model under llama.cpp; a preset redraws the form (a text typed
+    // there that was not a value gives way to the preset's)
+    let form_key = use_state(|| 0u32);
+    let presets = (traits.moe && s.settings.engine == LocalEngine::LlamaCpp).then(|| {
+        let buttons = local::ot_presets().into_iter().map(|(id, text)| {
+            let label = match id {
+                "experts-cpu" => t.preset_experts_cpu,
+                "up-down-cpu" => t.preset_up_down_cpu,
+                _ => t.preset_none,
+            };
+            let (d, settings, key) = (ctx.dispatch.clone(), s.settings.clone(), form_key.clone());
+            let onclick = Callback::from(move |_| {
+                if let Ok(next) = local::with(&settings, "ot", &text) {
+                    d.dispatch(Action::Local(LocalAction::Set(next)));
+                    key.set(*key + 1);
+                }
+            });
+            html! { <button type="button" data-testid={format!("ot-preset-{id}")} {onclick}>{ label }</button> }
+        });
+        html! { <div class="ot-presets" role="group" aria-label={t.ot_presets}><span class="muted small">{ t.ot_presets }</span>{ for buttons }</div> }
+    });
+    let quant_model = match s.model.as_ref().map(|m| &m.0) {
+        Some(GgufSource::Quant { model, .. }) => Some(model.clone()),
+        _ => None,
     };
     let answer = {
         let key = (s.model.as_ref().map(|(src, h)| (src.clone(), Rc::as_ptr(h) as usize)), s.settings.clone());
@@ -61,8 +93,13 @@ pub fn local_panel(p: &LocalProps) -> Html {
                 </p>
             }
             <h3>{ t.settings }</h3>
-            <WorkloadForm {fields} {labels} {on_commit} prefix="llama" />
+            <WorkloadForm key={form_key.to_string()} {fields} {labels} {on_commit} prefix="llama" />
+            <CardList settings={s.settings.clone()} />
+            { for presets }
             { body }
+            if let Some(model) = quant_model {
+                <QuantFits {model} settings={s.settings.clone()} />
+            }
         </section>
     }
 }

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `hparams` | the metadata the buffers depend on |
 //! | `params` | llama.cpp's flags and the GPUs |
+//! | `flags` | the flags' values as text (`-ot`, `-ts`, `-sm`, `-fa`, `-ngl`), for the CLI and the app |
 //! | `placement` | which buffer each weight goes to; the model buffers |
 //! | `kv` | context padding, streams, the KV cache per device |
 //! | `compute` | the compute buffers and the output buffer |
@@ -24,6 +25,7 @@ mod compute;
 mod error;
 mod estimate;
 pub mod fit;
+pub mod flags;
 pub mod gallocr;
 pub mod ggml;
 mod hparams;
