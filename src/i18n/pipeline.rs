@@ -20,6 +20,7 @@ pub struct PipelineTr {
     pub lora_r: &'static str,
     pub checkpointing: &'static str,
     pub optimizer: &'static str,
+    pub cached: &'static str,
     pub gpu: &'static str,
     pub stages: &'static str,
     pub stage: &'static str,
@@ -37,6 +38,27 @@ pub struct PipelineTr {
     pub train_of: &'static str,
     pub train_note: &'static str,
     pub components: &'static str,
+    /// The what-if panel (`components::pipeline::whatif`).
+    pub what_if: &'static str,
+    pub what_if_help: &'static str,
+    /// `{}`: the bytes a change saves.
+    pub saves: &'static str,
+    pub fits_alone: &'static str,
+    pub applied: &'static str,
+    pub undo: &'static str,
+    pub no_what_if: &'static str,
+    pub on: &'static str,
+    pub off: &'static str,
+    /// The VAE's own tile (`vae-tiling` 0).
+    pub own_tile: &'static str,
+    /// The reverse answer.
+    pub largest_h: &'static str,
+    /// `resolution`, `batch`, `frames`.
+    pub knobs: [&'static str; 3],
+    pub use_it: &'static str,
+    pub nothing_fits: &'static str,
+    pub at_limit: &'static str,
+    pub frozen: &'static str,
 }
 
 impl PipelineTr {
@@ -61,6 +83,7 @@ impl PipelineTr {
             "lora-r" => self.lora_r,
             "checkpointing" => self.checkpointing,
             "optimizer" => self.optimizer,
+            "cached" => self.cached,
             "gpu" => self.gpu,
             _ => "",
         }
@@ -85,6 +108,7 @@ pub const PIPELINE_EN: PipelineTr = PipelineTr {
     lora_r: "LoRA rank",
     checkpointing: "Gradient checkpointing",
     optimizer: "Optimizer",
+    cached: "Cached latents and text embeddings (the VAE and text encoders not loaded)",
     gpu: "GPU",
     stages: "Peak per stage",
     stage: "Stage",
@@ -102,6 +126,22 @@ pub const PIPELINE_EN: PipelineTr = PipelineTr {
     train_of: "LoRA training step of",
     train_note: "On cached latents and text embeddings: the VAE and the text encoders are not loaded.",
     components: "Components",
+    what_if: "What if…",
+    what_if_help: "Each change alone on this setup, only those that lower the device total; click to apply.",
+    saves: "saves {}",
+    fits_alone: "fits alone",
+    applied: "applied",
+    undo: "Undo",
+    no_what_if: "No single change lowers this setup's device total.",
+    on: "on",
+    off: "off",
+    own_tile: "the VAE's tile",
+    largest_h: "Largest that fits the GPU",
+    knobs: ["Resolution (longer side, px)", "Prompts (batch)", "Frames"],
+    use_it: "Use",
+    nothing_fits: "does not fit even at the smallest",
+    at_limit: "(the search's limit: it may fit beyond)",
+    frozen: "Frozen VAE and text encoders (uncached)",
 };
 
 pub const PIPELINE_ZH: PipelineTr = PipelineTr {
@@ -122,6 +162,7 @@ pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     lora_r: "LoRA 秩",
     checkpointing: "梯度检查点",
     optimizer: "优化器",
+    cached: "缓存潜变量与文本嵌入（不加载 VAE 与文本编码器）",
     gpu: "GPU",
     stages: "各阶段峰值",
     stage: "阶段",
@@ -139,4 +180,20 @@ pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     train_of: "LoRA 训练一步：",
     train_note: "使用缓存的潜变量与文本嵌入：不加载 VAE 与文本编码器。",
     components: "组件",
+    what_if: "如果……",
+    what_if_help: "每项改动单独作用于当前设置，只列出降低设备总量的改动；点击即可应用。",
+    saves: "节省 {}",
+    fits_alone: "单独即可放下",
+    applied: "已应用",
+    undo: "撤销",
+    no_what_if: "没有单项改动能降低此设置的设备总量。",
+    on: "开",
+    off: "关",
+    own_tile: "VAE 自身的块大小",
+    largest_h: "GPU 能放下的最大值",
+    knobs: ["分辨率（长边，像素）", "提示词数（批次）", "帧数"],
+    use_it: "使用",
+    nothing_fits: "最小值也放不下",
+    at_limit: "（搜索上限：可能还能更大）",
+    frozen: "冻结的 VAE 与文本编码器（未缓存）",
 };

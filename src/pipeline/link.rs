@@ -24,6 +24,7 @@ const KEYS: &[(&str, &str)] = &[
     ("r", "lora-r"),
     ("k", "checkpointing"),
     ("x", "optimizer"),
+    ("l", "cached"),
     ("u", "gpu"),
 ];
 
@@ -44,6 +45,7 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
         ("r", s.lora_r.to_string()),
         ("k", s.checkpointing.to_string()),
         ("x", s.optimizer.name().to_string()),
+        ("l", s.cached.to_string()),
         ("u", s.gpu.clone()),
     ]
 }
@@ -116,7 +118,7 @@ mod tests {
                 gpu: "rtx-3060".into(),
                 ..PipelineState::default()
             },
-            PipelineState { preset: "wan2.1-t2v-14b".into(), mode: PipeMode::Train, frames: Some(49), lora_r: 64, checkpointing: false, optimizer: OptimizerKind::Adam8bit, ..PipelineState::default() },
+            PipelineState { preset: "wan2.1-t2v-14b".into(), mode: PipeMode::Train, frames: Some(49), lora_r: 64, checkpointing: false, cached: false, optimizer: OptimizerKind::Adam8bit, ..PipelineState::default() },
         ];
         for s in states {
             let f = to_fragment(&s);

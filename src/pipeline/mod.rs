@@ -6,10 +6,12 @@
 //! `--mode train`). `components::pipeline` draws it; `link` writes and reads its share links.
 
 pub mod link;
+pub mod whatif;
 
 use crate::form::{flag, named, whole, Field};
 use crate::state::pipeline::{PipeMode, PipelineState};
 use vramcalc_core::diffusion::pipeline::{Family, PipelineEstimate};
+use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
 use vramcalc_core::finetune::{FineTune, Method};
 use vramcalc_core::memory::device::{gpu, CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
@@ -83,6 +85,7 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
         out.push(Field::number("lora-r", u64::from(s.lora_r)));
         out.push(Field::check("checkpointing", s.checkpointing));
         out.push(Field::select("optimizer", named(OPTIMIZERS.iter().map(|o| o.name())), s.optimizer.name()));
+        out.push(Field::check("cached", s.cached));
     }
     out.push(Field::select("gpu", GPUS.iter().map(|g| (g.id.to_string(), g.name.to_string())).collect(), s.gpu.clone()));
     out
@@ -137,6 +140,7 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         "vae-slicing" => s.vae_slicing = flag(text),
         "lora-r" => s.lora_r = whole(text, 1, 1024)? as u32,
         "checkpointing" => s.checkpointing = flag(text),
+        "cached" => s.cached = flag(text),
         "optimizer" => s.optimizer = OPTIMIZERS.iter().copied().find(|o| o.name() == text).ok_or_else(|| format!("{text}: not an optimizer"))?,
         "gpu" => s.gpu = gpu(text).ok_or_else(|| format!("{text}: unknown GPU"))?.id.to_string(),
         _ => match COMPONENT_FIELDS.iter().find(|c| c.1 == id) {
@@ -177,6 +181,8 @@ pub struct TrainAnswer {
     pub component: String,
     pub class: String,
     pub peak: u64,
+    /// The frozen VAE and text encoders' weights (uncached latents), in `peak`.
+    pub frozen: u64,
     pub params: u64,
     pub trainable: u64,
     pub width: u64,
@@ -224,23 +230,32 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<Answer, String> {
         PipeMode::Infer => p.estimate_stages(&settings(s), true).map(Answer::Stages).map_err(|e| e.to_string()),
         PipeMode::Decode => p.estimate_stages(&settings(s), false).map(|e| Answer::Stages(decode_only(e))).map_err(|e| e.to_string()),
         PipeMode::Train => {
-            let (name, c) = p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or("the pipeline has no denoiser")?;
-            let (dw, dh, df) = p.default_size();
-            let (width, height) = (s.width.unwrap_or(dw), s.height.unwrap_or(dh));
-            let frames = if p.family == Family::Wan { s.frames.unwrap_or(df) } else { 1 };
-            // the denoiser's text length as the CLI's `--mode train` takes it
-            let text_len = match c {
-                Component::Unet(_) => 77,
-                Component::Sd3(_) => 333,
-                _ => 512,
-            };
-            let ft = FineTune { method: Method::Lora, lora_r: s.lora_r, lora_alpha: f64::from(s.lora_r), ..FineTune::default() };
-            let dt = s.dtype.unwrap_or(WeightDType::Bf16);
-            let pass = Pass::Denoise { width, height, frames, text_len };
-            let step = vramcalc_core::diffusion::train::lora_step(c, pass, dt.compute(), Device::Cuda, s.batch, ft, s.checkpointing, s.optimizer).map_err(|e| e.to_string())?;
-            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak, params: step.params, trainable: step.trainable, width, height, frames }))
+            let ((name, c), setup) = lora_setup(s, p)?;
+            let step = setup.step(c).map_err(|e| e.to_string())?;
+            // uncached: the VAE and text encoders stay loaded, frozen (as `--what-if` adds them)
+            let frozen = if s.cached { 0 } else { frozen_weights(p, &settings(s)).map_err(|e| e.to_string())? };
+            let Pass::Denoise { width, height, frames, .. } = setup.pass else { return Err("a LoRA step is of the denoiser".into()) };
+            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames }))
         }
     }
+}
+
+/// The pipeline's denoiser and the LoRA step the train mode runs on it (as the CLI's `--mode train`).
+pub fn lora_setup<'a>(s: &PipelineState, p: &'a PipelineSpec) -> Result<(&'a (String, Component), LoraSetup), String> {
+    let named = p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or("the pipeline has no denoiser")?;
+    let (dw, dh, df) = p.default_size();
+    let (width, height) = (s.width.unwrap_or(dw), s.height.unwrap_or(dh));
+    let frames = if p.family == Family::Wan { s.frames.unwrap_or(df) } else { 1 };
+    // the denoiser's text length as the CLI's `--mode train` takes it
+    let text_len = match named.1 {
+        Component::Unet(_) => 77,
+        Component::Sd3(_) => 333,
+        _ => 512,
+    };
+    let finetune = FineTune { method: Method::Lora, lora_r: s.lora_r, lora_alpha: f64::from(s.lora_r), ..FineTune::default() };
+    let dt = s.dtype.unwrap_or(WeightDType::Bf16);
+    let pass = Pass::Denoise { width, height, frames, text_len };
+    Ok((named, LoraSetup { pass, precision: dt.compute(), device: Device::Cuda, batch: s.batch, finetune, checkpointing: s.checkpointing, optimizer: s.optimizer }))
 }
 
 /// The GPU's memory.

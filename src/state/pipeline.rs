@@ -52,6 +52,9 @@ pub struct PipelineState {
     pub lora_r: u32,
     pub checkpointing: bool,
     pub optimizer: OptimizerKind,
+    /// Training on cached latents and text embeddings (the VAE and text encoders not loaded);
+    /// off: they stay loaded, frozen, beside the step.
+    pub cached: bool,
     /// The GPU the answer is checked against (`vramcalc_core::GPUS` id).
     pub gpu: String,
 }
@@ -75,6 +78,7 @@ impl Default for PipelineState {
             lora_r: 16,
             checkpointing: true,
             optimizer: OptimizerKind::Adamw,
+            cached: true,
             gpu: "rtx-4090".into(),
         }
     }

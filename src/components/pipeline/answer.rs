@@ -89,10 +89,13 @@ pub fn train_answer(p: &AnswerProps) -> Html {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train">
             { verdict(&ctx, &p.answer, p.capacity) }
             <p>{ format!("{} {} ({}), {}×{}{}", t.train_of, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
-            <p class="muted small">{ t.train_note }</p>
+            if tr.frozen == 0 { <p class="muted small">{ t.train_note }</p> }
             <dl>
                 <dt>{ t.params }</dt><dd data-testid="train-params" data-count={tr.params.to_string()}>{ thousands(tr.params) }</dd>
                 <dt>{ t.trainable }</dt><dd data-testid="train-trainable" data-count={tr.trainable.to_string()}>{ thousands(tr.trainable) }</dd>
+                if tr.frozen > 0 {
+                    <dt>{ t.frozen }</dt><dd data-testid="train-frozen" data-bytes={tr.frozen.to_string()}>{ ctx.bytes(tr.frozen) }</dd>
+                }
             </dl>
         </div>
     }

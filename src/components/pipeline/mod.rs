@@ -3,6 +3,7 @@
 //! per stage and overall, GPU and CPU RAM, the stage timeline; or a LoRA training step.
 
 mod answer;
+mod whatif;
 
 use super::use_ctx;
 use super::workload_form::WorkloadForm;
@@ -10,6 +11,7 @@ use crate::pipeline::{self, Answer};
 use crate::state::pipeline::PipelineState;
 use crate::state::Action;
 use answer::{StagesAnswer, TrainAnswerView};
+use whatif::{PipeLargest, PipeWhatIfs};
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -49,6 +51,17 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
         Err(e) => html! { <p class="error" role="alert">{ e }</p> },
     };
     let capacity = pipeline::capacity(s);
+    let applied = use_state(|| None);
+    // the what-ifs and the largest values that fit, once the answer is there
+    let reverse = match (&*spec, &*answer) {
+        (Ok(sp), Ok(_)) => html! {
+            <>
+                <PipeWhatIfs state={s.clone()} spec={sp.clone()} {capacity} applied={applied.clone()} />
+                if let Some(c) = capacity { <PipeLargest state={s.clone()} spec={sp.clone()} capacity={c} /> }
+            </>
+        },
+        _ => html! {},
+    };
     let body = match &*answer {
         Err(e) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
         Ok(a @ Answer::Stages(_)) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
@@ -59,6 +72,7 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
             <h2 id="pipeline-h">{ t.heading }</h2>
             { form }
             { body }
+            { reverse }
         </section>
     }
 }
