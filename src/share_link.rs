@@ -170,7 +170,7 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     }
     // issue 27: a pipeline link opens the pipeline workload over the saved work (not saved itself)
     if hash.starts_with(crate::pipeline::link::PREFIX) {
-        return match crate::pipeline::link::from_fragment(hash) {
+        return match crate::pipeline::link::open(hash).await {
             Ok(p) => {
                 let mut state = restored;
                 (state.workload, state.pipeline) = (crate::state::local::Workload::Pipeline, p);

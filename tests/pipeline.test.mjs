@@ -134,3 +134,90 @@ test('the share link carries the pipeline\'s settings and opens them; a bad link
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });
+
+function cliMax(...args) {
+  try {
+    return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'max', ...args, '--json'], { encoding: 'utf8' }));
+  } catch (e) {
+    return JSON.parse(e.stdout); // exit 1: nothing fits
+  }
+}
+
+/** The what-if list once it is of the setup on screen. */
+async function whatIfs(page) {
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipe-whatifs]')?.dataset.stale === 'false');
+  return page.$$eval('[data-testid=pipe-whatif]', (bs) => bs.map((b) => ({ changes: b.dataset.changes, peak: Number(b.dataset.bytes), total: Number(b.dataset.deviceTotal), fits: b.dataset.fits })));
+}
+
+async function largestOf(page, knob) {
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipe-largest]')?.dataset.stale === 'false');
+  return page.getByTestId(`pipe-largest-${knob}`).getAttribute('data-value');
+}
+
+test('the pipeline\'s what-ifs are the CLI\'s that lower the device total; Apply, undo, and the largest resolution and batch with Use', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline-panel').waitFor();
+  const want = cli('--pipeline', 'flux.1-dev', '--what-if', '--fits', 'rtx-4090');
+  const base = await bytes(page, 'pipeline-total');
+  const list = await whatIfs(page);
+  const lowering = want.what_ifs.filter((w) => w.total_bytes < base);
+  assert.deepEqual(list.map((w) => [w.peak, w.total, w.fits]), lowering.map((w) => [w.peak_bytes, w.total_bytes, String(w.fits)]));
+  assert.ok(list.some((w) => w.changes === 'offload=model') && list.some((w) => w.changes === 'dtype-transformer=fp8'));
+  assert.deepEqual(await axe(page), []);
+  // Apply model offload: the answer is the CLI's with --offload model; the change stays with an undo
+  const peak0 = await bytes(page, 'pipeline-peak');
+  await page.locator('[data-testid=pipe-whatif][data-changes="offload=model"]').click();
+  const peak = await peakChanged(page, peak0);
+  assert.equal(peak, cli('--pipeline', 'flux.1-dev', '--offload', 'model').peak_bytes);
+  assert.equal(await page.getByTestId('offload').inputValue(), 'model');
+  await page.getByTestId('pipe-whatif-applied').waitFor();
+  // the largest resolution and batch on the RTX 4090 are `vramcalc max`'s
+  const res = cliMax('--of', 'resolution', '--pipeline', 'flux.1-dev', '--gpu', 'rtx-4090', '--offload', 'model');
+  assert.equal(await largestOf(page, 'resolution'), String(res.value));
+  const batch = cliMax('--of', 'batch', '--pipeline', 'flux.1-dev', '--gpu', 'rtx-4090', '--offload', 'model');
+  assert.equal(await largestOf(page, 'batch'), batch.value === null ? '' : String(batch.value));
+  await page.getByTestId('use-pipe-largest-resolution').click();
+  await page.waitForFunction((v) => document.querySelector('[data-testid=width]')?.value === v, String(res.width));
+  assert.equal(await page.getByTestId('height').inputValue(), String(res.height));
+  assert.equal(await bytes(page, 'pipeline-peak'), res.peak_bytes);
+  await shot(page, '71-pipeline-whatifs');
+  // undo the applied offload (from before the resolution): back to the first answer
+  await page.getByTestId('width').fill('1024');
+  await page.getByTestId('height').fill('1024');
+  await page.getByTestId('offload').selectOption('none');
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(peak0));
+  await page.locator('[data-testid=pipe-whatif][data-changes="offload=model"]').click();
+  await peakChanged(page, peak0);
+  await page.getByTestId('pipe-whatif-undo').click();
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(peak0));
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('a LoRA step\'s what-ifs include cached latents when training on uncached ones; Wan offers fewer frames and the largest frame count', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.goto(URL + '#pipe.p=sdxl,m=train,l=false,k=false');
+  await page.reload();
+  await page.getByTestId('train-frozen').waitFor();
+  const frozen = await bytes(page, 'train-frozen');
+  const list = await whatIfs(page);
+  const cached = list.find((w) => w.changes === 'cached=true');
+  assert.ok(cached, JSON.stringify(list));
+  const peak = await bytes(page, 'pipeline-peak');
+  assert.equal(peak - cached.peak, frozen);
+  assert.ok(list.some((w) => w.changes === 'checkpointing=true') && list.some((w) => w.changes === 'optimizer=adam8bit'));
+  await page.locator('[data-testid=pipe-whatif][data-changes="cached=true"]').click();
+  assert.equal(await peakChanged(page, peak), cli('--pipeline', 'sdxl', '--mode', 'train', '--finetune', 'lora', '--lora-r', '16', '--optimizer', 'adamw', '--width', '1024', '--height', '1024').peak_bytes);
+  // Wan 2.1 1.3B with model offload: the largest frame count is `vramcalc max --of frames`'s
+  await page.goto(URL + '#pipe.p=wan2.1-t2v-1.3b,o=model');
+  await page.reload();
+  await page.getByTestId('pipeline-panel').waitFor();
+  assert.ok((await whatIfs(page)).some((w) => w.changes === 'frames=41'));
+  const frames = cliMax('--of', 'frames', '--pipeline', 'wan2.1-t2v-1.3b', '--gpu', 'rtx-4090', '--offload', 'model');
+  assert.equal(await largestOf(page, 'frames'), String(frames.value));
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});

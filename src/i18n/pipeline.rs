@@ -59,6 +59,10 @@ pub struct PipelineTr {
     pub nothing_fits: &'static str,
     pub at_limit: &'static str,
     pub frozen: &'static str,
+    pub hub_id: &'static str,
+    pub hub_token: &'static str,
+    pub hub_load: &'static str,
+    pub hub_loading: &'static str,
 }
 
 impl PipelineTr {
@@ -142,6 +146,10 @@ pub const PIPELINE_EN: PipelineTr = PipelineTr {
     nothing_fits: "does not fit even at the smallest",
     at_limit: "(the search's limit: it may fit beyond)",
     frozen: "Frozen VAE and text encoders (uncached)",
+    hub_id: "Hugging Face repository (diffusers)",
+    hub_token: "Access token (gated repositories; this tab only)",
+    hub_load: "Load",
+    hub_loading: "Loading…",
 };
 
 pub const PIPELINE_ZH: PipelineTr = PipelineTr {
@@ -196,4 +204,8 @@ pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     nothing_fits: "最小值也放不下",
     at_limit: "（搜索上限：可能还能更大）",
     frozen: "冻结的 VAE 与文本编码器（未缓存）",
+    hub_id: "Hugging Face 仓库（diffusers）",
+    hub_token: "访问令牌（受限仓库；仅本标签页）",
+    hub_load: "加载",
+    hub_loading: "加载中……",
 };

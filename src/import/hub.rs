@@ -45,33 +45,33 @@ fn session() -> Option<web_sys::Storage> {
 
 /// The token this tab was given, or empty.
 #[cfg(target_arch = "wasm32")]
-fn session_token() -> String {
+pub(crate) fn session_token() -> String {
     session().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten()).unwrap_or_default()
 }
 
 #[cfg(target_arch = "wasm32")]
-fn remember_token(token: &str) {
+pub(crate) fn remember_token(token: &str) {
     if let Some(s) = session() {
         let _ = s.set_item(TOKEN_KEY, token);
     }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn session_token() -> String {
+pub(crate) fn session_token() -> String {
     String::new()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn remember_token(_token: &str) {}
+pub(crate) fn remember_token(_token: &str) {}
 
 /// Outside the browser there is no fetch: the native tests get a network failure.
 #[cfg(not(target_arch = "wasm32"))]
-async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
     Err(HubError::Network("no network outside the browser".into()))
 }
 
 #[cfg(target_arch = "wasm32")]
-async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
     use wasm_bindgen::{closure::Closure, JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{AbortController, Headers, ReferrerPolicy, RequestCredentials, RequestInit, RequestMode, Response};

@@ -5,11 +5,12 @@
 //! denoiser (`diffusion::train::lora_step`, cached latents and text embeddings, as the CLI's
 //! `--mode train`). `components::pipeline` draws it; `link` writes and reads its share links.
 
+pub mod hub;
 pub mod link;
 pub mod whatif;
 
 use crate::form::{flag, named, whole, Field};
-use crate::state::pipeline::{PipeMode, PipelineState};
+use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState};
 use vramcalc_core::diffusion::pipeline::{Family, PipelineEstimate};
 use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
@@ -35,6 +36,29 @@ pub fn spec(preset: &str) -> Result<PipelineSpec, String> {
     PipelineSpec::preset(preset).map_err(|e| e.to_string())
 }
 
+/// The state's pipeline: the hub repository's, or the preset's.
+pub fn spec_of(s: &PipelineState) -> Result<PipelineSpec, String> {
+    match &s.hub {
+        Some(h) => h.spec(),
+        None => spec(&s.preset),
+    }
+}
+
+impl HubPipeline {
+    /// The pipeline its files describe, named by its hub id.
+    pub fn spec(&self) -> Result<PipelineSpec, String> {
+        let config = |name: &str| self.configs.iter().find(|c| c.0 == name).map(|c| c.1.clone());
+        let mut p = PipelineSpec::from_model_index(&self.index, config).map_err(|e| format!("`{}`: {e}", self.hub))?;
+        p.name = self.hub.to_string();
+        Ok(p)
+    }
+}
+
+/// The pipeline read from the hub, with the mode and GPU kept and the rest at its defaults.
+pub fn with_hub(s: &PipelineState, h: HubPipeline) -> PipelineState {
+    PipelineState { preset: s.preset.clone(), hub: Some(h), mode: s.mode, gpu: s.gpu.clone(), ..PipelineState::default() }
+}
+
 fn opt_name<T: Copy>(v: Option<T>, name: fn(T) -> &'static str) -> String {
     v.map_or("default".to_string(), |v| name(v).to_string())
 }
@@ -53,8 +77,12 @@ fn dtype_names() -> Vec<&'static str> {
 pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
     let (dw, dh, df) = p.default_size();
     let video = p.family == Family::Wan;
+    let mut pipelines = named(presets::ids());
+    if let Some(h) = &s.hub {
+        pipelines.insert(0, ("hub".to_string(), h.hub.to_string()));
+    }
     let mut out = vec![
-        Field::select("pipeline", named(presets::ids()), s.preset.clone()),
+        Field::select("pipeline", pipelines, if s.hub.is_some() { "hub".to_string() } else { s.preset.clone() }),
         Field::select("mode", named(PipeMode::ALL.iter().map(|m| m.name())), s.mode.name()),
         Field::number("width", s.width.unwrap_or(dw)),
         Field::number("height", s.height.unwrap_or(dh)),
@@ -111,7 +139,8 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         Ok((v != d).then_some(v))
     };
     match id {
-        "pipeline" if text == s.preset => {}
+        "pipeline" if text == "hub" && s.hub.is_some() => {}
+        "pipeline" if text == s.preset && s.hub.is_none() => {}
         "pipeline" => {
             spec(text)?;
             s = PipelineState { preset: text.to_string(), mode: s.mode, gpu: s.gpu, ..PipelineState::default() };

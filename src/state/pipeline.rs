@@ -3,7 +3,9 @@
 //! natively; share links carry it (`crate::pipeline::link`).
 
 use vramcalc_core::config::OptimizerKind;
+use serde::{Deserialize, Serialize};
 use vramcalc_core::diffusion::{Guidance, Offload, WeightDType};
+use vramcalc_core::hub::HubRef;
 
 /// `--mode infer|decode|train`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,10 +33,24 @@ impl PipeMode {
     }
 }
 
+/// A diffusers repository read from the hub by id: its `model_index.json` and each model
+/// component's `config.json`, as fetched (`crate::pipeline::hub`), so the saved work reopens it
+/// without the network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubPipeline {
+    pub hub: HubRef,
+    pub index: String,
+    /// `(component, its config.json)`.
+    pub configs: Vec<(String, String)>,
+}
+
 /// Everything the panel sets. `None` sizes are the pipeline's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PipelineState {
+    /// The built-in pipeline (the last one chosen, while `hub` is set).
     pub preset: String,
+    /// A pipeline read from the hub, instead of the preset.
+    pub hub: Option<HubPipeline>,
     pub mode: PipeMode,
     pub width: Option<u64>,
     pub height: Option<u64>,
@@ -63,6 +79,7 @@ impl Default for PipelineState {
     fn default() -> Self {
         PipelineState {
             preset: "flux.1-dev".into(),
+            hub: None,
             mode: PipeMode::Infer,
             width: None,
             height: None,

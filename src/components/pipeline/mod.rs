@@ -3,6 +3,7 @@
 //! per stage and overall, GPU and CPU RAM, the stage timeline; or a LoRA training step.
 
 mod answer;
+mod hub;
 mod whatif;
 
 use super::use_ctx;
@@ -25,7 +26,7 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
     let s = &p.state;
-    let spec = use_memo(s.preset.clone(), |id| pipeline::spec(id).map(Rc::new));
+    let spec = use_memo((s.preset.clone(), s.hub.clone()), |_| pipeline::spec_of(s).map(Rc::new));
     let answer = {
         let spec = spec.clone();
         use_memo(s.clone(), move |s| match &*spec {
@@ -68,8 +69,9 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
         Ok(a @ Answer::Train(_)) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
     };
     html! {
-        <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.preset.clone()} data-mode={s.mode.name()}>
+        <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.hub.as_ref().map_or(s.preset.clone(), |h| h.hub.to_string())} data-mode={s.mode.name()}>
             <h2 id="pipeline-h">{ t.heading }</h2>
+            <hub::PipeHub state={s.clone()} />
             { form }
             { body }
             { reverse }
