@@ -173,7 +173,7 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
         return match crate::pipeline::link::open(hash).await {
             Ok(p) => {
                 let mut state = restored;
-                (state.workload, state.pipeline) = (crate::state::local::Workload::Pipeline, p);
+                (state.workload, state.model.pipeline) = (crate::state::local::Workload::Pipeline, p);
                 Start { state, notice: None, guard: None }
             }
             Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },

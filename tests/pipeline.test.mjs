@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { launch, open, URL, shot, axeViolations } from './helpers.mjs';
 
 // index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
@@ -218,6 +219,82 @@ test('a LoRA step\'s what-ifs include cached latents when training on uncached o
   assert.ok((await whatIfs(page)).some((w) => w.changes === 'frames=41'));
   const frames = cliMax('--of', 'frames', '--pipeline', 'wan2.1-t2v-1.3b', '--gpu', 'rtx-4090', '--offload', 'model');
   assert.equal(await largestOf(page, 'frames'), String(frames.value));
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+// The hub serves a diffusers repository's files as recorded in crates/core/src/diffusion/configs/
+// (the built-in presets are those files): model_index.json, then each model's <folder>/config.json.
+const CONFIGS = new globalThis.URL('../crates/core/src/diffusion/configs/', import.meta.url);
+const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization', 'access-control-allow-methods': 'GET' };
+const TOKEN = 'hf_testTOKEN0123456789';
+
+/** Answers huggingface.co: `repos` maps a repository id to a preset's folder; FLUX.1-dev is gated
+ *  (401 without the token); anything else is a 404. Returns the GET requests seen. */
+async function fakeHub(context, repos) {
+  const seen = [];
+  await context.route('https://huggingface.co/**', async (route) => {
+    const req = route.request();
+    if (req.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: CORS });
+    const headers = await req.allHeaders();
+    seen.push({ path: new globalThis.URL(req.url()).pathname, auth: headers.authorization });
+    const m = /^\/(.+?)\/resolve\/main\/(.+)$/.exec(new globalThis.URL(req.url()).pathname);
+    const folder = m && repos[m[1]];
+    const gated = m?.[1] === 'black-forest-labs/FLUX.1-dev' && headers.authorization !== `Bearer ${TOKEN}`;
+    let status = 404;
+    let body = 'Entry not found';
+    if (gated) [status, body] = [401, 'Access to model black-forest-labs/FLUX.1-dev is restricted.'];
+    else if (folder) {
+      try { [status, body] = [200, readFileSync(new globalThis.URL(`${folder}/${m[2]}`, CONFIGS), 'utf8')]; } catch { /* 404 */ }
+    }
+    return route.fulfill({ status, headers: { ...CORS, 'content-type': 'application/json' }, body });
+  });
+  return seen;
+}
+
+async function loadHub(page, id, token = '') {
+  await page.getByTestId('pipe-hub-id').fill(id);
+  await page.getByTestId('pipe-hub-token').fill(token);
+  await page.getByTestId('pipe-hub-load').click();
+}
+
+test('a diffusers repository by hub id: the CLI\'s --model-index answer, its link reopens it; a 404 and a gated 401 say what to do', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const seen = await fakeHub(context, { 'stabilityai/stable-diffusion-xl-base-1.0': 'sdxl', 'black-forest-labs/FLUX.1-dev': 'flux.1-dev' });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline-panel').waitFor();
+  // a repository without model_index.json
+  await loadHub(page, 'openai/clip-vit-large-patch14');
+  const e404 = page.getByTestId('pipe-hub-error');
+  await e404.waitFor();
+  assert.match(await e404.textContent(), /has no model_index\.json \(HTTP 404\): not a diffusers pipeline repository/);
+  // a gated repository without a token, then with one
+  await loadHub(page, 'black-forest-labs/FLUX.1-dev');
+  await page.waitForFunction(() => /HTTP 401/.test(document.querySelector('[data-testid=pipe-hub-error]')?.textContent ?? ''));
+  assert.equal(await e404.getAttribute('data-kind'), 'gated');
+  assert.match(await e404.textContent(), /gated or private on Hugging Face \(HTTP 401\).*access token/);
+  await loadHub(page, 'black-forest-labs/FLUX.1-dev', TOKEN);
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.preset === 'black-forest-labs/FLUX.1-dev');
+  assert.equal(await bytes(page, 'pipeline-peak'), cli('--pipeline', 'flux.1-dev').peak_bytes);
+  assert.ok(seen.filter((r) => r.path.includes('FLUX.1-dev') && r.auth === `Bearer ${TOKEN}`).length >= 5, 'the token went with each file');
+  // SDXL's repository: model_index.json and the four models' configs, as --model-index reads them
+  await loadHub(page, 'https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0');
+  await page.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.preset === 'stabilityai/stable-diffusion-xl-base-1.0');
+  const sdxlPaths = seen.filter((r) => r.path.includes('stable-diffusion-xl')).map((r) => r.path.replace(/^.*\/resolve\/main\//, ''));
+  assert.deepEqual(sdxlPaths.sort(), ['model_index.json', 'text_encoder/config.json', 'text_encoder_2/config.json', 'unet/config.json', 'vae/config.json']);
+  await page.getByTestId('width').fill('768');
+  await page.getByTestId('offload').selectOption('model');
+  const index = new globalThis.URL('sdxl/model_index.json', CONFIGS).pathname;
+  const want = cli('--model-index', index, '--width', '768', '--offload', 'model');
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(want.peak_bytes));
+  assert.deepEqual(await stages(page), want.stages.map((s) => ({ name: s.name, peak: s.peak_bytes })));
+  await page.waitForFunction(() => /^#pipe\.h=stabilityai\/stable-diffusion-xl-base-1\.0,.*w=768/.test(location.hash));
+  const link = await page.evaluate(() => location.hash);
+  const p2 = await context.newPage();
+  await p2.goto(URL + link);
+  await p2.waitForFunction(() => document.querySelector('[data-testid=pipeline-panel]')?.dataset.preset === 'stabilityai/stable-diffusion-xl-base-1.0');
+  await p2.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(want.peak_bytes));
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

@@ -96,6 +96,18 @@ pub async fn open(fragment: &str) -> Result<PipelineState, String> {
     }
 }
 
+/// A link as saved work keeps it, with the hub files of an `h=` link (no fetch).
+pub fn from_saved(fragment: &str, hub: Option<crate::state::pipeline::HubPipeline>) -> Result<PipelineState, String> {
+    let (first, rest) = split(fragment)?;
+    match (first, hub) {
+        (("h", id), Some(h)) if h.hub.to_string() == id => {
+            let p = h.spec()?;
+            read_rest(super::with_hub(&PipelineState::default(), h), &p, rest)
+        }
+        _ => from_fragment(fragment),
+    }
+}
+
 type Pair<'a> = (&'a str, &'a str);
 
 /// The first `key=value` and the rest.
@@ -167,7 +179,7 @@ mod tests {
         use crate::state::local::Workload;
         let s = crate::test_util::block_on(start("#pipe.p=sdxl,w=768,o=model", None));
         assert_eq!(s.state.workload, Workload::Pipeline);
-        assert_eq!((s.state.pipeline.preset.as_str(), s.state.pipeline.width, s.state.pipeline.offload), ("sdxl", Some(768), Offload::Model));
+        assert_eq!((s.state.model.pipeline.preset.as_str(), s.state.model.pipeline.width, s.state.model.pipeline.offload), ("sdxl", Some(768), Offload::Model));
         assert!(s.notice.is_none() && s.guard.is_none());
         let bad = crate::test_util::block_on(start("#pipe.p=sdxl,w=7", None));
         assert_eq!(bad.state.workload, Workload::PyTorch);
