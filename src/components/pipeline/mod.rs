@@ -3,6 +3,7 @@
 //! per stage and overall, GPU and CPU RAM, the stage timeline; or a LoRA training step.
 
 mod answer;
+pub mod card;
 mod hub;
 mod whatif;
 
