@@ -298,3 +298,48 @@ test('a diffusers repository by hub id: the CLI\'s --model-index answer, its lin
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });
+
+test('a pipeline link\'s embed card shows the CLI\'s peak, the verdict and the stage timeline, and opens the app', async () => {
+  const context = await browser.newContext({ viewport: { width: 480, height: 700 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${URL}embed.html?embed#pipe.p=sdxl,w=768,o=model,u=rtx-3060`);
+  await page.getByTestId('embed-card').waitFor();
+  assert.equal(await page.getByTestId('embed-card').getAttribute('data-workload'), 'pipeline');
+  const want = cli('--pipeline', 'sdxl', '--width', '768', '--offload', 'model');
+  assert.equal(await bytes(page, 'pipeline-peak'), want.peak_bytes);
+  assert.equal(await page.getByTestId('pipeline-verdict').getAttribute('data-fits'), 'true');
+  assert.ok(await page.locator('[data-testid=chart-stages] rect').count() > 0);
+  assert.match(await page.getByTestId('embed-setup').textContent(), /^infer · 768×1024 · batch 1×1 · offload model · peak at /);
+  assert.match(await page.getByTestId('embed-title').textContent(), /sdxl/);
+  const href = await page.getByTestId('open-full').getAttribute('href');
+  assert.match(href, /#pipe\.p=sdxl,w=768,o=model,u=rtx-3060$/);
+  assert.deepEqual(await axe(page), []);
+  await shot(page, '72-pipeline-embed');
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+test('an edit in the pipeline panel survives an immediate reload without the link, and undo walks it back', async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await open(browser, { context });
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline-panel').waitFor();
+  const peak0 = await bytes(page, 'pipeline-peak');
+  await page.getByTestId('offload').selectOption('model');
+  const peak = await peakChanged(page, peak0);
+  await page.getByTestId('undo').click();
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(peak0));
+  assert.equal(await page.getByTestId('offload').inputValue(), 'none');
+  await page.getByTestId('redo').click();
+  await page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(peak));
+  await page.evaluate(() => history.replaceState(null, '', location.pathname)); // no link: the saved work
+  await page.reload();
+  await page.getByTestId('workload-pipeline').click();
+  await page.getByTestId('pipeline-panel').waitFor();
+  assert.equal(await page.getByTestId('offload').inputValue(), 'model');
+  assert.equal(await bytes(page, 'pipeline-peak'), peak);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});

@@ -424,6 +424,14 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
             }
         }
     }
+    if let (Component::WanVae(v), Pass::Decode { width, height, frames }, Some(tile)) = (c, pass, s.vae_tiling) {
+        if let Some(mut f) = super::wan_tiled::tiled_decode(v, frames, height, width, tile, batch, opts, super::component::dtype_of(precision))? {
+            f.peak = f.peak.saturating_add(extra);
+            note = join(note, &format!("tiled: tiles of {} px", if tile == 0 { super::wan_tiled::TILE_PX } else { tile }));
+            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+            return Ok((f, w, note, batch));
+        }
+    }
     let mut g = c.graph(pass, opts)?;
     let transient = quantise(&mut g, dt);
     let mut f = measure(&g, batch);

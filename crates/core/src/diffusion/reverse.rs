@@ -203,8 +203,7 @@ pub fn what_ifs(spec: &PipelineSpec, base: &PipelineSettings) -> Result<Vec<Pipe
             tries.push((format!("offload {o}"), PipelineSettings { offload: o, ..base.clone() }));
         }
     }
-    // Wan's tiled decode is not modelled (`AutoencoderKLWan.tiled_decode`)
-    if base.vae_tiling.is_none() && spec.family != Family::Wan {
+    if base.vae_tiling.is_none() {
         tries.push(("VAE tiling".into(), PipelineSettings { vae_tiling: Some(0), ..base.clone() }));
     }
     if !base.vae_slicing && base.batch.saturating_mul(base.images_per_prompt) > 1 {
