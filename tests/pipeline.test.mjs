@@ -136,13 +136,15 @@ test('the share link carries the pipeline\'s settings and opens them; a bad link
   await context.close();
 });
 
-function cliMax(...args) {
+/** A CLI call that exits 1 when the setup does not fit (`max`, `--fits`): its JSON either way. */
+function cliFit(...args) {
   try {
-    return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', 'max', ...args, '--json'], { encoding: 'utf8' }));
+    return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', ...args, '--json'], { encoding: 'utf8' }));
   } catch (e) {
-    return JSON.parse(e.stdout); // exit 1: nothing fits
+    return JSON.parse(e.stdout);
   }
 }
+const cliMax = (...args) => cliFit('max', ...args);
 
 /** The what-if list once it is of the setup on screen. */
 async function whatIfs(page) {
@@ -160,7 +162,7 @@ test('the pipeline\'s what-ifs are the CLI\'s that lower the device total; Apply
   const { page, errors } = await open(browser, { context });
   await page.getByTestId('workload-pipeline').click();
   await page.getByTestId('pipeline-panel').waitFor();
-  const want = cli('--pipeline', 'flux.1-dev', '--what-if', '--fits', 'rtx-4090');
+  const want = cliFit('estimate', '--pipeline', 'flux.1-dev', '--what-if', '--fits', 'rtx-4090');
   const base = await bytes(page, 'pipeline-total');
   const list = await whatIfs(page);
   const lowering = want.what_ifs.filter((w) => w.total_bytes < base);
@@ -199,9 +201,15 @@ test('the pipeline\'s what-ifs are the CLI\'s that lower the device total; Apply
 
 test('a LoRA step\'s what-ifs include cached latents when training on uncached ones; Wan offers fewer frames and the largest frame count', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
-  const { page, errors } = await open(browser, { context });
-  await page.goto(URL + '#pipe.p=sdxl,m=train,l=false,k=false');
-  await page.reload();
+  const errors = [];
+  const linked = async (hash) => {
+    const p = await context.newPage();
+    p.on('pageerror', (e) => errors.push(String(e)));
+    await p.goto(URL + hash);
+    await p.getByTestId('pipeline-panel').waitFor();
+    return p;
+  };
+  let page = await linked('#pipe.p=sdxl,m=train,l=false,k=false');
   await page.getByTestId('train-frozen').waitFor();
   const frozen = await bytes(page, 'train-frozen');
   const list = await whatIfs(page);
@@ -212,12 +220,14 @@ test('a LoRA step\'s what-ifs include cached latents when training on uncached o
   assert.ok(list.some((w) => w.changes === 'checkpointing=true') && list.some((w) => w.changes === 'optimizer=adam8bit'));
   await page.locator('[data-testid=pipe-whatif][data-changes="cached=true"]').click();
   assert.equal(await peakChanged(page, peak), cli('--pipeline', 'sdxl', '--mode', 'train', '--finetune', 'lora', '--lora-r', '16', '--optimizer', 'adamw', '--width', '1024', '--height', '1024').peak_bytes);
-  // Wan 2.1 1.3B with model offload: the largest frame count is `vramcalc max --of frames`'s
-  await page.goto(URL + '#pipe.p=wan2.1-t2v-1.3b,o=model');
-  await page.reload();
-  await page.getByTestId('pipeline-panel').waitFor();
-  assert.ok((await whatIfs(page)).some((w) => w.changes === 'frames=41'));
-  const frames = cliMax('--of', 'frames', '--pipeline', 'wan2.1-t2v-1.3b', '--gpu', 'rtx-4090', '--offload', 'model');
+  // Wan 2.1 1.3B with group offload (the decode is the peak): fewer frames and Wan's VAE
+  // tiling lower it; the largest frame count is `vramcalc max --of frames`'s
+  page = await linked('#pipe.p=wan2.1-t2v-1.3b,o=group');
+  const wan = await whatIfs(page);
+  assert.ok(wan.some((w) => w.changes === 'frames=41') && wan.some((w) => w.changes === 'vae-tiling=0'), JSON.stringify(wan));
+  const tiled = cli('--pipeline', 'wan2.1-t2v-1.3b', '--offload', 'group', '--vae-tiling');
+  assert.equal(wan.find((w) => w.changes === 'vae-tiling=0').peak, tiled.peak_bytes);
+  const frames = cliMax('--of', 'frames', '--pipeline', 'wan2.1-t2v-1.3b', '--gpu', 'rtx-4090', '--offload', 'group');
   assert.equal(await largestOf(page, 'frames'), String(frames.value));
   assert.deepEqual(realErrors(errors), []);
   await context.close();

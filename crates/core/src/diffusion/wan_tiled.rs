@@ -44,25 +44,42 @@ pub fn tiled_decode(v: &WanVaeConfig, frames: u64, height: u64, width: u64, tile
     let f = wan_latent_frames(frames);
     let t_out = v.out_frames(f);
     let video = |th: u64, tw: u64| Shape::new([v.out_channels, t_out, th * 8, tw * 8]).numel().saturating_mul(dt.size()).saturating_mul(batch);
-    let mut sizes: Vec<((u64, u64), Forward)> = Vec::new();
+    let err = |e: String| Error::Config(format!("AutoencoderKLWan: {e}"));
+    // per tile size: its last chunk (and `torch.cat` of its chunks) and its first chunk
+    let mut sizes: Vec<((u64, u64), (Forward, u64))> = Vec::new();
     let (mut kept, mut peak) = (0u64, 0u64);
     let mut first = None;
+    // the tile before's last `decoded` chunk and `tile` (its `post_quant_conv` output) stay
+    // bound until this tile's first chunk rebinds them
+    let mut leftover = 0u64;
+    let up_t = v.out_frames(2) - 1;
     for &r in &rows {
         for &c in &cols {
-            let fw = match sizes.iter().find(|(k, _)| *k == (r, c)) {
-                Some((_, fw)) => *fw,
+            let (fw, first_peak) = match sizes.iter().find(|(k, _)| *k == (r, c)) {
+                Some((_, x)) => *x,
                 None => {
                     let mut b = Builder::new(opts);
-                    v.decode_tile(&mut b, frames, r, c, (h, w)).map_err(|e| Error::Config(format!("AutoencoderKLWan: {e}")))?;
+                    v.decode_tile(&mut b, frames, r, c, (h, w)).map_err(err)?;
                     let fw = measure(&b.g, batch);
-                    sizes.push(((r, c), fw));
-                    fw
+                    let first_peak = if f > 1 {
+                        let mut b = Builder::new(opts);
+                        v.decode_tile_first(&mut b, frames, r, c, (h, w)).map_err(err)?;
+                        measure(&b.g, batch).peak
+                    } else {
+                        fw.peak
+                    };
+                    sizes.push(((r, c), (fw, first_peak)));
+                    (fw, first_peak)
                 }
             };
             first.get_or_insert(fw);
             // the tiles decoded before it are kept in `rows`
-            peak = peak.max(fw.peak.saturating_add(kept));
+            let last = if f > 1 { fw.peak } else { fw.peak.saturating_add(leftover) };
+            peak = peak.max(kept.saturating_add(last)).max(kept.saturating_add(first_peak).saturating_add(leftover));
             kept = kept.saturating_add(video(r, c));
+            let chunk_frames = if f > 1 { up_t } else { 1 };
+            let per = |ch: u64, t: u64, hh: u64, ww: u64| Shape::new([ch, t, hh, ww]).numel().saturating_mul(dt.size()).saturating_mul(batch);
+            leftover = per(v.out_channels, chunk_frames, r * 8, c * 8).saturating_add(per(v.z_dim, 1, r, c));
         }
     }
     let mut out = first.unwrap_or_default();

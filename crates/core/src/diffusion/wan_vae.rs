@@ -99,15 +99,16 @@ impl WanVaeConfig {
     /// and the previous chunk's `out_` beside it, then `torch.cat([out, out_], 2)` and
     /// `torch.clamp`, the caches still alive until `clear_cache()`.
     ///
-    /// `tile`: the latent's full `(height, width)` when this is one tile of `tiled_decode`
-    /// (`z[:, :, k:k+1, i:i+th, j:j+tw]`, a view, through `post_quant_conv` chunk by chunk; the
-    /// decoded chunks kept in the `time` list and `torch.cat(time, dim=2)` after the last, no
-    /// `clamp`).
-    fn decode_video(&self, b: &mut Builder, frames: u64, h: u64, w: u64, tile: Option<(u64, u64)>, caches: &mut Caches) -> LayerResult<ValueId> {
+    /// `tile`: the latent's full `(frames, height, width)` when this is one tile of
+    /// `tiled_decode` (`z[:, :, k:k+1, i:i+th, j:j+tw]`, a view, through `post_quant_conv`
+    /// chunk by chunk; the decoded chunks kept in the `time` list and `torch.cat(time, dim=2)`
+    /// after the last, no `clamp`); `frames` is then the chunks run so far (1: the first).
+    fn decode_video(&self, b: &mut Builder, frames: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>, caches: &mut Caches) -> LayerResult<ValueId> {
         b.param(Shape::new([self.encoder_params()]));
         let dt = b.float_dtype();
-        let (zh, zw) = tile.unwrap_or((h, w));
-        let z = b.input(Shape::new([self.z_dim, frames, zh, zw]), dt);
+        let (zf, zh, zw) = tile.unwrap_or((frames, h, w));
+        let last_chunk = frames == zf;
+        let z = b.input(Shape::new([self.z_dim, zf, zh, zw]), dt);
         let up_t = 1u64 << self.temperal_downsample.iter().filter(|&&t| t).count().min(16);
         let (ho, wo) = (h.saturating_mul(8), w.saturating_mul(8));
         let frame = |n: u64| Shape::new([self.out_channels, n, ho, wo]);
@@ -165,7 +166,7 @@ impl WanVaeConfig {
         }
         let out = match prev_out {
             Some(p) => ops::cat(b, &[p, out_], frame(done + t_new)),
-            None if tile.is_some() => ops::copy(b, out_, frame(t_new)),
+            None if tile.is_some() && last_chunk => ops::copy(b, out_, frame(t_new)),
             None => out_,
         };
         let clamped = if tile.is_some() { out } else { ops::scalar(b, "clamp", out) };
@@ -184,10 +185,16 @@ impl WanVaeConfig {
     /// One `th × tw` latent tile of `tiled_decode` over a `full` `(height, width)` latent of
     /// `frames` video frames: its last chunk and the `torch.cat` of its chunks.
     pub fn decode_tile(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
-        self.decode_chunks(b, wan_latent_frames(frames), th, tw, Some(full))
+        let f = wan_latent_frames(frames);
+        self.decode_chunks(b, f, th, tw, Some((f, full.0, full.1)))
     }
 
-    fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64)>) -> LayerResult<ValueId> {
+    /// The first chunk of that tile (no caches yet; its output not concatenated).
+    pub fn decode_tile_first(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
+        self.decode_chunks(b, 1, th, tw, Some((wan_latent_frames(frames), full.0, full.1)))
+    }
+
+    fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>) -> LayerResult<ValueId> {
         // a first build of the chunk before (a first chunk when it is the first) on a scratch
         // builder lists the caches it leaves (`_conv_num` of them)
         let mut before = Caches { first: f <= 2, ..Caches::default() };
