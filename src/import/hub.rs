@@ -21,16 +21,21 @@ use vramcalc_core::spec::ModelSpec;
 /// ([`remember_token`]); empty: the tab's token, if any.
 pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>, Option<String>), HubError> {
     let hub = HubRef::parse(input)?;
-    let token = match token.trim() {
+    let token = token_for(token);
+    let (status, body) = fetch(&hub.config_url(), &token).await?;
+    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
+    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
+}
+
+/// The token a request sends: `typed` (kept for this tab), or when empty the tab's, if any.
+pub(crate) fn token_for(typed: &str) -> String {
+    match typed.trim() {
         "" => session_token(),
         typed => {
             remember_token(typed);
             typed.to_string()
         }
-    };
-    let (status, body) = fetch(&hub.config_url(), &token).await?;
-    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
+    }
 }
 
 /// The `sessionStorage` key of the access token: this tab only, gone when it closes, never in
@@ -45,24 +50,24 @@ fn session() -> Option<web_sys::Storage> {
 
 /// The token this tab was given, or empty.
 #[cfg(target_arch = "wasm32")]
-pub(crate) fn session_token() -> String {
+fn session_token() -> String {
     session().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten()).unwrap_or_default()
 }
 
 #[cfg(target_arch = "wasm32")]
-pub(crate) fn remember_token(token: &str) {
+fn remember_token(token: &str) {
     if let Some(s) = session() {
         let _ = s.set_item(TOKEN_KEY, token);
     }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn session_token() -> String {
+fn session_token() -> String {
     String::new()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn remember_token(_token: &str) {}
+fn remember_token(_token: &str) {}
 
 /// Outside the browser there is no fetch: the native tests get a network failure.
 #[cfg(not(target_arch = "wasm32"))]

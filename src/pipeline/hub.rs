@@ -5,7 +5,7 @@
 //! Errors say which file and what to do (a 404 `model_index.json`: not a diffusers repository;
 //! 401/403: gated, give a token).
 
-use crate::import::hub::{fetch, remember_token, session_token};
+use crate::import::hub::{fetch, token_for};
 use crate::state::pipeline::HubPipeline;
 use vramcalc_core::diffusion::PipelineSpec;
 use vramcalc_core::hub::{check_status, HubError, HubRef};
@@ -27,13 +27,7 @@ pub fn file_status(hub: &HubRef, path: &str, status: u16, with_token: bool) -> R
 /// `token`: one the user just typed (kept for this tab); empty: the tab's token, if any.
 pub async fn load(input: &str, token: &str) -> Result<HubPipeline, HubError> {
     let hub = HubRef::parse(input)?;
-    let token = match token.trim() {
-        "" => session_token(),
-        typed => {
-            remember_token(typed);
-            typed.to_string()
-        }
-    };
+    let token = token_for(token);
     let get = |path: String| {
         let (hub, token) = (hub.clone(), token.clone());
         async move {
