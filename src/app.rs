@@ -120,7 +120,7 @@ pub fn app(p: &AppProps) -> Html {
     let narrow = use_narrow();
     // issue 27: on the pipeline workload the link is the pipeline's (`#pipe.…`)
     let share_fragment = match state.workload {
-        Workload::Pipeline => Some(crate::pipeline::link::to_fragment(&state.pipeline)),
+        Workload::Pipeline => Some(crate::pipeline::link::to_fragment(&state.model.pipeline)),
         Workload::LlamaCpp => Some(crate::local::link::to_fragment(state.local.model.as_ref().map(|m| &m.0), &state.local.settings)),
         _ => link.fragment.clone(),
     };
@@ -137,7 +137,7 @@ pub fn app(p: &AppProps) -> Html {
             if state.workload == Workload::LlamaCpp {
                 <main class="layout single"><LocalPanel state={state.local.clone()} /></main>
             } else if state.workload == Workload::Pipeline {
-                <main class="layout single"><PipelinePanel state={state.pipeline.clone()} /></main>
+                <main class="layout single"><PipelinePanel state={state.model.pipeline.clone()} /></main>
             } else {
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
                 job, stale: error.is_some(), applied: applied.clone(), serving: serve_verdict, fix_set: fixes.as_ref().and_then(|f| f.first().cloned()) }) }

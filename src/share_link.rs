@@ -161,10 +161,10 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     }
     // issue 27: a pipeline link opens the pipeline workload over the saved work (not saved itself)
     if hash.starts_with(crate::pipeline::link::PREFIX) {
-        return match crate::pipeline::link::from_fragment(hash) {
+        return match crate::pipeline::link::open(hash).await {
             Ok(p) => {
                 let mut state = restored;
-                (state.workload, state.pipeline) = (crate::state::local::Workload::Pipeline, p);
+                (state.workload, state.model.pipeline) = (crate::state::local::Workload::Pipeline, p);
                 Start { state, notice: None, guard: None }
             }
             Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },

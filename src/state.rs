@@ -95,6 +95,9 @@ pub struct Model {
     /// A peak the user measured on their own GPU (bytes), shown beside the estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_peak: Option<u64>,
+    /// The image/video pipeline panel's settings (issue 27), in undo and saved work.
+    #[serde(default, skip_serializing_if = "pipeline::PipelineState::is_default")]
+    pub pipeline: pipeline::PipelineState,
 }
 
 /// A [`Model`] as LocalStorage may hold it: work saved before the settings were typed kept the
@@ -120,6 +123,8 @@ struct SavedModel {
     engine: Engine,
     #[serde(default)]
     measured_peak: Option<u64>,
+    #[serde(default)]
+    pipeline: pipeline::PipelineState,
 }
 
 impl From<SavedModel> for Model {
@@ -135,14 +140,14 @@ impl From<SavedModel> for Model {
         }
         // an unreadable setup is the default one (as an unreadable save is the default state)
         let config = serde_json::from_value(config).unwrap_or_default();
-        Model { spec: s.spec, preset: s.preset, unedited: s.unedited, hub: s.hub, config, gpu: s.gpu, dist: dist.unwrap_or_default(), engine: s.engine, measured_peak: s.measured_peak }
+        Model { spec: s.spec, preset: s.preset, unedited: s.unedited, hub: s.hub, config, gpu: s.gpu, dist: dist.unwrap_or_default(), engine: s.engine, measured_peak: s.measured_peak, pipeline: s.pipeline }
     }
 }
 
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default(), engine: Engine::default(), measured_peak: None }
+        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default(), engine: Engine::default(), measured_peak: None, pipeline: Default::default() }
     }
 
     /// The setup's mode, read from the settings and the engine.
@@ -191,6 +196,7 @@ impl Model {
             dist: DistConfig::default(),
             engine: Engine::default(),
             measured_peak: None,
+            pipeline: Default::default(),
         }
     }
 }
@@ -229,6 +235,8 @@ enum EditKind {
     Field(NodePath, String),
     Capacity,
     Input,
+    /// The pipeline panel's settings, by which changed.
+    Pipeline(Vec<&'static str>),
 }
 
 /// Undo and redo as shared snapshots of the [`Model`]. Yew keeps the previous state while the
@@ -284,11 +292,10 @@ pub struct State {
     pub selected: Vec<NodePath>,
     /// `(sequence length, context)` a Hugging Face import assumed, until the user sets one.
     pub assumed_seq: Option<(u64, u64)>,
-    /// Which workload is shown (the minimal switch of issues 24 and 27) and its panels' state:
-    /// not saved, not in undo.
+    /// Which workload is shown (the minimal switch of issues 24 and 27) and the llama.cpp
+    /// panel's state: not saved, not in undo (the pipeline panel's is the model's).
     pub workload: local::Workload,
     pub local: local::LocalState,
-    pub pipeline: pipeline::PipelineState,
     history: History,
     last_edit: Option<EditKind>,
 }
@@ -363,7 +370,6 @@ impl State {
             assumed_seq: None,
             workload: local::Workload::default(),
             local: local::LocalState::default(),
-            pipeline: pipeline::PipelineState::default(),
             history: History::default(),
             last_edit: None,
         }
@@ -446,7 +452,14 @@ impl State {
     }
 
     /// A new model from elsewhere (preset, paste): fresh folding and selection.
-    fn replace_model(&mut self, model: Model) {
+    fn replace_model(&mut self, mut model: Model) {
+        // a new model of the PyTorch workload keeps the pipeline panel's settings
+        model.pipeline = self.model.pipeline.clone();
+        self.replace_all(model);
+    }
+
+    /// [`State::replace_model`] with the pipeline's settings too (saved work restored).
+    fn replace_all(&mut self, model: Model) {
         self.collapsed = tree::block_paths(&model.spec.layers);
         self.selected.clear();
         self.commit(model, None);
@@ -626,13 +639,17 @@ impl Reducible for State {
             Action::SetUnit(u) => s.prefs.unit = u,
             Action::SetTheme(t) => s.prefs.theme = t,
             Action::Restore(saved) => {
-                s.replace_model(saved.model);
+                s.replace_all(saved.model);
                 s.prefs = saved.prefs;
                 s.restore_local(saved.local.as_ref());
             }
             Action::SetWorkload(w) => s.workload = w,
             Action::Local(a) => s.local.apply(a),
-            Action::SetPipeline(p) => s.pipeline = p,
+            Action::SetPipeline(p) => {
+                let kind = EditKind::Pipeline(s.model.pipeline.changed(&p));
+                let model = Model { pipeline: p, ..s.model.clone() };
+                s.commit(model, Some(kind));
+            }
         }
         Rc::new(s)
     }

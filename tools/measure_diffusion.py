@@ -147,7 +147,12 @@ def measure(rec):
         finally:
             torch.set_default_dtype(torch.float32)
         cast_buffers(m, dt)
-        if rec.get("tiling"):
+        if rec.get("tiling") and cfg.get("_class_name") == "AutoencoderKLWan":
+            # `AutoencoderKLWan.enable_tiling(tile_sample_min_height, _width, stride_height,
+            # stride_width)`: 1 is the default (256, 192); a size t is (t, t, 3t/4, 3t/4)
+            t = rec["tiling"]
+            m.enable_tiling() if t == 1 else m.enable_tiling(t, t, t * 3 // 4, t * 3 // 4)
+        elif rec.get("tiling"):
             m.enable_tiling()
             if rec["tiling"] > 1:
                 m.tile_sample_min_size = rec["tiling"]
@@ -208,6 +213,13 @@ def grid():
     add("wanvae-decode", WANVAE, width=128, height=96, frames=5, dtype="bf16")
     add("wanvae-decode", WANVAE, width=64, height=128, frames=9, batch=2)
     add("wanvae-decode", dict(WANVAE, num_res_blocks=2, base_dim=24), width=128, height=128, frames=17, dtype="fp16")
+    # AutoencoderKLWan.tiled_decode: 3 × 3 tiles of 64 px, a 3 × 4 grid in bf16, the default
+    # 256 px tiles (2 × 2), batch 2 in fp16 with 96 px tiles, one latent frame
+    add("wanvae-decode-tiled", WANVAE, width=128, height=128, frames=9, tiling=64)
+    add("wanvae-decode-tiled", WANVAE, width=192, height=128, frames=5, tiling=64, dtype="bf16")
+    add("wanvae-decode-tiled", WANVAE, width=320, height=256, frames=5, tiling=1)
+    add("wanvae-decode-tiled", WANVAE, width=160, height=160, frames=9, tiling=96, batch=2, dtype="fp16")
+    add("wanvae-decode-tiled", WANVAE, width=128, height=96, frames=1, tiling=64)
     for L in [77, 32]:
         add("clip-l", CLIP, text_len=L)
         add("clip-g", CLIPG, text_len=L, dtype="bf16")

@@ -50,7 +50,10 @@ def main():
         torch.set_default_dtype(dt)
         m = M.build(cfg).eval()
         torch.set_default_dtype(torch.float32)
-        if rec.get("tiling"):
+        if rec.get("tiling") and cfg.get("_class_name") == "AutoencoderKLWan":
+            t = rec["tiling"]  # as tools/measure_diffusion.py sets Wan's tiles
+            m.enable_tiling() if t == 1 else m.enable_tiling(t, t, t * 3 // 4, t * 3 // 4)
+        elif rec.get("tiling"):
             m.enable_tiling()
         if rec.get("slicing"):
             m.enable_slicing()

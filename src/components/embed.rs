@@ -159,6 +159,10 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let href = fragment.as_ref().map(|f| dom::app_link(f));
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
+            // issue 27: a pipeline link's card
+            if state.workload == crate::state::local::Workload::Pipeline {
+                <main><super::pipeline::card::PipelineCard state={model.pipeline.clone()} /></main>
+            } else {
             <main><article class="embed-card" data-testid="embed-card">
                 <header class="embed-head">
                     <h1 data-testid="embed-title">{ title(model) }</h1>
@@ -171,6 +175,7 @@ pub fn embed_app(p: &EmbedProps) -> Html {
                 }
                 <footer class="small muted">{ "vramcalc — " }{ t.tagline }</footer>
             </article></main>
+            }
         </ContextProvider<Ctx>>
     }
 }

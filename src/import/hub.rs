@@ -21,16 +21,21 @@ use vramcalc_core::spec::ModelSpec;
 /// ([`remember_token`]); empty: the tab's token, if any.
 pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>, Option<String>), HubError> {
     let hub = HubRef::parse(input)?;
-    let token = match token.trim() {
+    let token = token_for(token);
+    let (status, body) = fetch(&hub.config_url(), &token).await?;
+    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
+    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
+}
+
+/// The token a request sends: `typed` (kept for this tab), or when empty the tab's, if any.
+pub(crate) fn token_for(typed: &str) -> String {
+    match typed.trim() {
         "" => session_token(),
         typed => {
             remember_token(typed);
             typed.to_string()
         }
-    };
-    let (status, body) = fetch(&hub.config_url(), &token).await?;
-    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
+    }
 }
 
 /// The `sessionStorage` key of the access token: this tab only, gone when it closes, never in
@@ -66,12 +71,12 @@ fn remember_token(_token: &str) {}
 
 /// Outside the browser there is no fetch: the native tests get a network failure.
 #[cfg(not(target_arch = "wasm32"))]
-async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
     Err(HubError::Network("no network outside the browser".into()))
 }
 
 #[cfg(target_arch = "wasm32")]
-async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
     use wasm_bindgen::{closure::Closure, JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{AbortController, Headers, ReferrerPolicy, RequestCredentials, RequestInit, RequestMode, Response};

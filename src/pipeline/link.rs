@@ -1,6 +1,7 @@
 //! The pipeline panel's share links: `#pipe.p=flux.1-dev,w=768,o=model,…`, every setting that
 //! differs from its default as one `key=value` (values never contain `,` or `=`). A link names
-//! a built-in pipeline only. Reading it refuses an unknown key or a bad value by name.
+//! a built-in pipeline (`p=`) or a hub repository (`h=owner/name`, fetched again when opened).
+//! Reading it refuses an unknown key or a bad value by name.
 
 use super::{spec, with};
 use crate::state::pipeline::PipelineState;
@@ -24,6 +25,7 @@ const KEYS: &[(&str, &str)] = &[
     ("r", "lora-r"),
     ("k", "checkpointing"),
     ("x", "optimizer"),
+    ("l", "cached"),
     ("u", "gpu"),
 ];
 
@@ -44,6 +46,7 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
         ("r", s.lora_r.to_string()),
         ("k", s.checkpointing.to_string()),
         ("x", s.optimizer.name().to_string()),
+        ("l", s.cached.to_string()),
         ("u", s.gpu.clone()),
     ]
 }
@@ -51,7 +54,10 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
 /// The link fragment (without `#`).
 pub fn to_fragment(s: &PipelineState) -> String {
     let base = values(&PipelineState { preset: s.preset.clone(), ..PipelineState::default() });
-    let mut parts = vec![format!("p={}", s.preset)];
+    let mut parts = vec![match &s.hub {
+        Some(h) => format!("h={}", h.hub),
+        None => format!("p={}", s.preset),
+    }];
     for ((k, v), (_, d)) in values(s).into_iter().zip(base) {
         if v != d {
             parts.push(format!("{k}={v}"));
@@ -63,18 +69,58 @@ pub fn to_fragment(s: &PipelineState) -> String {
     format!("{PREFIX}{}", parts.join(","))
 }
 
-/// Reads a fragment written by [`to_fragment`]; the error names the key.
+/// Reads a fragment written by [`to_fragment`] that names a preset; the error names the key.
 pub fn from_fragment(fragment: &str) -> Result<PipelineState, String> {
-    let body = fragment.trim_start_matches('#').strip_prefix(PREFIX).ok_or("not a pipeline link")?;
-    let mut pairs = body.split(',').filter(|p| !p.is_empty()).map(|p| p.split_once('=').ok_or_else(|| format!("link: {p:?} is not key=value")));
-    let (k, preset) = pairs.next().ok_or("link: no pipeline")??;
-    if k != "p" {
-        return Err("link: the pipeline (p=) comes first".into());
+    let (first, rest) = split(fragment)?;
+    match first {
+        ("p", preset) => {
+            let p = spec(preset).map_err(|e| format!("link p: {e}"))?;
+            read_rest(PipelineState { preset: preset.to_string(), ..PipelineState::default() }, &p, rest)
+        }
+        ("h", _) => Err("link h: a hub pipeline opens by fetching it (`open`)".into()),
+        _ => Err("link: the pipeline (p= or h=) comes first".into()),
     }
-    let p = spec(preset).map_err(|e| format!("link p: {e}"))?;
-    let mut s = PipelineState { preset: preset.to_string(), ..PipelineState::default() };
-    for pair in pairs {
-        let (k, v) = pair?;
+}
+
+/// [`from_fragment`], and a hub pipeline's link (`h=owner/name`) by fetching its files again
+/// (this tab's access token, if any).
+pub async fn open(fragment: &str) -> Result<PipelineState, String> {
+    let (first, rest) = split(fragment)?;
+    match first {
+        ("h", id) => {
+            let h = super::hub::load(id, "").await.map_err(|e| format!("link h: {e}"))?;
+            let p = h.spec().map_err(|e| format!("link h: {e}"))?;
+            read_rest(super::with_hub(&PipelineState::default(), h), &p, rest)
+        }
+        _ => from_fragment(fragment),
+    }
+}
+
+/// A link as saved work keeps it, with the hub files of an `h=` link (no fetch).
+pub fn from_saved(fragment: &str, hub: Option<crate::state::pipeline::HubPipeline>) -> Result<PipelineState, String> {
+    let (first, rest) = split(fragment)?;
+    match (first, hub) {
+        (("h", id), Some(h)) if h.hub.to_string() == id => {
+            let p = h.spec()?;
+            read_rest(super::with_hub(&PipelineState::default(), h), &p, rest)
+        }
+        _ => from_fragment(fragment),
+    }
+}
+
+type Pair<'a> = (&'a str, &'a str);
+
+/// The first `key=value` and the rest.
+fn split(fragment: &str) -> Result<(Pair<'_>, Vec<Pair<'_>>), String> {
+    let body = fragment.trim_start_matches('#').strip_prefix(PREFIX).ok_or("not a pipeline link")?;
+    let pairs = body.split(',').filter(|p| !p.is_empty()).map(|p| p.split_once('=').ok_or_else(|| format!("link: {p:?} is not key=value"))).collect::<Result<Vec<_>, _>>()?;
+    let (first, rest) = pairs.split_first().ok_or("link: no pipeline")?;
+    Ok((*first, rest.to_vec()))
+}
+
+/// The settings after the pipeline's key, on `s`.
+fn read_rest(mut s: PipelineState, p: &vramcalc_core::diffusion::PipelineSpec, rest: Vec<Pair<'_>>) -> Result<PipelineState, String> {
+    for (k, v) in rest {
         let id = match k.strip_prefix("c.") {
             Some(name) => super::COMPONENT_FIELDS.iter().find(|c| c.0 == name).map(|c| c.1).ok_or_else(|| format!("link {k}: no such component"))?,
             None => KEYS.iter().find(|x| x.0 == k).map(|x| x.1).ok_or_else(|| format!("link: unknown key {k:?}"))?,
@@ -84,7 +130,7 @@ pub fn from_fragment(fragment: &str) -> Result<PipelineState, String> {
             ("width", "") => PipelineState { width: None, ..s },
             ("height", "") => PipelineState { height: None, ..s },
             ("frames", "") => PipelineState { frames: None, ..s },
-            _ => with(&s, &p, id, v).map_err(|e| format!("link {k}: {e}"))?,
+            _ => with(&s, p, id, v).map_err(|e| format!("link {k}: {e}"))?,
         };
     }
     Ok(s)
@@ -116,7 +162,7 @@ mod tests {
                 gpu: "rtx-3060".into(),
                 ..PipelineState::default()
             },
-            PipelineState { preset: "wan2.1-t2v-14b".into(), mode: PipeMode::Train, frames: Some(49), lora_r: 64, checkpointing: false, optimizer: OptimizerKind::Adam8bit, ..PipelineState::default() },
+            PipelineState { preset: "wan2.1-t2v-14b".into(), mode: PipeMode::Train, frames: Some(49), lora_r: 64, checkpointing: false, cached: false, optimizer: OptimizerKind::Adam8bit, ..PipelineState::default() },
         ];
         for s in states {
             let f = to_fragment(&s);
@@ -133,7 +179,7 @@ mod tests {
         use crate::state::local::Workload;
         let s = crate::test_util::block_on(start("#pipe.p=sdxl,w=768,o=model", None));
         assert_eq!(s.state.workload, Workload::Pipeline);
-        assert_eq!((s.state.pipeline.preset.as_str(), s.state.pipeline.width, s.state.pipeline.offload), ("sdxl", Some(768), Offload::Model));
+        assert_eq!((s.state.model.pipeline.preset.as_str(), s.state.model.pipeline.width, s.state.model.pipeline.offload), ("sdxl", Some(768), Offload::Model));
         assert!(s.notice.is_none() && s.guard.is_none());
         let bad = crate::test_util::block_on(start("#pipe.p=sdxl,w=7", None));
         assert_eq!(bad.state.workload, Workload::PyTorch);
@@ -145,6 +191,7 @@ mod tests {
         assert!(from_fragment("v1.p=resnet50").is_err());
         assert!(from_fragment("pipe.p=dalle").unwrap_err().starts_with("link p:"));
         assert!(from_fragment("pipe.w=512").unwrap_err().contains("comes first"));
+        assert!(crate::test_util::block_on(open("pipe.h=black-forest-labs/FLUX.1-dev,w=768")).unwrap_err().starts_with("link h: could not reach"));
         assert!(from_fragment("pipe.p=sd-1.5,zz=1").unwrap_err().contains("unknown key \"zz\""));
         assert!(from_fragment("pipe.p=sd-1.5,o=disk").unwrap_err().starts_with("link o:"));
         assert!(from_fragment("pipe.p=sd-1.5,c.prior=fp8").unwrap_err().contains("no such component"));

@@ -5,11 +5,14 @@
 //! denoiser (`diffusion::train::lora_step`, cached latents and text embeddings, as the CLI's
 //! `--mode train`). `components::pipeline` draws it; `link` writes and reads its share links.
 
+pub mod hub;
 pub mod link;
+pub mod whatif;
 
 use crate::form::{flag, named, whole, Field};
-use crate::state::pipeline::{PipeMode, PipelineState};
+use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState};
 use vramcalc_core::diffusion::pipeline::{Family, PipelineEstimate};
+use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
 use vramcalc_core::finetune::{FineTune, Method};
 use vramcalc_core::memory::device::{gpu, CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
@@ -33,6 +36,29 @@ pub fn spec(preset: &str) -> Result<PipelineSpec, String> {
     PipelineSpec::preset(preset).map_err(|e| e.to_string())
 }
 
+/// The state's pipeline: the hub repository's, or the preset's.
+pub fn spec_of(s: &PipelineState) -> Result<PipelineSpec, String> {
+    match &s.hub {
+        Some(h) => h.spec(),
+        None => spec(&s.preset),
+    }
+}
+
+impl HubPipeline {
+    /// The pipeline its files describe, named by its hub id.
+    pub fn spec(&self) -> Result<PipelineSpec, String> {
+        let config = |name: &str| self.configs.iter().find(|c| c.0 == name).map(|c| c.1.clone());
+        let mut p = PipelineSpec::from_model_index(&self.index, config).map_err(|e| format!("`{}`: {e}", self.hub))?;
+        p.name = self.hub.to_string();
+        Ok(p)
+    }
+}
+
+/// The pipeline read from the hub, with the mode and GPU kept and the rest at its defaults.
+pub fn with_hub(s: &PipelineState, h: HubPipeline) -> PipelineState {
+    PipelineState { preset: s.preset.clone(), hub: Some(h), mode: s.mode, gpu: s.gpu.clone(), ..PipelineState::default() }
+}
+
 fn opt_name<T: Copy>(v: Option<T>, name: fn(T) -> &'static str) -> String {
     v.map_or("default".to_string(), |v| name(v).to_string())
 }
@@ -51,8 +77,12 @@ fn dtype_names() -> Vec<&'static str> {
 pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
     let (dw, dh, df) = p.default_size();
     let video = p.family == Family::Wan;
+    let mut pipelines = named(presets::ids());
+    if let Some(h) = &s.hub {
+        pipelines.insert(0, ("hub".to_string(), h.hub.to_string()));
+    }
     let mut out = vec![
-        Field::select("pipeline", named(presets::ids()), s.preset.clone()),
+        Field::select("pipeline", pipelines, if s.hub.is_some() { "hub".to_string() } else { s.preset.clone() }),
         Field::select("mode", named(PipeMode::ALL.iter().map(|m| m.name())), s.mode.name()),
         Field::number("width", s.width.unwrap_or(dw)),
         Field::number("height", s.height.unwrap_or(dh)),
@@ -83,6 +113,7 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
         out.push(Field::number("lora-r", u64::from(s.lora_r)));
         out.push(Field::check("checkpointing", s.checkpointing));
         out.push(Field::select("optimizer", named(OPTIMIZERS.iter().map(|o| o.name())), s.optimizer.name()));
+        out.push(Field::check("cached", s.cached));
     }
     out.push(Field::select("gpu", GPUS.iter().map(|g| (g.id.to_string(), g.name.to_string())).collect(), s.gpu.clone()));
     out
@@ -108,7 +139,8 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         Ok((v != d).then_some(v))
     };
     match id {
-        "pipeline" if text == s.preset => {}
+        "pipeline" if text == "hub" && s.hub.is_some() => {}
+        "pipeline" if text == s.preset && s.hub.is_none() => {}
         "pipeline" => {
             spec(text)?;
             s = PipelineState { preset: text.to_string(), mode: s.mode, gpu: s.gpu, ..PipelineState::default() };
@@ -137,6 +169,7 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         "vae-slicing" => s.vae_slicing = flag(text),
         "lora-r" => s.lora_r = whole(text, 1, 1024)? as u32,
         "checkpointing" => s.checkpointing = flag(text),
+        "cached" => s.cached = flag(text),
         "optimizer" => s.optimizer = OPTIMIZERS.iter().copied().find(|o| o.name() == text).ok_or_else(|| format!("{text}: not an optimizer"))?,
         "gpu" => s.gpu = gpu(text).ok_or_else(|| format!("{text}: unknown GPU"))?.id.to_string(),
         _ => match COMPONENT_FIELDS.iter().find(|c| c.1 == id) {
@@ -177,6 +210,8 @@ pub struct TrainAnswer {
     pub component: String,
     pub class: String,
     pub peak: u64,
+    /// The frozen VAE and text encoders' weights (uncached latents), in `peak`.
+    pub frozen: u64,
     pub params: u64,
     pub trainable: u64,
     pub width: u64,
@@ -224,23 +259,32 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<Answer, String> {
         PipeMode::Infer => p.estimate_stages(&settings(s), true).map(Answer::Stages).map_err(|e| e.to_string()),
         PipeMode::Decode => p.estimate_stages(&settings(s), false).map(|e| Answer::Stages(decode_only(e))).map_err(|e| e.to_string()),
         PipeMode::Train => {
-            let (name, c) = p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or("the pipeline has no denoiser")?;
-            let (dw, dh, df) = p.default_size();
-            let (width, height) = (s.width.unwrap_or(dw), s.height.unwrap_or(dh));
-            let frames = if p.family == Family::Wan { s.frames.unwrap_or(df) } else { 1 };
-            // the denoiser's text length as the CLI's `--mode train` takes it
-            let text_len = match c {
-                Component::Unet(_) => 77,
-                Component::Sd3(_) => 333,
-                _ => 512,
-            };
-            let ft = FineTune { method: Method::Lora, lora_r: s.lora_r, lora_alpha: f64::from(s.lora_r), ..FineTune::default() };
-            let dt = s.dtype.unwrap_or(WeightDType::Bf16);
-            let pass = Pass::Denoise { width, height, frames, text_len };
-            let step = vramcalc_core::diffusion::train::lora_step(c, pass, dt.compute(), Device::Cuda, s.batch, ft, s.checkpointing, s.optimizer).map_err(|e| e.to_string())?;
-            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak, params: step.params, trainable: step.trainable, width, height, frames }))
+            let ((name, c), setup) = lora_setup(s, p)?;
+            let step = setup.step(c).map_err(|e| e.to_string())?;
+            // uncached: the VAE and text encoders stay loaded, frozen (as `--what-if` adds them)
+            let frozen = if s.cached { 0 } else { frozen_weights(p, &settings(s)).map_err(|e| e.to_string())? };
+            let Pass::Denoise { width, height, frames, .. } = setup.pass else { return Err("a LoRA step is of the denoiser".into()) };
+            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames }))
         }
     }
+}
+
+/// The pipeline's denoiser and the LoRA step the train mode runs on it (as the CLI's `--mode train`).
+pub fn lora_setup<'a>(s: &PipelineState, p: &'a PipelineSpec) -> Result<(&'a (String, Component), LoraSetup), String> {
+    let named = p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or("the pipeline has no denoiser")?;
+    let (dw, dh, df) = p.default_size();
+    let (width, height) = (s.width.unwrap_or(dw), s.height.unwrap_or(dh));
+    let frames = if p.family == Family::Wan { s.frames.unwrap_or(df) } else { 1 };
+    // the denoiser's text length as the CLI's `--mode train` takes it
+    let text_len = match named.1 {
+        Component::Unet(_) => 77,
+        Component::Sd3(_) => 333,
+        _ => 512,
+    };
+    let finetune = FineTune { method: Method::Lora, lora_r: s.lora_r, lora_alpha: f64::from(s.lora_r), ..FineTune::default() };
+    let dt = s.dtype.unwrap_or(WeightDType::Bf16);
+    let pass = Pass::Denoise { width, height, frames, text_len };
+    Ok((named, LoraSetup { pass, precision: dt.compute(), device: Device::Cuda, batch: s.batch, finetune, checkpointing: s.checkpointing, optimizer: s.optimizer }))
 }
 
 /// The GPU's memory.

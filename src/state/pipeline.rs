@@ -3,7 +3,9 @@
 //! natively; share links carry it (`crate::pipeline::link`).
 
 use vramcalc_core::config::OptimizerKind;
+use serde::{Deserialize, Serialize};
 use vramcalc_core::diffusion::{Guidance, Offload, WeightDType};
+use vramcalc_core::hub::HubRef;
 
 /// `--mode infer|decode|train`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,10 +33,27 @@ impl PipeMode {
     }
 }
 
-/// Everything the panel sets. `None` sizes are the pipeline's defaults.
-#[derive(Debug, Clone, PartialEq)]
+/// A diffusers repository read from the hub by id: its `model_index.json` and each model
+/// component's `config.json`, as fetched (`crate::pipeline::hub`), so the saved work reopens it
+/// without the network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubPipeline {
+    pub hub: HubRef,
+    pub index: String,
+    /// `(component, its config.json)`.
+    pub configs: Vec<(String, String)>,
+}
+
+/// Everything the panel sets. `None` sizes are the pipeline's defaults. Saved (LocalStorage,
+/// undo) as its share link and the hub files ([`SavedPipeline`]), so saved work and links read
+/// the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "SavedPipeline", from = "SavedPipeline")]
 pub struct PipelineState {
+    /// The built-in pipeline (the last one chosen, while `hub` is set).
     pub preset: String,
+    /// A pipeline read from the hub, instead of the preset.
+    pub hub: Option<HubPipeline>,
     pub mode: PipeMode,
     pub width: Option<u64>,
     pub height: Option<u64>,
@@ -52,6 +71,9 @@ pub struct PipelineState {
     pub lora_r: u32,
     pub checkpointing: bool,
     pub optimizer: OptimizerKind,
+    /// Training on cached latents and text embeddings (the VAE and text encoders not loaded);
+    /// off: they stay loaded, frozen, beside the step.
+    pub cached: bool,
     /// The GPU the answer is checked against (`vramcalc_core::GPUS` id).
     pub gpu: String,
 }
@@ -60,6 +82,7 @@ impl Default for PipelineState {
     fn default() -> Self {
         PipelineState {
             preset: "flux.1-dev".into(),
+            hub: None,
             mode: PipeMode::Infer,
             width: None,
             height: None,
@@ -75,7 +98,143 @@ impl Default for PipelineState {
             lora_r: 16,
             checkpointing: true,
             optimizer: OptimizerKind::Adamw,
+            cached: true,
             gpu: "rtx-4090".into(),
+        }
+    }
+}
+
+impl PipelineState {
+    pub fn is_default(&self) -> bool {
+        *self == PipelineState::default()
+    }
+
+    /// The names of the settings that differ between `self` and `other` (undo coalesces
+    /// successive edits of the same ones: typing in one field is one step).
+    pub fn changed(&self, other: &PipelineState) -> Vec<&'static str> {
+        let (a, b) = (self, other);
+        [
+            ("pipeline", a.preset != b.preset || a.hub != b.hub),
+            ("mode", a.mode != b.mode),
+            ("width", a.width != b.width),
+            ("height", a.height != b.height),
+            ("frames", a.frames != b.frames),
+            ("batch", a.batch != b.batch),
+            ("images-per-prompt", a.images_per_prompt != b.images_per_prompt),
+            ("guidance", a.guidance != b.guidance),
+            ("dtype", a.dtype != b.dtype || a.component_dtypes != b.component_dtypes),
+            ("offload", a.offload != b.offload),
+            ("vae-tiling", a.vae_tiling != b.vae_tiling),
+            ("vae-slicing", a.vae_slicing != b.vae_slicing),
+            ("lora-r", a.lora_r != b.lora_r),
+            ("checkpointing", a.checkpointing != b.checkpointing),
+            ("optimizer", a.optimizer != b.optimizer),
+            ("cached", a.cached != b.cached),
+            ("gpu", a.gpu != b.gpu),
+        ]
+        .into_iter()
+        .filter_map(|(n, d)| d.then_some(n))
+        .collect()
+    }
+}
+
+/// [`PipelineState`] as saved work holds it: its share link (`pipe.p=…`, `crate::pipeline::link`)
+/// and, for a hub pipeline, the files read from the hub. Work that no longer reads opens the
+/// default pipeline (as an unreadable save opens the default state).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedPipeline {
+    pub link: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<HubPipeline>,
+}
+
+impl From<PipelineState> for SavedPipeline {
+    fn from(s: PipelineState) -> SavedPipeline {
+        SavedPipeline { link: crate::pipeline::link::to_fragment(&s), hub: s.hub }
+    }
+}
+
+impl From<SavedPipeline> for PipelineState {
+    fn from(s: SavedPipeline) -> PipelineState {
+        crate::pipeline::link::from_saved(&s.link, s.hub).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{Action, Model, Saved, State};
+    use std::rc::Rc;
+    use yew::Reducible;
+
+    fn reduce(s: State, a: Action) -> State {
+        (*Rc::new(s).reduce(a)).clone()
+    }
+
+    fn set(s: State, f: impl FnOnce(&mut PipelineState)) -> State {
+        let mut p = s.model.pipeline.clone();
+        f(&mut p);
+        reduce(s, Action::SetPipeline(p))
+    }
+
+    #[test]
+    fn pipeline_edits_are_undo_steps_and_typing_in_one_field_is_one() {
+        let s = State::default();
+        let s = set(s, |p| p.width = Some(7));
+        let s = set(s, |p| p.width = Some(768)); // the same field: the same step
+        let s = set(s, |p| p.offload = Offload::Model);
+        let s = set(s, |p| p.component_dtypes = vec![("transformer".into(), WeightDType::Fp8)]);
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.pipeline.offload, s.model.pipeline.component_dtypes.len()), (Offload::Model, 0));
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.pipeline.width, s.model.pipeline.offload), (Some(768), Offload::None));
+        let s = reduce(s, Action::Undo);
+        assert!(s.model.pipeline.is_default());
+        assert!(!s.can_undo());
+        let s = reduce(reduce(s, Action::Redo), Action::Redo);
+        assert_eq!((s.model.pipeline.width, s.model.pipeline.offload), (Some(768), Offload::Model));
+        // a PyTorch model loaded meanwhile keeps the pipeline's settings; undoing it too
+        let s = reduce(s, Action::LoadPreset(Model::preset("vgg16").unwrap()));
+        assert_eq!(s.model.pipeline.offload, Offload::Model);
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.preset.as_deref(), s.model.pipeline.offload), (Some("resnet50"), Offload::Model));
+    }
+
+    #[test]
+    fn saved_work_keeps_the_pipeline_and_hub_files() {
+        let (_, repo, index, comps) = vramcalc_core::diffusion::presets::files("sd-1.5").unwrap();
+        let hub = HubPipeline { hub: HubRef::parse(repo).unwrap(), index: index.to_string(), configs: comps.iter().map(|c| (c.0.to_string(), c.1.to_string())).collect() };
+        for p in [
+            PipelineState { preset: "wan2.1-t2v-1.3b".into(), frames: Some(49), offload: Offload::Group, vae_slicing: true, batch: 2, ..PipelineState::default() },
+            crate::pipeline::with_hub(&PipelineState { mode: PipeMode::Train, ..PipelineState::default() }, hub.clone()),
+            PipelineState { mode: PipeMode::Train, cached: false, lora_r: 64, optimizer: OptimizerKind::Adam8bit, ..crate::pipeline::with_hub(&PipelineState::default(), hub.clone()) },
+        ] {
+            let s = set(State::default(), |x| *x = p.clone());
+            let text = serde_json::to_string(&s.saved()).unwrap();
+            let back = State::from_saved(serde_json::from_str::<Saved>(&text).ok());
+            assert_eq!(back.model.pipeline, p, "{text}");
+            assert_eq!(back.model, s.model);
+        }
+        // the default pipeline is not written; work saved before it existed reads the default
+        let text = serde_json::to_string(&State::default().saved()).unwrap();
+        assert!(!text.contains("\"pipeline\""), "{text}");
+        assert!(State::from_saved(serde_json::from_str(&text).ok()).model.pipeline.is_default());
+        // an unreadable pipeline opens the default one and keeps the rest of the work
+        let mut v = serde_json::to_value(set(State::default(), |p| p.batch = 3).saved()).unwrap();
+        v["model"]["pipeline"]["link"] = "pipe.p=dalle".into();
+        v["model"]["config"]["batch"] = 7.into();
+        let s = State::from_saved(serde_json::from_value(v).ok());
+        assert_eq!((s.model.pipeline.is_default(), s.model.config.batch), (true, 7));
+    }
+
+    #[test]
+    fn links_written_before_open_the_same_settings() {
+        use crate::pipeline::link::{from_fragment, to_fragment};
+        for link in ["pipe.p=flux.1-dev", "pipe.p=sdxl,m=decode,w=2048,h=1536,b=4,n=2,d=bf16,o=sequential,t=0,s=true,u=rtx-3060,c.vae=fp32,c.unet=fp8", "pipe.p=wan2.1-t2v-14b,m=train,f=49,r=64,k=false,x=adam8bit", "pipe.p=wan2.1-t2v-1.3b,f=49,o=group"] {
+            let s = from_fragment(link).unwrap_or_else(|e| panic!("{link}: {e}"));
+            assert_eq!(to_fragment(&s), link);
+            let saved = SavedPipeline::from(s.clone());
+            assert_eq!(PipelineState::from(saved), s);
         }
     }
 }

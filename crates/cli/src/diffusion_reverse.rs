@@ -137,7 +137,7 @@ fn what_if_text(items: &[PipelineWhatIf], capacity: Option<u64>, unit: ByteUnit)
 /// uncached one when the pipeline (its VAE and text encoders) is known.
 #[allow(clippy::too_many_arguments)]
 fn train(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, as_json: bool, text: String, what_if: bool, fits: Option<&str>) -> Result<(String, ExitCode)> {
-    use vramcalc_core::diffusion::{Component, ComponentKind, PipelineSettings};
+    use vramcalc_core::diffusion::{Component, ComponentKind};
     let (c, others) = match &model.diffusers_config {
         Some(path) => {
             let t = std::fs::read_to_string(path)?;
@@ -147,9 +147,7 @@ fn train(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, as
             let spec = spec_of(model)?;
             let (_, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?.clone();
             let ps = crate::diffusion::settings(s, dist, d, Some(&spec))?;
-            let e = spec.estimate(&PipelineSettings { offload: vramcalc_core::diffusion::Offload::None, ..ps })?;
-            let others: u64 = e.components.iter().filter(|x| spec.components.iter().any(|(n, k)| n == &x.name && k.kind() != ComponentKind::Denoiser)).map(|x| x.weight_bytes).sum();
-            (c, Some(others))
+            (c, Some(vramcalc_core::diffusion::train_whatif::frozen_weights(&spec, &ps)?))
         }
     };
     let setup = crate::diffusion::lora_setup(&c, s, dist, d)?;

@@ -247,8 +247,14 @@ impl HubRef {
 
     /// `https://huggingface.co/<id>/resolve/<revision>/config.json`, the revision's `/` escaped.
     pub fn config_url(&self) -> String {
+        self.file_url("config.json")
+    }
+
+    /// `https://huggingface.co/<id>/resolve/<revision>/<path>` (a diffusers repository's
+    /// `model_index.json`, `unet/config.json`, …).
+    pub fn file_url(&self, path: &str) -> String {
         let rev = self.revision.as_deref().unwrap_or("main").replace('/', "%2F");
-        format!("{HUB}/{}/resolve/{rev}/config.json", self.id)
+        format!("{HUB}/{}/resolve/{rev}/{path}", self.id)
     }
 
     /// `…/resolve/<revision>/model.safetensors.index.json`: a sharded checkpoint's index, whose
@@ -289,17 +295,23 @@ impl std::fmt::Display for HubRef {
     }
 }
 
+/// The error an HTTP status of the hub stands for (none for 2xx).
+pub fn check_status(hub: &HubRef, status: u16, with_token: bool) -> Result<(), HubError> {
+    let id = hub.to_string();
+    match status {
+        200..=299 => Ok(()),
+        404 => Err(HubError::NotFound(id)),
+        401 | 403 if with_token => Err(HubError::TokenRefused { id, status }),
+        401 | 403 => Err(HubError::Gated { id, status }),
+        _ => Err(HubError::Http { id, status }),
+    }
+}
+
 /// The hub's answer to [`HubRef::config_url`] → the spec. `status` is the HTTP status, `body` its
 /// text, `with_token` whether an access token was sent.
 pub fn read_answer(hub: &HubRef, status: u16, body: &str, with_token: bool) -> Result<ModelSpec, HubError> {
+    check_status(hub, status, with_token)?;
     let id = hub.to_string();
-    match status {
-        200..=299 => {}
-        404 => return Err(HubError::NotFound(id)),
-        401 | 403 if with_token => return Err(HubError::TokenRefused { id, status }),
-        401 | 403 => return Err(HubError::Gated { id, status }),
-        _ => return Err(HubError::Http { id, status }),
-    }
     let value: serde_json::Value =
         serde_json::from_str(body).map_err(|e| HubError::Import { id: id.clone(), message: format!("config.json is not valid JSON: {e}") })?;
     if let Some(t) = value.get("model_type").and_then(|t| t.as_str()) {

@@ -16,7 +16,7 @@ pub struct AnswerProps {
     pub capacity: Option<u64>,
 }
 
-fn verdict(ctx: &crate::components::Ctx, a: &Answer, capacity: Option<u64>) -> Html {
+pub fn verdict(ctx: &crate::components::Ctx, a: &Answer, capacity: Option<u64>) -> Html {
     let t = ctx.pipe();
     let fits = capacity.is_none_or(|c| a.device_total() <= c);
     html! {
@@ -33,16 +33,22 @@ fn verdict(ctx: &crate::components::Ctx, a: &Answer, capacity: Option<u64>) -> H
     }
 }
 
+/// The stage timeline's bars: weights on the GPU and activations, per stage in run order.
+pub fn stage_stacks(e: &vramcalc_core::diffusion::PipelineEstimate, capacity: Option<u64>) -> Vec<stacks::StackInput> {
+    e.stages.iter().map(|st| stacks::StackInput { label: st.name.clone(), parts: vec![("weights", st.gpu_weights), ("acts", st.activations)], capacity }).collect()
+}
+
+/// The timeline's chart.
+pub fn stage_chart(ctx: &crate::components::Ctx, e: &vramcalc_core::diffusion::PipelineEstimate, capacity: Option<u64>) -> Html {
+    let t = ctx.pipe();
+    stacks_chart(ctx, &stage_stacks(e, capacity), 170.0, t.timeline, "chart-stages", |k| if k == "weights" { t.gpu_weights } else { t.activations })
+}
+
 #[function_component(StagesAnswer)]
 pub fn stages_answer(p: &AnswerProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
     let Answer::Stages(e) = &*p.answer else { return html! {} };
-    let inputs: Vec<stacks::StackInput> = e
-        .stages
-        .iter()
-        .map(|st| stacks::StackInput { label: st.name.clone(), parts: vec![("weights", st.gpu_weights), ("acts", st.activations)], capacity: p.capacity })
-        .collect();
     html! {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage={e.peak_stage.clone()}>
             { verdict(&ctx, &p.answer, p.capacity) }
@@ -69,7 +75,7 @@ pub fn stages_answer(p: &AnswerProps) -> Html {
                     </tbody>
                 </table>
             </div>
-            { stacks_chart(&ctx, &inputs, 170.0, t.timeline, "chart-stages", |k| if k == "weights" { t.gpu_weights } else { t.activations }) }
+            { stage_chart(&ctx, e, p.capacity) }
             <h3>{ t.components }</h3>
             <ul class="components small">
                 { for e.components.iter().map(|c| html! {
@@ -89,10 +95,13 @@ pub fn train_answer(p: &AnswerProps) -> Html {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train">
             { verdict(&ctx, &p.answer, p.capacity) }
             <p>{ format!("{} {} ({}), {}×{}{}", t.train_of, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
-            <p class="muted small">{ t.train_note }</p>
+            if tr.frozen == 0 { <p class="muted small">{ t.train_note }</p> }
             <dl>
                 <dt>{ t.params }</dt><dd data-testid="train-params" data-count={tr.params.to_string()}>{ thousands(tr.params) }</dd>
                 <dt>{ t.trainable }</dt><dd data-testid="train-trainable" data-count={tr.trainable.to_string()}>{ thousands(tr.trainable) }</dd>
+                if tr.frozen > 0 {
+                    <dt>{ t.frozen }</dt><dd data-testid="train-frozen" data-bytes={tr.frozen.to_string()}>{ ctx.bytes(tr.frozen) }</dd>
+                }
             </dl>
         </div>
     }

@@ -3,6 +3,9 @@
 //! per stage and overall, GPU and CPU RAM, the stage timeline; or a LoRA training step.
 
 mod answer;
+pub mod card;
+mod hub;
+mod whatif;
 
 use super::use_ctx;
 use super::workload_form::WorkloadForm;
@@ -10,6 +13,7 @@ use crate::pipeline::{self, Answer};
 use crate::state::pipeline::PipelineState;
 use crate::state::Action;
 use answer::{StagesAnswer, TrainAnswerView};
+use whatif::{PipeLargest, PipeWhatIfs};
 use std::rc::Rc;
 use yew::prelude::*;
 
@@ -23,7 +27,7 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
     let s = &p.state;
-    let spec = use_memo(s.preset.clone(), |id| pipeline::spec(id).map(Rc::new));
+    let spec = use_memo((s.preset.clone(), s.hub.clone()), |_| pipeline::spec_of(s).map(Rc::new));
     let answer = {
         let spec = spec.clone();
         use_memo(s.clone(), move |s| match &*spec {
@@ -49,16 +53,29 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
         Err(e) => html! { <p class="error" role="alert">{ e }</p> },
     };
     let capacity = pipeline::capacity(s);
+    let applied = use_state(|| None);
+    // the what-ifs and the largest values that fit, once the answer is there
+    let reverse = match (&*spec, &*answer) {
+        (Ok(sp), Ok(_)) => html! {
+            <>
+                <PipeWhatIfs state={s.clone()} spec={sp.clone()} {capacity} applied={applied.clone()} />
+                if let Some(c) = capacity { <PipeLargest state={s.clone()} spec={sp.clone()} capacity={c} /> }
+            </>
+        },
+        _ => html! {},
+    };
     let body = match &*answer {
         Err(e) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
         Ok(a @ Answer::Stages(_)) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
         Ok(a @ Answer::Train(_)) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
     };
     html! {
-        <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.preset.clone()} data-mode={s.mode.name()}>
+        <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.hub.as_ref().map_or(s.preset.clone(), |h| h.hub.to_string())} data-mode={s.mode.name()}>
             <h2 id="pipeline-h">{ t.heading }</h2>
+            <hub::PipeHub state={s.clone()} />
             { form }
             { body }
+            { reverse }
         </section>
     }
 }

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `cfg` | reading a component's `config.json` |
 //! | `ops` | the ops diffusers' modules run, over the core's op vocabulary |
-//! | `vae`, `wan_vae` | `AutoencoderKL`, `AutoencoderKLWan` |
+//! | `vae`, `wan_vae`, `wan_tiled` | `AutoencoderKL`, `AutoencoderKLWan` and its tiled decode |
 //! | `unet` | `UNet2DConditionModel` (SD 1.x/2.x, SDXL) |
 //! | `dit` | `SD3Transformer2DModel`, `FluxTransformer2DModel` |
 //! | `wan` | `WanTransformer3DModel` |
@@ -32,6 +32,7 @@ pub mod train_whatif;
 pub mod unet;
 pub mod vae;
 pub mod wan;
+pub mod wan_tiled;
 pub mod wan_vae;
 
 pub use component::{Component, ComponentKind, Forward, Pass};

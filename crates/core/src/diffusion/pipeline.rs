@@ -197,27 +197,41 @@ impl PipelineSpec {
         Ok(spec)
     }
 
-    /// Reads a `model_index.json`; `config(component)` gives the text of `<component>/config.json`.
-    pub fn from_model_index(index: &str, config: impl Fn(&str) -> Option<String>) -> Result<PipelineSpec> {
+    /// The components of a `model_index.json` whose `<name>/config.json` [`from_model_index`]
+    /// reads, `(name, class)` in its order (models; not tokenizers, schedulers, processors or
+    /// the safety checker), and the pipeline's class.
+    ///
+    /// [`from_model_index`]: PipelineSpec::from_model_index
+    pub fn model_components(index: &str) -> Result<(String, Vec<(String, String)>)> {
         let v: Value = serde_json::from_str(index).map_err(|e| Error::Import(format!("model_index.json is not valid JSON: {e}")))?;
         let obj: &Map<String, Value> = v.as_object().ok_or_else(|| Error::Import("model_index.json must be an object".into()))?;
         let class = obj.get("_class_name").and_then(Value::as_str).ok_or_else(|| Error::Import("model_index.json has no `_class_name`".into()))?;
-        let family = Family::of(class)?;
-        let mut components = Vec::new();
+        Family::of(class)?;
+        let mut out = Vec::new();
         for (name, entry) in obj {
             if name.starts_with('_') {
                 continue;
             }
             let Some([lib, cls]) = entry.as_array().and_then(|a| <&[Value; 2]>::try_from(a.as_slice()).ok()) else { continue };
             let (Some(_), Some(cls)) = (lib.as_str(), cls.as_str()) else { continue };
-            if !is_model_class(cls) || name == "safety_checker" {
-                continue;
+            if is_model_class(cls) && name != "safety_checker" {
+                out.push((name.clone(), cls.to_string()));
             }
-            let text = config(name).ok_or_else(|| Error::Import(format!("component `{name}` ({cls}): its `{name}/config.json` is missing")))?;
-            let c = Component::from_json(&text).map_err(|e| Error::Import(format!("{name}/config.json: {e}")))?;
-            components.push((name.clone(), c));
         }
-        Ok(PipelineSpec { name: class.to_string(), class: class.to_string(), family, components })
+        Ok((class.to_string(), out))
+    }
+
+    /// Reads a `model_index.json`; `config(component)` gives the text of `<component>/config.json`.
+    pub fn from_model_index(index: &str, config: impl Fn(&str) -> Option<String>) -> Result<PipelineSpec> {
+        let (class, names) = PipelineSpec::model_components(index)?;
+        let family = Family::of(&class)?;
+        let mut components = Vec::new();
+        for (name, cls) in names {
+            let text = config(&name).ok_or_else(|| Error::Import(format!("component `{name}` ({cls}): its `{name}/config.json` is missing")))?;
+            let c = Component::from_json(&text).map_err(|e| Error::Import(format!("{name}/config.json: {e}")))?;
+            components.push((name, c));
+        }
+        Ok(PipelineSpec { name: class.clone(), class, family, components })
     }
 
     fn denoiser(&self) -> Result<&(String, Component)> {
@@ -408,6 +422,14 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
                 let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
                 return Ok((f, w, note, batch));
             }
+        }
+    }
+    if let (Component::WanVae(v), Pass::Decode { width, height, frames }, Some(tile)) = (c, pass, s.vae_tiling) {
+        if let Some(mut f) = super::wan_tiled::tiled_decode(v, frames, height, width, tile, batch, opts, super::component::dtype_of(precision))? {
+            f.peak = f.peak.saturating_add(extra);
+            note = join(note, &format!("tiled: tiles of {} px", if tile == 0 { super::wan_tiled::TILE_PX } else { tile }));
+            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+            return Ok((f, w, note, batch));
         }
     }
     let mut g = c.graph(pass, opts)?;

@@ -111,6 +111,23 @@ fn limit(spec: &PipelineSpec, base: &PipelineSettings, knob: Knob) -> u64 {
 /// `base`; `None` when not even the smallest does. Errors other than a size out of range are
 /// returned.
 pub fn largest(spec: &PipelineSpec, base: &PipelineSettings, knob: Knob, gpu_bytes: u64) -> Result<Option<Largest>> {
+    let Some(f) = largest_by(spec, base, knob, gpu_bytes, |s| spec.estimate(s).map(|e| device_total(&e)))? else { return Ok(None) };
+    let estimate = spec.estimate(&f.settings)?;
+    Ok(Some(Largest { knob, value: f.value, settings: f.settings, estimate, total_bytes: f.total_bytes, at_limit: f.at_limit }))
+}
+
+/// [`largest_by`]'s answer: the value, the settings it gives and their device total.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub value: u64,
+    pub settings: PipelineSettings,
+    pub total_bytes: u64,
+    pub at_limit: bool,
+}
+
+/// The same search over any figure of the settings: `total(settings)` is the device total of
+/// what is asked (the whole pipeline, the decode alone, a LoRA step at that size and batch).
+pub fn largest_by(spec: &PipelineSpec, base: &PipelineSettings, knob: Knob, gpu_bytes: u64, mut total: impl FnMut(&PipelineSettings) -> Result<u64>) -> Result<Option<Found>> {
     if knob == Knob::Frames && spec.family != Family::Wan {
         return Err(Error::Config(format!("{} makes images: --of frames is for video pipelines (Wan)", spec.name)));
     }
@@ -120,11 +137,10 @@ pub fn largest(spec: &PipelineSpec, base: &PipelineSettings, knob: Knob, gpu_byt
         _ => 1,
     };
     let max_k = limit(spec, base, knob).max(min_k);
-    let try_k = |k: u64| -> Result<Option<(PipelineSettings, u64, PipelineEstimate, u64)>> {
+    let mut try_k = |k: u64| -> Result<Option<(PipelineSettings, u64, u64)>> {
         let (s, v) = at(spec, base, knob, k);
-        let e = spec.estimate(&s)?;
-        let total = device_total(&e);
-        Ok((total <= gpu_bytes).then_some((s, v, e, total)))
+        let t = total(&s)?;
+        Ok((t <= gpu_bytes).then_some((s, v, t)))
     };
     let Some(mut best) = try_k(min_k)? else { return Ok(None) };
     let mut lo = min_k;
@@ -157,8 +173,8 @@ pub fn largest(spec: &PipelineSpec, base: &PipelineSettings, knob: Knob, gpu_byt
             }
         }
     }
-    let (settings, value, estimate, total_bytes) = best;
-    Ok(Some(Largest { knob, value, settings, estimate, total_bytes, at_limit: lo == max_k }))
+    let (settings, value, total_bytes) = best;
+    Ok(Some(Found { value, settings, total_bytes, at_limit: lo == max_k }))
 }
 
 /// One what-if: a change alone on the settings and its estimate.
@@ -187,8 +203,7 @@ pub fn what_ifs(spec: &PipelineSpec, base: &PipelineSettings) -> Result<Vec<Pipe
             tries.push((format!("offload {o}"), PipelineSettings { offload: o, ..base.clone() }));
         }
     }
-    // Wan's tiled decode is not modelled (`AutoencoderKLWan.tiled_decode`)
-    if base.vae_tiling.is_none() && spec.family != Family::Wan {
+    if base.vae_tiling.is_none() {
         tries.push(("VAE tiling".into(), PipelineSettings { vae_tiling: Some(0), ..base.clone() }));
     }
     if !base.vae_slicing && base.batch.saturating_mul(base.images_per_prompt) > 1 {

@@ -6,7 +6,9 @@
 //! the text encoders on the GPU; their no-grad encode passes run before the step and are not
 //! its peak). Modelled, not measured.
 
-use super::component::{Component, Pass};
+use super::component::{Component, ComponentKind, Pass};
+use super::offload::Offload;
+use super::pipeline::{PipelineSettings, PipelineSpec};
 use super::train::{lora_step, TrainStep};
 use crate::config::{Device, OptimizerKind, Precision};
 use crate::error::Result;
@@ -38,6 +40,9 @@ pub struct TrainWhatIf {
     pub peak_bytes: u64,
     /// Against the setup's own peak (negative: less memory).
     pub delta_bytes: i64,
+    /// The changed setup (`None`: the uncached what-if, which changes the pipeline around the step).
+    #[serde(skip)]
+    pub setup: Option<LoraSetup>,
 }
 
 /// Each change alone on `s`; `other_weights`: the bytes of the VAE and text encoders, when the
@@ -73,13 +78,21 @@ pub fn what_ifs(c: &Component, s: &LoraSetup, other_weights: Option<u64>) -> Res
     let mut out = Vec::new();
     for (name, t) in tries {
         let peak = t.step(c)?.peak;
-        out.push(TrainWhatIf { name, peak_bytes: peak, delta_bytes: delta(peak, base) });
+        out.push(TrainWhatIf { name, peak_bytes: peak, delta_bytes: delta(peak, base), setup: Some(t) });
     }
     if let Some(w) = other_weights {
         let peak = base.saturating_add(w);
-        out.push(TrainWhatIf { name: "uncached latents and text embeddings".into(), peak_bytes: peak, delta_bytes: delta(peak, base) });
+        out.push(TrainWhatIf { name: "uncached latents and text embeddings".into(), peak_bytes: peak, delta_bytes: delta(peak, base), setup: None });
     }
     Ok(out)
+}
+
+/// The weights of the pipeline's VAE and text encoders at `s`'s dtypes: what training on
+/// uncached latents and text embeddings keeps loaded, frozen, beside the step.
+pub fn frozen_weights(spec: &PipelineSpec, s: &PipelineSettings) -> Result<u64> {
+    let e = spec.estimate(&PipelineSettings { offload: Offload::None, ..s.clone() })?;
+    let frozen = |name: &str| spec.components.iter().any(|(n, k)| n == name && k.kind() != ComponentKind::Denoiser);
+    Ok(e.components.iter().filter(|x| frozen(&x.name)).map(|x| x.weight_bytes).sum())
 }
 
 fn delta(a: u64, b: u64) -> i64 {
@@ -89,7 +102,6 @@ fn delta(a: u64, b: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diffusion::PipelineSpec;
     use crate::finetune::{Method, NameList};
 
     #[test]

@@ -98,10 +98,17 @@ impl WanVaeConfig {
     /// the chunk before (`feat_cache`, replaced conv by conv), the video decoded so far (`out`)
     /// and the previous chunk's `out_` beside it, then `torch.cat([out, out_], 2)` and
     /// `torch.clamp`, the caches still alive until `clear_cache()`.
-    fn decode_video(&self, b: &mut Builder, frames: u64, h: u64, w: u64, caches: &mut Caches) -> LayerResult<ValueId> {
+    ///
+    /// `tile`: the latent's full `(frames, height, width)` when this is one tile of
+    /// `tiled_decode` (`z[:, :, k:k+1, i:i+th, j:j+tw]`, a view, through `post_quant_conv`
+    /// chunk by chunk; the decoded chunks kept in the `time` list and `torch.cat(time, dim=2)`
+    /// after the last, no `clamp`); `frames` is then the chunks run so far (1: the first).
+    fn decode_video(&self, b: &mut Builder, frames: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>, caches: &mut Caches) -> LayerResult<ValueId> {
         b.param(Shape::new([self.encoder_params()]));
         let dt = b.float_dtype();
-        let z = b.input(Shape::new([self.z_dim, frames, h, w]), dt);
+        let (zf, zh, zw) = tile.unwrap_or((frames, h, w));
+        let last_chunk = frames == zf;
+        let z = b.input(Shape::new([self.z_dim, zf, zh, zw]), dt);
         let up_t = 1u64 << self.temperal_downsample.iter().filter(|&&t| t).count().min(16);
         let (ho, wo) = (h.saturating_mul(8), w.saturating_mul(8));
         let frame = |n: u64| Shape::new([self.out_channels, n, ho, wo]);
@@ -113,9 +120,19 @@ impl WanVaeConfig {
             f => (1 + up_t * (f - 2), up_t),
         };
         let prev_out = (done > 0).then(|| ops::copy(b, z, frame(done)));
-        let prev_last = (last > 0).then(|| ops::copy(b, z, frame(last)));
-        let zq = conv3d(b, z, self.z_dim, self.z_dim, [1, 1, 1], None)?;
-        let chunk = b.view(zq, Shape::new([self.z_dim, 1, h, w]));
+        // a tile's chunks are a list: the last chunk's `decoded` is in it, no `out_` beside
+        let prev_last = (last > 0 && tile.is_none()).then(|| ops::copy(b, z, frame(last)));
+        let (zq, chunk) = match tile {
+            Some(_) => {
+                let v = b.view(z, Shape::new([self.z_dim, 1, h, w]));
+                let zq = conv3d(b, v, self.z_dim, self.z_dim, [1, 1, 1], None)?;
+                (zq, zq)
+            }
+            None => {
+                let zq = conv3d(b, z, self.z_dim, self.z_dim, [1, 1, 1], None)?;
+                (zq, b.view(zq, Shape::new([self.z_dim, 1, h, w])))
+            }
+        };
         let dims = self.decoder_dims();
         let mut x = conv3d(b, chunk, self.z_dim, dims[0], [3, 3, 3], Some(caches))?;
         // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
@@ -149,9 +166,10 @@ impl WanVaeConfig {
         }
         let out = match prev_out {
             Some(p) => ops::cat(b, &[p, out_], frame(done + t_new)),
+            None if tile.is_some() && last_chunk => ops::copy(b, out_, frame(t_new)),
             None => out_,
         };
-        let clamped = ops::scalar(b, "clamp", out);
+        let clamped = if tile.is_some() { out } else { ops::scalar(b, "clamp", out) };
         ops::keep(b, &[out_, zq]);
         for &v in caches.new.iter() {
             b.hold(v);
@@ -161,15 +179,36 @@ impl WanVaeConfig {
 
     /// The decode graph of a `frames`-frame video (`h × w` pixels): its last chunk.
     pub fn decode(&self, b: &mut Builder, frames: u64, height: u64, width: u64) -> LayerResult<ValueId> {
-        let (f, h, w) = (wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1));
+        self.decode_chunks(b, wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1), None)
+    }
+
+    /// One `th × tw` latent tile of `tiled_decode` over a `full` `(height, width)` latent of
+    /// `frames` video frames: its last chunk and the `torch.cat` of its chunks.
+    pub fn decode_tile(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
+        let f = wan_latent_frames(frames);
+        self.decode_chunks(b, f, th, tw, Some((f, full.0, full.1)))
+    }
+
+    /// The first chunk of that tile (no caches yet; its output not concatenated).
+    pub fn decode_tile_first(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
+        self.decode_chunks(b, 1, th, tw, Some((wan_latent_frames(frames), full.0, full.1)))
+    }
+
+    fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>) -> LayerResult<ValueId> {
         // a first build of the chunk before (a first chunk when it is the first) on a scratch
         // builder lists the caches it leaves (`_conv_num` of them)
         let mut before = Caches { first: f <= 2, ..Caches::default() };
         if f > 1 {
-            self.decode_video(&mut Builder::new(b.opts), f, h, w, &mut before)?;
+            self.decode_video(&mut Builder::new(b.opts), f, h, w, tile, &mut before)?;
         }
         let mut caches = Caches { first: f == 1, prev: before.made, ..Caches::default() };
-        self.decode_video(b, f, h, w, &mut caches)
+        self.decode_video(b, f, h, w, tile, &mut caches)
+    }
+
+    /// The output frames of `frames` latent frames: the first, then `2^(temporal upsamples)` each.
+    pub fn out_frames(&self, latent_frames: u64) -> u64 {
+        let up_t = 1u64 << self.temperal_downsample.iter().filter(|&&t| t).count().min(16);
+        1 + up_t * latent_frames.saturating_sub(1)
     }
 
     /// The encoder is not simulated (text-to-video never encodes; cache latents for training).

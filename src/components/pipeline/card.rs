@@ -1,0 +1,79 @@
+//! The embed card of a pipeline link (`embed.html?embed#pipe.…`): the pipeline's name and
+//! setup, the verdict against the GPU, the peak stage and the stage timeline, and "Open in
+//! vramcalc". A component on the pipeline state alone, so any embed page can draw it.
+
+use super::answer::{stage_chart, verdict};
+use crate::components::use_ctx;
+use crate::dom;
+use crate::pipeline::{self, Answer};
+use crate::state::pipeline::PipelineState;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct PipelineCardProps {
+    pub state: PipelineState,
+}
+
+/// The card's setup line: mode, size, batch, offload, and the LoRA step's rank.
+pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
+    let size = |w: u64, h: u64, f: u64| if f > 1 { format!("{w}×{h}×{f}") } else { format!("{w}×{h}") };
+    match a {
+        Answer::Stages(e) => {
+            let mut parts = vec![s.mode.name().to_string(), size(e.width, e.height, e.frames), format!("batch {}×{}", s.batch, s.images_per_prompt), format!("offload {}", e.offload)];
+            if s.vae_tiling.is_some() {
+                parts.push("VAE tiling".into());
+            }
+            parts.push(format!("peak at {}", e.peak_stage));
+            parts.join(" · ")
+        }
+        Answer::Train(t) => format!("LoRA r={} · {} · {} · batch {} · {}", s.lora_r, t.component, size(t.width, t.height, t.frames), s.batch, s.optimizer.name()),
+    }
+}
+
+#[function_component(PipelineCard)]
+pub fn pipeline_card(p: &PipelineCardProps) -> Html {
+    let ctx = use_ctx();
+    let s = &p.state;
+    let answer = use_memo(s.clone(), |s| pipeline::spec_of(s).and_then(|sp| Ok((sp.name.clone(), pipeline::answer(s, &sp)?))));
+    let href = dom::app_link(&pipeline::link::to_fragment(s));
+    let capacity = pipeline::capacity(s);
+    let (title, body) = match &*answer {
+        Ok((name, a)) => (
+            name.clone(),
+            html! {
+                <>
+                    { verdict(&ctx, a, capacity) }
+                    if let Answer::Stages(e) = a { { stage_chart(&ctx, e, capacity) } }
+                    <p class="small muted setup" data-testid="embed-setup">{ setup_line(s, a) }</p>
+                </>
+            },
+        ),
+        Err(e) => (s.preset.clone(), html! { <p class="stale" role="alert" data-testid="estimate-error">{ e }</p> }),
+    };
+    html! {
+        <article class="embed-card" data-testid="embed-card" data-workload="pipeline">
+            <header class="embed-head">
+                <h1 data-testid="embed-title">{ title }</h1>
+                <a href={href} target="_blank" rel="noopener" data-testid="open-full">{ ctx.tr().open_in_app }{ " ↗" }</a>
+            </header>
+            { body }
+            <footer class="small muted">{ "vramcalc — " }{ ctx.tr().tagline }</footer>
+        </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setup_line_says_what_was_sized() {
+        let s = PipelineState { offload: vramcalc_core::diffusion::Offload::Model, width: Some(768), ..PipelineState::default() };
+        let a = pipeline::answer(&s, &pipeline::spec_of(&s).unwrap()).unwrap();
+        let line = setup_line(&s, &a);
+        assert!(line.starts_with("infer · 768×1024 · batch 1×1 · offload model · peak at "), "{line}");
+        let t = PipelineState { mode: crate::state::pipeline::PipeMode::Train, lora_r: 32, ..PipelineState::default() };
+        let line = setup_line(&t, &pipeline::answer(&t, &pipeline::spec_of(&t).unwrap()).unwrap());
+        assert!(line.starts_with("LoRA r=32 · transformer · 1024×1024"), "{line}");
+    }
+}
