@@ -96,6 +96,8 @@ fn moe(h: u64, experts: u64, top_k: u64, i: u64) -> SparseMoe {
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
+        shared_bias: false,
+        router_stats: false,
     }
 }
 
