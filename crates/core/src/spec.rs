@@ -29,6 +29,7 @@ use crate::layer::{
     recurrent::Recurrent,
     ssm::{Mamba2Mixer, MambaMixer},
     gated_delta::GatedDeltaNet,
+    lightning::LightningAttention,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
@@ -256,6 +257,8 @@ leaves {
     Mamba2Mixer(l: Mamba2Mixer) = "mamba2_mixer", r#"{"hidden_size":128,"num_heads":8,"head_dim":32,"state_size":16}"#, |b, x| l.lower(b, x);
     /// Gated DeltaNet linear attention (Qwen3-Next's `linear_attention` layers): a fixed recurrent state.
     GatedDeltaNet(l: GatedDeltaNet) = "gated_delta_net", r#"{"hidden_size":128,"num_k_heads":2,"num_v_heads":4,"head_k_dim":32,"head_v_dim":32}"#, |b, x| l.lower(b, x);
+    /// MiniMax's lightning attention (its `linear_attention` layers): block-wise linear attention, a fixed `[H, d, d]` state.
+    LightningAttention(l: LightningAttention) = "lightning_attention", r#"{"hidden_size":128,"num_heads":4,"block_size":32}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

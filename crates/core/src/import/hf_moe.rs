@@ -14,6 +14,7 @@
 //! | `granitemoe` | as `mixtral`, biases by `attention_bias`; `embedding_multiplier` and `logits_scaling` as `scale` layers | [`SparseMoe`] with the `topk_softmax` router (no bias) |
 //! | `phimoe` | LayerNorms with biases, GQA + RoPE, biases by `attention_bias`, `lm_head_bias` | [`SparseMoe`]; the sparsemixer router lowered as `softmax` (its top-2 masks are `[S, E]` temporaries) |
 //! | `ernie4_5_moe` | RMSNorm, GQA + RoPE, every projection (and `lm_head`) biased by `use_bias` | dense MLP before `moe_layer_start_index` (and off `moe_layer_interval`), then [`SparseMoe`] with the `softmax` router, its frozen `e_score_correction_bias` parameter and `moe_num_shared_experts` biased shared experts |
+//! | `minimax` | RMSNorm; [`crate::layer::lightning::LightningAttention`] on `linear_attention` layers, GQA + RoPE (`sliding_window`) on `full_attention` ones | [`SparseMoe`] as `mixtral` on every layer |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -48,7 +49,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1", "ernie4_5_moe"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1", "ernie4_5_moe", "minimax"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -79,6 +80,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "bamba" => "Bamba",
         "falcon_h1" => "FalconH1",
         "ernie4_5_moe" => "Ernie4_5_Moe",
+        "minimax" => "MiniMax",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let llama4_base = model_type == "llama4_text" && arch == Some("Llama4TextModel");
@@ -111,6 +113,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "bamba" => super::moe_hybrid::bamba(&c, &d, h, n_layers)?,
         "falcon_h1" => super::moe_hybrid::falcon_h1(&c, &d, h, n_layers)?,
         "ernie4_5_moe" => super::moe_families::ernie4_5_moe(&c, &d, h, n_layers)?,
+        "minimax" => super::moe_hybrid::minimax(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
     let ernie = model_type == "ernie4_5_moe";

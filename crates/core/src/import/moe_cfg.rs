@@ -54,6 +54,8 @@ impl Defaults {
             "bamba" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 262144 },
             // FalconH1Config()
             "falcon_h1" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 8192 },
+            // MiniMaxConfig()
+            "minimax" => Defaults { hidden: 4096, vocab: 32000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 131072 },
             // Ernie4_5_MoeConfig()
             "ernie4_5_moe" => Defaults { hidden: 2560, vocab: 103424, layers: 28, heads: 20, kv_heads: 4, intermediate: 12288, eps: 1e-5, max_pos: 131072 },
             // DeepseekV2Config()

@@ -9,6 +9,7 @@ pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
 pub mod gated_delta;
+pub mod lightning;
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
