@@ -91,3 +91,77 @@ fn minimax_cache_is_kv_plus_a_fixed_state_per_lightning_layer() {
         assert_eq!(kv_end(p, g, KvCacheKind::Dynamic), state + kv(p + g - 1), "{p} + {g}");
     }
 }
+
+mod props {
+    use super::counts;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+    use vramcalc_core::import::hf::from_config_json;
+    use vramcalc_core::{Prepared, TrainConfig};
+
+    /// A random valid config of `t` (sizes and switches as each config class allows).
+    fn config(t: &'static str) -> impl Strategy<Value = Value> {
+        (
+            (prop::sample::select(vec![1u64, 2, 4]), prop::sample::select(vec![4u64, 8, 16]), 1u64..5, 8u64..500),
+            (prop::sample::select(vec![1u64, 2, 4, 8]), 1u64..4, 4u64..80, any::<bool>(), any::<bool>()),
+            prop::collection::vec(any::<bool>(), 4),
+        )
+            .prop_map(move |((heads, hd, layers, vocab), (experts, k, inter, f1, f2), kinds)| {
+                let h = heads * hd;
+                let mut c = match t {
+                    "bloom" => json!({"n_embed": h, "n_head": heads, "n_layer": layers, "hidden_dropout": if f1 { 0.1 } else { 0.0 }}),
+                    "mpt" => json!({"d_model": h, "n_heads": heads, "n_layers": layers, "max_seq_len": inter, "no_bias": f1,
+                        "attn_config": {"attn_pdrop": if f2 { 0.1 } else { 0.0 }, "alibi": f1}}),
+                    "ernie4_5_moe" => json!({"hidden_size": h, "num_attention_heads": heads, "num_key_value_heads": if f1 { heads } else { 1 },
+                        "num_hidden_layers": layers, "intermediate_size": inter, "moe_intermediate_size": inter / 2 + 1, "moe_num_experts": experts,
+                        "moe_k": k.min(experts), "moe_num_shared_experts": k - 1, "use_bias": f2, "moe_layer_start_index": (k - 1) as i64,
+                        "moe_layer_end_index": if f1 { -1 } else { layers as i64 - 1 }, "moe_layer_interval": k}),
+                    _ => json!({"hidden_size": h, "num_attention_heads": heads, "num_key_value_heads": if f1 { heads } else { 1 },
+                        "num_hidden_layers": layers, "intermediate_size": inter, "num_local_experts": experts, "num_experts_per_tok": k.min(experts),
+                        "head_dim": if f2 { json!(hd * 2) } else { json!(null) }, "block_size": inter / 4 + 1,
+                        "layer_types": kinds.iter().take(layers as usize).map(|&l| if l { "linear_attention" } else { "full_attention" }).collect::<Vec<_>>()}),
+                };
+                c["model_type"] = json!(t);
+                c["vocab_size"] = json!(vocab);
+                c["tie_word_embeddings"] = json!(f1 != f2);
+                let stem = match t { "bloom" => "Bloom", "mpt" => "Mpt", "ernie4_5_moe" => "Ernie4_5_Moe", _ => "MiniMax" };
+                c["architectures"] = json!([if f1 { format!("{stem}ForCausalLM") } else { format!("{stem}Model") }]);
+                c
+            })
+    }
+
+    fn estimate_runs(text: &str) {
+        let spec = from_config_json(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        for seq in [3, 40] {
+            let cfg = TrainConfig { batch: 2, seq_len: Some(seq), ..TrainConfig::default() };
+            Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}\n{text}")).estimate();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Random valid configs of each type import, and their training step estimates.
+        #[test]
+        fn random_valid_configs_import(c in prop_oneof![config("bloom"), config("mpt"), config("ernie4_5_moe"), config("minimax")]) {
+            estimate_runs(&c.to_string());
+        }
+
+        /// Any field of a default config replaced by a value of another type or size: an import
+        /// error or a spec, never a panic (nor a hang on `n_layer: 2^62`).
+        #[test]
+        fn odd_values_never_panic(t in prop::sample::select(super::TYPES.to_vec()), field in 0usize..64, value in prop_oneof![
+            Just(json!(0)), Just(json!(-1)), Just(json!(1u64 << 62)), Just(json!(u64::MAX)), Just(json!("x")), Just(json!(null)),
+            Just(json!([1, 2])), Just(json!(1.5)), Just(json!(true)), Just(json!({"a": 1}))]) {
+            let mut c = counts()[&format!("{t}-default")]["config"].clone();
+            let keys: Vec<String> = c.as_object().unwrap().keys().cloned().collect();
+            let key = &keys[field % keys.len()];
+            c[key.as_str()] = value;
+            // small sizes so that an accepted config estimates quickly
+            if let Ok(spec) = from_config_json(&c.to_string()) {
+                let cfg = TrainConfig { batch: 1, seq_len: Some(4), ..TrainConfig::default() };
+                let _ = Prepared::new(&spec, &cfg).map(|p| p.estimate());
+            }
+        }
+    }
+}
