@@ -165,3 +165,15 @@ mod props {
         }
     }
 }
+
+/// `more_traces.jsonl`: one training step (forward, cross-entropy, backward from `set_to_none`
+/// grads; no optimizer) of the real transformers 5.24 class on a small config (vocabulary 1000,
+/// hidden 256, 4 heads; BLOOM and MPT 2 layers, their own eager attention only: transformers
+/// refuses SDPA for both; ERNIE 4.5 MoE 3 layers, layer 0 dense, 4 experts of 128 with one shared
+/// expert, biases; MiniMax a full and a lightning layer, 4 experts, blocks of 64), batch 2,
+/// sequence 128, traced by `tools/trace_hf.py` (torch 2.15, CUDA dropout/SDPA emulation). The
+/// estimate with `--optimizer sgd` is within 3 % of each.
+#[test]
+fn training_steps_match_traced_pytorch() {
+    hf::assert_traces("hf/more_traces.jsonl", 6, |_| 3.0);
+}

@@ -217,6 +217,7 @@ impl TransformerLayer {
                 FfnActivation::GeluNew => super::activation::Gelu { approximate: GeluApprox::New }.lower(b, h)?,
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
                 FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
+                FfnActivation::BloomGelu => super::activation::bloom_gelu(b, h),
             };
             b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)

@@ -8,7 +8,7 @@
 //!
 //! | family | layer |
 //! |---|---|
-//! | `bloom` | `word_embeddings_layernorm` after the embedding; biased LayerNorms, fused biased `query_key_value`, biased `dense`, `dense_h_to_4h`/`dense_4h_to_h` (4 × hidden) with `BloomGelu` (tanh GELU); `ln_f`; tied `lm_head` |
+//! | `bloom` | `word_embeddings_layernorm` after the embedding; biased LayerNorms, fused biased `query_key_value`, biased `dense`, `dense_h_to_4h`/`dense_4h_to_h` (4 × hidden) with `BloomGelu` (the tanh GELU in Python ops: `bloom_gelu` activation); `ln_f`; tied `lm_head` |
 //! | `mpt` | LayerNorms without bias (`norm_1.bias = None`), bias-free fused `Wqkv` and `out_proj`, bias-free `up_proj`/`down_proj` of 4 × `d_model` with exact GELU; `norm_f` without bias; tied `lm_head`. `no_bias`, `learned_pos_emb`, `norm_type`, `qk_ln`, `alibi` are read by no 5.24 module |
 
 use super::dense::{divisible, head_for, layer_count, Decoder};
@@ -46,7 +46,7 @@ pub(super) fn bloom(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let layer = TransformerLayer {
         dropout: hidden_dropout,
         attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::GeluTanh,
+        activation: FfnActivation::BloomGelu,
         layer_norm_eps: eps,
         norm_first: true,
         bias: true,
