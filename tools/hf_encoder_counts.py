@@ -8,6 +8,8 @@ valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, co
 
     /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 25 --per-type 4 \\
         --out crates/core/tests/data/hf/encoder_counts.json      # torch 2.15, transformers 5.24
+    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 \\
+        --out crates/core/tests/data/hf/encoder_more_counts.json
 """
 import argparse
 import json
@@ -26,7 +28,8 @@ CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaMod
            "bart": ("BartForConditionalGeneration", "BartModel"),
            "dinov2": ("Dinov2ForImageClassification", "Dinov2Model"),
            "convnext": ("ConvNextForImageClassification", "ConvNextModel"),
-           "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel")}
+           "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel"),
+           "deberta-v2": ("DebertaV2ForSequenceClassification", "DebertaV2Model")}
 RND = random.Random()
 
 
@@ -50,6 +53,14 @@ def gen(mt):
         return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
                     num_hidden_layers=RND.randint(1, 4), norm_bias=pick(True, False), attention_bias=pick(True, False),
                     mlp_bias=pick(True, False), classifier_bias=pick(True, False), num_labels=RND.randint(1, 5), pad_token_id=0)
+    if mt == "deberta-v2":
+        rel = pick(True, False)
+        return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=RND.randint(1, 3), max_position_embeddings=RND.randint(16, 600), type_vocab_size=pick(0, 2),
+                    relative_attention=rel, pos_att_type=pick("p2c|c2p", ["c2p"], "p2c", None), share_att_key=pick(True, False),
+                    position_buckets=pick(-1, 32, 256), max_relative_positions=pick(-1, 64), norm_rel_ebd=pick("none", "layer_norm"),
+                    position_biased_input=pick(True, False), embedding_size=pick(heads * hd, RND.randint(8, 200)),
+                    num_labels=RND.randint(1, 5), hidden_act=pick("gelu", "relu"))
     if mt == "bart":
         return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
                     encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),

@@ -157,6 +157,12 @@ def main():
             ids = torch.randint(0, cfg.text_config.vocab_size - 1, (a.batch, a.seq_len))
             ids[:, :n] = cfg.image_token_id
             loss_fn = lambda: model(input_ids=ids, pixel_values=x, labels=ids).loss
+        elif cfgd["model_type"] == "deberta-v2":
+            # its own loss picks the labelled rows with `nonzero()` (a data-dependent shape fake
+            # tensors cannot run): the same cross-entropy on the logits
+            x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
+            y = torch.randint(0, cfg.num_labels, (a.batch,))
+            loss_fn = lambda: torch.nn.functional.cross_entropy(model(input_ids=x).logits, y)
         elif arch.endswith("ForSequenceClassification"):
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
             y = torch.randint(0, cfg.num_labels, (a.batch,))

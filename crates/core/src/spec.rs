@@ -30,6 +30,7 @@ use crate::layer::{
     ssm::{Mamba2Mixer, MambaMixer},
     gated_delta::GatedDeltaNet,
     lightning::LightningAttention,
+    disentangled::{DisentangledAttention, RelativeEmbeddings},
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
@@ -259,6 +260,10 @@ leaves {
     GatedDeltaNet(l: GatedDeltaNet) = "gated_delta_net", r#"{"hidden_size":128,"num_k_heads":2,"num_v_heads":4,"head_k_dim":32,"head_v_dim":32}"#, |b, x| l.lower(b, x);
     /// MiniMax's lightning attention (its `linear_attention` layers): block-wise linear attention, a fixed `[H, d, d]` state.
     LightningAttention(l: LightningAttention) = "lightning_attention", r#"{"hidden_size":128,"num_heads":4,"block_size":32}"#, |b, x| l.lower(b, x);
+    /// DeBERTa's relative-position embeddings (`rel_embeddings`, optional LayerNorm), read by the `disentangled_attention` layers after it.
+    RelativeEmbeddings(l: RelativeEmbeddings) = "relative_embeddings", r#"{"num_embeddings":64,"hidden_size":128}"#, |b, x| l.lower(b, x);
+    /// DeBERTa-v2's `DisentangledSelfAttention`: content scores plus gathered content-to-position and position-to-content scores; `[S, H·d]` context out.
+    DisentangledAttention(l: DisentangledAttention) = "disentangled_attention", r#"{"hidden_size":128,"num_heads":4}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

@@ -10,6 +10,7 @@ pub mod embedding;
 pub mod fused_ce;
 pub mod gated_delta;
 pub mod lightning;
+pub mod disentangled;
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
