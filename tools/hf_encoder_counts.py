@@ -8,7 +8,7 @@ valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, co
 
     /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 25 --per-type 4 \\
         --out crates/core/tests/data/hf/encoder_counts.json      # torch 2.15, transformers 5.24
-    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 \\
+    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 swin \\
         --out crates/core/tests/data/hf/encoder_more_counts.json
 """
 import argparse
@@ -29,7 +29,8 @@ CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaMod
            "dinov2": ("Dinov2ForImageClassification", "Dinov2Model"),
            "convnext": ("ConvNextForImageClassification", "ConvNextModel"),
            "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel"),
-           "deberta-v2": ("DebertaV2ForSequenceClassification", "DebertaV2Model")}
+           "deberta-v2": ("DebertaV2ForSequenceClassification", "DebertaV2Model"),
+           "swin": ("SwinForImageClassification", "SwinModel")}
 RND = random.Random()
 
 
@@ -53,6 +54,14 @@ def gen(mt):
         return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
                     num_hidden_layers=RND.randint(1, 4), norm_bias=pick(True, False), attention_bias=pick(True, False),
                     mlp_bias=pick(True, False), classifier_bias=pick(True, False), num_labels=RND.randint(1, 5), pad_token_id=0)
+    if mt == "swin":
+        # every stage at least one window wide (narrower ones fail in transformers' forward)
+        stages, window, patch = RND.randint(1, 3), pick(2, 4, 7), pick(2, 4)
+        side = window * 2 ** (stages - 1) * pick(1, 2)
+        hs = [pick(1, 2, 4) for _ in range(stages)]
+        return dict(image_size=side * patch, patch_size=patch, num_channels=pick(1, 3), embed_dim=max(hs) * pick(4, 8), depths=[RND.randint(1, 3) for _ in range(stages)],
+                    num_heads=hs, window_size=window, mlp_ratio=pick(4.0, 2.0, 3.0), qkv_bias=pick(True, False), use_absolute_embeddings=pick(True, False),
+                    drop_path_rate=pick(0.0, 0.1), num_labels=pick(0, 1, 5), hidden_act=pick("gelu", "relu"))
     if mt == "deberta-v2":
         rel = pick(True, False)
         return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),

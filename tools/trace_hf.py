@@ -128,7 +128,7 @@ def main():
             ids = torch.randint(0, t.vocab_size, (a.batch, t.max_position_embeddings))
             x = px
             loss_fn = lambda: model(input_ids=ids, pixel_values=px, return_loss=True).loss
-        elif cfgd["model_type"] in ("vit", "dinov2", "convnext"):
+        elif cfgd["model_type"] in ("vit", "dinov2", "convnext", "swin"):
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))

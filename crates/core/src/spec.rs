@@ -31,6 +31,7 @@ use crate::layer::{
     gated_delta::GatedDeltaNet,
     lightning::LightningAttention,
     disentangled::{DisentangledAttention, RelativeEmbeddings},
+    swin::{PatchMerging, SwinBlock, TokenMean},
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
@@ -264,6 +265,12 @@ leaves {
     RelativeEmbeddings(l: RelativeEmbeddings) = "relative_embeddings", r#"{"num_embeddings":64,"hidden_size":128}"#, |b, x| l.lower(b, x);
     /// DeBERTa-v2's `DisentangledSelfAttention`: content scores plus gathered content-to-position and position-to-content scores; `[S, H·d]` context out.
     DisentangledAttention(l: DisentangledAttention) = "disentangled_attention", r#"{"hidden_size":128,"num_heads":4}"#, |b, x| l.lower(b, x);
+    /// Swin's `SwinLayer` on a `[H·W, dim]` token map: (shifted) window attention with its relative position bias, MLP; one activation-checkpointing unit.
+    SwinBlock(l: SwinBlock) = "swin_block", r#"{"dim":128,"num_heads":4,"resolution":[4,4],"window_size":2,"shift":true,"intermediate_size":256}"#, |b, x| b.in_unit(|b| l.lower(b, x));
+    /// Swin's `SwinPatchMerging`: `[H·W, C]` → `[⌈H/2⌉·⌈W/2⌉, 2C]`.
+    PatchMerging(l: PatchMerging) = "patch_merging", r#"{"dim":128,"resolution":[4,4]}"#, |b, x| l.lower(b, x);
+    /// The mean over the tokens (`AdaptiveAvgPool1d(1)` of a `[L, C]` map): `[C]`.
+    TokenMean(l: TokenMean) = "token_mean", r#"{}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

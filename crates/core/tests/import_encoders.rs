@@ -44,10 +44,12 @@ fn encoder_training_steps_match_traced_pytorch() {
 /// configs (relative attention on or off, `pos_att_type`, `share_att_key`, `position_buckets`,
 /// `norm_rel_ebd`, `position_biased_input`, `embedding_size`) import with PyTorch's exact count.
 #[test]
-fn deberta_v2_classes_have_pytorch_parameter_counts() {
+fn deberta_v2_and_swin_classes_have_pytorch_parameter_counts() {
     let all: serde_json::Value = serde_json::from_str(&hf::data("hf/encoder_more_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    assert!(all.contains_key("deberta-v2-default") && all.contains_key("deberta-v2-base"));
+    for t in ["deberta-v2", "swin"] {
+        assert!(all.contains_key(&format!("{t}-default")) && all.contains_key(&format!("{t}-base")), "{t}");
+    }
     for (name, want) in all {
         let text = want["config"].to_string();
         let spec = from_config_json(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
@@ -62,8 +64,76 @@ fn deberta_v2_classes_have_pytorch_parameter_counts() {
 /// positions — and a `c2p`-only one with its own `pos_key_proj`, 64 relative positions, absolute
 /// positions and 2 token types), batch 2, sequence 128, DeBERTa's own eager attention, traced by
 /// `tools/trace_hf.py` (the cross-entropy on the logits). Within 3 % (at the time of writing
-/// +1.5 % and −0.02 %).
+/// +1.5 % and −0.02 %). Its Swin records: two small Swin classifiers (64-pixel images in
+/// 4-pixel patches: a 16×16 then 8×8 token map, stages of 64 and 128 channels with 2 and 4
+/// heads, 2 blocks each, window 4, shifted odd blocks, 10 labels, the default stochastic depth
+/// 0.1 — and 56-pixel images, whose 14×14 and 7×7 maps pad to whole windows, no stochastic
+/// depth, hidden dropout 0.1), eager and SDPA, batch 2 (at the time of writing +2.0 % with
+/// stochastic depth, within 60 bytes without).
 #[test]
-fn deberta_v2_training_steps_match_traced_pytorch() {
-    hf::assert_traces("hf/encoder_more_traces.jsonl", 2, |_| 3.0);
+fn deberta_v2_and_swin_training_steps_match_traced_pytorch() {
+    hf::assert_traces("hf/encoder_more_traces.jsonl", 6, |_| 3.0);
+}
+
+
+mod props {
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+    use vramcalc_core::import::hf::from_config_json;
+    use vramcalc_core::{Prepared, TrainConfig};
+
+    /// Random valid DeBERTa-v2 and Swin configs (every Swin stage at least one window wide).
+    fn config() -> impl Strategy<Value = Value> {
+        (
+            (prop::sample::select(vec![1u64, 2, 4]), prop::sample::select(vec![4u64, 8, 16]), 1u64..4, 8u64..300),
+            (any::<bool>(), any::<bool>(), any::<bool>(), 0u64..3, 1u64..4, prop::sample::select(vec![2u64, 3, 4])),
+        )
+            .prop_map(|((heads, hd, layers, n), (f1, f2, f3, pick, stages, window))| {
+                if f3 {
+                    let side = window << (stages - 1);
+                    json!({"model_type": "swin", "architectures": [if f1 { "SwinForImageClassification" } else { "SwinModel" }],
+                        "image_size": side * 2 * (pick + 1), "patch_size": 2, "embed_dim": heads * hd, "depths": vec![layers; stages as usize],
+                        "num_heads": vec![heads; stages as usize], "window_size": window, "qkv_bias": f2, "use_absolute_embeddings": f1 != f2,
+                        "drop_path_rate": if f2 { 0.1 } else { 0.0 }, "num_labels": pick})
+                } else {
+                    let pos_att = ["p2c|c2p", "c2p", "p2c"][pick as usize];
+                    json!({"model_type": "deberta-v2", "architectures": [if f1 { "DebertaV2ForSequenceClassification" } else { "DebertaV2Model" }],
+                        "vocab_size": n + 10, "hidden_size": heads * hd, "num_attention_heads": heads, "num_hidden_layers": layers,
+                        "intermediate_size": n, "max_position_embeddings": n + 8, "relative_attention": f2, "share_att_key": f1 != f2,
+                        "pos_att_type": pos_att, "position_buckets": if f1 { 16 } else { -1 },
+                        "norm_rel_ebd": if f2 { "layer_norm" } else { "none" }, "type_vocab_size": pick, "num_labels": pick + 1})
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// They import, and their training steps estimate (eager and SDPA).
+        #[test]
+        fn random_valid_configs_import(c in config()) {
+            let text = c.to_string();
+            let spec = from_config_json(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            for attention in [vramcalc_core::AttentionImpl::Eager, vramcalc_core::AttentionImpl::Sdpa] {
+                let cfg = TrainConfig { batch: 2, seq_len: spec.is_sequence_input().then_some(8), attention, ..TrainConfig::default() };
+                Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}\n{text}")).estimate();
+            }
+        }
+    }
+}
+
+#[test]
+fn deberta_and_swin_fields_they_do_not_model_are_refused_by_name() {
+    for (text, field) in [
+        (r#"{"model_type": "deberta-v2", "conv_kernel_size": 3}"#, "conv_kernel_size"),
+        (r#"{"model_type": "deberta-v2", "hidden_size": 64, "num_attention_heads": 4, "attention_head_size": 8}"#, "attention_head_size"),
+        (r#"{"model_type": "deberta-v2", "pos_att_type": "c2p|p2p"}"#, "pos_att_type"),
+        (r#"{"model_type": "deberta-v2", "architectures": ["DebertaV2ForSequenceClassification"], "pooler_hidden_size": 8}"#, "pooler_hidden_size"),
+        (r#"{"model_type": "swin", "image_size": 30}"#, "image_size"),
+        (r#"{"model_type": "swin", "image_size": 64, "window_size": 7}"#, "window_size"),
+        (r#"{"model_type": "swin", "depths": [2, 2], "num_heads": [2]}"#, "num_heads"),
+    ] {
+        let m = hf::import_err(text);
+        assert!(m.contains(field), "{text}: {m}");
+    }
 }

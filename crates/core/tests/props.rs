@@ -161,6 +161,10 @@ fn leaf() -> impl Strategy<Value = Value> {
                     "chunk_size": s.max(1) * 4, "conv_bias": f1, "bias": f2, "gated_norm": !f1}),
                 "gated_delta_net" => json!({"hidden_size": a, "num_k_heads": k, "num_v_heads": 2 * k, "head_k_dim": s.max(1), "head_v_dim": k, "conv_kernel": s.max(1)}),
                 "lightning_attention" => json!({"hidden_size": a, "num_heads": k, "head_dim": s.max(1), "block_size": s.max(1) * 4}),
+                "swin_block" => json!({"dim": a, "num_heads": k, "resolution": [s.max(1) * 2, k], "window_size": s.max(1), "shift": f1, "intermediate_size": b,
+                    "qkv_bias": f2, "dropout": p, "attention_dropout": p, "drop_path": p / 3.0}),
+                "patch_merging" => json!({"dim": a, "resolution": [s.max(1) + 1, k]}),
+                "token_mean" => json!({}),
                 "relative_embeddings" => json!({"num_embeddings": if f1 { b } else { 0 }, "hidden_size": a, "layer_norm": f2}),
                 "disentangled_attention" => json!({"hidden_size": a, "num_heads": k, "relative": f1, "c2p": f2, "p2c": dim > 0, "share_att_key": dim == 1, "dropout": p, "pos_dropout": p / 2.0}),
                 _ => {

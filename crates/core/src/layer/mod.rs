@@ -11,6 +11,7 @@ pub mod fused_ce;
 pub mod gated_delta;
 pub mod lightning;
 pub mod disentangled;
+pub mod swin;
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
