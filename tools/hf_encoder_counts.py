@@ -8,7 +8,7 @@ valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, co
 
     /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 25 --per-type 4 \\
         --out crates/core/tests/data/hf/encoder_counts.json      # torch 2.15, transformers 5.24
-    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 swin \\
+    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 swin wav2vec2 \\
         --out crates/core/tests/data/hf/encoder_more_counts.json
 """
 import argparse
@@ -30,7 +30,8 @@ CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaMod
            "convnext": ("ConvNextForImageClassification", "ConvNextModel"),
            "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel"),
            "deberta-v2": ("DebertaV2ForSequenceClassification", "DebertaV2Model"),
-           "swin": ("SwinForImageClassification", "SwinModel")}
+           "swin": ("SwinForImageClassification", "SwinModel"),
+           "wav2vec2": ("Wav2Vec2ForCTC", "Wav2Vec2Model")}
 RND = random.Random()
 
 
@@ -54,6 +55,13 @@ def gen(mt):
         return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
                     num_hidden_layers=RND.randint(1, 4), norm_bias=pick(True, False), attention_bias=pick(True, False),
                     mlp_bias=pick(True, False), classifier_bias=pick(True, False), num_labels=RND.randint(1, 5), pad_token_id=0)
+    if mt == "wav2vec2":
+        k = RND.randint(1, 3)
+        return dict(vocab_size=RND.randint(8, 100), hidden_size=heads * hd * 2, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=RND.randint(1, 3), conv_dim=[RND.randint(4, 64) for _ in range(k)], conv_stride=[pick(2, 3, 5) for _ in range(k)],
+                    conv_kernel=[pick(2, 3, 10) for _ in range(k)], conv_bias=pick(True, False), feat_extract_norm=pick("group", "layer"),
+                    num_conv_pos_embeddings=pick(16, 32, 127), num_conv_pos_embedding_groups=pick(1, 2, 4), do_stable_layer_norm=pick(True, False),
+                    mask_time_prob=pick(0.0, 0.05), hidden_act=pick("gelu", "relu"))
     if mt == "swin":
         # every stage at least one window wide (narrower ones fail in transformers' forward)
         stages, window, patch = RND.randint(1, 3), pick(2, 4, 7), pick(2, 4)

@@ -32,6 +32,7 @@ use crate::layer::{
     lightning::LightningAttention,
     disentangled::{DisentangledAttention, RelativeEmbeddings},
     swin::{PatchMerging, SwinBlock, TokenMean},
+    audio::PositionalConv,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
@@ -271,6 +272,8 @@ leaves {
     PatchMerging(l: PatchMerging) = "patch_merging", r#"{"dim":128,"resolution":[4,4]}"#, |b, x| l.lower(b, x);
     /// The mean over the tokens (`AdaptiveAvgPool1d(1)` of a `[L, C]` map): `[C]`.
     TokenMean(l: TokenMean) = "token_mean", r#"{}"#, |b, x| l.lower(b, x);
+    /// wav2vec 2.0's positional convolution: a weight-normed grouped `Conv1d` over `[T, hidden]` (its `g` and `v` are the parameters), GELU.
+    PositionalConv(l: PositionalConv) = "positional_conv", r#"{"hidden_size":128,"kernel_size":4,"groups":4}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

@@ -44,10 +44,10 @@ fn encoder_training_steps_match_traced_pytorch() {
 /// configs (relative attention on or off, `pos_att_type`, `share_att_key`, `position_buckets`,
 /// `norm_rel_ebd`, `position_biased_input`, `embedding_size`) import with PyTorch's exact count.
 #[test]
-fn deberta_v2_and_swin_classes_have_pytorch_parameter_counts() {
+fn deberta_v2_swin_wav2vec2_classes_have_pytorch_parameter_counts() {
     let all: serde_json::Value = serde_json::from_str(&hf::data("hf/encoder_more_counts.json")).unwrap();
     let all = all.as_object().unwrap();
-    for t in ["deberta-v2", "swin"] {
+    for t in ["deberta-v2", "swin", "wav2vec2"] {
         assert!(all.contains_key(&format!("{t}-default")) && all.contains_key(&format!("{t}-base")), "{t}");
     }
     for (name, want) in all {
@@ -69,10 +69,15 @@ fn deberta_v2_and_swin_classes_have_pytorch_parameter_counts() {
 /// heads, 2 blocks each, window 4, shifted odd blocks, 10 labels, the default stochastic depth
 /// 0.1 — and 56-pixel images, whose 14×14 and 7×7 maps pad to whole windows, no stochastic
 /// depth, hidden dropout 0.1), eager and SDPA, batch 2 (at the time of writing +2.0 % with
-/// stochastic depth, within 60 bytes without).
+/// stochastic depth, within 60 bytes without). Its wav2vec 2.0 records: `Wav2Vec2ForCTC` on
+/// 10 s clips (160,000 samples: the default conv stack at 128 channels, 499 frames), hidden
+/// 256, 4 heads, 2 layers, positional conv of 32 in 4 groups; group-normed post-norm with the
+/// default dropouts, and layer-normed pre-norm (`do_stable_layer_norm`) without hidden dropouts;
+/// layerdrop and SpecAugment off (both branch on values), the cross-entropy on the frames'
+/// logits, eager and SDPA (within 8 kB of 200–275 MB at the time of writing).
 #[test]
 fn deberta_v2_and_swin_training_steps_match_traced_pytorch() {
-    hf::assert_traces("hf/encoder_more_traces.jsonl", 6, |_| 3.0);
+    hf::assert_traces("hf/encoder_more_traces.jsonl", 10, |_| 3.0);
 }
 
 
@@ -81,6 +86,19 @@ mod props {
     use serde_json::{json, Value};
     use vramcalc_core::import::hf::from_config_json;
     use vramcalc_core::{Prepared, TrainConfig};
+
+    /// Random valid wav2vec 2.0 configs (conv stacks that fit the clip).
+    fn wav2vec2() -> impl Strategy<Value = Value> {
+        (prop::collection::vec((1u64..64, 1u64..6, 1u64..11), 1..4), (1u64..4, any::<bool>(), any::<bool>(), 2u64..64, prop::sample::select(vec![1u64, 2, 4])))
+            .prop_map(|(convs, (layers, f1, f2, k, groups))| {
+                json!({"model_type": "wav2vec2", "architectures": [if f1 { "Wav2Vec2ForCTC" } else { "Wav2Vec2Model" }], "hidden_size": 32,
+                    "num_attention_heads": groups, "num_hidden_layers": layers, "intermediate_size": k + 8,
+                    "conv_dim": convs.iter().map(|c| c.0).collect::<Vec<_>>(), "conv_stride": convs.iter().map(|c| c.1).collect::<Vec<_>>(),
+                    "conv_kernel": convs.iter().map(|c| c.2).collect::<Vec<_>>(), "feat_extract_norm": if f2 { "layer" } else { "group" },
+                    "num_conv_pos_embeddings": k, "num_conv_pos_embedding_groups": groups, "do_stable_layer_norm": f1 != f2,
+                    "mask_time_prob": if f2 { 0.05 } else { 0.0 }})
+            })
+    }
 
     /// Random valid DeBERTa-v2 and Swin configs (every Swin stage at least one window wide).
     fn config() -> impl Strategy<Value = Value> {
@@ -111,7 +129,7 @@ mod props {
 
         /// They import, and their training steps estimate (eager and SDPA).
         #[test]
-        fn random_valid_configs_import(c in config()) {
+        fn random_valid_configs_import(c in prop_oneof![config(), wav2vec2()]) {
             let text = c.to_string();
             let spec = from_config_json(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             for attention in [vramcalc_core::AttentionImpl::Eager, vramcalc_core::AttentionImpl::Sdpa] {
@@ -123,13 +141,16 @@ mod props {
 }
 
 #[test]
-fn deberta_and_swin_fields_they_do_not_model_are_refused_by_name() {
+fn deberta_swin_wav2vec2_fields_they_do_not_model_are_refused_by_name() {
     for (text, field) in [
         (r#"{"model_type": "deberta-v2", "conv_kernel_size": 3}"#, "conv_kernel_size"),
         (r#"{"model_type": "deberta-v2", "hidden_size": 64, "num_attention_heads": 4, "attention_head_size": 8}"#, "attention_head_size"),
         (r#"{"model_type": "deberta-v2", "pos_att_type": "c2p|p2p"}"#, "pos_att_type"),
         (r#"{"model_type": "deberta-v2", "architectures": ["DebertaV2ForSequenceClassification"], "pooler_hidden_size": 8}"#, "pooler_hidden_size"),
         (r#"{"model_type": "swin", "image_size": 30}"#, "image_size"),
+        (r#"{"model_type": "wav2vec2", "add_adapter": true}"#, "add_adapter"),
+        (r#"{"model_type": "wav2vec2", "feat_extract_norm": "batch"}"#, "feat_extract_norm"),
+        (r#"{"model_type": "wav2vec2", "conv_dim": [8, 8], "conv_stride": [2], "conv_kernel": [2]}"#, "conv_dim"),
         (r#"{"model_type": "swin", "image_size": 64, "window_size": 7}"#, "window_size"),
         (r#"{"model_type": "swin", "depths": [2, 2], "num_heads": [2]}"#, "num_heads"),
     ] {

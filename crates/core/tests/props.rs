@@ -165,6 +165,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                     "qkv_bias": f2, "dropout": p, "attention_dropout": p, "drop_path": p / 3.0}),
                 "patch_merging" => json!({"dim": a, "resolution": [s.max(1) + 1, k]}),
                 "token_mean" => json!({}),
+                "positional_conv" => json!({"hidden_size": a, "kernel_size": s.max(1) + k, "groups": k, "mask_embed": f1}),
                 "relative_embeddings" => json!({"num_embeddings": if f1 { b } else { 0 }, "hidden_size": a, "layer_norm": f2}),
                 "disentangled_attention" => json!({"hidden_size": a, "num_heads": k, "relative": f1, "c2p": f2, "p2c": dim > 0, "share_att_key": dim == 1, "dropout": p, "pos_dropout": p / 2.0}),
                 _ => {

@@ -12,6 +12,7 @@ pub mod gated_delta;
 pub mod lightning;
 pub mod disentangled;
 pub mod swin;
+pub mod audio;
 pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
