@@ -158,3 +158,29 @@ fn deberta_swin_wav2vec2_fields_they_do_not_model_are_refused_by_name() {
         assert!(m.contains(field), "{text}: {m}");
     }
 }
+
+/// ModernBERT's local layers carry their window (`local_attention // 2 + 1`), its global ones
+/// none; `layer_types` overrides `global_attn_every_n_layers` (every third layer global).
+#[test]
+fn modernbert_local_layers_have_their_window() {
+    use vramcalc_core::spec::Layer;
+    let windows = |text: &str| {
+        let spec = from_config_json(text).unwrap();
+        let mut w = Vec::new();
+        fn walk(l: &Layer, times: u64, w: &mut Vec<Option<u64>>) {
+            match l {
+                Layer::MultiheadAttention(a) => w.extend(std::iter::repeat_n(a.sliding_window, times as usize)),
+                Layer::Repeat { times: t, body } => body.iter().for_each(|l| walk(l, times * t, w)),
+                Layer::Residual { body, .. } => body.iter().for_each(|l| walk(l, times, w)),
+                _ => {}
+            }
+        }
+        spec.layers.iter().for_each(|l| walk(l, 1, &mut w));
+        w
+    };
+    let base = r#"{"model_type": "modernbert", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 32, "num_hidden_layers": 4"#;
+    assert_eq!(windows(&format!("{base}}}")), [None, Some(65), Some(65), None]);
+    assert_eq!(windows(&format!(r#"{base}, "local_attention": 32, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]}}"#)), [Some(17), None, Some(17), Some(17)]);
+    let m = hf::import_err(&format!(r#"{base}, "layer_types": ["chunked_attention", "full_attention", "full_attention", "full_attention"]}}"#));
+    assert!(m.contains("layer_types"), "{m}");
+}
