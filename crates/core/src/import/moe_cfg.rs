@@ -83,6 +83,34 @@ pub(super) fn head_dim(c: &Cfg, h: u64, heads: u64) -> Result<Option<u64>> {
     }
 }
 
+/// Grouped-query causal attention with rotary over every head, biases by `bias` on all four
+/// projections, `head_dim` kept only where it differs from `h / heads` (callers set what differs).
+pub(super) fn gqa_attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> crate::layer::attention::MultiheadAttention {
+    crate::layer::attention::MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: 0.0,
+        bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
+        out_bias: None,
+        rotary_dim: None,
+        qk_norm: None,
+        sliding_window: None,
+        logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
+        contiguous_heads: false,
+        sinks: false,
+        qk_norm_full: false,
+        attention_chunk: None,
+        output_gate: false,
+    }
+}
+
 /// A config object read field by field, remembering which fields were read.
 pub(super) struct Cfg<'a> {
     pub(super) map: &'a Map<String, Value>,

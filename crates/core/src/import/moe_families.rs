@@ -1,7 +1,7 @@
 //! The newer mixture-of-experts decoders `hf_moe.rs` dispatches to: GLM-4.5 (`glm4_moe`) and
 //! GPT-OSS (`gpt_oss`), as transformers 5.24 builds them (see `hf_moe.rs`'s table).
 
-use super::moe_cfg::{head_dim, Block, Cfg, Defaults};
+use super::moe_cfg::{gqa_attention, head_dim, Block, Cfg, Defaults};
 use crate::error::{Error, Result};
 use crate::layer::attention::MultiheadAttention;
 use crate::layer::linear::GatedMlp;
@@ -209,27 +209,8 @@ pub(super) fn ernie4_5_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Resu
     let hd = head_dim(c, h, heads)?;
     let bias = c.flag("use_bias", false)?;
     let attn = Layer::MultiheadAttention(MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
         dropout: c.prob("attention_dropout", 0.0)?,
-        bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
-        out_bias: None,
-        qk_norm: None,
-        head_dim: hd,
-        rotary_dim: None,
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
-        qk_norm_full: false,
-        attention_chunk: None,
-        output_gate: false,
+        ..gqa_attention(h, heads, kv, hd.unwrap_or(h / heads), bias)
     });
     let experts = c.size("moe_num_experts", c.opt_int("num_experts")?.unwrap_or(64))?;
     let top_k = c.size("moe_k", c.opt_int("num_experts_per_tok")?.unwrap_or(6))?;

@@ -4,7 +4,7 @@
 //! attention on the RoPE layers, no-RoPE full-attention layers, MoE layers interleaved with
 //! dense ones). Each layer is `(token mixer, feed-forward)`, wrapped by `hf_moe::group`.
 
-use super::moe_cfg::{Block, Cfg, Defaults};
+use super::moe_cfg::{gqa_attention as attention, Block, Cfg, Defaults};
 use crate::error::{Error, Result};
 use crate::layer::attention::MultiheadAttention;
 use crate::layer::gated_delta::GatedDeltaNet;
@@ -51,32 +51,6 @@ fn rotary_dim(c: &Cfg, head_dim: u64, default: f64) -> Result<Option<u64>> {
         return Err(Error::Import(format!("partial rotary: {rd} rotated features per head (head_dim {head_dim} × {factor}) must be even and at least 2")));
     }
     Ok((rd < head_dim).then_some(rd))
-}
-
-fn attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> MultiheadAttention {
-    MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
-        dropout: 0.0,
-        bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
-        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
-        out_bias: None,
-        rotary_dim: None,
-        qk_norm: None,
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
-        qk_norm_full: false,
-        attention_chunk: None,
-        output_gate: false,
-    }
 }
 
 /// `experts` SwiGLU experts of `i`, `top_k` per token, softmax-routed, no shared expert (callers
