@@ -267,27 +267,11 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         }
     };
     let attn = Layer::MultiheadAttention(MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
         dropout: c.prob("attention_dropout", 0.0)?,
-        bias: qkv_bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
         out_bias: (out_bias != qkv_bias).then_some(out_bias),
         qk_norm: qk_norm.then_some(NormKind::RmsNorm),
-        head_dim,
-        rotary_dim: None,
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
         qk_norm_full: olmoe,
-        attention_chunk: None,
-        output_gate: false,
+        ..super::moe_cfg::gqa_attention(h, heads, kv, head_dim.unwrap_or(h / heads), qkv_bias)
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" | "granitemoe" => ("num_local_experts", 8),

@@ -40,27 +40,11 @@ pub(super) fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<V
     let bias = c.flag("attention_bias", false)?;
     c.ignore(&["num_nextn_predict_layers", "num_mtp_layers", "pretraining_tp"]);
     let attn = Layer::MultiheadAttention(MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
         dropout: c.prob("attention_dropout", 0.0)?,
-        bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
         out_bias: bias.then_some(false),
         qk_norm: c.flag("use_qk_norm", false)?.then_some(NormKind::RmsNorm),
-        head_dim: hd,
         rotary_dim: (rd < head).then_some(rd),
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
-        qk_norm_full: false,
-        attention_chunk: None,
-        output_gate: false,
+        ..gqa_attention(h, heads, kv, head, bias)
     });
     let moe_i = c.size("moe_intermediate_size", 1408)?;
     let n_shared = c.int("n_shared_experts", 1)?;

@@ -11,7 +11,7 @@
 //! | `bloom` | `word_embeddings_layernorm` after the embedding; biased LayerNorms, fused biased `query_key_value`, biased `dense`, `dense_h_to_4h`/`dense_4h_to_h` (4 × hidden) with `BloomGelu` (the tanh GELU in Python ops: `bloom_gelu` activation); `ln_f`; tied `lm_head` |
 //! | `mpt` | LayerNorms without bias (`norm_1.bias = None`), bias-free fused `Wqkv` and `out_proj`, bias-free `up_proj`/`down_proj` of 4 × `d_model` with exact GELU; `norm_f` without bias; tied `lm_head`. `no_bias`, `learned_pos_emb`, `norm_type`, `qk_ln`, `alibi` are read by no 5.24 module |
 
-use super::dense::{divisible, head_for, layer_count, Decoder};
+use super::dense::{divisible, head_for, layer_count, layer_norm_decoder, Decoder};
 use crate::error::{Error, Result};
 use crate::import::decoder::{DecoderModules, MAX_DEFAULT_SEQ_LEN};
 use crate::import::fields::{pick, Fields};
@@ -56,21 +56,10 @@ pub(super) fn bloom(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     };
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown("bloom", &[])?;
-    let norm = || Layer::LayerNorm(LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true });
-    Ok(Decoder {
-        name,
-        vocab,
-        embed_dim: h,
-        after_embed: vec![norm()],
-        layers: vec![layer; n as usize],
-        final_norm: Some(norm()),
-        after_norm: vec![],
-        head: head_for(class, lm, h, vocab, tied, false),
-        after_head: vec![],
-        seq_len: 2048,
-        modules: DecoderModules { embed: "transformer.word_embeddings", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" },
-    }
-    .build())
+    let embed_norm = Layer::LayerNorm(LayerNorm { normalized_shape: h, eps, elementwise_affine: true, bias: true });
+    let modules = DecoderModules { embed: "transformer.word_embeddings", layers: "transformer.h", norm: "transformer.ln_f", head: "lm_head" };
+    // BLOOM's context is ALiBi's: unbounded; 2048 by default
+    Ok(layer_norm_decoder(name, vocab, vec![embed_norm], layer, n, head_for(class, lm, h, vocab, tied, false), 2048).named(modules))
 }
 
 /// `MptAttentionConfig`'s fields (`attn_config`): `(name, what the 5.24 modeling code does with it)`.
