@@ -177,3 +177,19 @@ mod props {
 fn training_steps_match_traced_pytorch() {
     hf::assert_traces("hf/more_traces.jsonl", 6, |_| 3.0);
 }
+
+/// BLOOM and MPT compute their attention themselves, eagerly (transformers refuses SDPA for
+/// both): the estimate under `--attention sdpa` is the eager one, which the traces measure.
+#[test]
+fn bloom_and_mpt_attend_eagerly_whatever_the_setting() {
+    use vramcalc_core::{AttentionImpl, Prepared, TrainConfig};
+    for t in ["bloom", "mpt"] {
+        let spec = import(&counts()[&format!("{t}-0")]["config"].to_string());
+        let peak = |attention| Prepared::new(&spec, &TrainConfig { batch: 2, seq_len: Some(64), attention, ..TrainConfig::default() }).unwrap().estimate().peak_bytes;
+        assert_eq!(peak(AttentionImpl::Sdpa), peak(AttentionImpl::Eager), "{t}");
+    }
+    // a Llama-like decoder does differ: the check can fail
+    let spec = import(&counts()["minimax-0"]["config"].to_string());
+    let peak = |attention| Prepared::new(&spec, &TrainConfig { batch: 2, seq_len: Some(64), attention, ..TrainConfig::default() }).unwrap().estimate().peak_bytes;
+    assert_ne!(peak(AttentionImpl::Sdpa), peak(AttentionImpl::Eager));
+}

@@ -108,6 +108,7 @@ pub(super) fn gqa_attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) ->
         qk_norm_full: false,
         attention_chunk: None,
         output_gate: false,
+        eager_only: false,
     }
 }
 

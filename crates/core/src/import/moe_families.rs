@@ -147,6 +147,7 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
             qk_norm_full: false,
             attention_chunk: None,
             output_gate: false,
+            eager_only: false,
         })
     };
     c.prob("attention_dropout", 0.0)?;

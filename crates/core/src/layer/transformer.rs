@@ -84,6 +84,9 @@ pub struct TransformerLayer {
     /// has none there, only after the feed-forward).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attn_out_dropout: Option<f64>,
+    /// The attention runs eagerly whatever `attention` says (see `multihead_attention`'s).
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub eager_only: bool,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -137,6 +140,7 @@ impl TransformerLayer {
             qk_norm_full: false,
             attention_chunk: None,
             output_gate: false,
+            eager_only: self.eager_only,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;

@@ -2,8 +2,8 @@
 //! (`modeling_mpt.py`). ALiBi adds a per-head linear bias to the attention scores instead of
 //! positions: no parameters, no rotary. Both classes compute their attention themselves, eagerly
 //! (`BloomAttention`: `alibi.baddbmm(q, kᵀ)`, fp32 softmax; `MptAttention`: `matmul`, `+
-//! position_bias`, fp32 softmax), whatever `attn_implementation` says: estimate them with
-//! `--attention eager`. The bias itself (`[B·H, 1, S]` for BLOOM, `[H, 1, max_seq_len]` for MPT)
+//! position_bias`, fp32 softmax), whatever `attn_implementation` says (transformers refuses
+//! SDPA for both): their layers are `eager_only`. The bias itself (`[B·H, 1, S]` for BLOOM, `[H, 1, max_seq_len]` for MPT)
 //! is not modelled.
 //!
 //! | family | layer |
@@ -52,6 +52,7 @@ pub(super) fn bloom(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         bias: true,
         norm: NormKind::LayerNorm,
         fused_qkv: true,
+        eager_only: true,
         ..presets::transformer_layer(h, heads, h.saturating_mul(4))
     };
     let tied = c.flag("tie_word_embeddings", true)?;
@@ -95,6 +96,7 @@ pub(super) fn mpt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         bias: false,
         norm: NormKind::LayerNorm,
         fused_qkv: true,
+        eager_only: true,
         ..presets::transformer_layer(h, heads, h.saturating_mul(4))
     };
     let max_seq = c.size("max_seq_len", 2048)?;
