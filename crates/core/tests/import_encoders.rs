@@ -183,3 +183,34 @@ fn modernbert_local_layers_have_their_window() {
     let m = hf::import_err(&format!(r#"{base}, "layer_types": ["chunked_attention", "full_attention", "full_attention", "full_attention"]}}"#));
     assert!(m.contains("layer_types"), "{m}");
 }
+
+/// The generic `PretrainedConfig` fields a saved config carries (`to_dict()` of transformers
+/// 4.x and 5.24: `chunk_size_feed_forward`, `problem_type`, `torchscript`, the token ids, …) are
+/// accepted by the new importers at their defaults, as by every importer.
+#[test]
+fn generic_config_fields_are_accepted_by_the_new_importers() {
+    let generic = serde_json::json!({
+        "return_dict": true, "output_hidden_states": false, "output_attentions": false, "torchscript": false, "dtype": null,
+        "torch_dtype": "float32", "use_bfloat16": false, "tf_legacy_loss": false, "pruned_heads": {}, "tie_word_embeddings": true,
+        "chunk_size_feed_forward": 0, "is_encoder_decoder": false, "is_decoder": false, "cross_attention_hidden_size": null,
+        "add_cross_attention": false, "tie_encoder_decoder": false, "architectures": null, "finetuning_task": null,
+        "tokenizer_class": null, "prefix": null, "bos_token_id": null, "pad_token_id": 0, "eos_token_id": null, "sep_token_id": null,
+        "decoder_start_token_id": null, "task_specific_params": null, "problem_type": null, "_name_or_path": "",
+        "transformers_version": "4.57.0", "max_length": 20, "num_beams": 1, "use_cache": true, "initializer_range": 0.02,
+    });
+    for (file, types) in [("hf/encoder_more_counts.json", &["deberta-v2", "swin", "wav2vec2"][..]), ("hf/more_counts.json", &["ernie4_5_moe", "bloom", "mpt", "minimax"][..])] {
+        let all: serde_json::Value = serde_json::from_str(&hf::data(file)).unwrap();
+        for t in types {
+            let want = &all[format!("{t}-0")];
+            let mut c = want["config"].clone();
+            for (k, v) in generic.as_object().unwrap() {
+                if c.get(k).is_none() || k == "architectures" {
+                    c[k] = v.clone();
+                }
+            }
+            c["architectures"] = want["config"]["architectures"].clone();
+            let spec = from_config_json(&c.to_string()).unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(params(&spec), want["params"].as_u64().unwrap(), "{t}");
+        }
+    }
+}

@@ -106,8 +106,9 @@ pub(super) fn swin(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         }
     }
     // `hidden_size`, `num_layers`, `stage_names` are derived by `__post_init__`; the rest serve
-    // other heads (masked image modelling, the backbone)
-    c.refuse_unknown("swin", &["hidden_size", "num_layers", "stage_names", "encoder_stride", "_out_features", "_out_indices", "out_features", "out_indices", "path_norm"])?;
+    // other heads (masked image modelling, the backbone); `tie_word_embeddings` is transformers
+    // 4.x's generic field (nothing is tied here)
+    c.refuse_unknown("swin", &["tie_word_embeddings", "hidden_size", "num_layers", "stage_names", "encoder_stride", "_out_features", "_out_indices", "out_features", "out_indices", "path_norm"])?;
     Ok(ModelSpec {
         version: SPEC_VERSION,
         name: Some(name),

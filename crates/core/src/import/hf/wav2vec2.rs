@@ -42,6 +42,8 @@ const OTHER_HEADS: &[&str] = &[
     "classifier_proj_size", "tdnn_dim", "tdnn_kernel", "tdnn_dilation", "xvector_output_dim", "apply_spec_augment",
     "mask_time_length", "mask_time_min_masks", "mask_feature_length", "mask_feature_min_masks", "num_feat_extract_layers",
     "adapter_kernel_size", "adapter_stride", "num_adapter_layers", "output_hidden_size", "layerdrop",
+    // transformers 4.x wrote it into every config; nothing here is tied
+    "tie_word_embeddings",
 ];
 
 /// `Wav2Vec2Config` (transformers 5.24): defaults are wav2vec2-base's.
