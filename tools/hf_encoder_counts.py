@@ -8,6 +8,8 @@ valid small configs (`<type>-<i>`), and writes `{name: {architecture, params, co
 
     /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 25 --per-type 4 \\
         --out crates/core/tests/data/hf/encoder_counts.json      # torch 2.15, transformers 5.24
+    /root/mvenv/bin/python tools/hf_encoder_counts.py --seed 29 --per-type 4 --types deberta-v2 swin wav2vec2 \\
+        --out crates/core/tests/data/hf/encoder_more_counts.json
 """
 import argparse
 import json
@@ -26,7 +28,10 @@ CLASSES = {"xlm-roberta": ("XLMRobertaForSequenceClassification", "XLMRobertaMod
            "bart": ("BartForConditionalGeneration", "BartModel"),
            "dinov2": ("Dinov2ForImageClassification", "Dinov2Model"),
            "convnext": ("ConvNextForImageClassification", "ConvNextModel"),
-           "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel")}
+           "modernbert": ("ModernBertForSequenceClassification", "ModernBertModel"),
+           "deberta-v2": ("DebertaV2ForSequenceClassification", "DebertaV2Model"),
+           "swin": ("SwinForImageClassification", "SwinModel"),
+           "wav2vec2": ("Wav2Vec2ForCTC", "Wav2Vec2Model")}
 RND = random.Random()
 
 
@@ -50,6 +55,29 @@ def gen(mt):
         return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
                     num_hidden_layers=RND.randint(1, 4), norm_bias=pick(True, False), attention_bias=pick(True, False),
                     mlp_bias=pick(True, False), classifier_bias=pick(True, False), num_labels=RND.randint(1, 5), pad_token_id=0)
+    if mt == "wav2vec2":
+        k = RND.randint(1, 3)
+        return dict(vocab_size=RND.randint(8, 100), hidden_size=heads * hd * 2, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=RND.randint(1, 3), conv_dim=[RND.randint(4, 64) for _ in range(k)], conv_stride=[pick(2, 3, 5) for _ in range(k)],
+                    conv_kernel=[pick(2, 3, 10) for _ in range(k)], conv_bias=pick(True, False), feat_extract_norm=pick("group", "layer"),
+                    num_conv_pos_embeddings=pick(16, 32, 127), num_conv_pos_embedding_groups=pick(1, 2, 4), do_stable_layer_norm=pick(True, False),
+                    mask_time_prob=pick(0.0, 0.05), hidden_act=pick("gelu", "relu"))
+    if mt == "swin":
+        # every stage at least one window wide (narrower ones fail in transformers' forward)
+        stages, window, patch = RND.randint(1, 3), pick(2, 4, 7), pick(2, 4)
+        side = window * 2 ** (stages - 1) * pick(1, 2)
+        hs = [pick(1, 2, 4) for _ in range(stages)]
+        return dict(image_size=side * patch, patch_size=patch, num_channels=pick(1, 3), embed_dim=max(hs) * pick(4, 8), depths=[RND.randint(1, 3) for _ in range(stages)],
+                    num_heads=hs, window_size=window, mlp_ratio=pick(4.0, 2.0, 3.0), qkv_bias=pick(True, False), use_absolute_embeddings=pick(True, False),
+                    drop_path_rate=pick(0.0, 0.1), num_labels=pick(0, 1, 5), hidden_act=pick("gelu", "relu"))
+    if mt == "deberta-v2":
+        rel = pick(True, False)
+        return dict(vocab_size=RND.randint(50, 3000), hidden_size=heads * hd, num_attention_heads=heads, intermediate_size=RND.randint(8, 300),
+                    num_hidden_layers=RND.randint(1, 3), max_position_embeddings=RND.randint(16, 600), type_vocab_size=pick(0, 2),
+                    relative_attention=rel, pos_att_type=pick("p2c|c2p", ["c2p"], "p2c", None), share_att_key=pick(True, False),
+                    position_buckets=pick(-1, 32, 256), max_relative_positions=pick(-1, 64), norm_rel_ebd=pick("none", "layer_norm"),
+                    position_biased_input=pick(True, False), embedding_size=pick(heads * hd, RND.randint(8, 200)),
+                    num_labels=RND.randint(1, 5), hidden_act=pick("gelu", "relu"))
     if mt == "bart":
         return dict(vocab_size=RND.randint(50, 3000), d_model=heads * hd, encoder_layers=RND.randint(1, 3), decoder_layers=RND.randint(1, 3),
                     encoder_attention_heads=heads, decoder_attention_heads=pick(*[k for k in (1, 2, 4) if (heads * hd) % k == 0]),

@@ -18,6 +18,8 @@ biases, parallel/sequential, sliding windows, soft-capping…), and writes
         --types mamba mamba2 qwen3_next llama4_text jamba bamba falcon_h1 --out crates/core/tests/data/hf/hybrid_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 27 --per-type 4 --full-dict \\
         --types ernie4_5 hunyuan_v1_dense cohere2 nemotron exaone4 --out crates/core/tests/data/hf/dense_more_counts.json
+    .venv/bin/python tools/hf_param_counts.py --seed 28 --per-type 4 --full-dict \\
+        --types ernie4_5_moe bloom mpt minimax --out crates/core/tests/data/hf/more_counts.json
     .venv/bin/python tools/hf_param_counts.py --seed 25 --per-type 2 --full-dict \\
         --types mixtral qwen2_moe qwen3_moe deepseek_v3 deepseek_v2 olmoe granitemoe phimoe glm4_moe gpt_oss gemma3 smollm3 granite glm4 stablelm gptj olmo2 cohere distilbert mistral qwen3 roberta \\
         --out crates/core/tests/data/hf/full_dict_counts.json
@@ -43,7 +45,8 @@ STEMS = {"mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma": "Gem
          "mamba": "Mamba", "mamba2": "Mamba2", "qwen3_next": "Qwen3Next", "llama4_text": "Llama4",
          "jamba": "Jamba", "bamba": "Bamba", "falcon_h1": "FalconH1",
          "ernie4_5": "Ernie4_5", "hunyuan_v1_dense": "HunYuanDenseV1",
-         "cohere2": "Cohere2", "nemotron": "Nemotron", "exaone4": "Exaone4"}
+         "cohere2": "Cohere2", "nemotron": "Nemotron", "exaone4": "Exaone4",
+         "ernie4_5_moe": "Ernie4_5_Moe", "bloom": "Bloom", "mpt": "Mpt", "minimax": "MiniMax"}
 # class defaults the importer refuses by name, replaced for the `-default` entries: SigLIP's
 # pooling head (unused by Gemma 3, off in its checkpoints), and Gemma3Config's 256 image tokens,
 # which a 14 × 14 patch grid (SiglipVisionConfig's 224 / 16) cannot pool to (kernel 14 // 16 = 0:
@@ -262,6 +265,24 @@ def gen(mt):
     elif mt == "hunyuan_v1_dense":
         base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
                     head_dim=pick(8, 16, 32), attention_bias=pick(True, False))
+    elif mt == "ernie4_5_moe":
+        e = pick(2, 4, 8)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    use_bias=pick(True, False), moe_intermediate_size=RND.randint(8, 100), moe_num_experts=e,
+                    moe_k=pick(*[k for k in (1, 2, 4) if k <= e]), moe_num_shared_experts=pick(0, 1, 2),
+                    moe_layer_start_index=pick(0, 1), moe_layer_end_index=pick(-1, L - 1, 1), moe_layer_interval=pick(1, 2))
+    elif mt == "bloom":
+        base.update(hidden_size=heads*hd, n_head=heads, n_layer=L, hidden_dropout=pick(0.0, 0.1), attention_dropout=pick(0.0, 0.1))
+        del base["num_hidden_layers"]
+    elif mt == "mpt":
+        base.update(d_model=heads*hd, n_heads=heads, n_layers=L, max_seq_len=RND.randint(16, 600), no_bias=pick(True, False),
+                    attn_config=dict(attn_pdrop=0, alibi_bias_max=pick(8, 16)))
+        del base["num_hidden_layers"]
+    elif mt == "minimax":
+        e = pick(2, 4, 8)
+        base.update(hidden_size=heads*hd, intermediate_size=RND.randint(8, 300), num_attention_heads=heads, num_key_value_heads=kv,
+                    head_dim=pick(None, 8, 16, 32), num_local_experts=e, num_experts_per_tok=pick(*[k for k in (1, 2) if k <= e]),
+                    block_size=pick(16, 64, 256), layer_types=[pick("full_attention", "linear_attention") for _ in range(L)])
     if mt == "distilbert" and FULL_DICT:
         base["sinusoidal_pos_embds"] = pick(True, False)
     if mt != "clip":

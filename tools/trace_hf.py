@@ -128,7 +128,7 @@ def main():
             ids = torch.randint(0, t.vocab_size, (a.batch, t.max_position_embeddings))
             x = px
             loss_fn = lambda: model(input_ids=ids, pixel_values=px, return_loss=True).loss
-        elif cfgd["model_type"] in ("vit", "dinov2", "convnext"):
+        elif cfgd["model_type"] in ("vit", "dinov2", "convnext", "swin"):
             size = cfg.image_size
             x = torch.randn(a.batch, cfg.num_channels, size, size)
             y = torch.randint(0, cfg.num_labels, (a.batch,))
@@ -157,6 +157,21 @@ def main():
             ids = torch.randint(0, cfg.text_config.vocab_size - 1, (a.batch, a.seq_len))
             ids[:, :n] = cfg.image_token_id
             loss_fn = lambda: model(input_ids=ids, pixel_values=x, labels=ids).loss
+        elif cfgd["model_type"] == "wav2vec2":
+            # a 10 s clip at 16 kHz (the importer's); the CTC loss needs data-dependent target
+            # lengths fake tensors cannot run: a cross-entropy over the frames' logits instead
+            # (layerdrop and SpecAugment off in the traced configs: both branch on values)
+            x = torch.randn(a.batch, 160_000, dtype=dtype)
+            def loss_fn():
+                logits = model(input_values=x).logits
+                y = torch.randint(0, logits.shape[-1], logits.shape[:2])
+                return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        elif cfgd["model_type"] == "deberta-v2":
+            # its own loss picks the labelled rows with `nonzero()` (a data-dependent shape fake
+            # tensors cannot run): the same cross-entropy on the logits
+            x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
+            y = torch.randint(0, cfg.num_labels, (a.batch,))
+            loss_fn = lambda: torch.nn.functional.cross_entropy(model(input_ids=x).logits, y)
         elif arch.endswith("ForSequenceClassification"):
             x = torch.randint(0, cfg.vocab_size, (a.batch, a.seq_len))
             y = torch.randint(0, cfg.num_labels, (a.batch,))

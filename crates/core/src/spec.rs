@@ -29,6 +29,10 @@ use crate::layer::{
     recurrent::Recurrent,
     ssm::{Mamba2Mixer, MambaMixer},
     gated_delta::GatedDeltaNet,
+    lightning::LightningAttention,
+    disentangled::{DisentangledAttention, RelativeEmbeddings},
+    swin::{PatchMerging, SwinBlock, TokenMean},
+    audio::PositionalConv,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
@@ -256,6 +260,20 @@ leaves {
     Mamba2Mixer(l: Mamba2Mixer) = "mamba2_mixer", r#"{"hidden_size":128,"num_heads":8,"head_dim":32,"state_size":16}"#, |b, x| l.lower(b, x);
     /// Gated DeltaNet linear attention (Qwen3-Next's `linear_attention` layers): a fixed recurrent state.
     GatedDeltaNet(l: GatedDeltaNet) = "gated_delta_net", r#"{"hidden_size":128,"num_k_heads":2,"num_v_heads":4,"head_k_dim":32,"head_v_dim":32}"#, |b, x| l.lower(b, x);
+    /// MiniMax's lightning attention (its `linear_attention` layers): block-wise linear attention, a fixed `[H, d, d]` state.
+    LightningAttention(l: LightningAttention) = "lightning_attention", r#"{"hidden_size":128,"num_heads":4,"block_size":32}"#, |b, x| l.lower(b, x);
+    /// DeBERTa's relative-position embeddings (`rel_embeddings`, optional LayerNorm), read by the `disentangled_attention` layers after it.
+    RelativeEmbeddings(l: RelativeEmbeddings) = "relative_embeddings", r#"{"num_embeddings":64,"hidden_size":128}"#, |b, x| l.lower(b, x);
+    /// DeBERTa-v2's `DisentangledSelfAttention`: content scores plus gathered content-to-position and position-to-content scores; `[S, H·d]` context out.
+    DisentangledAttention(l: DisentangledAttention) = "disentangled_attention", r#"{"hidden_size":128,"num_heads":4}"#, |b, x| l.lower(b, x);
+    /// Swin's `SwinLayer` on a `[H·W, dim]` token map: (shifted) window attention with its relative position bias, MLP; one activation-checkpointing unit.
+    SwinBlock(l: SwinBlock) = "swin_block", r#"{"dim":128,"num_heads":4,"resolution":[4,4],"window_size":2,"shift":true,"intermediate_size":256}"#, |b, x| b.in_unit(|b| l.lower(b, x));
+    /// Swin's `SwinPatchMerging`: `[H·W, C]` → `[⌈H/2⌉·⌈W/2⌉, 2C]`.
+    PatchMerging(l: PatchMerging) = "patch_merging", r#"{"dim":128,"resolution":[4,4]}"#, |b, x| l.lower(b, x);
+    /// The mean over the tokens (`AdaptiveAvgPool1d(1)` of a `[L, C]` map): `[C]`.
+    TokenMean(l: TokenMean) = "token_mean", r#"{}"#, |b, x| l.lower(b, x);
+    /// wav2vec 2.0's positional convolution: a weight-normed grouped `Conv1d` over `[T, hidden]` (its `g` and `v` are the parameters), GELU.
+    PositionalConv(l: PositionalConv) = "positional_conv", r#"{"hidden_size":128,"kernel_size":4,"groups":4}"#, |b, x| l.lower(b, x);
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

@@ -152,7 +152,7 @@ fn leaf() -> impl Strategy<Value = Value> {
                     "router": if f1 { "grouped_sigmoid" } else if dim < 0 { "topk_softmax" } else { "softmax" }, "n_group": if f1 { 2 } else { 1 },
                     "expert_bias": dim < 0, "router_bias": dim == -2, "activation": if dim == -1 { "clamped_swiglu" } else { "silu" },
                     "topk_group": if f1 { 2 } else { 1 }, "shared_intermediate_size": if f2 { json!(c) } else { json!(null) },
-                    "shared_expert_gate": f2 && !f1}),
+                    "shared_expert_gate": f2 && !f1, "shared_bias": f2 && dim == 1, "router_stats": dim == 2}),
                 "multi_head_latent_attention" => json!({"hidden_size": a, "num_heads": k, "q_lora_rank": if f1 { json!(c) } else { json!(null) },
                     "kv_lora_rank": b, "qk_rope_head_dim": 2 * k, "qk_nope_head_dim": s, "v_head_dim": k + s, "rope_interleave": f2}),
                 "mamba_mixer" => json!({"hidden_size": a, "intermediate_size": b, "state_size": k, "conv_kernel": s.max(1), "time_step_rank": k,
@@ -160,6 +160,14 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "mamba2_mixer" => json!({"hidden_size": a, "num_heads": 2 * k, "head_dim": s.max(1), "state_size": k, "n_groups": if f1 { 2 } else { 1 },
                     "chunk_size": s.max(1) * 4, "conv_bias": f1, "bias": f2, "gated_norm": !f1}),
                 "gated_delta_net" => json!({"hidden_size": a, "num_k_heads": k, "num_v_heads": 2 * k, "head_k_dim": s.max(1), "head_v_dim": k, "conv_kernel": s.max(1)}),
+                "lightning_attention" => json!({"hidden_size": a, "num_heads": k, "head_dim": s.max(1), "block_size": s.max(1) * 4}),
+                "swin_block" => json!({"dim": a, "num_heads": k, "resolution": [s.max(1) * 2, k], "window_size": s.max(1), "shift": f1, "intermediate_size": b,
+                    "qkv_bias": f2, "dropout": p, "attention_dropout": p, "drop_path": p / 3.0}),
+                "patch_merging" => json!({"dim": a, "resolution": [s.max(1) + 1, k]}),
+                "token_mean" => json!({}),
+                "positional_conv" => json!({"hidden_size": a, "kernel_size": s.max(1) + k, "groups": k, "mask_embed": f1}),
+                "relative_embeddings" => json!({"num_embeddings": if f1 { b } else { 0 }, "hidden_size": a, "layer_norm": f2}),
+                "disentangled_attention" => json!({"hidden_size": a, "num_heads": k, "relative": f1, "c2p": f2, "p2c": dim > 0, "share_att_key": dim == 1, "dropout": p, "pos_dropout": p / 2.0}),
                 _ => {
                     let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else if dim == 2 { "cohere_layer_norm" } else { "layer_norm" }});
                     // the Hugging Face switches (issue 12), some at a time

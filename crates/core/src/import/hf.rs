@@ -18,7 +18,7 @@
 //! (SmolLM3, Granite, GLM-4, StableLM, GPT-J), `hf/olmo.rs` (OLMo 2), `hf/encoders.rs` (BERT,
 //! RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA), `hf/seq2seq.rs` (T5, Whisper), `hf/bart.rs` (BART),
 //! `hf/clip.rs` (CLIP), `hf/siglip.rs` (SigLIP), `hf/vlm.rs` (Gemma 3's image-text model), `hf/qwen_vl.rs` (Qwen2.5-VL),
-//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/modernbert.rs` (ModernBERT), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
+//! `hf/llava.rs` (LLaVA, PaliGemma), `hf/modernbert.rs` (ModernBERT), `hf/alibi.rs` (BLOOM, MPT), `hf/deberta.rs` (DeBERTa-v2), `hf/swin.rs` (Swin), `hf/wav2vec2.rs` (wav2vec 2.0), `hf/dinov2.rs` (DINOv2), `hf/convnext.rs` (ConvNeXt), and
 //! `hf_moe.rs` with `moe_families.rs` (the mixture-of-experts decoders).
 //! Generic `PretrainedConfig` fields are accepted alike by all (`import/generic.rs`).
 //!
@@ -55,6 +55,10 @@ mod dinov2;
 mod convnext;
 mod siglip;
 mod modernbert;
+mod alibi;
+mod deberta;
+mod swin;
+mod wav2vec2;
 
 pub use qwen_vl::{smart_resize, DEFAULT_IMAGE as QWEN_VL_DEFAULT_IMAGE};
 
@@ -62,8 +66,8 @@ pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
-    "bart", "bert", "clip", "cohere", "cohere2", "convnext", "dinov2", "distilbert", "electra", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama",
-    "llava", "mamba", "mamba2", "mistral", "modernbert", "nemotron", "olmo2", "opt", "paligemma", "phi", "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "t5", "vit", "whisper", "xlm-roberta",
+    "bart", "bert", "bloom", "clip", "cohere", "cohere2", "convnext", "deberta-v2", "dinov2", "distilbert", "electra", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama",
+    "llava", "mamba", "mamba2", "mistral", "modernbert", "mpt", "nemotron", "olmo2", "opt", "paligemma", "phi", "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "swin", "t5", "vit", "wav2vec2", "whisper", "xlm-roberta",
 ];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
@@ -125,6 +129,11 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "qwen2_5_vl" => qwen_vl::qwen2_5_vl(&c, arch, qwen_vl::DEFAULT_IMAGE),
         "llava" => llava::llava(&c, arch, from_config),
         "paligemma" => llava::paligemma(&c, arch, from_config),
+        "bloom" => alibi::bloom(&c, arch),
+        "mpt" => alibi::mpt(&c, arch),
+        "deberta-v2" => deberta::deberta_v2(&c, arch),
+        "swin" => swin::swin(&c, arch),
+        "wav2vec2" => wav2vec2::wav2vec2(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
@@ -154,7 +163,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
         ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere2", "cohere2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"), ("Mamba", "mamba"), ("Mamba2", "mamba2"), ("Ernie4_5", "ernie4_5"), ("HunYuanDenseV1", "hunyuan_v1_dense"), ("Nemotron", "nemotron"), ("Exaone4", "exaone4"),
-        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"),
+        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"), ("Bloom", "bloom"), ("Mpt", "mpt"), ("Ernie4_5_Moe", "ernie4_5_moe"), ("MiniMax", "minimax"), ("DebertaV2", "deberta-v2"), ("Swin", "swin"), ("Wav2Vec2", "wav2vec2"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

@@ -13,6 +13,8 @@
 //! | `olmoe` | RMSNorm, GQA + RoPE, biases by `attention_bias`, `q_norm`/`k_norm` over the whole projections (`qk_norm_full`) | [`SparseMoe`] of `intermediate_size` experts, `softmax` router, `norm_topk_prob` |
 //! | `granitemoe` | as `mixtral`, biases by `attention_bias`; `embedding_multiplier` and `logits_scaling` as `scale` layers | [`SparseMoe`] with the `topk_softmax` router (no bias) |
 //! | `phimoe` | LayerNorms with biases, GQA + RoPE, biases by `attention_bias`, `lm_head_bias` | [`SparseMoe`]; the sparsemixer router lowered as `softmax` (its top-2 masks are `[S, E]` temporaries) |
+//! | `ernie4_5_moe` | RMSNorm, GQA + RoPE, every projection (and `lm_head`) biased by `use_bias` | dense MLP before `moe_layer_start_index` (and off `moe_layer_interval`), then [`SparseMoe`] with the `softmax` router, its frozen `e_score_correction_bias` parameter and `moe_num_shared_experts` biased shared experts |
+//! | `minimax` | RMSNorm; [`crate::layer::lightning::LightningAttention`] on `linear_attention` layers, GQA + RoPE (`sliding_window`) on `full_attention` ones | [`SparseMoe`] as `mixtral` on every layer |
 //! | `glm4_moe` | RMSNorm, GQA + partial RoPE (`partial_rotary_factor`, default 0.5), q/k/v biases (`attention_bias`), no `o_proj` bias, per-head `q_norm`/`k_norm` with `use_qk_norm`, `head_dim` of its own | as `deepseek_v3` (`Glm4MoeTopkRouter` is DeepSeek-V3's; `Glm4MoeMoE` always adds `n_shared_experts` shared experts) |
 //!
 //! `head_dim` may differ from `hidden_size / num_attention_heads` (Qwen3-MoE's 128 at 2048 × 32,
@@ -47,7 +49,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The `model_type`s this module imports.
-pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1"];
+pub const MODEL_TYPES: &[&str] = &["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "glm4_moe", "gpt_oss", "olmoe", "granitemoe", "phimoe", "qwen3_next", "llama4_text", "jamba", "bamba", "falcon_h1", "ernie4_5_moe", "minimax"];
 
 /// Decoder layers this importer builds at most (a spec holds 200,000 layers once expanded, and
 /// each decoder layer is several).
@@ -77,6 +79,8 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "jamba" => "Jamba",
         "bamba" => "Bamba",
         "falcon_h1" => "FalconH1",
+        "ernie4_5_moe" => "Ernie4_5_Moe",
+        "minimax" => "MiniMax",
         other => return Err(Error::Import(format!("`{other}` is not a mixture-of-experts model_type"))),
     };
     let llama4_base = model_type == "llama4_text" && arch == Some("Llama4TextModel");
@@ -108,15 +112,19 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         "jamba" => super::moe_hybrid::jamba(&c, &d, h, n_layers)?,
         "bamba" => super::moe_hybrid::bamba(&c, &d, h, n_layers)?,
         "falcon_h1" => super::moe_hybrid::falcon_h1(&c, &d, h, n_layers)?,
+        "ernie4_5_moe" => super::moe_families::ernie4_5_moe(&c, &d, h, n_layers)?,
+        "minimax" => super::moe_hybrid::minimax(&c, &d, h, n_layers)?,
         _ => gqa_moe(&c, model_type, &d, h, n_layers, eps)?,
     };
-    let tied = c.flag("tie_word_embeddings", false)?;
+    let ernie = model_type == "ernie4_5_moe";
+    // Ernie4_5_MoeConfig ties by default; its `lm_head` is biased by `use_bias`
+    let tied = c.flag("tie_word_embeddings", ernie)?;
     // Granite-MoE: `inputs_embeds * embedding_multiplier`, `logits / logits_scaling` (new
     // tensors: `scale` layers); `residual_multiplier` scales each branch (a transient `[S, D]`
     // saving nothing, not written out) and `attention_multiplier` is the attention's scaling
     // PhiMoE's norms are `nn.LayerNorm`s with biases (eps `rms_norm_eps`); its `lm_head` may have a bias
     let phimoe = model_type == "phimoe";
-    let head_bias = phimoe && c.flag("lm_head_bias", false)?;
+    let head_bias = (phimoe && c.flag("lm_head_bias", false)?) || (ernie && c.flag("use_bias", false)?);
     let granite = if model_type == "granitemoe" {
         let m = |key: &str| -> Result<f64> {
             match c.get(key) {
@@ -259,27 +267,11 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         }
     };
     let attn = Layer::MultiheadAttention(MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
         dropout: c.prob("attention_dropout", 0.0)?,
-        bias: qkv_bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
         out_bias: (out_bias != qkv_bias).then_some(out_bias),
         qk_norm: qk_norm.then_some(NormKind::RmsNorm),
-        head_dim,
-        rotary_dim: None,
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
         qk_norm_full: olmoe,
-        attention_chunk: None,
-        output_gate: false,
+        ..super::moe_cfg::gqa_attention(h, heads, kv, head_dim.unwrap_or(h / heads), qkv_bias)
     });
     let (experts_key, experts_default) = match model_type {
         "mixtral" | "granitemoe" => ("num_local_experts", 8),
@@ -317,6 +309,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
             expert_bias: false,
             router_bias: false,
             activation: ExpertActivation::Silu,
+            shared_bias: false,
+            router_stats: false,
         };
         return Ok((0..n_layers).map(|_| (attn.clone(), Layer::SparseMoe(moe.clone()))).collect());
     }
@@ -336,6 +330,8 @@ fn gqa_moe(c: &Cfg, model_type: &str, d: &Defaults, h: u64, n_layers: u64, _eps:
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
+        shared_bias: false,
+        router_stats: false,
     };
     // Qwen2MoeDecoderLayer: a sparse block where `layer_idx not in mlp_only_layers and
     // num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0`, else the dense MLP.
@@ -449,6 +445,8 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64, v2: bool) -> Result<Vec
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
+        shared_bias: false,
+        router_stats: false,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", if v2 { 11008 } else { 18432 })?, bias: false, gelu_new_dropout: None });
     let first_dense = c.int("first_k_dense_replace", if v2 { 0 } else { 3 })?;

@@ -54,6 +54,10 @@ impl Defaults {
             "bamba" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 262144 },
             // FalconH1Config()
             "falcon_h1" => Defaults { hidden: 4096, vocab: 128000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 8192 },
+            // MiniMaxConfig()
+            "minimax" => Defaults { hidden: 4096, vocab: 32000, layers: 32, heads: 32, kv_heads: 8, intermediate: 14336, eps: 1e-5, max_pos: 131072 },
+            // Ernie4_5_MoeConfig()
+            "ernie4_5_moe" => Defaults { hidden: 2560, vocab: 103424, layers: 28, heads: 20, kv_heads: 4, intermediate: 12288, eps: 1e-5, max_pos: 131072 },
             // DeepseekV2Config()
             "deepseek_v2" => Defaults { hidden: 4096, vocab: 102400, layers: 32, heads: 32, kv_heads: 32, intermediate: 11008, eps: 1e-6, max_pos: 2048 },
             // DeepseekV3Config()
@@ -76,6 +80,35 @@ pub(super) fn head_dim(c: &Cfg, h: u64, heads: u64) -> Result<Option<u64>> {
         None if h < heads => Err(Error::Import(format!("hidden_size ({h}) is smaller than num_attention_heads ({heads}) (set `head_dim`)"))),
         None if !h.is_multiple_of(heads) => Ok(Some(h / heads)),
         None => Ok(None),
+    }
+}
+
+/// Grouped-query causal attention with rotary over every head, biases by `bias` on all four
+/// projections, `head_dim` kept only where it differs from `h / heads` (callers set what differs).
+pub(super) fn gqa_attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> crate::layer::attention::MultiheadAttention {
+    crate::layer::attention::MultiheadAttention {
+        embed_dim: h,
+        num_heads: heads,
+        num_kv_heads: (kv != heads).then_some(kv),
+        dropout: 0.0,
+        bias,
+        causal: true,
+        rotary: true,
+        fused_qkv: false,
+        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
+        out_bias: None,
+        rotary_dim: None,
+        qk_norm: None,
+        sliding_window: None,
+        logit_softcap: None,
+        key_bias: None,
+        position_bias: false,
+        contiguous_heads: false,
+        sinks: false,
+        qk_norm_full: false,
+        attention_chunk: None,
+        output_gate: false,
+        eager_only: false,
     }
 }
 

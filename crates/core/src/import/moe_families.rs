@@ -1,7 +1,7 @@
 //! The newer mixture-of-experts decoders `hf_moe.rs` dispatches to: GLM-4.5 (`glm4_moe`) and
 //! GPT-OSS (`gpt_oss`), as transformers 5.24 builds them (see `hf_moe.rs`'s table).
 
-use super::moe_cfg::{head_dim, Block, Cfg, Defaults};
+use super::moe_cfg::{gqa_attention, head_dim, Block, Cfg, Defaults};
 use crate::error::{Error, Result};
 use crate::layer::attention::MultiheadAttention;
 use crate::layer::linear::GatedMlp;
@@ -40,27 +40,11 @@ pub(super) fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<V
     let bias = c.flag("attention_bias", false)?;
     c.ignore(&["num_nextn_predict_layers", "num_mtp_layers", "pretraining_tp"]);
     let attn = Layer::MultiheadAttention(MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
         dropout: c.prob("attention_dropout", 0.0)?,
-        bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
         out_bias: bias.then_some(false),
         qk_norm: c.flag("use_qk_norm", false)?.then_some(NormKind::RmsNorm),
-        head_dim: hd,
         rotary_dim: (rd < head).then_some(rd),
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
-        qk_norm_full: false,
-        attention_chunk: None,
-        output_gate: false,
+        ..gqa_attention(h, heads, kv, head, bias)
     });
     let moe_i = c.size("moe_intermediate_size", 1408)?;
     let n_shared = c.int("n_shared_experts", 1)?;
@@ -83,6 +67,8 @@ pub(super) fn glm4_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<V
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
+        shared_bias: false,
+        router_stats: false,
     };
     let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias: false, gelu_new_dropout: None });
     let first_dense = c.int("first_k_dense_replace", 1)?;
@@ -161,6 +147,7 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
             qk_norm_full: false,
             attention_chunk: None,
             output_gate: false,
+            eager_only: false,
         })
     };
     c.prob("attention_dropout", 0.0)?;
@@ -183,6 +170,76 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
         expert_bias: true,
         router_bias: true,
         activation: ExpertActivation::ClampedSwiglu,
+        shared_bias: false,
+        router_stats: false,
     };
     Ok(windows.into_iter().map(|w| (attn(w), Layer::SparseMoe(moe.clone()))).collect())
+}
+
+/// ERNIE 4.5 MoE (`modeling_ernie4_5_moe.py`): `Ernie4_5_MoeAttention` (GQA + RoPE, every
+/// projection biased by `use_bias`, `head_dim` by `getattr(config, "head_dim", hidden //
+/// heads)`); a sparse block on layer `i` when `(i + 1) % moe_layer_interval == 0` and
+/// `moe_layer_start_index ≤ i ≤ moe_layer_end_index` (`-1`: the last layer,
+/// `Ernie4_5_MoeConfig.__post_init__`), the dense `intermediate_size` MLP elsewhere (layer 0 by
+/// default: dense-first). The sparse block: `Ernie4_5_MoeTopKRouter` (fp32 `weight [E, D]`,
+/// softmax, top-k over the probabilities plus `moe_statics.e_score_correction_bias`, a frozen
+/// `[1, E]` parameter; renormalised), bias-free fused experts, and `moe_num_shared_experts`
+/// shared experts as one MLP of `moe_intermediate_size × n` (biased by `use_bias`).
+pub(super) fn ernie4_5_moe(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Vec<Block>> {
+    let heads = c.size("num_attention_heads", d.heads)?;
+    let kv = c.size("num_key_value_heads", d.kv_heads)?;
+    if !heads.is_multiple_of(kv) {
+        return Err(Error::Import(format!("num_attention_heads ({heads}) must be divisible by num_key_value_heads ({kv})")));
+    }
+    let hd = head_dim(c, h, heads)?;
+    let bias = c.flag("use_bias", false)?;
+    let attn = Layer::MultiheadAttention(MultiheadAttention {
+        dropout: c.prob("attention_dropout", 0.0)?,
+        ..gqa_attention(h, heads, kv, hd.unwrap_or(h / heads), bias)
+    });
+    let experts = c.size("moe_num_experts", c.opt_int("num_experts")?.unwrap_or(64))?;
+    let top_k = c.size("moe_k", c.opt_int("num_experts_per_tok")?.unwrap_or(6))?;
+    if top_k > experts {
+        return Err(Error::Import(format!("field `moe_k` ({top_k}) must be at most moe_num_experts ({experts})")));
+    }
+    let moe_i = c.size("moe_intermediate_size", 1536)?;
+    let n_shared = c.int("moe_num_shared_experts", 2)?;
+    c.float("moe_norm_min", 1e-12)?;
+    let moe = SparseMoe {
+        hidden_size: h,
+        num_experts: experts,
+        top_k,
+        intermediate_size: moe_i,
+        router: Router::Softmax,
+        norm_topk_prob: true,
+        n_group: 1,
+        topk_group: 1,
+        shared_intermediate_size: (n_shared > 0).then(|| moe_i.saturating_mul(n_shared)),
+        shared_expert_gate: false,
+        expert_bias: false,
+        router_bias: false,
+        activation: ExpertActivation::Silu,
+        shared_bias: bias,
+        router_stats: true,
+    };
+    let dense = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", d.intermediate)?, bias, gelu_new_dropout: None });
+    // layer indices as Python compares them: `moe_layer_end_index` may be -1 (the last layer)
+    let index = |key: &str, default: i64| -> Result<i64> {
+        match c.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_i64().filter(|i| *i >= -1).ok_or_else(|| Cfg::wrong(key, "a layer index (or -1)", v)),
+        }
+    };
+    let start = index("moe_layer_start_index", 1)?;
+    let end = match index("moe_layer_end_index", -1)? {
+        -1 => n_layers as i64 - 1,
+        e => e,
+    };
+    let interval = c.size("moe_layer_interval", 1)?;
+    Ok((0..n_layers)
+        .map(|i| {
+            let sparse = (i + 1).is_multiple_of(interval) && (i as i64) >= start && (i as i64) <= end;
+            (attn.clone(), if sparse { Layer::SparseMoe(moe.clone()) } else { dense.clone() })
+        })
+        .collect())
 }

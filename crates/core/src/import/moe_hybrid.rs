@@ -4,7 +4,7 @@
 //! attention on the RoPE layers, no-RoPE full-attention layers, MoE layers interleaved with
 //! dense ones). Each layer is `(token mixer, feed-forward)`, wrapped by `hf_moe::group`.
 
-use super::moe_cfg::{Block, Cfg, Defaults};
+use super::moe_cfg::{gqa_attention as attention, Block, Cfg, Defaults};
 use crate::error::{Error, Result};
 use crate::layer::attention::MultiheadAttention;
 use crate::layer::gated_delta::GatedDeltaNet;
@@ -53,32 +53,6 @@ fn rotary_dim(c: &Cfg, head_dim: u64, default: f64) -> Result<Option<u64>> {
     Ok((rd < head_dim).then_some(rd))
 }
 
-fn attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) -> MultiheadAttention {
-    MultiheadAttention {
-        embed_dim: h,
-        num_heads: heads,
-        num_kv_heads: (kv != heads).then_some(kv),
-        dropout: 0.0,
-        bias,
-        causal: true,
-        rotary: true,
-        fused_qkv: false,
-        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
-        out_bias: None,
-        rotary_dim: None,
-        qk_norm: None,
-        sliding_window: None,
-        logit_softcap: None,
-        key_bias: None,
-        position_bias: false,
-        contiguous_heads: false,
-        sinks: false,
-        qk_norm_full: false,
-        attention_chunk: None,
-        output_gate: false,
-    }
-}
-
 /// `experts` SwiGLU experts of `i`, `top_k` per token, softmax-routed, no shared expert (callers
 /// set what differs).
 fn moe(h: u64, experts: u64, top_k: u64, i: u64) -> SparseMoe {
@@ -96,6 +70,8 @@ fn moe(h: u64, experts: u64, top_k: u64, i: u64) -> SparseMoe {
         expert_bias: false,
         router_bias: false,
         activation: ExpertActivation::Silu,
+        shared_bias: false,
+        router_stats: false,
     }
 }
 
@@ -355,4 +331,61 @@ fn mamba2_mixer(c: &Cfg, h: u64, inner: u64, out_bias: Option<bool>, gated_norm:
         out_bias,
         gated_norm,
     }))
+}
+
+/// MiniMax (`modeling_minimax.py`): Mixtral's layers with `MiniMaxLightningAttention` (block-wise
+/// linear attention, a fixed state per sequence: `layer::lightning`) on `linear_attention`
+/// layers and `MiniMaxAttention` (GQA + RoPE, bias-free, `sliding_window`) on `full_attention`
+/// ones; `layer_types` defaults to full on even layers, linear on odd ones
+/// (`MiniMaxConfig.__post_init__`). Every layer's feed-forward is `MiniMaxSparseMoeBlock`
+/// (Mixtral's fp32-softmax router, `num_local_experts` experts of `intermediate_size`). The
+/// residual weights (`*_alpha_factor`, `*_beta_factor`) scale by Python numbers: transient
+/// `[S, D]` products that save nothing.
+pub(super) fn minimax(c: &Cfg, d: &Defaults, h: u64, n: u64) -> Result<Vec<Block>> {
+    use crate::layer::lightning::LightningAttention;
+    let heads = c.size("num_attention_heads", d.heads)?;
+    // `None` (a `null`) becomes `num_attention_heads` in `__post_init__`; absent, the class's 8
+    let kv_default = if c.map.get("num_key_value_heads").is_some_and(Value::is_null) { heads } else { d.kv_heads };
+    let kv = c.size("num_key_value_heads", kv_default)?;
+    if !heads.is_multiple_of(kv) {
+        return Err(Error::Import(format!("num_attention_heads ({heads}) must be divisible by num_key_value_heads ({kv})")));
+    }
+    // `getattr(config, "head_dim", None) or hidden_size // num_attention_heads`
+    let hd = match c.opt_int("head_dim")? {
+        Some(hd) if hd > 0 => hd,
+        _ if h < heads => return Err(Error::Import(format!("hidden_size ({h}) is smaller than num_attention_heads ({heads}) (set `head_dim`)"))),
+        _ => h / heads,
+    };
+    let window = c.opt_int("sliding_window")?;
+    if window == Some(0) {
+        return Err(Error::Import("field `sliding_window` must be at least 1".into()));
+    }
+    let types = layer_types(c, n, &["full_attention", "linear_attention"], |i| if i % 2 == 0 { "full_attention" } else { "linear_attention" })?;
+    let full = Layer::MultiheadAttention(MultiheadAttention {
+        dropout: c.prob("attention_dropout", 0.0)?,
+        sliding_window: window,
+        ..attention(h, heads, kv, hd, false)
+    });
+    let linear = Layer::LightningAttention(LightningAttention {
+        hidden_size: h,
+        num_heads: heads,
+        head_dim: (Some(hd) != h.checked_div(heads).filter(|_| h.is_multiple_of(heads))).then_some(hd),
+        block_size: c.size("block_size", 256)?,
+    });
+    for key in ["full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor", "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor"] {
+        c.float(key, 1.0)?;
+    }
+    if c.float("router_jitter_noise", 0.0)? != 0.0 {
+        return Err(Error::Import("field `router_jitter_noise`: the input jitter in training is not modelled (0 turns it off)".into()));
+    }
+    let experts = c.size("num_local_experts", c.opt_int("num_experts")?.unwrap_or(8))?;
+    let top_k = c.size("num_experts_per_tok", 2)?;
+    if top_k > experts {
+        return Err(Error::Import(format!("field `num_experts_per_tok` ({top_k}) must be at most num_local_experts ({experts})")));
+    }
+    let sparse = Layer::SparseMoe(SparseMoe { router: Router::SoftmaxFp32, ..moe(h, experts, top_k, c.size("intermediate_size", d.intermediate)?) });
+    Ok(types
+        .iter()
+        .map(|t| (if t == "linear_attention" { linear.clone() } else { full.clone() }, sparse.clone()))
+        .collect())
 }

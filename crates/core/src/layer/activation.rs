@@ -21,6 +21,24 @@ pub enum FfnActivation {
     Silu,
     /// `x * sigmoid(1.702 x)` (CLIP's `quick_gelu`): saves `x` and the sigmoid's output.
     QuickGelu,
+    /// BLOOM's `BloomGelu` (`modeling_bloom.py`): the tanh GELU as a custom autograd function
+    /// written in Python ops, saving `x`; its forward and backward build their polynomials from
+    /// out-of-place temporaries ([`bloom_gelu`]).
+    BloomGelu,
+}
+
+/// `GeLUFunction.apply(x)` of `modeling_bloom.py`: saves `x`. `bloom_gelu_forward` evaluates
+/// `x * 0.5 * (1.0 + tanh(0.79788456 * x * (1 + 0.044715 * x * x)))` left to right: at most four
+/// `x`-sized temporaries live at once (`x * 0.5`, `0.79788456 * x`, `0.044715 * x` and its
+/// product with `x`), three beyond the output. `bloom_gelu_back` holds `tanh_out`, `0.5 * x`,
+/// `1 - tanh_out²`, `0.1070322243 * x` and its product with `x` at once: four beyond the
+/// gradient it returns. Read from the source, not measured separately.
+pub fn bloom_gelu(b: &mut Builder, x: ValueId) -> ValueId {
+    let bytes = b.value(x).shape.numel().saturating_mul(b.dtype(x).size());
+    let y = unary(b, "bloom_gelu", x, Saves::Input);
+    b.last_fwd_scratch(crate::graph::Lin { fixed: 0, per_sample: bytes.saturating_mul(3) });
+    b.last_bwd_scratch(crate::graph::Lin { fixed: 0, per_sample: bytes.saturating_mul(4) });
+    y
 }
 
 /// What an element-wise op keeps for its backward.

@@ -96,6 +96,10 @@ pub struct MultiheadAttention {
     /// is twice as wide (queries and gate per head), `attn_output * sigmoid(gate)` before `o_proj`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub output_gate: bool,
+    /// The model computes its attention itself, eagerly, whatever `attention` says (BLOOM's
+    /// `BloomAttention`, MPT's `MptAttention`: transformers refuses SDPA for both).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub eager_only: bool,
 }
 
 impl MultiheadAttention {
@@ -223,7 +227,7 @@ impl MultiheadAttention {
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
-        let eager = b.opts.attention == AttentionImpl::Eager || self.sinks;
+        let eager = b.opts.attention == AttentionImpl::Eager || self.sinks || self.eager_only;
         // SDPA gets an explicit mask only for a sliding window shorter than the sequence.
         let explicit_mask = !eager && (self.position_bias || self.window().is_some_and(|w| seq >= w));
         let no_bias = "`position_bias` needs a `relative_position_bias` layer earlier in the model";

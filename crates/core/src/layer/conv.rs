@@ -147,7 +147,7 @@ fn spatial(
 }
 
 /// The convolution op: saves input and weight, output in the compute dtype.
-fn conv_op(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueId>, out: Shape) -> ValueId {
+pub(super) fn conv_op(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueId>, out: Shape) -> ValueId {
     let mut ins = vec![x, w];
     ins.extend(bias);
     let (ins, dt) = b.autocast(CastPolicy::Lower, &ins);

@@ -116,6 +116,14 @@ pub struct SparseMoe {
     /// The experts' gated activation (default `silu`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub activation: ExpertActivation,
+    /// Biases on the shared expert's three projections (ERNIE 4.5's `use_bias`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shared_bias: bool,
+    /// ERNIE 4.5's `gate.moe_statics.e_score_correction_bias`: a `[1, E]` parameter with
+    /// `requires_grad=False` (counted by `parameters()`, never trained), added to the routing
+    /// probabilities before the top-k (`Ernie4_5_MoeStatics`, `modeling_ernie4_5_moe.py`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub router_stats: bool,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -173,7 +181,7 @@ impl SparseMoe {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         self.check()?;
         let seq = sequence_len(b, x, self.hidden_size)?;
-        let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: false, gelu_new_dropout: None };
+        let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: self.shared_bias, gelu_new_dropout: None };
         // Qwen2MoeSparseMoeBlock.forward runs the shared expert first; DeepseekV3MoE last.
         let early_shared = match self.shared_intermediate_size {
             Some(i) if self.shared_expert_gate => Some(shared(i).lower(b, x)?),
@@ -201,6 +209,14 @@ impl SparseMoe {
         let (e, k) = (self.num_experts, self.top_k);
         let idx = (Shape::new([seq, k]), true, DType::I64);
         let w = b.param(Shape::new([e, self.hidden_size]));
+        if self.router_stats {
+            // `nn.Parameter(..., requires_grad=False)`: a frozen parameter. Its `[S, E]` sum with
+            // the probabilities lives only inside `torch.topk(...)` (not modelled)
+            let was = b.frozen;
+            b.frozen = true;
+            b.param(Shape::new([1, e]));
+            b.frozen = was;
+        }
         let (top, wdt) = if self.router == Router::GroupedSigmoid {
             // e_score_correction_bias: a buffer, converted with the model by `.to(dtype)`
             let dt = b.param_dtype();

@@ -84,6 +84,9 @@ pub struct TransformerLayer {
     /// has none there, only after the feed-forward).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attn_out_dropout: Option<f64>,
+    /// The attention runs eagerly whatever `attention` says (see `multihead_attention`'s).
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub eager_only: bool,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -137,6 +140,7 @@ impl TransformerLayer {
             qk_norm_full: false,
             attention_chunk: None,
             output_gate: false,
+            eager_only: self.eager_only,
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
@@ -217,6 +221,7 @@ impl TransformerLayer {
                 FfnActivation::GeluNew => super::activation::Gelu { approximate: GeluApprox::New }.lower(b, h)?,
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
                 FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
+                FfnActivation::BloomGelu => super::activation::bloom_gelu(b, h),
             };
             b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)

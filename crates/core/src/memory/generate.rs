@@ -74,7 +74,7 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     let causal = |l: &Layer| match l {
         Layer::TransformerDecoderLayer(_) | Layer::MultiHeadLatentAttention(_) => true,
         // recurrent mixers cache a fixed state per sequence (`layer/state_cache.rs`)
-        Layer::MambaMixer(_) | Layer::Mamba2Mixer(_) | Layer::GatedDeltaNet(_) => true,
+        Layer::MambaMixer(_) | Layer::Mamba2Mixer(_) | Layer::GatedDeltaNet(_) | Layer::LightningAttention(_) => true,
         Layer::MultiheadAttention(a) => a.causal,
         _ => false,
     };

@@ -53,5 +53,6 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         parallel: None,
         post_norms: false,
         attn_out_dropout: None,
+        eager_only: false,
     }
 }

@@ -133,6 +133,7 @@ fn walk(layers: &[Layer], times: u64, m: &mut ModelShape) {
                 Layer::MambaMixer(l) => m.states.push(l.state()),
                 Layer::Mamba2Mixer(l) => m.states.push(l.state()),
                 Layer::GatedDeltaNet(l) => m.states.push(l.state()),
+                Layer::LightningAttention(l) => m.states.push(l.state()),
                 Layer::GatedMlp(g) => merge_mlp(m, 2 * g.intermediate_size, g.intermediate_size, 0),
                 // the routed experts (a shared expert runs as a dense MLP before them)
                 Layer::SparseMoe(s) => merge_mlp(m, 2 * s.intermediate_size, s.intermediate_size, s.top_k),

@@ -52,7 +52,7 @@ pub(super) struct Decoder {
 
 impl Decoder {
     /// The spec, its parts named `modules`.
-    fn named(self, modules: DecoderModules) -> ModelSpec {
+    pub(super) fn named(self, modules: DecoderModules) -> ModelSpec {
         Decoder { modules, ..self }.build()
     }
 
@@ -169,7 +169,7 @@ pub(super) fn divisible(h: u64, heads: u64) -> Result<()> {
 }
 
 /// A decoder with `n` equal layers, a final biased LayerNorm and an unbiased or biased head.
-fn layer_norm_decoder(
+pub(super) fn layer_norm_decoder(
     name: String,
     vocab: u64,
     after_embed: Vec<Layer>,

@@ -8,10 +8,14 @@
 //! - `final_norm`; the classifier: `[CLS]` (`classifier_pooling: "cls"`), `ModernBertPredictionHead`
 //!   (`dense` with `classifier_bias`, `classifier_activation`, LayerNorm), dropout, `classifier`.
 //!
-//! Modelled approximately (memory only): the local layers (`layer_types`' `sliding_attention`,
-//! every layer but each `global_attn_every_n_layers`-th) attend within `local_attention` tokens
-//! in PyTorch, here to the whole sequence (eager attention's memory is the same; SDPA's mask path
-//! differs). Refused by name: `classifier_pooling: "mean"`, `mlp_dropout` above 0.
+//! The local layers (`layer_types`' `sliding_attention`; without it every layer but each
+//! `global_attn_every_n_layers`-th, `ModernBertConfig.__post_init__`) attend within
+//! `local_attention // 2` tokens either side (`ModernBertAttention.sliding_window =
+//! config.sliding_window + 1`): a `sliding_window` on their attention, so that under SDPA a
+//! sequence longer than the window takes the explicit-mask path, as
+//! `create_bidirectional_sliding_window_mask` makes it (eager attention materialises the whole
+//! `[H, S, S]` scores either way). Refused by name: `classifier_pooling: "mean"`, `mlp_dropout`
+//! above 0.
 
 use super::parts::{activation, layer, residual};
 use crate::error::{Error, Result};
@@ -21,9 +25,9 @@ use crate::spec::{Layer, ModelSpec};
 use serde_json::json;
 
 const IGNORED_MODERNBERT: &[&str] = &[
-    "initializer_cutoff_factor", "layer_types", "local_attention", "global_attn_every_n_layers", "global_rope_theta",
+    "initializer_cutoff_factor", "global_rope_theta",
     "local_rope_theta", "deterministic_flash_attn", "sparse_prediction", "sparse_pred_ignore_index", "decoder_bias",
-    "tie_word_embeddings", "reference_compile", "repad_logits_with_grad", "sliding_window", "hidden_act",
+    "tie_word_embeddings", "reference_compile", "repad_logits_with_grad", "hidden_act",
 ];
 
 /// `ModernBertConfig` (transformers 5.24): defaults are ModernBERT-base's.
@@ -32,7 +36,7 @@ pub(super) fn modernbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let h = c.size("hidden_size", 768)?;
     let heads = c.size("num_attention_heads", 12)?;
     let inter = c.size("intermediate_size", 1152)?;
-    let n = c.size("num_hidden_layers", 22)?;
+    let n = super::dense::layer_count(c, "num_hidden_layers", 22)?;
     let vocab = c.size("vocab_size", 50368)?;
     let eps = c.float("norm_eps", 1e-5)?;
     let norm_bias = c.flag("norm_bias", false)?;
@@ -46,13 +50,35 @@ pub(super) fn modernbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     if c.prob("mlp_dropout", 0.0)? > 0.0 {
         return Err(Error::Import("field `mlp_dropout`: above 0 is not supported (a dropout inside the GLU)".into()));
     }
-    let attn = || {
-        layer(json!({"kind": "multihead_attention", "embed_dim": h, "num_heads": heads, "dropout": attn_p, "bias": attn_bias,
-            "fused_qkv": true, "rotary": true}))
+    // `sliding_window` is `local_attention // 2` (a property of the config class)
+    let half = match c.opt_int("sliding_window")? {
+        Some(w) => w,
+        None => c.size("local_attention", 128)? / 2,
     };
-    let block = |first: bool| -> Result<Vec<Layer>> {
+    let every = c.size("global_attn_every_n_layers", 3)?;
+    let sliding: Vec<bool> = match c.get("layer_types") {
+        None => (0..n).map(|i| i % every != 0).collect(),
+        Some(serde_json::Value::Array(a)) if a.len() as u64 == n => a
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(Error::Import(format!("field `layer_types`: `{t}` is not a ModernBERT layer type (full_attention, sliding_attention)"))),
+            })
+            .collect::<Result<_>>()?,
+        Some(v) => return Err(Fields::wrong("layer_types", &format!("a list of {n} layer types"), v)),
+    };
+    let attn = |local: bool| {
+        let mut a = json!({"kind": "multihead_attention", "embed_dim": h, "num_heads": heads, "dropout": attn_p, "bias": attn_bias,
+            "fused_qkv": true, "rotary": true});
+        if local {
+            a["sliding_window"] = json!(half.saturating_add(1));
+        }
+        layer(a)
+    };
+    let block = |first: bool, local: bool| -> Result<Vec<Layer>> {
         let mut a = if first { vec![] } else { vec![norm()?] };
-        a.push(attn()?);
+        a.push(attn(local)?);
         if attn_p > 0.0 {
             // `out_drop` on the attention output
             a.push(dropout(attn_p)?);
@@ -65,11 +91,13 @@ pub(super) fn modernbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         norm()?,
         dropout(c.prob("embedding_dropout", 0.0)?)?,
     ];
-    if n > 0 {
-        layers.extend(block(true)?);
-        if n > 1 {
-            layers.push(Layer::Repeat { times: n - 1, body: block(false)? });
-        }
+    // layer 0 (no attn_norm), then runs of equal layers as `repeat`s
+    layers.extend(block(true, sliding[0])?);
+    let mut i = 1;
+    while i < sliding.len() {
+        let run = sliding[i..].iter().take_while(|&&s| s == sliding[i]).count();
+        layers.push(Layer::Repeat { times: run as u64, body: block(false, sliding[i])? });
+        i += run;
     }
     layers.push(norm()?);
     if class == "ModernBertForSequenceClassification" {

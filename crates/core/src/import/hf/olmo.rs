@@ -49,6 +49,7 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         qk_norm_full: true,
         attention_chunk: None,
         output_gate: false,
+        eager_only: false,
     });
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
     let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };
@@ -137,6 +138,7 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             qk_norm_full: false,
             attention_chunk: None,
             output_gate: false,
+            eager_only: false,
         })
     };
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 16384)?, bias: false, gelu_new_dropout: None });
