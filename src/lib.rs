@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `capacity` | typed capacities (a bare number is GiB) and how a listed card's total is shown |
 //! | `prefs` | display preferences: language, byte unit (binary by default), theme |
+//! | `presets` | a preset's spec without the importer (the published configs' built by `build.rs`) |
 //! | `state` | the one `State: Reducible`, its `Action`s, undo/redo (no web-sys: tested natively) |
 //! | `tree` | paths into the spec's block tree and structural edits |
 //! | `fields` | inline editing of any layer's hyper-parameters via its JSON form |
@@ -40,6 +41,7 @@ pub mod llm;
 pub mod local;
 pub mod pipeline;
 pub mod prefs;
+pub mod presets;
 pub mod reverse;
 pub mod share_link;
 pub mod state;

@@ -12,6 +12,7 @@
 use crate::i18n::Lang;
 use crate::state::{Engine, GpuChoice, Model, Prefs, Saved, State};
 use vramcalc_core::share::{self, ModelSource, ShareError, ShareState};
+use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{presets, TrainConfig};
 
 /// The link's name of the serve mode's engine (`e=vllm`).
@@ -73,18 +74,31 @@ fn field(key: &str, message: String) -> String {
 /// Maps a decoded link to the app's model; the error names the field that is wrong. A preset
 /// is built by the core; a hub model's config is fetched again (`crate::import::hub`).
 pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
+    // the hub's config, fetched again by the module (a failure offers a retry: `Notice`)
+    let hub = match &s.model {
+        ModelSource::Hub(id) => Some(crate::import::hub::load(id, "").await.map_err(|e| field("h", e.to_string()))?.1),
+        _ => None,
+    };
+    link_model(s, base, hub, vramcalc_core::import::preset)
+}
+
+/// [`from_share`] once a hub model's spec is fetched (`hub`), with `preset` building a preset: the
+/// importer's [`vramcalc_core::import::preset`] in the app, `crate::presets::preset` (the same
+/// specs, imported at compile time) on the embed card's small bundle (`src/bin/card.rs`), which
+/// reads no user's config and so links no importer: a hub model's link there (no `hub`) is an
+/// error. Not async, and the builder a plain argument, so that bundle links only what it calls.
+fn link_model(s: ShareState, base: Prefs, hub: Option<ModelSpec>, preset: fn(&str) -> vramcalc_core::error::Result<ModelSpec>) -> Result<Linked, String> {
     let mut model = match s.model {
         ModelSource::Preset { id } => {
             if presets::info(&id).is_none() {
                 return Err(field("p", format!("unknown preset `{id}`")));
             }
-            Model::load_preset(&id).await?
+            Model::of_preset(&id, preset(&id).map_err(|e| e.to_string())?)
         }
-        // the hub's config, fetched again by the module (a failure offers a retry: `Notice`)
-        ModelSource::Hub(id) => {
-            let (_, spec, _, _) = crate::import::hub::load(&id, "").await.map_err(|e| field("h", e.to_string()))?;
-            Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), ..Model::empty() }
-        }
+        ModelSource::Hub(id) => match hub {
+            Some(spec) => Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), ..Model::empty() },
+            None => return Err(field("h", format!("a Hugging Face model opens in the full card (`{EMBED_PAGE}`)"))),
+        },
         ModelSource::Spec(spec) => {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
@@ -170,10 +184,30 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
             Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },
         };
     }
-    let (state, notice) = match open(hash, restored.prefs).await {
+    let linked = open(hash, restored.prefs).await;
+    opened(hash, restored.prefs, linked)
+}
+
+/// The embed card's start (`src/bin/card.rs`): a PyTorch link (`#v1.…`) of a preset or a spec,
+/// nothing saved. The page's loader (`static/embed.html`) sends every other link — a hub
+/// model's, a llama.cpp or pipeline link — and the snippet builder to the full bundle
+/// (`src/bin/embed.rs`, [`start`]); one that still arrives here is a broken link, named.
+pub async fn start_card(hash: &str) -> Start {
+    let hash = hash.trim().trim_start_matches('#');
+    let restored = State::from_saved(None);
+    if hash.is_empty() {
+        return Start { state: restored, notice: None, guard: None };
+    }
+    let linked = share::decode(hash).map_err(|e| e.to_string()).and_then(|s| link_model(s, restored.prefs, None, crate::presets::preset));
+    opened(hash, restored.prefs, linked)
+}
+
+/// The start of a PyTorch link that opened as `linked` (or failed), over the preferences `base`.
+fn opened(hash: &str, base: Prefs, linked: Result<Linked, String>) -> Start {
+    let (state, notice) = match linked {
         Ok(l) => (State::new(l.model, l.prefs), Notice::Opened),
-        Err(e) if share::names_hub_model(hash) => (State::new(Model::default(), restored.prefs), Notice::Unfetched(e, hash.to_string())),
-        Err(e) => (State::new(Model::default(), restored.prefs), Notice::Broken(e)),
+        Err(e) if share::names_hub_model(hash) => (State::new(Model::default(), base), Notice::Unfetched(e, hash.to_string())),
+        Err(e) => (State::new(Model::default(), base), Notice::Broken(e)),
     };
     let guard = Some(state.saved());
     Start { state, notice: Some(notice), guard }
@@ -415,6 +449,28 @@ mod tests {
             opened += 1;
         }
         assert!(opened >= 5, "{opened}");
+    }
+
+    /// The embed card's small bundle (`start_card`, presets as built at compile time, no
+    /// importer) opens every saved PyTorch link, and the benchmark's, to the state the full
+    /// start opens; a hub model's link there is a named error, not a fetch.
+    #[test]
+    fn the_cards_start_opens_every_pytorch_link_as_the_full_start_does() {
+        let saved = include_str!("../crates/core/tests/data/share_links.txt");
+        let bench = include_str!("../tests/data/bench_links.txt");
+        let mut opened = 0;
+        for line in saved.lines().chain(bench.lines()).filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            let (name, link) = line.split_once(' ').unwrap();
+            let card = block_on(start_card(&format!("#{link}")));
+            if share::names_hub_model(link) {
+                assert!(matches!(&card.notice, Some(Notice::Unfetched(e, _)) if e.contains("full card")), "{name}: {:?}", card.notice);
+                continue;
+            }
+            let full = start_now(&format!("#{link}"), None);
+            assert_eq!(card, full, "{name}");
+            opened += usize::from(card.notice == Some(Notice::Opened));
+        }
+        assert!(opened >= 9, "{opened}");
     }
 
     #[test]
