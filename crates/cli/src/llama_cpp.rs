@@ -137,6 +137,13 @@ pub struct LlamaCppArgs {
     /// `--no-mmap`: read the weights into allocated memory instead of mapping the file.
     #[arg(long = "no-mmap")]
     pub no_mmap: bool,
+    /// `--no-op-offload`: keep the ops of CPU-held weights on the CPU for large batches too
+    /// (llama.cpp's default, `--op-offload`, runs them on the first GPU, copying the weights).
+    #[arg(long = "no-op-offload", overrides_with = "op_offload")]
+    pub no_op_offload: bool,
+    /// `--op-offload` (the default).
+    #[arg(long = "op-offload", overrides_with = "no_op_offload")]
+    pub op_offload: bool,
     #[command(flatten)]
     pub devices: Devices,
 }
@@ -262,6 +269,7 @@ impl LlamaCppArgs {
             split_mode,
             swa_full: self.swa_full,
             mmap: !self.no_mmap,
+            op_offload: !self.no_op_offload,
         })
     }
 

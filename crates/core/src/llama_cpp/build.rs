@@ -8,7 +8,7 @@
 
 use crate::gguf::{GgmlType, Header};
 
-use super::ggml::{Graph, Op, T};
+use super::ggml::{Graph, Op, T, FLAG_PINNED, FLAG_SHARED, FLAG_WEIGHT};
 use super::hparams::Hparams;
 
 /// The reserve's micro-batch and memory (`llama_context::graph_reserve` with `init_full`).
@@ -43,20 +43,55 @@ pub struct Builder<'a> {
     pub s: Shape,
     /// `model.dev_layer(il)` as a backend index, per layer (the output layer last).
     pub layer_backend: Vec<usize>,
+    /// Where each weight is (its buffer's backend); `None`: on its layer's backend.
+    pub slots: Option<&'a WeightSlots>,
+    /// `llama_context::graph_get_cb`: a layer's "norm" nodes stay on the layer's device when
+    /// the batch has fewer than 32 tokens or every layer is offloaded.
+    pub pin_norms: bool,
+    /// The layer being built (`at_layer`).
+    layer: usize,
+}
+
+/// The backend of each weight's buffer by tensor name (`placement::place`), and of the tied
+/// output's copy of `token_embd`.
+#[derive(Debug, Clone, Default)]
+pub struct WeightSlots {
+    pub by_name: std::collections::HashMap<String, usize>,
+    pub tied_output: Option<usize>,
 }
 
 const F32: GgmlType = GgmlType::F32;
 
 impl<'a> Builder<'a> {
     pub fn new(h: &'a Header, hp: &'a Hparams, s: Shape, layer_backend: Vec<usize>) -> Builder<'a> {
-        Builder { g: Graph::default(), h, hp, s, layer_backend }
+        Builder { g: Graph::default(), h, hp, s, layer_backend, slots: None, pin_norms: false, layer: 0 }
     }
 
     /// A weight of the file, `None` when it has none of that name.
     pub fn w(&mut self, name: &str) -> Option<T> {
+        let slot = self.slots.and_then(|s| s.by_name.get(name).copied());
+        self.w_in(name, slot)
+    }
+
+    /// The tied output: `token_embd` as loaded again on the output layer's device.
+    pub fn w_tied_output(&mut self) -> Option<T> {
+        let slot = self.slots.and_then(|s| s.tied_output);
+        self.w_in("token_embd.weight", slot)
+    }
+
+    fn w_in(&mut self, name: &str, slot: Option<usize>) -> Option<T> {
         let t = self.h.tensor(name)?;
         let ne = std::array::from_fn(|i| t.ne(i));
-        Some(self.g.external(t.ggml_type, ne))
+        let x = self.g.external(t.ggml_type, ne);
+        let w = &mut self.g.t[x];
+        w.flags |= FLAG_WEIGHT;
+        if matches!(name.split('.').next(), Some("rope_freqs" | "rope_factors_long" | "rope_factors_short")) {
+            w.flags |= FLAG_SHARED;
+        }
+        if let Some(b) = slot {
+            w.backend = b;
+        }
+        Some(x)
     }
     pub fn wl(&mut self, il: usize, name: &str) -> Option<T> {
         self.w(&format!("blk.{il}.{name}"))
@@ -64,6 +99,7 @@ impl<'a> Builder<'a> {
 
     /// The layer the next tensors belong to (the scheduler's assignment follows the weights).
     pub fn at_layer(&mut self, il: usize) {
+        self.layer = il;
         self.g.backend = self.layer_backend.get(il).copied().unwrap_or(0);
     }
 
@@ -146,6 +182,10 @@ impl<'a> Builder<'a> {
     /// `build_norm(cur, w, NULL, LLM_NORM_RMS)`.
     pub fn rms_norm(&mut self, cur: T, w: Option<T>) -> T {
         let cur = self.g.rms_norm(cur);
+        if w.is_some() && self.pin_norms && self.layer < self.hp.n_layer as usize {
+            // `cb(cur, "norm", il)` of a layer's norm (`build_norm`).
+            self.g.t[cur].flags |= FLAG_PINNED;
+        }
         match w {
             Some(w) => self.g.mul(cur, w),
             None => cur,
@@ -480,7 +520,7 @@ impl<'a> Builder<'a> {
         let w = b.w("output_norm.weight");
         let cur = b.rms_norm(cur, w);
         b.g.set_output(cur);
-        let out = b.w("output.weight").or_else(|| b.w("token_embd.weight"))?;
+        let out = b.w("output.weight").or_else(|| b.w_tied_output())?;
         let mut cur = b.g.mul_mat(out, cur);
         if let Some(bias) = b.w("output.bias") {
             cur = b.g.add(cur, bias);

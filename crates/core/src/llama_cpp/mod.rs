@@ -13,7 +13,7 @@
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
 //! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
-//! | `sched` | the backend scheduler's split of that graph over the devices |
+//! | `sched_assign`, `sched` | the backend scheduler's assignment of nodes to devices (op offload) and its split of the graph |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
 //! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
@@ -35,6 +35,7 @@ pub mod ollama;
 mod params;
 mod placement;
 mod sched;
+mod sched_assign;
 pub mod synth;
 
 pub use error::LlamaError;

@@ -5,7 +5,7 @@
 
 use crate::gguf::Header;
 
-use super::build::{AttnInp, Builder, Shape};
+use super::build::{AttnInp, Builder, Shape, WeightSlots};
 use super::gallocr::BufType;
 use super::ggml::Graph;
 use super::hparams::Hparams;
@@ -14,11 +14,15 @@ use super::params::Params;
 
 /// The graph of `llama_context::graph_reserve(n_tokens, n_seqs, n_outputs)` for this model, or
 /// `None` when its architecture is not modelled here.
-fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Option<Graph> {
+fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: Option<&WeightSlots>) -> Option<Graph> {
     if !within_bounds(h, hp, &s) {
         return None;
     }
+    // `graph_get_cb`: `full_offload` is `n_gpu_layers() > n_layer`, every layer and the output on GPUs.
+    let full_offload = layer_backend.iter().all(|&b| b != 0);
     let mut b = Builder::new(h, hp, s, layer_backend);
+    b.slots = slots;
+    b.pin_norms = s.n_tokens < 32 || full_offload;
     match hp.arch.as_str() {
         "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
@@ -175,6 +179,12 @@ fn gemma(b: &mut Builder) -> Option<()> {
 /// `n_outputs = min(n_tokens, n_batch)`, then token generation with one token per sequence.
 /// `None` when the architecture is not modelled.
 pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_backend: &[usize]) -> Option<Vec<Graph>> {
+    graphs_placed(h, hp, ctx, p, layer_backend, None)
+}
+
+/// [`graphs`] with each weight on the backend of its buffer (`slots`), as `-ot` and
+/// `--n-cpu-moe` place them.
+pub(super) fn graphs_placed(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_backend: &[usize], slots: Option<&WeightSlots>) -> Option<Vec<Graph>> {
     let n_seq = ctx.n_seq.max(1);
     let n_tokens = ctx.n_ctx.min(ctx.n_ubatch);
     let base = Shape {
@@ -189,7 +199,7 @@ pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_
         type_v: p.type_v,
     };
     let tg = Shape { n_tokens: n_seq, n_outputs: n_seq, ..base };
-    Some(vec![graph(h, hp, base, layer_backend.to_vec())?, graph(h, hp, tg, layer_backend.to_vec())?])
+    Some(vec![graph(h, hp, base, layer_backend.to_vec(), slots)?, graph(h, hp, tg, layer_backend.to_vec(), slots)?])
 }
 
 /// Each backend's compute buffer: the largest `ggml_gallocr_reserve_n` needs over the reserved

@@ -77,6 +77,9 @@ pub struct Params {
     pub swa_full: bool,
     /// `--no-mmap` sets it false.
     pub mmap: bool,
+    /// `--op-offload` (default) / `--no-op-offload`: batches of 32 tokens or more run the ops of
+    /// weights in host memory on the first GPU (`ggml_backend_sched`, `sched_assign`).
+    pub op_offload: bool,
 }
 
 impl Default for Params {
@@ -97,6 +100,7 @@ impl Default for Params {
             split_mode: SplitMode::Layer,
             swa_full: false,
             mmap: true,
+            op_offload: true,
         }
     }
 }
