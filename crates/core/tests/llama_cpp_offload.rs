@@ -86,3 +86,34 @@ fn cpu_experts_are_offloaded_for_prompts() {
     assert!(on.devices[1].compute >= all_gpu.devices[1].compute);
     assert!(off.devices[0].compute >= all_gpu.devices[0].compute);
 }
+
+/// `-sm row`: the llama.cpp followed here has no CUDA split buffers (`make_gpu_buft_list`
+/// throws), so an estimate with GPUs is refused; without GPUs the mode is never consulted.
+#[test]
+fn split_mode_row_is_refused_with_gpus() {
+    use vramcalc_core::llama_cpp::SplitMode;
+    let r = models().into_iter().next().unwrap();
+    let p = Params { split_mode: SplitMode::Row, ..common::params(&r.v) };
+    let gpu = GpuDevice { name: "gpu".into(), capacity: 24 << 30 };
+    let err = estimate(&r.header, &p, &[gpu.clone(), gpu], None).unwrap_err().to_string();
+    assert!(err.contains("split buffers"), "{err}");
+    assert!(estimate(&r.header, &p, &[], None).is_ok());
+}
+
+/// `-sm none`: the main GPU alone is the model's device (`llama_prepare_model_devices`), so a
+/// second card holds nothing and the first holds what a one-GPU run gives it, op offload
+/// included (the scheduler's backends are that GPU and the CPU).
+#[test]
+fn split_mode_none_is_the_main_gpu_alone() {
+    use vramcalc_core::llama_cpp::SplitMode;
+    for r in models() {
+        for ngl in [None, Some(2)] {
+            let p = Params { split_mode: SplitMode::None, n_gpu_layers: ngl, ..common::params(&r.v) };
+            let gpu = GpuDevice { name: "gpu".into(), capacity: 24 << 30 };
+            let two = estimate(&r.header, &p, &[gpu.clone(), gpu], None).unwrap();
+            let one = run(&r, &p);
+            assert_eq!(two.devices[..2], one.devices[..], "{}", r.model);
+            assert_eq!(two.devices[2].total(), 0, "{}", r.model);
+        }
+    }
+}

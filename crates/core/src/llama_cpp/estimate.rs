@@ -99,6 +99,12 @@ impl Estimate {
 pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Option<u64>) -> Result<Estimate, LlamaError> {
     let hp = Hparams::from_header(header)?;
     check_types(&hp, p)?;
+    if p.split_mode == SplitMode::Row && !gpus.is_empty() {
+        // `make_gpu_buft_list`: CUDA's registry exports no `ggml_backend_split_buffer_type`.
+        return Err(LlamaError::Params(
+            "-sm row: llama.cpp fails to load (\"device CUDA0 does not support split buffers\"): its CUDA backend no longer has row-split buffers (removed upstream, #24216); use -sm layer (the default) or -sm none".into(),
+        ));
+    }
     let ctx = Context::new(&hp, p)?;
     let layer_dev = layer_devices(&hp, p, gpus)?;
     let placed = place(header, &hp, p, gpus)?;

@@ -19,7 +19,11 @@ pub enum SplitMode {
     None,
     /// Whole layers per GPU by the split fractions.
     Layer,
-    /// Each offloaded weight matrix split by rows across the GPUs (`CUDA_Split` buffers).
+    /// Each offloaded weight matrix split by rows across the GPUs (`CUDA_Split` buffers) in
+    /// older builds. The llama.cpp followed here has none: upstream removed CUDA's split buffer
+    /// type ("CUDA: remove -sm row, refactor cuBLAS", #24216), so `make_gpu_buft_list`
+    /// (`src/llama-model.cpp`) throws "device CUDA0 does not support split buffers" at load;
+    /// [`estimate`](super::estimate) refuses it with GPUs the same way.
     Row,
 }
 
