@@ -23,6 +23,9 @@ pub struct DeviceReport {
     pub model: u64,
     pub k: u64,
     pub v: u64,
+    /// The recurrent state of Mamba-style layers: R (convolution) and S (SSM) bytes.
+    pub r: u64,
+    pub s: u64,
     pub compute: u64,
     pub output: u64,
     /// Layers (of `n_layer` + the output layer) whose weights are here.
@@ -35,8 +38,12 @@ impl DeviceReport {
     pub fn kv(&self) -> u64 {
         self.k + self.v
     }
+    /// The recurrent state (R + S).
+    pub fn rs(&self) -> u64 {
+        self.r + self.s
+    }
     pub fn total(&self) -> u64 {
-        self.model + self.kv() + self.compute + self.output
+        self.model + self.kv() + self.rs() + self.compute + self.output
     }
     pub fn fits(&self) -> bool {
         self.capacity.is_none_or(|c| self.total() <= c)
@@ -75,6 +82,10 @@ impl Estimate {
     }
     pub fn kv_bytes(&self) -> u64 {
         self.k_bytes() + self.v_bytes()
+    }
+    /// The recurrent state, every device.
+    pub fn rs_bytes(&self) -> u64 {
+        self.sum(DeviceReport::rs)
     }
     pub fn compute_bytes(&self) -> u64 {
         self.sum(|d| d.compute)
@@ -117,6 +128,8 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
         model: 0,
         k: 0,
         v: 0,
+        r: 0,
+        s: 0,
         compute: 0,
         output: 0,
         layers: 0,
@@ -135,6 +148,11 @@ pub fn estimate(header: &Header, p: &Params, gpus: &[GpuDevice], host_ram: Optio
         let d = &mut devices[slot(b)];
         d.k += kv.k;
         d.v += kv.v;
+    }
+    for (b, rs) in super::recurrent::rs_buffers(&hp, &ctx, &layer_dev) {
+        let d = &mut devices[slot(b)];
+        d.r += rs.r;
+        d.s += rs.s;
     }
     for dev in &layer_dev {
         devices[dev.map_or(0, |i| i + 1)].layers += 1;

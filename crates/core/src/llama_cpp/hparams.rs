@@ -43,7 +43,36 @@ pub struct Hparams {
     pub n_dense_lead: u64,
     pub n_rot: u64,
     pub head_k_mla: u64,
+    /// Mamba's state sizes (`{arch}.ssm.*`), for the recurrent layers; zero elsewhere.
+    pub ssm: Ssm,
+    /// Which layers keep a recurrent state instead of a KV cache (`hparams.is_recr`).
+    pub recurrent: Vec<bool>,
 }
+
+/// `ssm_d_conv`, `ssm_d_inner`, `ssm_d_state`, `ssm_n_group`, `ssm_dt_rank`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ssm {
+    pub d_conv: u64,
+    pub d_inner: u64,
+    pub d_state: u64,
+    pub n_group: u64,
+    pub dt_rank: u64,
+}
+
+impl Ssm {
+    /// `n_embd_r()`: the convolution state per sequence (`src/llama-hparams.cpp`):
+    /// `(d_conv - 1) * (d_inner + 2 * n_group * d_state)` (Mamba-1 files have no group count: 0).
+    pub fn n_embd_r(&self) -> u64 {
+        self.d_conv.saturating_sub(1) * (self.d_inner + 2 * self.n_group * self.d_state)
+    }
+    /// `n_embd_s()`: the SSM state per sequence, `d_state * d_inner`.
+    pub fn n_embd_s(&self) -> u64 {
+        self.d_state * self.d_inner
+    }
+}
+
+/// The architectures whose every layer is recurrent and sized here (`llm_arch_is_recurrent`).
+const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
 
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
 /// `load_swa_pattern(ml, n)` gets in their `load_arch_hparams` (`src/models/<arch>.cpp`) and the
@@ -57,7 +86,7 @@ const SWA_ARCHS: &[(&str, u32, Option<u64>)] = &[
 ];
 
 /// Architectures whose memory is recurrent or hybrid (`llm_arch_is_recurrent` / `_hybrid`), which
-/// this model does not size.
+/// this model does not size (but [`RECURRENT_ARCHS`]).
 const RECURRENT_PREFIXES: &[&str] = &["mamba", "rwkv", "jamba", "falcon-h1", "granitehybrid", "plamo2", "lfm2", "nemotron_h", "qwen3next", "qwen35"];
 
 fn key<'a>(h: &'a Header, arch: &str, k: &str) -> Option<&'a Value> {
@@ -98,7 +127,7 @@ fn required(v: Option<u64>, arch: &str, k: &str) -> Result<u64, LlamaError> {
 impl Hparams {
     pub fn from_header(h: &Header) -> Result<Hparams, LlamaError> {
         let arch = h.architecture().ok_or_else(|| LlamaError::Metadata("missing general.architecture".into()))?.to_string();
-        if RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
+        if !RECURRENT_ARCHS.contains(&arch.as_str()) && RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
             return Err(LlamaError::Unsupported(format!("architecture {arch:?} keeps a recurrent state; only attention caches are sized")));
         }
         let a = arch.as_str();
@@ -172,6 +201,14 @@ impl Hparams {
             n_dense_lead: u64_of(h, a, "leading_dense_block_count")?.unwrap_or(0),
             n_rot: u64_of(h, a, "rope.dimension_count")?.unwrap_or(head_k),
             head_k_mla: mla_k,
+            ssm: Ssm {
+                d_conv: u64_of(h, a, "ssm.conv_kernel")?.unwrap_or(0),
+                d_inner: u64_of(h, a, "ssm.inner_size")?.unwrap_or(0),
+                d_state: u64_of(h, a, "ssm.state_size")?.unwrap_or(0),
+                n_group: u64_of(h, a, "ssm.group_count")?.unwrap_or(0),
+                dt_rank: u64_of(h, a, "ssm.time_step_rank")?.unwrap_or(0),
+            },
+            recurrent: vec![RECURRENT_ARCHS.contains(&a); n_layer as usize],
             arch,
         };
         hp.check_bounds()?;
@@ -207,6 +244,10 @@ impl Hparams {
             check("attention key/value length", x, 1 << 14)?;
         }
         check("attention.sliding_window", self.n_swa, 1 << 32)?;
+        let m = &self.ssm;
+        for (what, v) in [("ssm.conv_kernel", m.d_conv), ("ssm.inner_size", m.d_inner), ("ssm.state_size", m.d_state), ("ssm.group_count", m.n_group), ("ssm.time_step_rank", m.dt_rank)] {
+            check(what, v, 1 << 16)?;
+        }
         check("leading_dense_block_count", self.n_dense_lead, 1 << 16)
     }
 

@@ -10,6 +10,7 @@
 //! | `params` | llama.cpp's flags and the GPUs |
 //! | `placement` | which buffer each weight goes to; the model buffers |
 //! | `kv` | context padding, streams, the KV cache per device |
+//! | `recurrent` | Mamba-style layers' recurrent state (R, S) per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
 //! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
@@ -34,6 +35,7 @@ pub mod models;
 pub mod ollama;
 mod params;
 mod placement;
+mod recurrent;
 mod sched;
 mod sched_assign;
 pub mod synth;

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Measures llama.cpp's recurrent-state (RS) buffers and the other buffers for small Mamba and
+Mamba-2 models with random weights (same harness as tools/measure_llama_cpp.py: the `gguf`
+package writes the file, a child process loads it with llama-cpp-python's CPU backend under
+LD_PRELOAD=size_shim.so, which prints the exact bytes behind each logged buffer).
+
+    gcc -shared -fPIC -O1 -o /tmp/size_shim.so tools/llama_cpp/size_shim.c -ldl
+    /root/mvenv/bin/python tools/llama_cpp/measure_recurrent.py   # -> crates/core/tests/data/llama_cpp/recurrent.jsonl
+
+The RS buffer lines ("llama_memory_recurrent: CPU RS buffer size = X MiB") are recorded as
+`rs_buffers`, the summary line ("R (f32): …, S (f32): …") as `rs_lines`.
+"""
+import json, os, re, subprocess, sys
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import measure_llama_cpp as M  # noqa: E402
+
+RS = re.compile(r"llama_memory_recurrent:\s+(\S+) RS buffer size =\s+([\d.]+) MiB")
+
+
+def make_mamba(path, m):
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quant_shape_to_byte_shape
+    arch, wt = m["arch"], Q[m["wtype"]]
+    E, L, V = m["n_embd"], m["n_layer"], m["n_vocab"]
+    d_inner, d_state, d_conv = 2 * E, m["d_state"], m["d_conv"]
+    rng = np.random.default_rng(0)
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(m.get("n_ctx_train", 8192))
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(0)
+    w.add_head_count(0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_ssm_conv_kernel(d_conv)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(d_state)
+    w.add_ssm_time_step_rank(m["dt_rank"])
+    if arch == "mamba2":
+        w.add_ssm_group_count(m["n_group"])
+    M.vocab(w, V)
+
+    def t(name, shape, ty=None):
+        ty = wt if ty is None and len(shape) >= 2 else (ty or Q.F32)
+        if ty == Q.F32:
+            w.add_tensor(name, rng.standard_normal(shape[::-1]).astype(np.float32) * 0.02)
+        elif ty == Q.F16:
+            w.add_tensor(name, (rng.standard_normal(shape[::-1]) * 0.02).astype(np.float16))
+        else:
+            bs = quant_shape_to_byte_shape(shape[::-1], ty)
+            w.add_tensor(name, rng.integers(0, 255, size=bs, dtype=np.uint8), raw_dtype=ty)
+
+    t("token_embd.weight", [E, V])
+    t("output_norm.weight", [E])
+    if not m.get("tied"):
+        t("output.weight", [E, V])
+    for i in range(L):
+        b = f"blk.{i}."
+        t(b + "attn_norm.weight", [E])
+        if arch == "mamba":
+            t(b + "ssm_in.weight", [E, 2 * d_inner])
+            t(b + "ssm_conv1d.weight", [d_conv, d_inner], Q.F32)
+            t(b + "ssm_conv1d.bias", [d_inner])
+            t(b + "ssm_x.weight", [d_inner, m["dt_rank"] + 2 * d_state])
+            t(b + "ssm_dt.weight", [m["dt_rank"], d_inner])
+            t(b + "ssm_dt.bias", [d_inner])
+            t(b + "ssm_a", [d_state, d_inner], Q.F32)
+            t(b + "ssm_d", [d_inner])
+        else:
+            n_head, ng = m["dt_rank"], m["n_group"]
+            d_in_proj = 2 * d_inner + 2 * ng * d_state + n_head
+            t(b + "ssm_in.weight", [E, d_in_proj])
+            t(b + "ssm_conv1d.weight", [d_conv, d_inner + 2 * ng * d_state], Q.F32)
+            t(b + "ssm_conv1d.bias", [d_inner + 2 * ng * d_state])
+            t(b + "ssm_dt.bias", [n_head])
+            t(b + "ssm_a", [1, n_head], Q.F32)
+            t(b + "ssm_d", [1, n_head], Q.F32)
+            t(b + "ssm_norm.weight", [d_inner // ng, ng], Q.F32)
+        t(b + "ssm_out.weight", [d_inner, E])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+SPECS = {
+    "mamba-q8_0": dict(arch="mamba", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, d_state=16, d_conv=4, dt_rank=32),
+    "mamba2-f16": dict(arch="mamba2", wtype="F16", n_embd=512, n_layer=4, n_vocab=2048, d_state=64, d_conv=4, dt_rank=16, n_group=1),
+    "ho-mamba2-q4_0-tied": dict(arch="mamba2", wtype="Q4_0", n_embd=768, n_layer=3, n_vocab=3000, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
+}
+
+
+def configs():
+    base = dict(n_ctx=4096, n_batch=2048, n_ubatch=512, fa="off", type_k="f16", type_v="f16", n_seq=1, kv_unified=False, swa_full=False, mmap=True)
+    return [base, dict(base, n_seq=4, n_ctx=8192), dict(base, n_ubatch=128, n_batch=512), dict(base, mmap=False), dict(base, n_seq=3, n_ctx=3000, n_ubatch=256)]
+
+
+def main():
+    os.makedirs(M.MODELS, exist_ok=True)
+    out = open(os.path.join(M.DATA, "recurrent.jsonl"), "a")
+    only = sys.argv[1] if len(sys.argv) > 1 else ""
+    for name, spec in SPECS.items():
+        if not name.startswith(only):
+            continue
+        path = os.path.join(M.MODELS, name + ".gguf")
+        if not os.path.exists(path):
+            make_mamba(path, spec)
+        with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
+            f.write(M.header_bytes(path))
+        for cfg in configs():
+            p = subprocess.run([sys.executable, M.__file__, "--child", path, json.dumps(cfg)], env=M.child_env(), capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                print(name, cfg, "FAILED", p.stderr[-3000:], file=sys.stderr)
+                continue
+            rec = dict(model=name, heldout=name.startswith("ho-"), file_size=os.path.getsize(path), params=cfg, **M.parse(p.stderr))
+            last, rs = {}, {}
+            for line in p.stderr.splitlines():
+                if line.startswith("VRAMCALC_BUF "):
+                    _, n, size = line.split()
+                    last[n] = int(size)
+                mm = RS.search(line)
+                if mm:
+                    exact = last[mm.group(1)]
+                    assert abs(exact / 2**20 - float(mm.group(2))) < 0.006, line
+                    rs[mm.group(1)] = rs.get(mm.group(1), 0) + exact
+                if "llama_memory_recurrent: size" in line:
+                    rec.setdefault("rs_lines", []).append(line.split("llama_memory_recurrent: ")[1])
+            rec["rs_buffers"] = rs
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            print(name, json.dumps(cfg), {k: rec[k] for k in ("model_buffers", "rs_buffers", "compute_buffers", "output_buffers")})
+
+
+if __name__ == "__main__":
+    main()
