@@ -5,7 +5,8 @@ package writes the file, a child process loads it with llama-cpp-python's CPU ba
 LD_PRELOAD=size_shim.so, which prints the exact bytes behind each logged buffer).
 
     gcc -shared -fPIC -O1 -o /tmp/size_shim.so tools/llama_cpp/size_shim.c -ldl
-    /root/mvenv/bin/python tools/llama_cpp/measure_recurrent.py   # -> crates/core/tests/data/llama_cpp/recurrent.jsonl
+    /root/mvenv/bin/python tools/llama_cpp/measure_recurrent.py           # -> crates/core/tests/data/llama_cpp/recurrent.jsonl
+    /root/mvenv/bin/python tools/llama_cpp/measure_recurrent.py --fresh   # -> recurrent_fresh.jsonl (settings measured after the graphs were written)
 
 The RS buffer lines ("llama_memory_recurrent: CPU RS buffer size = X MiB") are recorded as
 `rs_buffers`, the summary line ("R (f32): …, S (f32): …") as `rs_lines`.
@@ -92,15 +93,21 @@ SPECS = {
 }
 
 
-def configs():
+def configs(fresh):
     base = dict(n_ctx=4096, n_batch=2048, n_ubatch=512, fa="off", type_k="f16", type_v="f16", n_seq=1, kv_unified=False, swa_full=False, mmap=True)
+    if fresh:
+        # Measured after the graphs were written and checked (`--fresh` -> recurrent_fresh.jsonl).
+        return [dict(base, n_ctx=32768, n_ubatch=2048, n_batch=2048), dict(base, n_seq=2, kv_unified=True, n_ctx=5000, n_ubatch=64, n_batch=64),
+                dict(base, n_seq=5, n_ctx=10000, fa="on", n_ubatch=1000)]
     return [base, dict(base, n_seq=4, n_ctx=8192), dict(base, n_ubatch=128, n_batch=512), dict(base, mmap=False), dict(base, n_seq=3, n_ctx=3000, n_ubatch=256)]
 
 
 def main():
     os.makedirs(M.MODELS, exist_ok=True)
-    out = open(os.path.join(M.DATA, "recurrent.jsonl"), "a")
-    only = sys.argv[1] if len(sys.argv) > 1 else ""
+    fresh = "--fresh" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--fresh"]
+    out = open(os.path.join(M.DATA, "recurrent_fresh.jsonl" if fresh else "recurrent.jsonl"), "a")
+    only = args[0] if args else ""
     for name, spec in SPECS.items():
         if not name.startswith(only):
             continue
@@ -109,7 +116,7 @@ def main():
             make_mamba(path, spec)
         with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
             f.write(M.header_bytes(path))
-        for cfg in configs():
+        for cfg in configs(fresh):
             p = subprocess.run([sys.executable, M.__file__, "--child", path, json.dumps(cfg)], env=M.child_env(), capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
                 print(name, cfg, "FAILED", p.stderr[-3000:], file=sys.stderr)

@@ -293,6 +293,9 @@ fn device_json(d: &DeviceReport) -> Value {
         "k_bytes": d.k,
         "v_bytes": d.v,
         "kv_bytes": d.kv(),
+        "r_bytes": d.r,
+        "s_bytes": d.s,
+        "rs_bytes": d.rs(),
         "compute_buffer_bytes": d.compute,
         "output_buffer_bytes": d.output,
         "layers": d.layers,
@@ -405,6 +408,7 @@ pub fn report(header: &Header, p: &Params, gpus: &[GpuDevice], ram: Option<u64>,
             "kv_bytes": e.kv_bytes(),
             "k_bytes": e.k_bytes(),
             "v_bytes": e.v_bytes(),
+            "rs_bytes": e.rs_bytes(),
             "compute_buffer_bytes": e.compute_bytes(),
             "output_buffer_bytes": e.output_bytes(),
             "total_bytes": e.total(),
@@ -440,6 +444,9 @@ fn text(e: &Estimate, u: ByteUnit, max_ctx: Option<u64>, max_ngl: Option<&(u64, 
             f(d.model), f(d.k), f(d.v), f(d.compute), f(d.output), f(d.total()), if d.capacity.is_none() { "-" } else if d.fits() { "yes" } else { "NO" });
         for (b, bytes) in &d.model_buffers {
             let _ = writeln!(s, "  {b} model buffer {}", f(*bytes));
+        }
+        if d.rs() > 0 {
+            let _ = writeln!(s, "  recurrent state R {}, S {} (in the total)", f(d.r), f(d.s));
         }
     }
     let _ = writeln!(s, "{:<22} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}", "total", f(e.model_bytes()), f(e.k_bytes()), f(e.v_bytes()), f(e.compute_bytes()), f(e.output_bytes()), f(e.total()));

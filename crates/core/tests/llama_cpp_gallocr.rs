@@ -243,7 +243,8 @@ fn the_split_over_devices_follows_the_scheduler() {
 #[test]
 fn extreme_metadata_never_panics() {
     use vramcalc_core::gguf::Value;
-    let recs = common::records_of("measured.jsonl");
+    let mut recs = common::records_of("measured.jsonl");
+    recs.extend(common::records_of("recurrent.jsonl"));
     let mut seen = std::collections::HashSet::new();
     let mut runs = 0;
     for r in &recs {
@@ -264,4 +265,39 @@ fn extreme_metadata_never_panics() {
         }
     }
     assert!(runs > 500, "{runs}");
+}
+
+/// Mamba and Mamba-2 (`recurrent.jsonl`): the graphs built here against llama.cpp's reserved
+/// ones (`rec-<model>-<index>.graph`, dumped as `tools/llama_cpp/dump_graphs.py` does, a few kept),
+/// node by node, and llama.cpp's graphs allocated here against its logged buffer.
+#[test]
+fn recurrent_graphs_match_llama_cpps() {
+    let dir = std::env::var("VRAMCALC_GRAPHS").unwrap_or_else(|_| DATA.to_string());
+    let recs = common::records_of("recurrent.jsonl");
+    let mut checked = 0;
+    for (i, r) in recs.iter().enumerate() {
+        let path = format!("{dir}/rec-{}-{i}.graph", r.model);
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let want = parse(&text);
+        let p = common::params(&r.v);
+        let got = vramcalc_core::llama_cpp::reserve_graphs(&r.header, &p).unwrap().unwrap();
+        for (gi, (a, b)) in got.iter().zip(want.iter()).enumerate() {
+            let sig = |g: &Graph, n: usize| {
+                let t = &g.t[g.nodes[n]];
+                (t.op, t.ty.id, t.ne)
+            };
+            let m = a.nodes.len().min(b.nodes.len());
+            let k = (0..m).find(|&k| sig(a, k) != sig(b, k)).or((a.nodes.len() != b.nodes.len()).then_some(m));
+            if let Some(k) = k {
+                let show = |g: &Graph| (k.saturating_sub(3)..(k + 3).min(g.nodes.len())).map(|j| format!("{j}:{:?}", sig(g, j))).collect::<Vec<_>>();
+                panic!("{path} graph {gi}: node {k} of {}/{}: built {:?}\n   llama.cpp {:?}", a.nodes.len(), b.nodes.len(), show(a), show(b));
+            }
+        }
+        let measured: u64 = r.v["compute_buffers"].as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum();
+        let theirs = want.iter().map(|g| reserve(g, &[BufType::CPU])[0]).max().unwrap();
+        assert_eq!(theirs, measured, "{path}");
+        checked += 1;
+    }
+    println!("{checked} recurrent graphs checked");
+    assert!(checked >= 2, "{checked}");
 }

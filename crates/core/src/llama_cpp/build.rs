@@ -18,6 +18,8 @@ pub struct Shape {
     pub n_outputs: u64,
     /// Streams of the KV cache (`n_seq_max` unless unified) and the cells of each.
     pub n_stream: u64,
+    /// The micro-batch's sequences (`n_seq_max`, unified or not).
+    pub n_seqs: u64,
     pub n_kv: u64,
     pub n_kv_swa: u64,
     pub flash_attn: bool,

@@ -195,6 +195,10 @@ impl Graph {
     pub fn scale(&mut self, a: T) -> T {
         self.unary_like(Op::Scale, a, vec![a])
     }
+    /// `ggml_scale_inplace(a)`: a view of `a`.
+    pub fn scale_inplace(&mut self, a: T) -> T {
+        self.view_tensor(Op::Scale, a, vec![a])
+    }
     pub fn unary(&mut self, a: T) -> T {
         self.unary_like(Op::Unary, a, vec![a])
     }

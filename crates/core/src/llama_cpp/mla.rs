@@ -99,7 +99,7 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
 }
 
 /// `ggml_concat(a, b, 0)`.
-fn concat0(b: &mut Builder, x: T, y: T) -> T {
+pub(super) fn concat0(b: &mut Builder, x: T, y: T) -> T {
     let (nx, ny) = (b.g.ne(x), b.g.ne(y));
     let ty: GgmlType = b.g.t[x].ty;
     b.g.op(Op::Concat, ty, [nx[0] + ny[0], nx[1], nx[2], nx[3]], vec![x, y])

@@ -13,7 +13,7 @@
 //! | `recurrent` | Mamba-style layers' recurrent state (R, S) per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
-//! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `build`, `models`, `mla`, `oai`, `ssm` | the graph llama.cpp reserves for one micro-batch, per architecture |
 //! | `sched_assign`, `sched` | the backend scheduler's assignment of nodes to devices (op offload) and its split of the graph |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
@@ -37,6 +37,7 @@ mod params;
 mod placement;
 mod recurrent;
 mod sched;
+mod ssm;
 mod sched_assign;
 pub mod synth;
 

@@ -29,6 +29,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "phi3" => phi3(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
+        "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
         _ => return None,
     }
     Some(b.g)
@@ -192,6 +193,7 @@ pub(super) fn graphs_placed(h: &Header, hp: &Hparams, ctx: &Context, p: &Params,
         n_tokens: n_tokens.div_ceil(n_seq) * n_seq,
         n_outputs: n_tokens.min(ctx.n_batch),
         n_stream: ctx.n_stream,
+        n_seqs: n_seq,
         n_kv: ctx.n_ctx_seq,
         n_kv_swa: ctx.swa_cells,
         flash_attn: p.flash_attn_on(),
