@@ -17,6 +17,7 @@
 //! | `sched_assign`, `sched` | the backend scheduler's assignment of nodes to devices (op offload) and its split of the graph |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
+//! | `ollama_sched` | which GPUs Ollama gives llama-server (one that holds it, else all) |
 //! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
@@ -33,6 +34,7 @@ mod mla;
 mod oai;
 pub mod models;
 pub mod ollama;
+pub mod ollama_sched;
 mod params;
 mod placement;
 mod recurrent;

@@ -161,7 +161,7 @@ mod tests {
     fn two_products(n: u64) -> (Graph, [usize; 3]) {
         let mut g = Graph::default();
         let x = g.input(GgmlType::F32, [256, n, 1, 1]);
-        let mut weight = |g: &mut Graph| {
+        let weight = |g: &mut Graph| {
             let w = g.external(GgmlType::F16, [256, 256, 1, 1]);
             g.t[w].flags |= FLAG_WEIGHT;
             w
