@@ -98,7 +98,7 @@ def make_model(path, m):
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch in ("qwen2", "gpt-oss"):
+            if arch in ("qwen2", "gpt-oss", "qwen2moe"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
@@ -110,7 +110,7 @@ def make_model(path, m):
                 t(p + "post_attention_norm.weight", [E])
         if arch != "gpt-oss":
             t(p + "ffn_norm.weight", [E])
-        moe = arch in ("qwen3moe", "gpt-oss") or (arch == "deepseek2" and i >= m["n_dense"])
+        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
@@ -120,6 +120,10 @@ def make_model(path, m):
             if arch == "gpt-oss":
                 t(p + "ffn_gate_inp.bias", [X]); t(p + "ffn_gate_exps.bias", [Fx, X], Q.F32)
                 t(p + "ffn_up_exps.bias", [Fx, X], Q.F32); t(p + "ffn_down_exps.bias", [E, X], Q.F32)
+            if arch == "qwen2moe":
+                S = m["n_ff_shexp"]
+                t(p + "ffn_gate_inp_shexp.weight", [E])
+                t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
             if arch == "deepseek2":
                 S = m["n_shared"] * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
@@ -135,7 +139,9 @@ def make_model(path, m):
 
     if arch == "gpt-oss":
         w.add_sliding_window(m["n_swa"])
-    if arch in ("qwen3moe", "deepseek2", "gpt-oss"):
+    if arch == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
@@ -207,6 +213,15 @@ HELDOUT = {
     "ho-deepseek2-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=1, n_dense=1,
                               q_lora_rank=384, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
                               n_expert=8, n_expert_used=3, n_ff_exp=512, n_shared=2, n_vocab=4000),
+}
+# Architectures moved onto the graph after the others (`--more` -> more.jsonl: each at configs()
+# and at the FRESH settings; the ho- models are held out: other sizes and types).
+MORE = {
+    "qwen2moe-q8_0": dict(BASE, arch="qwen2moe", wtype="Q8_0", n_layer=3, n_head_kv=4, n_expert=8, n_expert_used=2, n_ff_exp=256, n_ff_shexp=512),
+    "mistral3-q4_k": dict(BASE, arch="mistral3", wtype="Q4_K", n_head_kv=4, head_dim=128, n_ff=1536),
+    "ho-qwen2moe-q4_0": dict(BASE, arch="qwen2moe", wtype="Q4_0", n_layer=2, n_embd=768, n_head=12, n_head_kv=2, n_expert=16, n_expert_used=4,
+                                  n_ff_exp=512, n_ff_shexp=1024, n_vocab=3000),
+    "ho-mistral3-q6_k": dict(BASE, arch="mistral3", wtype="Q6_K", n_layer=3, n_embd=1024, n_head=8, n_head_kv=2, head_dim=128, n_ff=2816, n_vocab=5000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}
 FRESH = False
@@ -322,6 +337,7 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--out")
     ap.add_argument("--heldout", action="store_true")
+    ap.add_argument("--more", action="store_true", help="the MORE models at configs() and the FRESH settings -> more.jsonl")
     ap.add_argument("--fresh", action="store_true", help="every model at the settings of configs()'s FRESH list -> fresh.jsonl")
     a = ap.parse_args()
     global FRESH
@@ -334,7 +350,9 @@ def main():
     specs = HELDOUT if a.heldout else MODELS_SPEC
     if a.fresh:
         specs = dict(MODELS_SPEC, **HELDOUT)
-    default = "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
+    if a.more:
+        specs = MORE
+    default = "more.jsonl" if a.more else "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
     out = open(a.out or os.path.join(DATA, default), "a")
     for name, spec in specs.items():
         if a.only and not name.startswith(a.only):
@@ -349,7 +367,12 @@ def main():
                 make_model(path, spec)
         with open(os.path.join(DATA, name + ".gguf-header"), "wb") as f:
             f.write(header_bytes(path))
-        for cfg in configs(name):
+        cfgs = configs(name)
+        if a.more:
+            FRESH = True
+            cfgs = cfgs + configs(name)
+            FRESH = False
+        for cfg in cfgs:
             env = child_env()
             p = subprocess.run([sys.executable, __file__, "--child", path, json.dumps(cfg)], env=env, capture_output=True, text=True, timeout=600)
             if p.returncode != 0:

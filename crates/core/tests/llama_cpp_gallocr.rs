@@ -208,6 +208,35 @@ fn fresh_settings_are_exact() {
     }
 }
 
+/// qwen2moe (shared expert with a sigmoid gate) and mistral3, moved onto the graph after the
+/// others: written from source (`models/qwen2moe.cpp`, `models/mistral3.cpp`) before
+/// `tools/measure_llama_cpp.py --more` measured them (every model at `configs()` and the fresh
+/// settings; the `ho-` models other sizes and types): every buffer to the byte.
+#[test]
+fn more_architectures_are_exact() {
+    let recs = common::records_of("more.jsonl");
+    assert!(recs.len() >= 60, "{}", recs.len());
+    let sum = |v: &serde_json::Value| -> u64 { v.as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum() };
+    let mut bad = Vec::new();
+    for r in &recs {
+        let p = common::params(&r.v);
+        assert!(vramcalc_core::llama_cpp::reserve_graphs(&r.header, &p).unwrap().is_some(), "{} has a graph", r.model);
+        let e = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[], None).unwrap();
+        let what = format!("{} {}", r.model, r.v["params"]);
+        assert_eq!(e.model_bytes(), sum(&r.v["model_buffers"]), "model: {what}");
+        assert_eq!(e.kv_bytes(), sum(&r.v["kv_buffers"]), "KV: {what}");
+        assert_eq!(e.output_bytes(), sum(&r.v["output_buffers"]), "output: {what}");
+        let (got, want) = (e.compute_bytes(), sum(&r.v["compute_buffers"]));
+        if got != want {
+            bad.push(format!("compute {got} vs {want} ({:+.3} %): {what}", 100.0 * (got as f64 / want as f64 - 1.0)));
+        }
+    }
+    for b in bad.iter().take(8) {
+        println!("{b}");
+    }
+    assert!(bad.is_empty(), "{} of {} differ", bad.len(), recs.len());
+}
+
 /// The device split (`llama_cpp/sched.rs`, read from source, not measured): with every layer on
 /// one GPU the host's compute buffer holds the graph inputs (for `-fa on` the f16 mask
 /// `n_kv × n_ubatch`, `inp_embd` and the embedding rows `get_rows` writes on the CPU) and the GPU

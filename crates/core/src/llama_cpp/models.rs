@@ -7,7 +7,7 @@ use crate::gguf::Header;
 
 use super::build::{AttnInp, Builder, Shape, WeightSlots};
 use super::gallocr::BufType;
-use super::ggml::Graph;
+use super::ggml::{Graph, T};
 use super::hparams::Hparams;
 use super::kv::Context;
 use super::params::Params;
@@ -24,7 +24,9 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
     b.slots = slots;
     b.pin_norms = s.n_tokens < 32 || full_offload;
     match hp.arch.as_str() {
-        "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "qwen2moe" if !hp.is_mla => llama_like(&mut b)?,
+        // `models/mistral3.cpp`: llama's graph, plus Llama 4's attention temperature when set.
+        "mistral3" if !has_key(h, "mistral3.attention.temperature_scale") => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
@@ -60,18 +62,41 @@ fn llama_like(b: &mut Builder) -> Option<()> {
         k = b.g.rope(k, pos, rope_freqs);
         let cur = b.attn(&inp, il, q, k, v, None, false)?;
         let (ffn_inp, cur) = b.ffn_input(il, cur, inp_sa, out_ids);
-        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
-            let moe = b.moe(il, cur, true, false)?;
+        let cur = if hp.arch == "qwen2moe" {
+            qwen2moe_ffn(b, il, cur)?
+        } else if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             if b.h.tensor(&format!("blk.{il}.ffn_up_shexp.weight")).is_some() {
-                return None; // qwen2moe's gated shared expert: not modelled
+                return None; // a shared expert outside qwen2moe: not modelled
             }
-            moe
+            b.moe(il, cur, true, false)?
         } else {
             b.ffn(il, cur, "ffn")?
         };
         inp_l = b.g.add(cur, ffn_inp);
     }
     b.head_out(inp_l, false)
+}
+
+fn has_key(h: &Header, k: &str) -> bool {
+    h.get(k).and_then(crate::gguf::Value::as_f64).is_some_and(|x| x != 0.0)
+}
+
+/// qwen2moe's FFN (`models/qwen2moe.cpp`): the experts (softmax gating, weights not normalised,
+/// scaled by `expert_weights_scale` unless 0 or 1) plus the shared expert, gated per token by
+/// `sigmoid(ffn_gate_inp_shexp · x)` written `silu(g) / g`.
+fn qwen2moe_ffn(b: &mut Builder, il: usize, cur: T) -> Option<T> {
+    let w_scale = b.h.get("qwen2moe.expert_weights_scale").and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+    let moe = b.moe(il, cur, false, w_scale != 0.0 && w_scale != 1.0)?;
+    let gate_w = b.wl(il, "ffn_gate_inp_shexp.weight")?;
+    let gate_inp = b.g.mul_mat(gate_w, cur);
+    let silu = b.g.unary(gate_inp);
+    let gate = b.g.div(silu, gate_inp);
+    let up = b.wl(il, "ffn_up_shexp.weight")?;
+    let gate_sh = b.wl(il, "ffn_gate_shexp.weight");
+    let down = b.wl(il, "ffn_down_shexp.weight")?;
+    let ffn = b.ffn_with(cur, up, gate_sh, down);
+    let shexp = b.g.mul(ffn, gate);
+    Some(b.g.add(moe, shexp))
 }
 
 /// phi3 (`models/phi3.cpp`; llama.cpp runs it without sliding windows): a fused `attn_qkv`
