@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Measures llama.cpp's recurrent-state (RS) buffers and the other buffers for small Mamba and
-Mamba-2 models with random weights (same harness as tools/measure_llama_cpp.py: the `gguf`
+"""Measures llama.cpp's recurrent-state (RS) buffers and the other buffers for small Mamba,
+Mamba-2 and granitehybrid (Granite 4.0-H: Mamba-2 and attention layers) models with random weights (same harness as tools/measure_llama_cpp.py: the `gguf`
 package writes the file, a child process loads it with llama-cpp-python's CPU backend under
 LD_PRELOAD=size_shim.so, which prints the exact bytes behind each logged buffer).
 
@@ -86,9 +86,88 @@ def make_mamba(path, m):
     w.close()
 
 
+def make_granite_hybrid(path, m):
+    """granitehybrid (src/models/granite-hybrid.cpp): Mamba-2 layers where head_count_kv is 0."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quant_shape_to_byte_shape
+    arch, wt = "granitehybrid", Q[m["wtype"]]
+    E, L, V, H, KV, hd, F = m["n_embd"], m["n_layer"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["head_dim"], m["n_ff"]
+    d_inner, ds, dc, nh, ng = 2 * E, m["d_state"], m["d_conv"], m["dt_rank"], m["n_group"]
+    attn = m["attn_layers"]
+    rng = np.random.default_rng(0)
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(8192)
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv([KV if i in attn else 0 for i in range(L)])
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_ssm_conv_kernel(dc)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(ds)
+    w.add_ssm_time_step_rank(nh)
+    w.add_ssm_group_count(ng)
+    for k, v in (("embedding_scale", 12.0), ("residual_scale", 0.22), ("logit_scale", 8.0), ("attention.scale", 0.0078125)):
+        w.add_float32(f"{arch}.{k}", v)
+    if m.get("n_expert"):
+        w.add_expert_count(m["n_expert"])
+        w.add_expert_used_count(m["n_expert_used"])
+        w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
+    M.vocab(w, V)
+
+    def t(name, shape, ty=None):
+        ty = wt if ty is None and len(shape) >= 2 and not name.endswith(("gate_inp.weight", "norm.weight")) else (ty or Q.F32)
+        if ty == Q.F32:
+            w.add_tensor(name, rng.standard_normal(shape[::-1]).astype(np.float32) * 0.02)
+        else:
+            bs = quant_shape_to_byte_shape(shape[::-1], ty)
+            w.add_tensor(name, rng.integers(0, 255, size=bs, dtype=np.uint8), raw_dtype=ty)
+
+    t("token_embd.weight", [E, V])
+    t("output_norm.weight", [E])
+    if not m.get("tied"):
+        t("output.weight", [E, V])
+    for i in range(L):
+        b = f"blk.{i}."
+        t(b + "attn_norm.weight", [E])
+        if i in attn:
+            t(b + "attn_q.weight", [E, H * hd]); t(b + "attn_k.weight", [E, KV * hd]); t(b + "attn_v.weight", [E, KV * hd])
+            t(b + "attn_output.weight", [H * hd, E])
+        else:
+            t(b + "ssm_in.weight", [E, 2 * d_inner + 2 * ng * ds + nh])
+            t(b + "ssm_conv1d.weight", [dc, d_inner + 2 * ng * ds], Q.F32)
+            t(b + "ssm_conv1d.bias", [d_inner + 2 * ng * ds])
+            t(b + "ssm_dt.bias", [nh])
+            t(b + "ssm_a", [1, nh], Q.F32)
+            t(b + "ssm_d", [1, nh], Q.F32)
+            t(b + "ssm_norm.weight", [d_inner // ng, ng], Q.F32)
+            t(b + "ssm_out.weight", [d_inner, E])
+        t(b + "ffn_norm.weight", [E])
+        if m.get("n_expert"):
+            X, S = m["n_expert"], m["n_ff_shexp"]
+            t(b + "ffn_gate_inp.weight", [E, X])
+            t(b + "ffn_gate_exps.weight", [E, F, X]); t(b + "ffn_up_exps.weight", [E, F, X]); t(b + "ffn_down_exps.weight", [F, E, X])
+            t(b + "ffn_gate_shexp.weight", [E, S]); t(b + "ffn_up_shexp.weight", [E, S]); t(b + "ffn_down_shexp.weight", [S, E])
+        else:
+            t(b + "ffn_gate.weight", [E, F]); t(b + "ffn_up.weight", [E, F]); t(b + "ffn_down.weight", [F, E])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 SPECS = {
     "mamba-q8_0": dict(arch="mamba", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, d_state=16, d_conv=4, dt_rank=32),
     "mamba2-f16": dict(arch="mamba2", wtype="F16", n_embd=512, n_layer=4, n_vocab=2048, d_state=64, d_conv=4, dt_rank=16, n_group=1),
+    "granitehybrid-q8_0": dict(arch="granitehybrid", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, n_head=8, n_head_kv=2, head_dim=64, n_ff=1536,
+                               d_state=64, d_conv=4, dt_rank=16, n_group=1, attn_layers=[2]),
+    "ho-granitehybrid-moe-q4_0-tied": dict(arch="granitehybrid", wtype="Q4_0", n_embd=768, n_layer=5, n_vocab=3000, n_head=12, n_head_kv=4, head_dim=64,
+                                           n_ff=512, n_expert=8, n_expert_used=2, n_ff_shexp=1024, d_state=128, d_conv=4, dt_rank=24, n_group=1,
+                                           attn_layers=[1, 4], tied=True),
     "ho-mamba2-q4_0-tied": dict(arch="mamba2", wtype="Q4_0", n_embd=768, n_layer=3, n_vocab=3000, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
 }
 
@@ -113,7 +192,7 @@ def main():
             continue
         path = os.path.join(M.MODELS, name + ".gguf")
         if not os.path.exists(path):
-            make_mamba(path, spec)
+            (make_granite_hybrid if spec["arch"] == "granitehybrid" else make_mamba)(path, spec)
         with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
             f.write(M.header_bytes(path))
         for cfg in configs(fresh):

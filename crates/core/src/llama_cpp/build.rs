@@ -516,7 +516,12 @@ impl<'a> Builder<'a> {
 
     /// The output norm and head; `softcap`: gemma2's final logit soft-capping.
     pub fn head_out(&mut self, cur: T, softcap: bool) -> Option<()> {
-            let b = self;
+        self.head_out_scaled(cur, softcap, false)
+    }
+
+    /// [`head_out`](Self::head_out), the logits scaled after (`ggml_scale`: granite's `logit_scale`).
+    pub fn head_out_scaled(&mut self, cur: T, softcap: bool, logit_scale: bool) -> Option<()> {
+        let b = self;
         let n = b.hp.n_layer as usize;
         b.at_layer(n);
         let w = b.w("output_norm.weight");
@@ -530,6 +535,9 @@ impl<'a> Builder<'a> {
         if softcap {
             cur = b.g.scale(cur);
             cur = b.g.unary(cur);
+            cur = b.g.scale(cur);
+        }
+        if logit_scale {
             cur = b.g.scale(cur);
         }
         b.g.set_output(cur);

@@ -74,6 +74,10 @@ impl Ssm {
 /// The architectures whose every layer is recurrent and sized here (`llm_arch_is_recurrent`).
 const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
 
+/// Hybrid architectures sized here (`llm_arch_is_hybrid`) and which of their layers are
+/// recurrent: granitehybrid's where `head_count_kv` is 0 (`load_arch_hparams`).
+const HYBRID_ARCHS: &[&str] = &["granitehybrid"];
+
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
 /// `load_swa_pattern(ml, n)` gets in their `load_arch_hparams` (`src/models/<arch>.cpp`) and the
 /// default window. gemma3 uses a window only when the file sets one.
@@ -127,7 +131,7 @@ fn required(v: Option<u64>, arch: &str, k: &str) -> Result<u64, LlamaError> {
 impl Hparams {
     pub fn from_header(h: &Header) -> Result<Hparams, LlamaError> {
         let arch = h.architecture().ok_or_else(|| LlamaError::Metadata("missing general.architecture".into()))?.to_string();
-        if !RECURRENT_ARCHS.contains(&arch.as_str()) && RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
+        if !RECURRENT_ARCHS.contains(&arch.as_str()) && !HYBRID_ARCHS.contains(&arch.as_str()) && RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
             return Err(LlamaError::Unsupported(format!("architecture {arch:?} keeps a recurrent state; only attention caches are sized")));
         }
         let a = arch.as_str();
@@ -179,6 +183,11 @@ impl Hparams {
                 .map(|t| t.ne(1))
                 .ok_or_else(|| LlamaError::Metadata("no tokenizer.ggml.tokens and no token_embd.weight".into()))?,
         };
+        let recurrent = if HYBRID_ARCHS.contains(&a) {
+            n_head_kv.iter().map(|&h| h == 0).collect()
+        } else {
+            vec![RECURRENT_ARCHS.contains(&a); n_layer as usize]
+        };
         let hp = Hparams {
             n_layer,
             n_embd,
@@ -208,7 +217,7 @@ impl Hparams {
                 n_group: u64_of(h, a, "ssm.group_count")?.unwrap_or(0),
                 dt_rank: u64_of(h, a, "ssm.time_step_rank")?.unwrap_or(0),
             },
-            recurrent: vec![RECURRENT_ARCHS.contains(&a); n_layer as usize],
+            recurrent,
             arch,
         };
         hp.check_bounds()?;

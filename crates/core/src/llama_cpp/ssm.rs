@@ -36,13 +36,7 @@ pub(super) fn mamba(b: &mut Builder) -> Option<()> {
     }
     b.at_layer(0);
     let mut inp_l = b.inp_embd()?;
-    let n_seqs = b.s.n_seqs.max(1);
-    let n_rs = n_seqs;
-    // `build_rs_inp_impl`: `s_copy` and its views for the sequences and the rest.
-    let s_copy = b.g.input(GgmlType::I32, [n_rs, 1, 1, 1]);
-    let i32b = GgmlType::I32.bytes;
-    let main = b.g.view(s_copy, [n_seqs, 1, 1, 1], [n_seqs * i32b; 3]);
-    let extra = b.g.view(s_copy, [n_rs - n_seqs, 1, 1, 1], [(n_rs - n_seqs) * i32b; 3]);
+    let (main, extra) = rs_inp(b);
     let out_ids = b.inp_out_ids();
     for il in 0..n {
         b.at_layer(il);
@@ -56,6 +50,104 @@ pub(super) fn mamba(b: &mut Builder) -> Option<()> {
         inp_l = b.g.add(cur, inp_l);
     }
     b.head_out(inp_l, false)
+}
+
+/// `build_rs_inp_impl`: `s_copy` (one cell per sequence) and its views for the batch's
+/// sequences and the rest (none: the memory has as many cells as sequences).
+fn rs_inp(b: &mut Builder) -> (T, T) {
+    let n_seqs = b.s.n_seqs.max(1);
+    let n_rs = n_seqs;
+    let s_copy = b.g.input(GgmlType::I32, [n_rs, 1, 1, 1]);
+    let i32b = GgmlType::I32.bytes;
+    let main = b.g.view(s_copy, [n_seqs, 1, 1, 1], [n_seqs * i32b; 3]);
+    let extra = b.g.view(s_copy, [n_rs - n_seqs, 1, 1, 1], [(n_rs - n_seqs) * i32b; 3]);
+    (main, extra)
+}
+
+/// Whether the file sets `{arch}.<k>` to a non-zero number (llama.cpp's optional scales).
+fn scale_set(b: &Builder, k: &str) -> bool {
+    b.h.get(&format!("{}.{k}", b.hp.arch)).and_then(crate::gguf::Value::as_f64).is_some_and(|x| x != 0.0)
+}
+
+/// granitehybrid (`models/granite-hybrid.cpp`, Granite 4.0-H): Mamba-2 layers where
+/// `head_count_kv` is 0, attention layers elsewhere (`build_inp_mem_hybrid`: the recurrent
+/// inputs and the KV cache's), the embedding, residual and logit scales when set, a dense FFN
+/// or experts with an optional shared expert.
+pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let m = hp.ssm;
+    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0 {
+        return None;
+    }
+    let ch = m.d_inner + 2 * m.n_group * m.d_state;
+    for il in (0..n).filter(|&il| hp.recurrent[il]) {
+        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
+        if t.ne(0) != m.d_conv || t.ne(1) != ch {
+            return None;
+        }
+    }
+    b.at_layer(0);
+    let mut inp_l = b.inp_embd()?;
+    if scale_set(b, "embedding_scale") {
+        inp_l = b.g.scale(inp_l);
+        b.g.expand(inp_l);
+    }
+    let (main, extra) = rs_inp(b);
+    let inp = b.attn_inp(b.s.n_kv);
+    let out_ids = b.inp_out_ids();
+    let rope = !matches!(b.h.get(&format!("{}.rope.scaling.finetuned", hp.arch)), Some(crate::gguf::Value::Bool(false)));
+    let pos = rope.then(|| b.inp_pos());
+    let residual = scale_set(b, "residual_scale");
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let mut cur = if hp.recurrent[il] {
+            mamba2_layer(b, il, cur, main, extra)?
+        } else {
+            let (mut q, mut k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+            if let Some(pos) = pos {
+                let freqs = b.wl(il, "rope_freqs.weight").or_else(|| b.w("rope_freqs.weight"));
+                q = b.g.rope(q, pos, freqs);
+                k = b.g.rope(k, pos, freqs);
+            }
+            b.attn(&inp, il, q, k, v, None, false)?
+        };
+        let mut inp_sa = inp_sa;
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        if residual {
+            cur = b.g.scale(cur);
+        }
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let w = b.wl(il, "ffn_norm.weight");
+        let cur = b.rms_norm(ffn_inp, w);
+        let mut cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
+            let w_scale = b.h.get(&format!("{}.expert_weights_scale", hp.arch)).and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+            let moe = b.moe(il, cur, true, w_scale != 0.0 && w_scale != 1.0)?;
+            match b.wl(il, "ffn_up_shexp.weight") {
+                Some(up) => {
+                    let gate = b.wl(il, "ffn_gate_shexp.weight");
+                    let down = b.wl(il, "ffn_down_shexp.weight")?;
+                    let sh = b.ffn_with(cur, up, gate, down);
+                    b.g.add(moe, sh)
+                }
+                None => moe,
+            }
+        } else {
+            b.ffn(il, cur, "ffn")?
+        };
+        if residual {
+            cur = b.g.scale(cur);
+        }
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    let logit_scale = scale_set(b, "logit_scale");
+    b.head_out_scaled(inp_l, false, logit_scale)
 }
 
 /// The recurrent cache tensors of layer `il`: R `[n_embd_r, rows]`, S `[n_embd_s, rows]`.
