@@ -15,7 +15,7 @@ fn sum(v: &serde_json::Value) -> u64 {
 fn rs_line_mib(line: &str) -> (f64, f64) {
     let num = |tag: &str| -> f64 {
         let rest = &line[line.find(tag).unwrap() + tag.len()..];
-        rest.trim_start().split_whitespace().next().unwrap().parse().unwrap()
+        rest.split_whitespace().next().unwrap().parse().unwrap()
     };
     (num("R (f32):"), num("S (f32):"))
 }
@@ -56,7 +56,7 @@ fn recurrent_state_follows_the_layers() {
     let r = common::records_of("recurrent.jsonl").into_iter().find(|r| r.model == "mamba-q8_0").unwrap();
     let gpu = GpuDevice { name: "gpu".into(), capacity: 24 << 30 };
     let cpu = estimate(&r.header, &common::params(&r.v), &[], None).unwrap();
-    let half = estimate(&r.header, &Params { n_gpu_layers: Some(3), ..common::params(&r.v) }, &[gpu.clone()], None).unwrap();
+    let half = estimate(&r.header, &Params { n_gpu_layers: Some(3), ..common::params(&r.v) }, std::slice::from_ref(&gpu), None).unwrap();
     let all = estimate(&r.header, &common::params(&r.v), &[gpu], None).unwrap();
     assert_eq!(half.devices[1].rs(), cpu.rs_bytes() / 2);
     assert_eq!(half.devices[0].rs(), cpu.rs_bytes() / 2);

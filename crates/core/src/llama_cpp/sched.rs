@@ -34,6 +34,9 @@ use super::sched_assign::is_view_op;
 /// `GGML_SCHED_MAX_COPIES`.
 pub const PIPELINE_COPIES: usize = 4;
 
+/// A split: its backend, its first node, and its inputs as (dependency, copy).
+type Split = (usize, usize, Vec<(usize, usize)>);
+
 /// The scheduler's graph of `g` (a node's `backend` says where it runs) with `n_copies` copies of
 /// each input (1 without pipeline parallelism).
 pub fn split(g: Graph, n_copies: usize) -> Graph {
@@ -68,7 +71,7 @@ pub fn split(g: Graph, n_copies: usize) -> Graph {
     let mut copies: HashMap<(usize, usize), usize> = HashMap::new();
     let mut split_copies = Vec::new();
     // Pass 5: (backend, first node, the split's inputs as (dependency, copy)).
-    let mut splits: Vec<(usize, usize, Vec<(usize, usize)>)> = Vec::new();
+    let mut splits: Vec<Split> = Vec::new();
     let first = g.nodes.iter().find(|&&n| !is_view_op(g.t[n].op)).map_or(0, |&n| g.t[n].backend);
     splits.push((first, 0, Vec::new()));
     for i in 0..g.nodes.len() {

@@ -160,7 +160,10 @@ fn states(b: &mut Builder) -> (T, T, u64) {
 
 /// `build_rs`: the zeroed cell, the states of the batch's sequences (`rows` of them, by
 /// `get_rows` or by the SSM scan `scan`), and the other states copied along. Returns the first.
-fn build_rs(b: &mut Builder, s: T, size: u64, main: T, extra: T, scan: Option<&dyn Fn(&mut Builder, T, T) -> T>) -> T {
+/// How `build_rs` reads the batch's states (`get_state_rows`): `(builder, states, ids)`.
+type GetRows<'a> = &'a dyn Fn(&mut Builder, T, T) -> T;
+
+fn build_rs(b: &mut Builder, s: T, size: u64, main: T, extra: T, scan: Option<GetRows>) -> T {
     let rows = b.g.ne(s)[1];
     let states = b.g.reshape(s, [size, rows, 1, 1]);
     let nb1 = b.g.t[states].nb[1];
