@@ -20,10 +20,27 @@ import measure_llama_cpp as M  # noqa: E402
 RS = re.compile(r"llama_memory_recurrent:\s+(\S+) RS buffer size =\s+([\d.]+) MiB")
 
 
+def writer(w, wt, rng, f32_names=()):
+    """`t(name, shape[, type])`: a random tensor, shape in ggml order; 1-d tensors, norms and
+    router weights f32, the rest of the file's type."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quant_shape_to_byte_shape
+
+    def t(name, shape, ty=None):
+        ty = wt if ty is None and len(shape) >= 2 and not name.endswith(f32_names) else (ty or Q.F32)
+        if ty == Q.F32:
+            w.add_tensor(name, rng.standard_normal(shape[::-1]).astype(np.float32) * 0.02)
+        elif ty == Q.F16:
+            w.add_tensor(name, (rng.standard_normal(shape[::-1]) * 0.02).astype(np.float16))
+        else:
+            bs = quant_shape_to_byte_shape(shape[::-1], ty)
+            w.add_tensor(name, rng.integers(0, 255, size=bs, dtype=np.uint8), raw_dtype=ty)
+    return t
+
+
 def make_mamba(path, m):
     import gguf
     from gguf import GGMLQuantizationType as Q
-    from gguf.quants import quant_shape_to_byte_shape
     arch, wt = m["arch"], Q[m["wtype"]]
     E, L, V = m["n_embd"], m["n_layer"], m["n_vocab"]
     d_inner, d_state, d_conv = 2 * E, m["d_state"], m["d_conv"]
@@ -42,16 +59,7 @@ def make_mamba(path, m):
     if arch == "mamba2":
         w.add_ssm_group_count(m["n_group"])
     M.vocab(w, V)
-
-    def t(name, shape, ty=None):
-        ty = wt if ty is None and len(shape) >= 2 else (ty or Q.F32)
-        if ty == Q.F32:
-            w.add_tensor(name, rng.standard_normal(shape[::-1]).astype(np.float32) * 0.02)
-        elif ty == Q.F16:
-            w.add_tensor(name, (rng.standard_normal(shape[::-1]) * 0.02).astype(np.float16))
-        else:
-            bs = quant_shape_to_byte_shape(shape[::-1], ty)
-            w.add_tensor(name, rng.integers(0, 255, size=bs, dtype=np.uint8), raw_dtype=ty)
+    t = writer(w, wt, rng)
 
     t("token_embd.weight", [E, V])
     t("output_norm.weight", [E])
@@ -90,7 +98,6 @@ def make_granite_hybrid(path, m):
     """granitehybrid (src/models/granite-hybrid.cpp): Mamba-2 layers where head_count_kv is 0."""
     import gguf
     from gguf import GGMLQuantizationType as Q
-    from gguf.quants import quant_shape_to_byte_shape
     arch, wt = "granitehybrid", Q[m["wtype"]]
     E, L, V, H, KV, hd, F = m["n_embd"], m["n_layer"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["head_dim"], m["n_ff"]
     d_inner, ds, dc, nh, ng = 2 * E, m["d_state"], m["d_conv"], m["dt_rank"], m["n_group"]
@@ -118,14 +125,7 @@ def make_granite_hybrid(path, m):
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
     M.vocab(w, V)
-
-    def t(name, shape, ty=None):
-        ty = wt if ty is None and len(shape) >= 2 and not name.endswith(("gate_inp.weight", "norm.weight")) else (ty or Q.F32)
-        if ty == Q.F32:
-            w.add_tensor(name, rng.standard_normal(shape[::-1]).astype(np.float32) * 0.02)
-        else:
-            bs = quant_shape_to_byte_shape(shape[::-1], ty)
-            w.add_tensor(name, rng.integers(0, 255, size=bs, dtype=np.uint8), raw_dtype=ty)
+    t = writer(w, wt, rng, ("gate_inp.weight", "norm.weight"))
 
     t("token_embd.weight", [E, V])
     t("output_norm.weight", [E])

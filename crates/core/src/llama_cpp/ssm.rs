@@ -195,21 +195,31 @@ fn ssm_scan(b: &mut Builder, src: [T; 7]) -> T {
     b.g.op(Op::Other, F32, [x + s[0] * s[1] * s[2] * ids, 1, 1, 1], src.to_vec())
 }
 
-/// The conv state's update: the last `d_conv - 1` columns of `conv_x` into R.
-fn store_conv(b: &mut Builder, conv_x: T, r: T, ch: u64, n_seqs: u64) {
+/// The conv state's update: the last `d_conv - 1` columns of `conv_x` into R, through a 1-d
+/// view of R (Mamba-1) or a 2-d one, a row per sequence (Mamba-2).
+fn store_conv(b: &mut Builder, conv_x: T, r: T, ch: u64, n_seqs: u64, rows_2d: bool) {
     let d = b.hp.ssm.d_conv - 1;
     let nb = b.g.t[conv_x].nb;
     let last = b.g.view(conv_x, [d, ch, n_seqs, 1], [nb[1], nb[2], nb[2] * n_seqs]);
     let row = d * ch;
-    let dst = b.g.view(r, [row * n_seqs, 1, 1, 1], [row * n_seqs * 4; 3]);
+    let dst = if rows_2d {
+        b.g.view(r, [row, n_seqs, 1, 1], [row * 4, row * 4 * n_seqs, row * 4 * n_seqs])
+    } else {
+        b.g.view(r, [row * n_seqs, 1, 1, 1], [row * n_seqs * 4; 3])
+    };
     let c = b.g.cpy(last, dst);
     b.g.expand(c);
 }
 
+/// The micro-batch's sequences and tokens per sequence.
+fn batch(b: &Builder) -> (u64, u64) {
+    let n_seqs = b.s.n_seqs.max(1);
+    (n_seqs, b.s.n_tokens / n_seqs)
+}
+
 fn mamba_layer(b: &mut Builder, il: usize, cur: T, main: T, extra: T) -> Option<T> {
     let m = b.hp.ssm;
-    let (n_seqs, n_tok) = (b.s.n_seqs.max(1), b.s.n_tokens);
-    let nst = n_tok / n_seqs;
+    let (n_seqs, nst) = batch(b);
     let (r, s, rows) = states(b);
     let conv = build_rs(b, r, m.n_embd_r(), main, extra, None);
     let conv = b.g.reshape(conv, [m.d_conv - 1, m.d_inner, n_seqs, 1]);
@@ -221,7 +231,7 @@ fn mamba_layer(b: &mut Builder, il: usize, cur: T, main: T, extra: T) -> Option<
     let z = b.g.view(xz, [m.d_inner, nst, n_seqs, 1], [nb[1], nb[2], nb[3]]);
     let xt = b.g.transpose(x);
     let conv_x = super::mla::concat0(b, conv, xt);
-    store_conv(b, conv_x, r, m.d_inner, n_seqs);
+    store_conv(b, conv_x, r, m.d_inner, n_seqs, false);
     let c1 = b.wl(il, "ssm_conv1d.weight")?;
     let x = ssm_conv(b, conv_x, c1);
     let x = match b.wl(il, "ssm_conv1d.bias") {
@@ -273,8 +283,7 @@ fn store_ssm(b: &mut Builder, y_ssm: T, s: T, per_seq: u64, n_seqs: u64) {
 
 fn mamba2_layer(b: &mut Builder, il: usize, cur: T, main: T, extra: T) -> Option<T> {
     let m = b.hp.ssm;
-    let (n_seqs, n_tok) = (b.s.n_seqs.max(1), b.s.n_tokens);
-    let nst = n_tok / n_seqs;
+    let (n_seqs, nst) = batch(b);
     let n_head = m.dt_rank;
     let head_dim = m.d_inner.checked_div(n_head)?;
     let ch = m.d_inner + 2 * m.n_group * m.d_state;
@@ -291,15 +300,7 @@ fn mamba2_layer(b: &mut Builder, il: usize, cur: T, main: T, extra: T) -> Option
     let dt = b.g.view(zx, [n_head, nst, n_seqs, 1], [nb[1], nb[2], nb[3]]);
     let xt = b.g.transpose(xbc);
     let conv_x = super::mla::concat0(b, conv, xt);
-    {
-        let d = m.d_conv - 1;
-        let nbc = b.g.t[conv_x].nb;
-        let last = b.g.view(conv_x, [d, ch, n_seqs, 1], [nbc[1], nbc[2], nbc[2] * n_seqs]);
-        let row = d * ch * 4;
-        let dst = b.g.view(r, [d * ch, n_seqs, 1, 1], [row, row * n_seqs, row * n_seqs]);
-        let c = b.g.cpy(last, dst);
-        b.g.expand(c);
-    }
+    store_conv(b, conv_x, r, ch, n_seqs, true);
     let c1 = b.wl(il, "ssm_conv1d.weight")?;
     let xbc = ssm_conv(b, conv_x, c1);
     let xbc = match b.wl(il, "ssm_conv1d.bias") {
