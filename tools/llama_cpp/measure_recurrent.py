@@ -98,7 +98,8 @@ def make_granite_hybrid(path, m):
     """granitehybrid (src/models/granite-hybrid.cpp): Mamba-2 layers where head_count_kv is 0."""
     import gguf
     from gguf import GGMLQuantizationType as Q
-    arch, wt = "granitehybrid", Q[m["wtype"]]
+    arch, wt = m["arch"], Q[m["wtype"]]
+    hybrid = arch == "granitehybrid"
     E, L, V, H, KV, hd, F = m["n_embd"], m["n_layer"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["head_dim"], m["n_ff"]
     d_inner, ds, dc, nh, ng = 2 * E, m["d_state"], m["d_conv"], m["dt_rank"], m["n_group"]
     attn = m["attn_layers"]
@@ -109,15 +110,16 @@ def make_granite_hybrid(path, m):
     w.add_block_count(L)
     w.add_feed_forward_length(F)
     w.add_head_count(H)
-    w.add_head_count_kv([KV if i in attn else 0 for i in range(L)])
+    w.add_head_count_kv([KV if i in attn else 0 for i in range(L)] if hybrid else KV)
     w.add_key_length(hd)
     w.add_value_length(hd)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_ssm_conv_kernel(dc)
-    w.add_ssm_inner_size(d_inner)
-    w.add_ssm_state_size(ds)
-    w.add_ssm_time_step_rank(nh)
-    w.add_ssm_group_count(ng)
+    if hybrid:
+        w.add_ssm_conv_kernel(dc)
+        w.add_ssm_inner_size(d_inner)
+        w.add_ssm_state_size(ds)
+        w.add_ssm_time_step_rank(nh)
+        w.add_ssm_group_count(ng)
     for k, v in (("embedding_scale", 12.0), ("residual_scale", 0.22), ("logit_scale", 8.0), ("attention.scale", 0.0078125)):
         w.add_float32(f"{arch}.{k}", v)
     if m.get("n_expert"):
@@ -134,7 +136,7 @@ def make_granite_hybrid(path, m):
     for i in range(L):
         b = f"blk.{i}."
         t(b + "attn_norm.weight", [E])
-        if i in attn:
+        if i in attn or not hybrid:
             t(b + "attn_q.weight", [E, H * hd]); t(b + "attn_k.weight", [E, KV * hd]); t(b + "attn_v.weight", [E, KV * hd])
             t(b + "attn_output.weight", [H * hd, E])
         else:
@@ -168,6 +170,12 @@ SPECS = {
     "ho-granitehybrid-moe-q4_0-tied": dict(arch="granitehybrid", wtype="Q4_0", n_embd=768, n_layer=5, n_vocab=3000, n_head=12, n_head_kv=4, head_dim=64,
                                            n_ff=512, n_expert=8, n_expert_used=2, n_ff_shexp=1024, d_state=128, d_conv=4, dt_rank=24, n_group=1,
                                            attn_layers=[1, 4], tied=True),
+    # granite and granitemoe (Granite 3.x): granitehybrid's layers without the recurrent ones.
+    "granite-q8_0": dict(arch="granite", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, n_head=8, n_head_kv=2, head_dim=64, n_ff=1536,
+                         d_state=0, d_conv=0, dt_rank=0, n_group=1, attn_layers=[]),
+    "ho-granitemoe-q4_k-tied": dict(arch="granitemoe", wtype="Q4_K", n_embd=768, n_layer=3, n_vocab=3000, n_head=12, n_head_kv=4, head_dim=64,
+                                    n_ff=512, n_expert=8, n_expert_used=2, n_ff_shexp=1024, d_state=0, d_conv=0, dt_rank=0, n_group=1,
+                                    attn_layers=[], tied=True),
     "ho-mamba2-q4_0-tied": dict(arch="mamba2", wtype="Q4_0", n_embd=768, n_layer=3, n_vocab=3000, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
 }
 
@@ -192,7 +200,7 @@ def main():
             continue
         path = os.path.join(M.MODELS, name + ".gguf")
         if not os.path.exists(path):
-            (make_granite_hybrid if spec["arch"] == "granitehybrid" else make_mamba)(path, spec)
+            (make_granite_hybrid if spec["arch"].startswith("granite") else make_mamba)(path, spec)
         with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
             f.write(M.header_bytes(path))
         for cfg in configs(fresh):

@@ -2,7 +2,8 @@
 //! cache for the attention layers, the recurrent state for the others) against llama.cpp's
 //! logged buffers on the CPU backend (`tools/llama_cpp/measure_recurrent.py` ->
 //! `data/llama_cpp/recurrent.jsonl`; the `ho-` models are held out: other sizes, types, group
-//! counts, experts with a shared one, tied outputs).
+//! counts, experts with a shared one, tied outputs). granite and granitemoe (Granite 3.x:
+//! granitehybrid's graph without recurrent layers) are measured by the same script.
 mod llama_cpp_common;
 use llama_cpp_common as common;
 use vramcalc_core::llama_cpp::estimate;
@@ -26,7 +27,7 @@ fn rs_line_mib(line: &str) -> (f64, f64) {
 /// (32 k context with `-ub 2048`, a unified memory of two sequences at `-ub 64`, five sequences).
 #[test]
 fn every_buffer_is_exact() {
-    for (file, min) in [("recurrent.jsonl", 25), ("recurrent_fresh.jsonl", 15)] {
+    for (file, min) in [("recurrent.jsonl", 35), ("recurrent_fresh.jsonl", 21)] {
         let recs = common::records_of(file);
         assert!(recs.len() >= min, "{file}");
         for r in &recs {
@@ -41,9 +42,14 @@ fn every_buffer_is_exact() {
             assert_eq!(got, want, "compute {what} ({:+.3} %)", 100.0 * (got as f64 / want as f64 - 1.0));
             let all = ["model_buffers", "kv_buffers", "rs_buffers", "compute_buffers", "output_buffers"].iter().map(|k| sum(&r.v[*k])).sum::<u64>();
             assert_eq!(e.total(), all, "total {what}");
-            let (rm, sm) = rs_line_mib(r.v["rs_lines"][0].as_str().unwrap());
-            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-            assert!((mib(e.devices[0].r) - rm).abs() < 0.006 && (mib(e.devices[0].s) - sm).abs() < 0.006, "R/S {what}");
+            // granite and granitemoe (no recurrent layers) log no state.
+            if let Some(line) = r.v["rs_lines"][0].as_str() {
+                let (rm, sm) = rs_line_mib(line);
+                let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+                assert!((mib(e.devices[0].r) - rm).abs() < 0.006 && (mib(e.devices[0].s) - sm).abs() < 0.006, "R/S {what}");
+            } else {
+                assert_eq!(e.rs_bytes(), 0, "{what}");
+            }
         }
     }
 }

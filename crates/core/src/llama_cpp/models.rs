@@ -32,7 +32,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
-        "granitehybrid" => super::ssm::granite_hybrid(&mut b)?,
+        "granitehybrid" | "granite" | "granitemoe" => super::ssm::granite_hybrid(&mut b)?,
         _ => return None,
     }
     Some(b.g)

@@ -70,15 +70,20 @@ fn scale_set(b: &Builder, k: &str) -> bool {
 }
 
 /// granitehybrid (`models/granite-hybrid.cpp`, Granite 4.0-H): Mamba-2 layers where
-/// `head_count_kv` is 0, attention layers elsewhere (`build_inp_mem_hybrid`: the recurrent
+/// `head_count_kv` is 0, attention layers elsewhere; granite and granitemoe (`models/granite.cpp`,
+/// Granite 3.x, the same layers without the recurrent ones) (`build_inp_mem_hybrid`: the recurrent
 /// inputs and the KV cache's), the embedding, residual and logit scales when set, a dense FFN
 /// or experts with an optional shared expert.
 pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
     let m = hp.ssm;
-    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0 {
+    let any_recurrent = hp.recurrent.iter().any(|&r| r);
+    if any_recurrent && (m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0) {
         return None;
+    }
+    if b.h.get(&format!("{}.n_deepstack_layers", hp.arch)).and_then(crate::gguf::Value::as_u64).unwrap_or(0) > 0 {
+        return None; // Granite vision's deepstack embeddings: not followed
     }
     let ch = m.d_inner + 2 * m.n_group * m.d_state;
     for il in (0..n).filter(|&il| hp.recurrent[il]) {
