@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Measures llama.cpp's recurrent-state (RS) buffers and the other buffers for small Mamba,
-Mamba-2 and granitehybrid (Granite 4.0-H: Mamba-2 and attention layers) models with random weights (same harness as tools/measure_llama_cpp.py: the `gguf`
+Mamba-2, granitehybrid (Granite 4.0-H: Mamba-2 and attention layers) and jamba (Mamba-1 and
+attention layers) models, and granite/granitemoe with random weights (same harness as tools/measure_llama_cpp.py: the `gguf`
 package writes the file, a child process loads it with llama-cpp-python's CPU backend under
 LD_PRELOAD=size_shim.so, which prints the exact bytes behind each logged buffer).
 
@@ -162,6 +163,66 @@ def make_granite_hybrid(path, m):
     w.close()
 
 
+def make_jamba(path, m):
+    """jamba (src/models/jamba.cpp): Mamba-1 layers (dt, B, C norms) where head_count_kv is 0,
+    attention elsewhere; experts on the layers in `moe_layers`."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    wt = Q[m["wtype"]]
+    E, L, V, H, KV, F = m["n_embd"], m["n_layer"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["n_ff"]
+    d_inner, ds, dc, dtr = 2 * E, m["d_state"], m["d_conv"], m["dt_rank"]
+    attn, moe = m["attn_layers"], m["moe_layers"]
+    rng = np.random.default_rng(0)
+    w = gguf.GGUFWriter(path, "jamba")
+    w.add_context_length(8192)
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv([KV if i in attn else 0 for i in range(L)])
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_ssm_conv_kernel(dc)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(ds)
+    w.add_ssm_time_step_rank(dtr)
+    w.add_expert_count(m["n_expert"])
+    w.add_expert_used_count(m["n_expert_used"])
+    M.vocab(w, V)
+    t = writer(w, wt, rng, ("gate_inp.weight", "norm.weight"))
+    t("token_embd.weight", [E, V])
+    t("output_norm.weight", [E])
+    t("output.weight", [E, V])
+    hd = E // H
+    for i in range(L):
+        b = f"blk.{i}."
+        t(b + "attn_norm.weight", [E])
+        if i in attn:
+            t(b + "attn_q.weight", [E, E]); t(b + "attn_k.weight", [E, KV * hd]); t(b + "attn_v.weight", [E, KV * hd])
+            t(b + "attn_output.weight", [E, E])
+        else:
+            t(b + "ssm_in.weight", [E, 2 * d_inner])
+            t(b + "ssm_conv1d.weight", [dc, d_inner], Q.F32)
+            t(b + "ssm_conv1d.bias", [d_inner])
+            t(b + "ssm_x.weight", [d_inner, dtr + 2 * ds])
+            t(b + "ssm_dt_norm.weight", [dtr]); t(b + "ssm_b_norm.weight", [ds]); t(b + "ssm_c_norm.weight", [ds])
+            t(b + "ssm_dt.weight", [dtr, d_inner])
+            t(b + "ssm_dt.bias", [d_inner])
+            t(b + "ssm_a", [ds, d_inner], Q.F32)
+            t(b + "ssm_d", [d_inner])
+            t(b + "ssm_out.weight", [d_inner, E])
+        t(b + "ffn_norm.weight", [E])
+        if i in moe:
+            X = m["n_expert"]
+            t(b + "ffn_gate_inp.weight", [E, X])
+            t(b + "ffn_gate_exps.weight", [E, F, X]); t(b + "ffn_up_exps.weight", [E, F, X]); t(b + "ffn_down_exps.weight", [F, E, X])
+        else:
+            t(b + "ffn_gate.weight", [E, F]); t(b + "ffn_up.weight", [E, F]); t(b + "ffn_down.weight", [F, E])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 SPECS = {
     "mamba-q8_0": dict(arch="mamba", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, d_state=16, d_conv=4, dt_rank=32),
     "mamba2-f16": dict(arch="mamba2", wtype="F16", n_embd=512, n_layer=4, n_vocab=2048, d_state=64, d_conv=4, dt_rank=16, n_group=1),
@@ -176,6 +237,10 @@ SPECS = {
     "ho-granitemoe-q4_k-tied": dict(arch="granitemoe", wtype="Q4_K", n_embd=768, n_layer=3, n_vocab=3000, n_head=12, n_head_kv=4, head_dim=64,
                                     n_ff=512, n_expert=8, n_expert_used=2, n_ff_shexp=1024, d_state=0, d_conv=0, dt_rank=0, n_group=1,
                                     attn_layers=[], tied=True),
+    "jamba-q8_0": dict(arch="jamba", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, n_head=8, n_head_kv=2, n_ff=1024, d_state=16, d_conv=4,
+                       dt_rank=32, n_expert=4, n_expert_used=2, attn_layers=[2], moe_layers=[1, 3]),
+    "ho-jamba-q4_0": dict(arch="jamba", wtype="Q4_0", n_embd=768, n_layer=5, n_vocab=3000, n_head=12, n_head_kv=4, n_ff=1536, d_state=16, d_conv=4,
+                          dt_rank=64, n_expert=8, n_expert_used=2, attn_layers=[0, 4], moe_layers=[1, 3]),
     "ho-mamba2-q4_0-tied": dict(arch="mamba2", wtype="Q4_0", n_embd=768, n_layer=3, n_vocab=3000, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
 }
 
@@ -200,7 +265,8 @@ def main():
             continue
         path = os.path.join(M.MODELS, name + ".gguf")
         if not os.path.exists(path):
-            (make_granite_hybrid if spec["arch"].startswith("granite") else make_mamba)(path, spec)
+            make = {"jamba": make_jamba}.get(spec["arch"], make_granite_hybrid if spec["arch"].startswith("granite") else make_mamba)
+            make(path, spec)
         with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
             f.write(M.header_bytes(path))
         for cfg in configs(fresh):

@@ -75,8 +75,8 @@ impl Ssm {
 const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
 
 /// Hybrid architectures sized here (`llm_arch_is_hybrid`) and which of their layers are
-/// recurrent: granitehybrid's where `head_count_kv` is 0 (`load_arch_hparams`).
-const HYBRID_ARCHS: &[&str] = &["granitehybrid"];
+/// recurrent: those where `head_count_kv` is 0 (`load_arch_hparams` of granite-hybrid.cpp, jamba.cpp).
+const HYBRID_ARCHS: &[&str] = &["granitehybrid", "jamba"];
 
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
 /// `load_swa_pattern(ml, n)` gets in their `load_arch_hparams` (`src/models/<arch>.cpp`) and the

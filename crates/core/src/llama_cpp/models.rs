@@ -33,6 +33,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
         "granitehybrid" | "granite" | "granitemoe" => super::ssm::granite_hybrid(&mut b)?,
+        "jamba" => super::ssm::jamba(&mut b)?,
         _ => return None,
     }
     Some(b.g)

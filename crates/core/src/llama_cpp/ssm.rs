@@ -18,10 +18,6 @@ pub(super) fn mamba(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
     let v2 = hp.arch == "mamba2";
-    if b.h.get(&format!("{}.ssm.dt_b_c_rms", hp.arch)).is_some_and(|v| matches!(v, crate::gguf::Value::Bool(true))) {
-        // FalconMamba's B/C/dt norms: not followed here.
-        return None;
-    }
     let m = hp.ssm;
     if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || (v2 && (m.dt_rank == 0 || m.n_group == 0)) {
         return None;
@@ -155,6 +151,54 @@ pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
     b.head_out_scaled(inp_l, false, logit_scale)
 }
 
+/// jamba (`models/jamba.cpp`): Mamba-1 layers (dt, B and C normalised) where `head_count_kv` is
+/// 0, attention layers without RoPE elsewhere, a dense FFN or experts per layer.
+pub(super) fn jamba(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let m = hp.ssm;
+    if hp.recurrent.iter().any(|&r| r) && (m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0) {
+        return None;
+    }
+    for il in (0..n).filter(|&il| hp.recurrent[il]) {
+        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
+        if t.ne(0) != m.d_conv || t.ne(1) != m.d_inner {
+            return None;
+        }
+    }
+    b.at_layer(0);
+    let mut inp_l = b.inp_embd()?;
+    let (main, extra) = rs_inp(b);
+    let inp = b.attn_inp(b.s.n_kv);
+    let out_ids = b.inp_out_ids();
+    for il in 0..n {
+        b.at_layer(il);
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let mut cur = if hp.recurrent[il] {
+            mamba_layer(b, il, cur, main, extra)?
+        } else {
+            let (q, k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+            b.attn(&inp, il, q, k, v, None, false)?
+        };
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_l = b.g.get_rows(inp_l, out_ids);
+        }
+        let ffn_inp = b.g.add(inp_l, cur);
+        let w = b.wl(il, "ffn_norm.weight");
+        let cur = b.rms_norm(ffn_inp, w);
+        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
+            let w_scale = b.h.get("jamba.expert_weights_scale").and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+            b.moe(il, cur, false, w_scale != 0.0 && w_scale != 1.0)?
+        } else {
+            b.ffn(il, cur, "ffn")?
+        };
+        inp_l = b.g.add(ffn_inp, cur);
+    }
+    b.head_out(inp_l, false)
+}
+
 /// The recurrent cache tensors of layer `il`: R `[n_embd_r, rows]`, S `[n_embd_s, rows]`.
 fn states(b: &mut Builder) -> (T, T, u64) {
     let rows = b.s.n_seqs.max(1);
@@ -250,7 +294,14 @@ fn mamba_layer(b: &mut Builder, il: usize, cur: T, main: T, extra: T) -> Option<
     let dt = b.g.view(x_db, [m.dt_rank, nst, n_seqs, 1], [nb[1], nb[2], nb[3]]);
     let bc = |b: &mut Builder| b.g.view(x_db, [m.d_state, 1, nst, n_seqs], [m.d_state * 4, nb[1], nb[2]]);
     let (bb, cc) = (bc(b), bc(b));
-    let dt = b.g.cont(dt);
+    // FalconMamba (`ssm.dt_b_c_rms`, no weights) and Jamba (`ssm_{dt,b,c}_norm`) normalise dt, B, C.
+    let rms = b.h.get(&format!("{}.ssm.dt_b_c_rms", b.hp.arch)).is_some_and(|v| matches!(v, crate::gguf::Value::Bool(true)));
+    let norms = [b.wl(il, "ssm_dt_norm.weight"), b.wl(il, "ssm_b_norm.weight"), b.wl(il, "ssm_c_norm.weight")];
+    let (dt, bb, cc) = if rms || norms.iter().all(Option::is_some) {
+        (b.rms_norm(dt, norms[0]), b.rms_norm(bb, norms[1]), b.rms_norm(cc, norms[2]))
+    } else {
+        (b.g.cont(dt), bb, cc)
+    };
     let w_dt = b.wl(il, "ssm_dt.weight")?;
     let dt = b.g.mul_mat(w_dt, dt);
     let dt = match b.wl(il, "ssm_dt.bias") {
