@@ -223,6 +223,57 @@ def make_jamba(path, m):
     w.close()
 
 
+def make_falcon_h1(path, m):
+    """falcon-h1 (src/models/falcon-h1.cpp): attention and Mamba-2 in every layer."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    wt = Q[m["wtype"]]
+    E, L, V, H, KV, hd, F = m["n_embd"], m["n_layer"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["head_dim"], m["n_ff"]
+    d_inner, ds, dc, nh, ng = m["d_inner"], m["d_state"], m["d_conv"], m["dt_rank"], m["n_group"]
+    rng = np.random.default_rng(0)
+    w = gguf.GGUFWriter(path, "falcon-h1")
+    w.add_context_length(8192)
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_ssm_conv_kernel(dc)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(ds)
+    w.add_ssm_time_step_rank(nh)
+    w.add_ssm_group_count(ng)
+    M.vocab(w, V)
+    t = writer(w, wt, rng, ("norm.weight", "ffn_norm"))
+    t("token_embd.weight", [E, V])
+    t("output_norm.weight", [E])
+    if not m.get("tied"):
+        t("output.weight", [E, V])
+    conv = d_inner + 2 * ng * ds
+    for i in range(L):
+        b = f"blk.{i}."
+        t(b + "ssm_in.weight", [E, d_inner + conv + nh])
+        t(b + "ssm_conv1d.weight", [dc, conv], Q.F32)
+        t(b + "ssm_conv1d.bias", [conv])
+        t(b + "ssm_dt.bias", [nh])
+        t(b + "ssm_a", [1, nh], Q.F32)
+        t(b + "ssm_d", [1, nh], Q.F32)
+        t(b + "ssm_norm.weight", [d_inner // ng, ng], Q.F32)
+        t(b + "ssm_out.weight", [d_inner, E])
+        t(b + "attn_q.weight", [E, H * hd]); t(b + "attn_k.weight", [E, KV * hd]); t(b + "attn_v.weight", [E, KV * hd])
+        t(b + "attn_output.weight", [H * hd, E])
+        t(b + "attn_norm.weight", [E])
+        t(b + "ffn_norm", [E], Q.F32)
+        t(b + "ffn_gate.weight", [E, F]); t(b + "ffn_up.weight", [E, F]); t(b + "ffn_down.weight", [F, E])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 SPECS = {
     "mamba-q8_0": dict(arch="mamba", wtype="Q8_0", n_embd=512, n_layer=4, n_vocab=2048, d_state=16, d_conv=4, dt_rank=32),
     "mamba2-f16": dict(arch="mamba2", wtype="F16", n_embd=512, n_layer=4, n_vocab=2048, d_state=64, d_conv=4, dt_rank=16, n_group=1),
@@ -241,6 +292,10 @@ SPECS = {
                        dt_rank=32, n_expert=4, n_expert_used=2, attn_layers=[2], moe_layers=[1, 3]),
     "ho-jamba-q4_0": dict(arch="jamba", wtype="Q4_0", n_embd=768, n_layer=5, n_vocab=3000, n_head=12, n_head_kv=4, n_ff=1536, d_state=16, d_conv=4,
                           dt_rank=64, n_expert=8, n_expert_used=2, attn_layers=[0, 4], moe_layers=[1, 3]),
+    "falcon-h1-q8_0": dict(arch="falcon-h1", wtype="Q8_0", n_embd=512, n_layer=3, n_vocab=2048, n_head=8, n_head_kv=2, head_dim=64, n_ff=1536,
+                           d_inner=768, d_state=64, d_conv=4, dt_rank=12, n_group=1),
+    "ho-falcon-h1-q4_k-tied": dict(arch="falcon-h1", wtype="Q4_K", n_embd=768, n_layer=2, n_vocab=3000, n_head=12, n_head_kv=4, head_dim=64,
+                                   n_ff=2048, d_inner=1536, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
     "ho-mamba2-q4_0-tied": dict(arch="mamba2", wtype="Q4_0", n_embd=768, n_layer=3, n_vocab=3000, d_state=128, d_conv=4, dt_rank=24, n_group=2, tied=True),
 }
 
@@ -265,7 +320,7 @@ def main():
             continue
         path = os.path.join(M.MODELS, name + ".gguf")
         if not os.path.exists(path):
-            make = {"jamba": make_jamba}.get(spec["arch"], make_granite_hybrid if spec["arch"].startswith("granite") else make_mamba)
+            make = {"jamba": make_jamba, "falcon-h1": make_falcon_h1}.get(spec["arch"], make_granite_hybrid if spec["arch"].startswith("granite") else make_mamba)
             make(path, spec)
         with open(os.path.join(M.DATA, name + ".gguf-header"), "wb") as f:
             f.write(M.header_bytes(path))

@@ -47,6 +47,9 @@ pub struct Hparams {
     pub ssm: Ssm,
     /// Which layers keep a recurrent state instead of a KV cache (`hparams.is_recr`).
     pub recurrent: Vec<bool>,
+    /// Every layer keeps both, a KV cache and a recurrent state (falcon-h1: attention and
+    /// Mamba-2 side by side; `create_memory`'s filters both true).
+    pub attn_and_recurrent: bool,
 }
 
 /// `ssm_d_conv`, `ssm_d_inner`, `ssm_d_state`, `ssm_n_group`, `ssm_dt_rank`.
@@ -76,7 +79,7 @@ const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
 
 /// Hybrid architectures sized here (`llm_arch_is_hybrid`) and which of their layers are
 /// recurrent: those where `head_count_kv` is 0 (`load_arch_hparams` of granite-hybrid.cpp, jamba.cpp).
-const HYBRID_ARCHS: &[&str] = &["granitehybrid", "jamba"];
+const HYBRID_ARCHS: &[&str] = &["granitehybrid", "jamba", "falcon-h1"];
 
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
 /// `load_swa_pattern(ml, n)` gets in their `load_arch_hparams` (`src/models/<arch>.cpp`) and the
@@ -183,7 +186,9 @@ impl Hparams {
                 .map(|t| t.ne(1))
                 .ok_or_else(|| LlamaError::Metadata("no tokenizer.ggml.tokens and no token_embd.weight".into()))?,
         };
-        let recurrent = if HYBRID_ARCHS.contains(&a) {
+        let recurrent = if a == "falcon-h1" {
+            vec![true; n_layer as usize]
+        } else if HYBRID_ARCHS.contains(&a) {
             n_head_kv.iter().map(|&h| h == 0).collect()
         } else {
             vec![RECURRENT_ARCHS.contains(&a); n_layer as usize]
@@ -218,6 +223,7 @@ impl Hparams {
                 dt_rank: u64_of(h, a, "ssm.time_step_rank")?.unwrap_or(0),
             },
             recurrent,
+            attn_and_recurrent: a == "falcon-h1",
             arch,
         };
         hp.check_bounds()?;

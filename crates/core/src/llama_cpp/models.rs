@@ -34,6 +34,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
         "granitehybrid" | "granite" | "granitemoe" => super::ssm::granite_hybrid(&mut b)?,
         "jamba" => super::ssm::jamba(&mut b)?,
+        "falcon-h1" => super::ssm::falcon_h1(&mut b)?,
         _ => return None,
     }
     Some(b.g)

@@ -199,6 +199,52 @@ pub(super) fn jamba(b: &mut Builder) -> Option<()> {
     b.head_out(inp_l, false)
 }
 
+/// falcon-h1 (`models/falcon-h1.cpp`): attention (RoPE) and a Mamba-2 mixer side by side in
+/// every layer, each on its own norm of the input, summed; the FFN norm is `blk.N.ffn_norm`.
+pub(super) fn falcon_h1(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let m = hp.ssm;
+    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0 {
+        return None;
+    }
+    let ch = m.d_inner + 2 * m.n_group * m.d_state;
+    for il in 0..n {
+        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
+        if t.ne(0) != m.d_conv || t.ne(1) != ch {
+            return None;
+        }
+    }
+    b.at_layer(0);
+    let mut inp_l = b.inp_embd()?;
+    let pos = b.inp_pos();
+    let (main, extra) = rs_inp(b);
+    let inp = b.attn_inp(b.s.n_kv);
+    let out_ids = b.inp_out_ids();
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (q, k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let attn_out = b.attn(&inp, il, q, k, v, None, false)?;
+        let cur = b.rms_norm(inp_l, w);
+        let ssm_out = mamba2_layer(b, il, cur, main, extra)?;
+        let cur = b.g.add(attn_out, ssm_out);
+        let mut inp_sa = b.g.add(cur, inp_sa);
+        if il + 1 == n {
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        let w = b.wl(il, "ffn_norm").or_else(|| b.wl(il, "ffn_norm.weight"));
+        let cur = b.rms_norm(inp_sa, w);
+        let cur = b.ffn(il, cur, "ffn")?;
+        inp_l = b.g.add(cur, inp_sa);
+    }
+    b.head_out(inp_l, false)
+}
+
 /// The recurrent cache tensors of layer `il`: R `[n_embd_r, rows]`, S `[n_embd_s, rows]`.
 fn states(b: &mut Builder) -> (T, T, u64) {
     let rows = b.s.n_seqs.max(1);
