@@ -108,7 +108,7 @@ def make_model(path, m):
                 t(p + "post_attention_norm.weight", [E])
             if arch in ("gemma2", "gemma3"):
                 t(p + "post_attention_norm.weight", [E])
-        if arch != "gpt-oss":
+        if arch not in ("gpt-oss", "command-r"):
             t(p + "ffn_norm.weight", [E])
         moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
@@ -141,6 +141,9 @@ def make_model(path, m):
         w.add_sliding_window(m["n_swa"])
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
+    if arch == "command-r":
+        w.add_logit_scale(0.0625)
+        w.add_layer_norm_eps(1e-5)
     if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
@@ -221,6 +224,9 @@ MORE = {
     "mistral3-q4_k": dict(BASE, arch="mistral3", wtype="Q4_K", n_head_kv=4, head_dim=128, n_ff=1536),
     "ho-qwen2moe-q4_0": dict(BASE, arch="qwen2moe", wtype="Q4_0", n_layer=2, n_embd=768, n_head=12, n_head_kv=2, n_expert=16, n_expert_used=4,
                                   n_ff_exp=512, n_ff_shexp=1024, n_vocab=3000),
+    "command-r-q8_0": dict(BASE, arch="command-r", wtype="Q8_0", tied=True),
+    "ho-command-r-q4_k": dict(BASE, arch="command-r", wtype="Q4_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
+                              n_vocab=4096, tied=True),
     "ho-mistral3-q6_k": dict(BASE, arch="mistral3", wtype="Q6_K", n_layer=3, n_embd=1024, n_head=8, n_head_kv=2, head_dim=128, n_ff=2816, n_vocab=5000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}

@@ -194,6 +194,22 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// `build_norm(cur, w, b, LLM_NORM)`: layer norm, then the weight and the bias when present.
+    pub fn layer_norm(&mut self, cur: T, w: Option<T>, bias: Option<T>) -> T {
+        let cur = self.g.norm(cur);
+        if (w.is_some() || bias.is_some()) && self.pin_norms && self.layer < self.hp.n_layer as usize {
+            self.g.t[cur].flags |= FLAG_PINNED;
+        }
+        let cur = match w {
+            Some(w) => self.g.mul(cur, w),
+            None => cur,
+        };
+        match bias {
+            Some(bias) => self.g.add(cur, bias),
+            None => cur,
+        }
+    }
+
     /// `build_lora_mm` plus an optional bias.
     pub fn mm(&mut self, w: T, cur: T, b: Option<T>) -> T {
         let cur = self.g.mul_mat(w, cur);
@@ -521,11 +537,21 @@ impl<'a> Builder<'a> {
 
     /// [`head_out`](Self::head_out), the logits scaled after (`ggml_scale`: granite's `logit_scale`).
     pub fn head_out_scaled(&mut self, cur: T, softcap: bool, logit_scale: bool) -> Option<()> {
+        self.head_norm_out(cur, false, softcap, logit_scale)
+    }
+
+    /// The head after a layer norm (`LLM_NORM`, weight and optional bias) or an RMS norm.
+    pub fn head_norm_out(&mut self, cur: T, layer_norm: bool, softcap: bool, logit_scale: bool) -> Option<()> {
         let b = self;
         let n = b.hp.n_layer as usize;
         b.at_layer(n);
         let w = b.w("output_norm.weight");
-        let cur = b.rms_norm(cur, w);
+        let cur = if layer_norm {
+            let bias = b.w("output_norm.bias");
+            b.layer_norm(cur, w, bias)
+        } else {
+            b.rms_norm(cur, w)
+        };
         b.g.set_output(cur);
         let out = b.w("output.weight").or_else(|| b.w_tied_output())?;
         let mut cur = b.g.mul_mat(out, cur);

@@ -205,6 +205,10 @@ impl Graph {
     pub fn rms_norm(&mut self, a: T) -> T {
         self.unary_like(Op::RmsNorm, a, vec![a])
     }
+    /// `ggml_norm` (layer norm without its weight and bias).
+    pub fn norm(&mut self, a: T) -> T {
+        self.unary_like(Op::Norm, a, vec![a])
+    }
     pub fn cont(&mut self, a: T) -> T {
         self.unary_like(Op::Cont, a, vec![a])
     }

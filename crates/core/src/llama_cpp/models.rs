@@ -29,6 +29,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "mistral3" if !has_key(h, "mistral3.attention.temperature_scale") => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
+        "command-r" => command_r(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
@@ -78,6 +79,40 @@ fn llama_like(b: &mut Builder) -> Option<()> {
         inp_l = b.g.add(cur, ffn_inp);
     }
     b.head_out(inp_l, false)
+}
+
+/// command-r (`models/command-r.cpp`, Command R / Aya): layer norms, attention and FFN in
+/// parallel on the same normed input, optional Q/K layer norms, the logits scaled.
+fn command_r(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let inp = b.attn_inp(b.s.n_kv);
+    for il in 0..n {
+        b.at_layer(il);
+        let w = b.wl(il, "attn_norm.weight");
+        let mut ffn_inp = b.layer_norm(inp_l, w, None);
+        let (mut q, mut k, v) = b.qkv(il, ffn_inp, hp.head_k, hp.head_v)?;
+        if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
+            q = b.layer_norm(q, Some(qn), None);
+        }
+        q = b.g.rope(q, pos, None);
+        if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
+            k = b.layer_norm(k, Some(kn), None);
+        }
+        k = b.g.rope(k, pos, None);
+        let mut attn_out = b.attn(&inp, il, q, k, v, None, false)?;
+        if il + 1 == n {
+            attn_out = b.g.get_rows(attn_out, out_ids);
+            inp_l = b.g.get_rows(inp_l, out_ids);
+            ffn_inp = b.g.get_rows(ffn_inp, out_ids);
+        }
+        let cur = b.ffn(il, ffn_inp, "ffn")?;
+        let cur = b.g.add(cur, inp_l);
+        inp_l = b.g.add(cur, attn_out);
+    }
+    let logit_scale = has_key(b.h, "command-r.logit_scale");
+    b.head_norm_out(inp_l, true, false, logit_scale)
 }
 
 fn has_key(h: &Header, k: &str) -> bool {
