@@ -30,6 +30,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
         "command-r" => command_r(&mut b)?,
+        "starcoder2" => starcoder2(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
@@ -113,6 +114,46 @@ fn command_r(b: &mut Builder) -> Option<()> {
     }
     let logit_scale = has_key(b.h, "command-r.logit_scale");
     b.head_norm_out(inp_l, true, false, logit_scale)
+}
+
+/// starcoder2 (`models/starcoder2.cpp`): layer norms with biases, biased Q/K/V and output,
+/// a sequential GELU FFN with biases (`LLM_FFN_GELU`, `LLM_FFN_SEQ`).
+fn starcoder2(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let inp = b.attn_inp(b.s.n_kv);
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let (w, bias) = (b.wl(il, "attn_norm.weight"), b.wl(il, "attn_norm.bias"));
+        let cur = b.layer_norm(inp_l, w, bias);
+        let (q, k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let mut inp_sa = inp_sa;
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let (w, bias) = (b.wl(il, "ffn_norm.weight"), b.wl(il, "ffn_norm.bias"));
+        let cur = b.layer_norm(ffn_inp, w, bias);
+        let up = b.wl(il, "ffn_up.weight")?;
+        let mut cur = b.g.mul_mat(up, cur);
+        if let Some(ub) = b.wl(il, "ffn_up.bias") {
+            cur = b.g.add(cur, ub);
+        }
+        let cur = b.g.unary(cur);
+        let down = b.wl(il, "ffn_down.weight")?;
+        let mut cur = b.g.mul_mat(down, cur);
+        if let Some(db) = b.wl(il, "ffn_down.bias") {
+            cur = b.g.add(cur, db);
+        }
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_norm_out(inp_l, true, false, false)
 }
 
 fn has_key(h: &Header, k: &str) -> bool {
