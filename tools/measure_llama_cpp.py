@@ -83,6 +83,8 @@ def make_model(path, m):
         t(p + "attn_norm.weight", [E])
         if arch == "starcoder2":
             t(p + "attn_norm.bias", [E]); t(p + "ffn_norm.bias", [E])
+        if arch == "phi2":
+            t(p + "attn_norm.bias", [E])
         if arch == "deepseek2":
             qr, kvr, rope, nope, vh = m["q_lora_rank"], m["kv_lora_rank"], m["rope_dim"], m["nope_dim"], m["v_head_dim"]
             t(p + "attn_q_a_norm.weight", [qr])
@@ -93,26 +95,30 @@ def make_model(path, m):
             t(p + "attn_k_b.weight", [nope, kvr, H])
             t(p + "attn_v_b.weight", [kvr, vh, H])
             t(p + "attn_output.weight", [H * vh, E])
-        elif arch == "phi3":
+        elif arch == "phi3" or (arch == "phi2" and m.get("fused")):
             t(p + "attn_qkv.weight", [E, H * hd + 2 * KV * hd])
+            if arch == "phi2":
+                t(p + "attn_qkv.bias", [H * hd + 2 * KV * hd])
             t(p + "attn_output.weight", [H * hd, E])
         else:
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2"):
+            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
             t(p + "attn_output.weight", [H * hd, E])
-            if arch == "starcoder2":
+            if arch in ("starcoder2", "phi2"):
                 t(p + "attn_output.bias", [E])
             if arch == "gpt-oss":
                 t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
             if arch in ("gemma2", "gemma3"):
                 t(p + "post_attention_norm.weight", [E])
-        if arch not in ("gpt-oss", "command-r"):
+        if arch == "phi2" and m.get("fused"):
+            t(p + "attn_output.bias", [E])
+        if arch not in ("gpt-oss", "command-r", "phi2"):
             t(p + "ffn_norm.weight", [E])
         moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
@@ -133,17 +139,19 @@ def make_model(path, m):
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
         elif arch == "phi3":
             t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
-        elif arch == "starcoder2":
+        elif arch in ("starcoder2", "phi2"):
             t(p + "ffn_up.weight", [E, F]); t(p + "ffn_up.bias", [F]); t(p + "ffn_down.weight", [F, E]); t(p + "ffn_down.bias", [E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
         if arch in ("gemma2", "gemma3"):
             t(p + "post_ffw_norm.weight", [E])
     t("output_norm.weight", [E])
-    if arch == "starcoder2":
+    if arch in ("starcoder2", "phi2"):
         t("output_norm.bias", [E])
     if not m.get("tied"):
         t("output.weight", [E, V])
+    if arch == "phi2":
+        t("output.bias", [V])
 
     if arch == "gpt-oss":
         w.add_sliding_window(m["n_swa"])
@@ -151,7 +159,7 @@ def make_model(path, m):
         w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
     if arch == "command-r":
         w.add_logit_scale(0.0625)
-    if arch in ("command-r", "starcoder2"):
+    if arch in ("command-r", "starcoder2", "phi2"):
         w.add_layer_norm_eps(1e-5)
     if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe"):
         w.add_expert_count(m["n_expert"])
@@ -238,6 +246,8 @@ MORE = {
                               n_vocab=4096, tied=True),
     "starcoder2-q8_0": dict(BASE, arch="starcoder2", wtype="Q8_0", n_head_kv=4),
     "ho-starcoder2-q5_k-tied": dict(BASE, arch="starcoder2", wtype="Q5_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=2, n_ff=3072, n_vocab=4096, tied=True),
+    "phi2-q8_0-fused": dict(BASE, arch="phi2", wtype="Q8_0", n_head_kv=8, fused=True),
+    "ho-phi2-q4_0": dict(BASE, arch="phi2", wtype="Q4_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=12, n_ff=3072, n_vocab=4096),
     "ho-mistral3-q6_k": dict(BASE, arch="mistral3", wtype="Q6_K", n_layer=3, n_embd=1024, n_head=8, n_head_kv=2, head_dim=128, n_ff=2816, n_vocab=5000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}

@@ -31,6 +31,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "phi3" => phi3(&mut b)?,
         "command-r" => command_r(&mut b)?,
         "starcoder2" => starcoder2(&mut b)?,
+        "phi2" => phi2(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
@@ -140,18 +141,54 @@ fn starcoder2(b: &mut Builder) -> Option<()> {
         let ffn_inp = b.g.add(cur, inp_sa);
         let (w, bias) = (b.wl(il, "ffn_norm.weight"), b.wl(il, "ffn_norm.bias"));
         let cur = b.layer_norm(ffn_inp, w, bias);
-        let up = b.wl(il, "ffn_up.weight")?;
-        let mut cur = b.g.mul_mat(up, cur);
-        if let Some(ub) = b.wl(il, "ffn_up.bias") {
-            cur = b.g.add(cur, ub);
-        }
-        let cur = b.g.unary(cur);
-        let down = b.wl(il, "ffn_down.weight")?;
-        let mut cur = b.g.mul_mat(down, cur);
-        if let Some(db) = b.wl(il, "ffn_down.bias") {
-            cur = b.g.add(cur, db);
-        }
+        let cur = ffn_gelu(b, il, cur)?;
         inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_norm_out(inp_l, true, false, false)
+}
+
+/// `build_ffn(cur, up, up_b, …, down, down_b, LLM_FFN_GELU, LLM_FFN_SEQ)`: no gate.
+fn ffn_gelu(b: &mut Builder, il: usize, cur: T) -> Option<T> {
+    let up = b.wl(il, "ffn_up.weight")?;
+    let ub = b.wl(il, "ffn_up.bias");
+    let cur = b.mm(up, cur, ub);
+    let cur = b.g.unary(cur);
+    let down = b.wl(il, "ffn_down.weight")?;
+    let db = b.wl(il, "ffn_down.bias");
+    Some(b.mm(down, cur, db))
+}
+
+/// phi2 (`models/phi2.cpp`): a biased layer norm feeding attention (fused or separate Q/K/V, Q
+/// scaled after RoPE) and a GELU FFN in parallel, both added to the input; biased head.
+fn phi2(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_layer as usize;
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let inp = b.attn_inp(b.s.n_kv);
+    for il in 0..n {
+        b.at_layer(il);
+        let (w, bias) = (b.wl(il, "attn_norm.weight"), b.wl(il, "attn_norm.bias"));
+        let mut normed = b.layer_norm(inp_l, w, bias);
+        let (q, k, v) = match b.wl(il, "attn_qkv.weight") {
+            Some(w) => {
+                let bias = b.wl(il, "attn_qkv.bias");
+                let qkv = b.mm(w, normed, bias);
+                b.split_qkv(il, qkv, hp.head_k)
+            }
+            None => b.qkv(il, normed, hp.head_k, hp.head_v)?,
+        };
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let q = b.g.scale(q);
+        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_l = b.g.get_rows(inp_l, out_ids);
+            normed = b.g.get_rows(normed, out_ids);
+        }
+        let ffn = ffn_gelu(b, il, normed)?;
+        let cur = b.g.add(cur, ffn);
+        inp_l = b.g.add(cur, inp_l);
     }
     b.head_norm_out(inp_l, true, false, false)
 }
