@@ -118,7 +118,7 @@ def make_model(path, m):
                 t(p + "post_attention_norm.weight", [E])
         if arch == "phi2" and m.get("fused"):
             t(p + "attn_output.bias", [E])
-        if arch not in ("gpt-oss", "command-r", "phi2"):
+        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2"):
             t(p + "ffn_norm.weight", [E])
         moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch == "deepseek2" and i >= m["n_dense"])
         if moe:
@@ -157,9 +157,11 @@ def make_model(path, m):
         w.add_sliding_window(m["n_swa"])
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
-    if arch == "command-r":
+    if arch in ("command-r", "cohere2"):
         w.add_logit_scale(0.0625)
-    if arch in ("command-r", "starcoder2", "phi2"):
+    if arch == "cohere2":
+        w.add_sliding_window(m["n_swa"])
+    if arch in ("command-r", "cohere2", "starcoder2", "phi2"):
         w.add_layer_norm_eps(1e-5)
     if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe"):
         w.add_expert_count(m["n_expert"])
@@ -246,6 +248,9 @@ MORE = {
                               n_vocab=4096, tied=True),
     "starcoder2-q8_0": dict(BASE, arch="starcoder2", wtype="Q8_0", n_head_kv=4),
     "ho-starcoder2-q5_k-tied": dict(BASE, arch="starcoder2", wtype="Q5_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=2, n_ff=3072, n_vocab=4096, tied=True),
+    "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
+    "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
+                            n_vocab=4096, n_swa=1024, tied=True),
     "phi2-q8_0-fused": dict(BASE, arch="phi2", wtype="Q8_0", n_head_kv=8, fused=True),
     "ho-phi2-q4_0": dict(BASE, arch="phi2", wtype="Q4_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=12, n_ff=3072, n_vocab=4096),
     "ho-mistral3-q6_k": dict(BASE, arch="mistral3", wtype="Q6_K", n_layer=3, n_embd=1024, n_head=8, n_head_kv=2, head_dim=128, n_ff=2816, n_vocab=5000),

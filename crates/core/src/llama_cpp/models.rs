@@ -29,7 +29,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "mistral3" if !has_key(h, "mistral3.attention.temperature_scale") => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
-        "command-r" => command_r(&mut b)?,
+        "command-r" | "cohere2" => command_r(&mut b)?,
         "starcoder2" => starcoder2(&mut b)?,
         "phi2" => phi2(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
@@ -84,26 +84,36 @@ fn llama_like(b: &mut Builder) -> Option<()> {
 }
 
 /// command-r (`models/command-r.cpp`, Command R / Aya): layer norms, attention and FFN in
-/// parallel on the same normed input, optional Q/K layer norms, the logits scaled.
+/// parallel on the same normed input, optional Q/K layer norms, the logits scaled; cohere2
+/// (`models/cohere2.cpp`, Command R7B): the same with sliding-window layers
+/// (`build_attn_inp_kv_iswa`), RoPE on those alone.
 fn command_r(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
+    let cohere2 = hp.arch == "cohere2";
     let (mut inp_l, pos, out_ids) = b.start()?;
-    let inp = b.attn_inp(b.s.n_kv);
+    let base = b.attn_inp(b.s.n_kv);
+    let swa: Option<AttnInp> = (cohere2 && hp.any_swa()).then(|| b.attn_inp(b.s.n_kv_swa));
     for il in 0..n {
+        let inp = if hp.is_swa[il] { swa.unwrap_or(base) } else { base };
+        let rope = !cohere2 || hp.is_swa[il];
         b.at_layer(il);
         let w = b.wl(il, "attn_norm.weight");
         let mut ffn_inp = b.layer_norm(inp_l, w, None);
         let (mut q, mut k, v) = b.qkv(il, ffn_inp, hp.head_k, hp.head_v)?;
-        if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
+        if let Some(qn) = b.wl(il, "attn_q_norm.weight").filter(|_| !cohere2) {
             q = b.layer_norm(q, Some(qn), None);
         }
-        q = b.g.rope(q, pos, None);
-        if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
+        if rope {
+            q = b.g.rope(q, pos, None);
+        }
+        if let Some(kn) = b.wl(il, "attn_k_norm.weight").filter(|_| !cohere2) {
             k = b.layer_norm(k, Some(kn), None);
         }
-        k = b.g.rope(k, pos, None);
-        let mut attn_out = b.attn(&inp, il, q, k, v, None, false)?;
+        if rope {
+            k = b.g.rope(k, pos, None);
+        }
+        let mut attn_out = b.attn(&inp, il, q, k, v, None, swa.is_some())?;
         if il + 1 == n {
             attn_out = b.g.get_rows(attn_out, out_ids);
             inp_l = b.g.get_rows(inp_l, out_ids);
@@ -113,7 +123,7 @@ fn command_r(b: &mut Builder) -> Option<()> {
         let cur = b.g.add(cur, inp_l);
         inp_l = b.g.add(cur, attn_out);
     }
-    let logit_scale = has_key(b.h, "command-r.logit_scale");
+    let logit_scale = has_key(b.h, &format!("{}.logit_scale", hp.arch));
     b.head_norm_out(inp_l, true, false, logit_scale)
 }
 
