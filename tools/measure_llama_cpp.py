@@ -145,6 +145,10 @@ def make_model(path, m):
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
         if arch in ("gemma2", "gemma3"):
             t(p + "post_ffw_norm.weight", [E])
+        if i >= L - m.get("nextn", 0):
+            # A multi-token-prediction block (llama.cpp skips it unless load_mtp).
+            t(p + "nextn.eh_proj.weight", [2 * E, E]); t(p + "nextn.enorm.weight", [E]); t(p + "nextn.hnorm.weight", [E])
+            t(p + "nextn.shared_head_norm.weight", [E])
     t("output_norm.weight", [E])
     if arch in ("starcoder2", "phi2"):
         t("output_norm.bias", [E])
@@ -185,6 +189,8 @@ def make_model(path, m):
         w.add_rope_dimension_count(rope)
         w.add_expert_shared_count(m["n_shared"])
         w.add_expert_weights_scale(1.0)
+        if m.get("nextn"):
+            w.add_uint32("deepseek2.nextn_predict_layers", m["nextn"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -248,6 +254,10 @@ MORE = {
                               n_vocab=4096, tied=True),
     "starcoder2-q8_0": dict(BASE, arch="starcoder2", wtype="Q8_0", n_head_kv=4),
     "ho-starcoder2-q5_k-tied": dict(BASE, arch="starcoder2", wtype="Q5_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=2, n_ff=3072, n_vocab=4096, tied=True),
+    # DeepSeek-V3-style files with an MTP block (nextn_predict_layers 1, its tensors skipped).
+    "deepseek2-mtp-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=4, n_head=8, n_head_kv=1, n_dense=1, nextn=1,
+                               q_lora_rank=256, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
+                               n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
     "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
                             n_vocab=4096, n_swa=1024, tied=True),

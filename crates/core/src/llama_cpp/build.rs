@@ -576,7 +576,7 @@ impl<'a> Builder<'a> {
     /// (`ffn_inp`) and the FFN norm. Returns `(ffn_inp, normed)`.
     pub fn ffn_input(&mut self, il: usize, cur: T, inp_sa: T, out_ids: T) -> (T, T) {
         let (mut cur, mut inp_sa) = (cur, inp_sa);
-        if il + 1 == self.hp.n_layer as usize {
+        if il + 1 == self.hp.n_trunk() as usize {
             cur = self.g.get_rows(cur, out_ids);
             inp_sa = self.g.get_rows(inp_sa, out_ids);
         }

@@ -47,6 +47,10 @@ pub struct Hparams {
     pub ssm: Ssm,
     /// Which layers keep a recurrent state instead of a KV cache (`hparams.is_recr`).
     pub recurrent: Vec<bool>,
+    /// `{arch}.nextn_predict_layers`: the last layers are multi-token-prediction blocks, outside
+    /// the graph and the KV cache, and (for the architectures in [`MTP_SKIP_ARCHS`]) not loaded
+    /// unless asked for (`TENSOR_SKIP` when `load_mtp` is off, llama.cpp's default).
+    pub n_layer_nextn: u32,
     /// Every layer keeps both, a KV cache and a recurrent state (falcon-h1: attention and
     /// Mamba-2 side by side; `create_memory`'s filters both true).
     pub attn_and_recurrent: bool,
@@ -76,6 +80,10 @@ impl Ssm {
 
 /// The architectures whose every layer is recurrent and sized here (`llm_arch_is_recurrent`).
 const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
+
+/// The architectures whose loaders skip the MTP layers' tensors unless `load_mtp`
+/// (`mtp_flags |= TENSOR_SKIP` in `src/models/<arch>.cpp`).
+pub const MTP_SKIP_ARCHS: &[&str] = &["deepseek2", "glm4moe", "glm4", "exaone4", "exaone-moe", "mimo2", "cohere2moe", "bailingmoe2", "nemotron_h", "gemma4"];
 
 /// Hybrid architectures sized here (`llm_arch_is_hybrid`) and which of their layers are
 /// recurrent: those where `head_count_kv` is 0 (`load_arch_hparams` of granite-hybrid.cpp, jamba.cpp).
@@ -224,6 +232,7 @@ impl Hparams {
             },
             recurrent,
             attn_and_recurrent: a == "falcon-h1",
+            n_layer_nextn: u64_of(h, a, "nextn_predict_layers")?.unwrap_or(0).min(u64::from(n_layer) - 1) as u32,
             arch,
         };
         hp.check_bounds()?;
@@ -281,6 +290,16 @@ impl Hparams {
     /// `n_embd_v_gqa_max()`: a transposed V cache (no flash attention) pads every layer to it.
     pub fn n_embd_v_gqa_max(&self) -> u64 {
         (0..self.n_layer as usize).map(|il| self.n_embd_v_gqa(il)).max().unwrap_or(0)
+    }
+
+    /// The layers the graph runs (`hparams.n_layer()`: all but the MTP blocks).
+    pub fn n_trunk(&self) -> u32 {
+        self.n_layer - self.n_layer_nextn
+    }
+
+    /// Layer `il` is an MTP block whose tensors llama.cpp does not load.
+    pub fn skipped_mtp(&self, il: usize) -> bool {
+        self.n_layer_nextn > 0 && il >= self.n_trunk() as usize && MTP_SKIP_ARCHS.contains(&self.arch.as_str())
     }
 
     pub fn any_swa(&self) -> bool {
