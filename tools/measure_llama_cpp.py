@@ -104,7 +104,7 @@ def make_model(path, m):
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2"):
+            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2", "glm4moe"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
@@ -114,13 +114,13 @@ def make_model(path, m):
             if arch == "gpt-oss":
                 t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
-            if arch in ("gemma2", "gemma3"):
+            if arch in ("gemma2", "gemma3", "glm4moe"):
                 t(p + "post_attention_norm.weight", [E])
         if arch == "phi2" and m.get("fused"):
             t(p + "attn_output.bias", [E])
-        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2"):
+        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2", "glm4moe"):
             t(p + "ffn_norm.weight", [E])
-        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch == "deepseek2" and i >= m["n_dense"])
+        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch in ("deepseek2", "glm4moe") and i >= m["n_dense"])
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
@@ -134,7 +134,9 @@ def make_model(path, m):
                 S = m["n_ff_shexp"]
                 t(p + "ffn_gate_inp_shexp.weight", [E])
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
-            if arch == "deepseek2":
+            if arch == "glm4moe":
+                t(p + "exp_probs_b.bias", [X])
+            if arch in ("deepseek2", "glm4moe"):
                 S = m["n_shared"] * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
         elif arch == "phi3":
@@ -167,7 +169,15 @@ def make_model(path, m):
         w.add_sliding_window(m["n_swa"])
     if arch in ("command-r", "cohere2", "starcoder2", "phi2"):
         w.add_layer_norm_eps(1e-5)
-    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe"):
+    if arch == "glm4moe":
+        w.add_leading_dense_block_count(m["n_dense"])
+        w.add_expert_shared_count(m["n_shared"])
+        w.add_expert_weights_scale(2.5)
+        w.add_expert_weights_norm(True)
+        w.add_uint32("glm4moe.expert_gating_func", 2)
+        if m.get("nextn"):
+            w.add_uint32("glm4moe.nextn_predict_layers", m["nextn"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe", "glm4moe"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
@@ -258,6 +268,10 @@ MORE = {
     "deepseek2-mtp-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=4, n_head=8, n_head_kv=1, n_dense=1, nextn=1,
                                q_lora_rank=256, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
                                n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
+    "glm4moe-q8_0": dict(BASE, arch="glm4moe", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_dense=1, nextn=1,
+                         n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
+    "ho-glm4moe-q4_k": dict(BASE, arch="glm4moe", wtype="Q4_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=4, head_dim=128, n_ff=1536, n_dense=1,
+                            n_expert=16, n_expert_used=4, n_ff_exp=512, n_shared=1, n_vocab=4096),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
     "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
                             n_vocab=4096, n_swa=1024, tied=True),

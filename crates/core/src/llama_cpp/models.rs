@@ -32,6 +32,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "command-r" | "cohere2" => command_r(&mut b)?,
         "starcoder2" => starcoder2(&mut b)?,
         "phi2" => phi2(&mut b)?,
+        "glm4moe" if h.get("glm4moe.rope.dimension_sections").is_none() => glm4moe(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
         "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
@@ -201,6 +202,58 @@ fn phi2(b: &mut Builder) -> Option<()> {
         inp_l = b.g.add(cur, inp_l);
     }
     b.head_norm_out(inp_l, true, false, false)
+}
+
+/// glm4moe (`models/glm4-moe.cpp`, GLM-4.5/4.6): biased Q/K/V, optional Q/K norms, the
+/// post-attention norm before the FFN, dense leading layers, then experts (gating, selection
+/// bias, normalisation and scale from the file) plus an ungated shared expert; MTP blocks out.
+fn glm4moe(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_trunk() as usize;
+    let h = b.h;
+    let key = |k: &str| h.get(&format!("glm4moe.{k}"));
+    let norm_w = matches!(key("expert_weights_norm"), Some(crate::gguf::Value::Bool(true)));
+    let w_scale = key("expert_weights_scale").and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+    let scale = w_scale != 0.0 && w_scale != 1.0;
+    let sigmoid = key("expert_gating_func").and_then(crate::gguf::Value::as_u64) == Some(2);
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let inp = b.attn_inp(b.s.n_kv);
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (mut q, mut k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+        if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
+            q = b.rms_norm(q, Some(qn));
+        }
+        if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
+            k = b.rms_norm(k, Some(kn));
+        }
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let mut inp_sa = inp_sa;
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let w = b.wl(il, "post_attention_norm.weight");
+        let cur = b.rms_norm(ffn_inp, w);
+        let cur = if (il as u64) < hp.n_dense_lead {
+            b.ffn(il, cur, "ffn")?
+        } else {
+            let routed = b.moe_gated(il, cur, norm_w, scale, sigmoid)?;
+            let up = b.wl(il, "ffn_up_shexp.weight")?;
+            let gate = b.wl(il, "ffn_gate_shexp.weight");
+            let down = b.wl(il, "ffn_down_shexp.weight")?;
+            let shared = b.ffn_with(cur, up, gate, down);
+            b.g.add(routed, shared)
+        };
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_out(inp_l, false)
 }
 
 fn has_key(h: &Header, k: &str) -> bool {
