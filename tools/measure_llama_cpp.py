@@ -120,7 +120,8 @@ def make_model(path, m):
             t(p + "attn_output.bias", [E])
         if arch not in ("gpt-oss", "command-r", "cohere2", "phi2", "glm4moe"):
             t(p + "ffn_norm.weight", [E])
-        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch in ("deepseek2", "glm4moe") and i >= m["n_dense"])
+        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch in ("deepseek2", "glm4moe") and i >= m["n_dense"]) \
+            or (arch == "llama4" and (i + 1) % m["moe_step"] == 0)
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
@@ -136,8 +137,8 @@ def make_model(path, m):
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
             if arch == "glm4moe":
                 t(p + "exp_probs_b.bias", [X])
-            if arch in ("deepseek2", "glm4moe"):
-                S = m["n_shared"] * Fx
+            if arch in ("deepseek2", "glm4moe", "llama4"):
+                S = m.get("n_shared", 1) * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
         elif arch == "phi3":
             t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
@@ -177,7 +178,11 @@ def make_model(path, m):
         w.add_uint32("glm4moe.expert_gating_func", 2)
         if m.get("nextn"):
             w.add_uint32("glm4moe.nextn_predict_layers", m["nextn"])
-    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe", "glm4moe"):
+    if arch == "llama4":
+        w.add_interleave_moe_layer_step(m["moe_step"])
+        if "n_swa" in m:
+            w.add_sliding_window(m["n_swa"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe", "glm4moe", "llama4"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
@@ -272,6 +277,9 @@ MORE = {
                          n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
     "ho-glm4moe-q4_k": dict(BASE, arch="glm4moe", wtype="Q4_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=4, head_dim=128, n_ff=1536, n_dense=1,
                             n_expert=16, n_expert_used=4, n_ff_exp=512, n_shared=1, n_vocab=4096),
+    "llama4-q8_0": dict(BASE, arch="llama4", wtype="Q8_0", n_layer=4, n_head_kv=2, moe_step=2, n_expert=8, n_expert_used=1, n_ff_exp=256),
+    "ho-llama4-q4_k-nochunk": dict(BASE, arch="llama4", wtype="Q4_K", n_layer=5, n_embd=768, n_head=12, n_head_kv=4, n_ff=1536, moe_step=1,
+                                   n_expert=16, n_expert_used=1, n_ff_exp=512, n_vocab=4096, n_swa=0),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
     "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
                             n_vocab=4096, n_swa=1024, tied=True),

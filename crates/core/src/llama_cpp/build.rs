@@ -453,6 +453,16 @@ impl<'a> Builder<'a> {
     /// `build_moe_ffn`, softmax or (`sigmoid`) sigmoid gating, with the selection bias
     /// `exp_probs_b` when the file has one.
     pub fn moe_gated(&mut self, il: usize, cur: T, norm_w: bool, scale: bool, sigmoid: bool) -> Option<T> {
+        self.moe_impl(il, cur, norm_w, scale, sigmoid, false)
+    }
+
+    /// Llama 4's `build_moe_ffn` (`weight_before_ffn`): experts chosen by the logits, their
+    /// sigmoid weights multiplied into the repeated input before the experts, not after.
+    pub fn moe_llama4(&mut self, il: usize, cur: T, scale: bool) -> Option<T> {
+        self.moe_impl(il, cur, false, scale, true, true)
+    }
+
+    fn moe_impl(&mut self, il: usize, cur: T, norm_w: bool, scale: bool, sigmoid: bool, llama4: bool) -> Option<T> {
         let ne = self.g.ne(cur);
         let (n_embd, n_tokens) = (ne[0], ne[1]);
         let n_expert = self.hp.n_expert;
@@ -468,6 +478,7 @@ impl<'a> Builder<'a> {
             Some(bias) => self.g.add(probs, bias),
             None => probs,
         };
+        let selection = if llama4 { logits } else { selection };
         // `ggml_argsort_top_k`: an argsort and a view of its first `n_used`.
         let sorted = self.g.op(Op::Argsort, GgmlType::I32, self.g.ne(selection), vec![selection]);
         let snb = self.g.t[sorted].nb;
@@ -485,15 +496,21 @@ impl<'a> Builder<'a> {
             weights = self.g.scale(weights);
         }
         self.g.expand(weights);
-        let cur = self.g.reshape(cur, [n_embd, 1, n_tokens, 1]);
+        let mut cur = self.g.reshape(cur, [n_embd, 1, n_tokens, 1]);
+        if llama4 {
+            let repeated = self.g.op(Op::Repeat, F32, [n_embd, n_used, n_tokens, 1], vec![cur]);
+            cur = self.g.mul(repeated, weights);
+        }
         let up_e = self.wl(il, "ffn_up_exps.weight")?;
         let gate_e = self.wl(il, "ffn_gate_exps.weight")?;
         let down_e = self.wl(il, "ffn_down_exps.weight")?;
         let up = self.g.mul_mat_id(up_e, cur, selected);
         let gate = self.g.mul_mat_id(gate_e, cur, selected);
         let act = self.g.glu_split(gate, up);
-        let experts = self.g.mul_mat_id(down_e, act, selected);
-        let experts = self.g.mul(experts, weights);
+        let mut experts = self.g.mul_mat_id(down_e, act, selected);
+        if !llama4 {
+            experts = self.g.mul(experts, weights);
+        }
         Some(self.sum_experts(experts, n_used))
     }
 

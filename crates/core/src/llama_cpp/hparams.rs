@@ -98,6 +98,9 @@ const SWA_ARCHS: &[(&str, u32, Option<u64>)] = &[
     ("gemma-embedding", 6, None),
     ("gpt-oss", 2, None),
     ("cohere2", 4, None),
+    // `models/llama4.cpp`: chunked attention of 8192 on 3 layers of 4 unless the file sets the
+    // window to 0 (the window itself is always 8192: see `from_header`).
+    ("llama4", 4, Some(8192)),
 ];
 
 /// Architectures whose memory is recurrent or hybrid (`llm_arch_is_recurrent` / `_hybrid`), which
@@ -166,7 +169,10 @@ impl Hparams {
         let mut is_swa = vec![false; n_layer as usize];
         let mut n_swa = 0;
         if let Some(&(_, pattern, default)) = SWA_ARCHS.iter().find(|(n, _, _)| *n == a) {
-            let window = u64_of(h, a, "attention.sliding_window")?.or(default);
+            let mut window = u64_of(h, a, "attention.sliding_window")?.or(default);
+            if a == "llama4" && window != Some(0) {
+                window = Some(8192);
+            }
             if let Some(w) = window.filter(|&w| w > 0) {
                 n_swa = w;
                 // `load_swa_pattern`: a bool array, else a period (`set_swa_pattern`: a layer

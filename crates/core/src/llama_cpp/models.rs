@@ -32,6 +32,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "command-r" | "cohere2" => command_r(&mut b)?,
         "starcoder2" => starcoder2(&mut b)?,
         "phi2" => phi2(&mut b)?,
+        "llama4" => llama4(&mut b)?,
         "glm4moe" if h.get("glm4moe.rope.dimension_sections").is_none() => glm4moe(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
@@ -250,6 +251,63 @@ fn glm4moe(b: &mut Builder) -> Option<()> {
             let down = b.wl(il, "ffn_down_shexp.weight")?;
             let shared = b.ffn_with(cur, up, gate, down);
             b.g.add(routed, shared)
+        };
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_out(inp_l, false)
+}
+
+/// llama4 (`models/llama4.cpp`): chunked attention on 3 layers of 4 (`build_attn_inp_kv_iswa`,
+/// none when the window is 0), every 4th layer without RoPE and with the attention temperature
+/// (`inp_attn_scale`), the others with RoPE and (but the 128-expert model) an unweighted RMS norm
+/// of Q and K; dense or MoE layers (`moe_llama4`) with a shared expert.
+fn llama4(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_trunk() as usize;
+    let no_rope_step = if hp.any_swa() { 4 } else { n };
+    let kq_norm = hp.n_expert != 128;
+    let w_scale = b.h.get("llama4.expert_weights_scale").and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let attn_scale = b.g.input(crate::gguf::GgmlType::F32, [1, 1, b.s.n_tokens, 1]);
+    let base = b.attn_inp(b.s.n_kv);
+    let swa: Option<AttnInp> = hp.any_swa().then(|| b.attn_inp(b.s.n_kv_swa));
+    let rope_freqs = b.w("rope_freqs.weight");
+    for il in 0..n {
+        b.at_layer(il);
+        let inp = if hp.is_swa[il] { swa.unwrap_or(base) } else { base };
+        let use_rope = no_rope_step > 0 && (il + 1) % no_rope_step != 0;
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (mut q, mut k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+        if use_rope {
+            q = b.g.rope(q, pos, rope_freqs);
+            k = b.g.rope(k, pos, rope_freqs);
+        } else {
+            q = b.g.mul(q, attn_scale);
+        }
+        if use_rope && kq_norm {
+            q = b.g.rms_norm(q);
+            k = b.g.rms_norm(k);
+        }
+        let mut cur = b.attn(&inp, il, q, k, v, None, swa.is_some())?;
+        let mut inp_sa = inp_sa;
+        if il + 1 == n {
+            cur = b.g.get_rows(cur, out_ids);
+            inp_sa = b.g.get_rows(inp_sa, out_ids);
+        }
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let w = b.wl(il, "ffn_norm.weight");
+        let normed = b.rms_norm(ffn_inp, w);
+        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
+            let moe = b.moe_llama4(il, normed, w_scale != 0.0 && w_scale != 1.0)?;
+            let up = b.wl(il, "ffn_up_shexp.weight")?;
+            let gate = b.wl(il, "ffn_gate_shexp.weight");
+            let down = b.wl(il, "ffn_down_shexp.weight")?;
+            let shared = b.ffn_with(normed, up, gate, down);
+            b.g.add(moe, shared)
+        } else {
+            b.ffn(il, normed, "ffn")?
         };
         inp_l = b.g.add(cur, ffn_inp);
     }
