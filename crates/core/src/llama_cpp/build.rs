@@ -444,6 +444,23 @@ impl<'a> Builder<'a> {
         self.g.mul_mat(down, act)
     }
 
+    /// The shared expert (`build_ffn(cur, ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp)`, SiLU, parallel).
+    pub fn shared_expert(&mut self, il: usize, cur: T) -> Option<T> {
+        let up = self.wl(il, "ffn_up_shexp.weight")?;
+        let gate = self.wl(il, "ffn_gate_shexp.weight");
+        let down = self.wl(il, "ffn_down_shexp.weight")?;
+        Some(self.ffn_with(cur, up, gate, down))
+    }
+
+    /// The last layer keeps only the output rows (`get_rows(…, inp_out_ids)`) of its two inputs.
+    pub fn last_rows(&mut self, il: usize, n: usize, a: T, b: T, out_ids: T) -> (T, T) {
+        if il + 1 == n {
+            (self.g.get_rows(a, out_ids), self.g.get_rows(b, out_ids))
+        } else {
+            (a, b)
+        }
+    }
+
     /// `build_moe_ffn` with softmax gating (qwen3moe): `norm_w` normalises the chosen experts'
     /// weights, `scale` multiplies them.
     pub fn moe(&mut self, il: usize, cur: T, norm_w: bool, scale: bool) -> Option<T> {

@@ -144,12 +144,8 @@ fn starcoder2(b: &mut Builder) -> Option<()> {
         let (q, k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
         let q = b.g.rope(q, pos, None);
         let k = b.g.rope(k, pos, None);
-        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
-        let mut inp_sa = inp_sa;
-        if il + 1 == n {
-            cur = b.g.get_rows(cur, out_ids);
-            inp_sa = b.g.get_rows(inp_sa, out_ids);
-        }
+        let cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let (cur, inp_sa) = b.last_rows(il, n, cur, inp_sa, out_ids);
         let ffn_inp = b.g.add(cur, inp_sa);
         let (w, bias) = (b.wl(il, "ffn_norm.weight"), b.wl(il, "ffn_norm.bias"));
         let cur = b.layer_norm(ffn_inp, w, bias);
@@ -233,12 +229,8 @@ fn glm4moe(b: &mut Builder) -> Option<()> {
         }
         let q = b.g.rope(q, pos, None);
         let k = b.g.rope(k, pos, None);
-        let mut cur = b.attn(&inp, il, q, k, v, None, false)?;
-        let mut inp_sa = inp_sa;
-        if il + 1 == n {
-            cur = b.g.get_rows(cur, out_ids);
-            inp_sa = b.g.get_rows(inp_sa, out_ids);
-        }
+        let cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let (cur, inp_sa) = b.last_rows(il, n, cur, inp_sa, out_ids);
         let ffn_inp = b.g.add(cur, inp_sa);
         let w = b.wl(il, "post_attention_norm.weight");
         let cur = b.rms_norm(ffn_inp, w);
@@ -246,10 +238,7 @@ fn glm4moe(b: &mut Builder) -> Option<()> {
             b.ffn(il, cur, "ffn")?
         } else {
             let routed = b.moe_gated(il, cur, norm_w, scale, sigmoid)?;
-            let up = b.wl(il, "ffn_up_shexp.weight")?;
-            let gate = b.wl(il, "ffn_gate_shexp.weight");
-            let down = b.wl(il, "ffn_down_shexp.weight")?;
-            let shared = b.ffn_with(cur, up, gate, down);
+            let shared = b.shared_expert(il, cur)?;
             b.g.add(routed, shared)
         };
         inp_l = b.g.add(cur, ffn_inp);
@@ -290,21 +279,14 @@ fn llama4(b: &mut Builder) -> Option<()> {
             q = b.g.rms_norm(q);
             k = b.g.rms_norm(k);
         }
-        let mut cur = b.attn(&inp, il, q, k, v, None, swa.is_some())?;
-        let mut inp_sa = inp_sa;
-        if il + 1 == n {
-            cur = b.g.get_rows(cur, out_ids);
-            inp_sa = b.g.get_rows(inp_sa, out_ids);
-        }
+        let cur = b.attn(&inp, il, q, k, v, None, swa.is_some())?;
+        let (cur, inp_sa) = b.last_rows(il, n, cur, inp_sa, out_ids);
         let ffn_inp = b.g.add(cur, inp_sa);
         let w = b.wl(il, "ffn_norm.weight");
         let normed = b.rms_norm(ffn_inp, w);
         let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             let moe = b.moe_llama4(il, normed, w_scale != 0.0 && w_scale != 1.0)?;
-            let up = b.wl(il, "ffn_up_shexp.weight")?;
-            let gate = b.wl(il, "ffn_gate_shexp.weight");
-            let down = b.wl(il, "ffn_down_shexp.weight")?;
-            let shared = b.ffn_with(normed, up, gate, down);
+            let shared = b.shared_expert(il, normed)?;
             b.g.add(moe, shared)
         } else {
             b.ffn(il, normed, "ffn")?
@@ -328,10 +310,7 @@ fn qwen2moe_ffn(b: &mut Builder, il: usize, cur: T) -> Option<T> {
     let gate_inp = b.g.mul_mat(gate_w, cur);
     let silu = b.g.unary(gate_inp);
     let gate = b.g.div(silu, gate_inp);
-    let up = b.wl(il, "ffn_up_shexp.weight")?;
-    let gate_sh = b.wl(il, "ffn_gate_shexp.weight");
-    let down = b.wl(il, "ffn_down_shexp.weight")?;
-    let ffn = b.ffn_with(cur, up, gate_sh, down);
+    let ffn = b.shared_expert(il, cur)?;
     let shexp = b.g.mul(ffn, gate);
     Some(b.g.add(moe, shexp))
 }

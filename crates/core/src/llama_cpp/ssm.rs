@@ -18,17 +18,8 @@ pub(super) fn mamba(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
     let v2 = hp.arch == "mamba2";
-    let m = hp.ssm;
-    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || (v2 && (m.dt_rank == 0 || m.n_group == 0)) {
+    if !ssm_ok(b, v2) {
         return None;
-    }
-    // The file's convolution weights must agree with the metadata (`create_tensor` checks it).
-    let ch = if v2 { m.d_inner + 2 * m.n_group * m.d_state } else { m.d_inner };
-    for il in 0..n {
-        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
-        if t.ne(0) != m.d_conv || t.ne(1) != ch {
-            return None;
-        }
     }
     b.at_layer(0);
     let mut inp_l = b.inp_embd()?;
@@ -46,6 +37,23 @@ pub(super) fn mamba(b: &mut Builder) -> Option<()> {
         inp_l = b.g.add(cur, inp_l);
     }
     b.head_out(inp_l, false)
+}
+
+/// Whether the metadata has the state sizes the recurrent layers need (Mamba-2 also heads and
+/// groups) and every recurrent layer's convolution weights agree with them (`create_tensor`
+/// checks the shapes).
+fn ssm_ok(b: &Builder, v2: bool) -> bool {
+    let (hp, m) = (b.hp, b.hp.ssm);
+    if !hp.recurrent.iter().any(|&r| r) {
+        return true;
+    }
+    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || (v2 && (m.dt_rank == 0 || m.n_group == 0)) {
+        return false;
+    }
+    let ch = if v2 { m.d_inner + 2 * m.n_group * m.d_state } else { m.d_inner };
+    (0..hp.n_layer as usize).filter(|&il| hp.recurrent[il]).all(|il| {
+        b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight")).is_some_and(|t| t.ne(0) == m.d_conv && t.ne(1) == ch)
+    })
 }
 
 /// `build_rs_inp_impl`: `s_copy` (one cell per sequence) and its views for the batch's
@@ -73,20 +81,11 @@ fn scale_set(b: &Builder, k: &str) -> bool {
 pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
-    let m = hp.ssm;
-    let any_recurrent = hp.recurrent.iter().any(|&r| r);
-    if any_recurrent && (m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0) {
+    if !ssm_ok(b, true) {
         return None;
     }
     if b.h.get(&format!("{}.n_deepstack_layers", hp.arch)).and_then(crate::gguf::Value::as_u64).unwrap_or(0) > 0 {
         return None; // Granite vision's deepstack embeddings: not followed
-    }
-    let ch = m.d_inner + 2 * m.n_group * m.d_state;
-    for il in (0..n).filter(|&il| hp.recurrent[il]) {
-        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
-        if t.ne(0) != m.d_conv || t.ne(1) != ch {
-            return None;
-        }
     }
     b.at_layer(0);
     let mut inp_l = b.inp_embd()?;
@@ -130,11 +129,9 @@ pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
         let mut cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             let w_scale = b.h.get(&format!("{}.expert_weights_scale", hp.arch)).and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
             let moe = b.moe(il, cur, true, w_scale != 0.0 && w_scale != 1.0)?;
-            match b.wl(il, "ffn_up_shexp.weight") {
-                Some(up) => {
-                    let gate = b.wl(il, "ffn_gate_shexp.weight");
-                    let down = b.wl(il, "ffn_down_shexp.weight")?;
-                    let sh = b.ffn_with(cur, up, gate, down);
+            match b.h.tensor(&format!("blk.{il}.ffn_up_shexp.weight")) {
+                Some(_) => {
+                    let sh = b.shared_expert(il, cur)?;
                     b.g.add(moe, sh)
                 }
                 None => moe,
@@ -156,15 +153,8 @@ pub(super) fn granite_hybrid(b: &mut Builder) -> Option<()> {
 pub(super) fn jamba(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
-    let m = hp.ssm;
-    if hp.recurrent.iter().any(|&r| r) && (m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0) {
+    if !ssm_ok(b, false) {
         return None;
-    }
-    for il in (0..n).filter(|&il| hp.recurrent[il]) {
-        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
-        if t.ne(0) != m.d_conv || t.ne(1) != m.d_inner {
-            return None;
-        }
     }
     b.at_layer(0);
     let mut inp_l = b.inp_embd()?;
@@ -204,16 +194,8 @@ pub(super) fn jamba(b: &mut Builder) -> Option<()> {
 pub(super) fn falcon_h1(b: &mut Builder) -> Option<()> {
     let hp = b.hp;
     let n = hp.n_layer as usize;
-    let m = hp.ssm;
-    if m.d_conv == 0 || m.d_inner == 0 || m.d_state == 0 || m.dt_rank == 0 || m.n_group == 0 {
+    if !ssm_ok(b, true) {
         return None;
-    }
-    let ch = m.d_inner + 2 * m.n_group * m.d_state;
-    for il in 0..n {
-        let t = b.h.tensor(&format!("blk.{il}.ssm_conv1d.weight"))?;
-        if t.ne(0) != m.d_conv || t.ne(1) != ch {
-            return None;
-        }
     }
     b.at_layer(0);
     let mut inp_l = b.inp_embd()?;
