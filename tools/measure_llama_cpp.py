@@ -104,7 +104,7 @@ def make_model(path, m):
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2", "glm4moe"):
+            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2", "glm4moe", "glm4"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
@@ -114,7 +114,7 @@ def make_model(path, m):
             if arch == "gpt-oss":
                 t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
-            if arch in ("gemma2", "gemma3", "glm4moe"):
+            if arch in ("gemma2", "gemma3", "glm4moe", "glm4"):
                 t(p + "post_attention_norm.weight", [E])
         if arch == "phi2" and m.get("fused"):
             t(p + "attn_output.bias", [E])
@@ -140,13 +140,13 @@ def make_model(path, m):
             if arch in ("deepseek2", "glm4moe", "llama4"):
                 S = m.get("n_shared", 1) * Fx
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
-        elif arch == "phi3":
+        elif arch in ("phi3", "glm4"):
             t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
         elif arch in ("starcoder2", "phi2"):
             t(p + "ffn_up.weight", [E, F]); t(p + "ffn_up.bias", [F]); t(p + "ffn_down.weight", [F, E]); t(p + "ffn_down.bias", [E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
-        if arch in ("gemma2", "gemma3"):
+        if arch in ("gemma2", "gemma3", "glm4"):
             t(p + "post_ffw_norm.weight", [E])
         if i >= L - m.get("nextn", 0):
             # A multi-token-prediction block (llama.cpp skips it unless load_mtp).
@@ -170,6 +170,8 @@ def make_model(path, m):
         w.add_sliding_window(m["n_swa"])
     if arch in ("command-r", "cohere2", "starcoder2", "phi2"):
         w.add_layer_norm_eps(1e-5)
+    if arch == "glm4" and m.get("nextn"):
+        w.add_uint32("glm4.nextn_predict_layers", m["nextn"])
     if arch == "glm4moe":
         w.add_leading_dense_block_count(m["n_dense"])
         w.add_expert_shared_count(m["n_shared"])
@@ -280,6 +282,8 @@ MORE = {
     "llama4-q8_0": dict(BASE, arch="llama4", wtype="Q8_0", n_layer=4, n_head_kv=2, moe_step=2, n_expert=8, n_expert_used=1, n_ff_exp=256),
     "ho-llama4-q4_k-nochunk": dict(BASE, arch="llama4", wtype="Q4_K", n_layer=5, n_embd=768, n_head=12, n_head_kv=4, n_ff=1536, moe_step=1,
                                    n_expert=16, n_expert_used=1, n_ff_exp=512, n_vocab=4096, n_swa=0),
+    "glm4-q8_0-mtp": dict(BASE, arch="glm4", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_ff=1024, nextn=1),
+    "ho-glm4-q5_k": dict(BASE, arch="glm4", wtype="Q5_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048, n_vocab=4096),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
     "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
                             n_vocab=4096, n_swa=1024, tied=True),

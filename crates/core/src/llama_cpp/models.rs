@@ -33,6 +33,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "starcoder2" => starcoder2(&mut b)?,
         "phi2" => phi2(&mut b)?,
         "llama4" => llama4(&mut b)?,
+        "glm4" if h.get("glm4.rope.dimension_sections").is_none() => glm4(&mut b)?,
         "glm4moe" if h.get("glm4moe.rope.dimension_sections").is_none() => glm4moe(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
@@ -347,15 +348,51 @@ fn phi3(b: &mut Builder) -> Option<()> {
         let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             b.moe(il, cur, true, false)?
         } else {
-            let up = b.wl(il, "ffn_up.weight")?;
-            let down = b.wl(il, "ffn_down.weight")?;
-            let tmp = b.g.mul_mat(up, cur);
-            let ne = b.g.ne(tmp);
-            let ty = b.g.t[tmp].ty;
-            let act = b.g.op(super::ggml::Op::Glu, ty, [ne[0] / 2, ne[1], ne[2], ne[3]], vec![tmp]);
-            b.g.mul_mat(down, act)
+            ffn_swiglu_fused(b, il, cur)?
         };
         inp_l = b.g.add(residual, cur);
+    }
+    b.head_out(inp_l, false)
+}
+
+/// `build_ffn(cur, ffn_up, …, ffn_down, LLM_FFN_SWIGLU, LLM_FFN_SEQ)`: up and gate fused in
+/// `ffn_up`, one GLU over its halves.
+fn ffn_swiglu_fused(b: &mut Builder, il: usize, cur: T) -> Option<T> {
+    let up = b.wl(il, "ffn_up.weight")?;
+    let down = b.wl(il, "ffn_down.weight")?;
+    let tmp = b.g.mul_mat(up, cur);
+    let ne = b.g.ne(tmp);
+    let ty = b.g.t[tmp].ty;
+    let act = b.g.op(super::ggml::Op::Glu, ty, [ne[0] / 2, ne[1], ne[2], ne[3]], vec![tmp]);
+    Some(b.g.mul_mat(down, act))
+}
+
+/// glm4 (`models/glm4.cpp`, GLM-4-0414): biased Q/K/V, norms after attention and after the FFN
+/// (up and gate fused in `ffn_up`); not the M-RoPE vision variant; MTP blocks left out.
+fn glm4(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_trunk() as usize;
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let inp = b.attn_inp(b.s.n_kv);
+    for il in 0..n {
+        b.at_layer(il);
+        let inp_sa = inp_l;
+        let w = b.wl(il, "attn_norm.weight");
+        let cur = b.rms_norm(inp_l, w);
+        let (q, k, v) = b.qkv(il, cur, hp.head_k, hp.head_v)?;
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let cur = b.attn(&inp, il, q, k, v, None, false)?;
+        let (cur, inp_sa) = b.last_rows(il, n, cur, inp_sa, out_ids);
+        let w = b.wl(il, "post_attention_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let w = b.wl(il, "ffn_norm.weight");
+        let cur = b.rms_norm(ffn_inp, w);
+        let cur = ffn_swiglu_fused(b, il, cur)?;
+        let w = b.wl(il, "post_ffw_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        inp_l = b.g.add(cur, ffn_inp);
     }
     b.head_out(inp_l, false)
 }
