@@ -13,7 +13,7 @@
 //! | `recurrent` | Mamba-style layers' recurrent state (R, S) per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
-//! | `build`, `models`, `mla`, `oai`, `ssm` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `build`, `models`, `more_models`, `mla`, `oai`, `ssm` | the graph llama.cpp reserves for one micro-batch, per architecture |
 //! | `sched_assign`, `sched` | the backend scheduler's assignment of nodes to devices (op offload) and its split of the graph |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
@@ -31,6 +31,7 @@ pub mod ggml;
 mod hparams;
 mod kv;
 mod mla;
+mod more_models;
 mod oai;
 pub mod models;
 pub mod ollama;
