@@ -80,7 +80,10 @@ def make_model(path, m):
     t("token_embd.weight", [E, V])
     for i in range(L):
         p = f"blk.{i}."
-        t(p + "attn_norm.weight", [E])
+        if arch != "olmo2":
+            t(p + "attn_norm.weight", [E])
+        if arch == "olmo2":
+            t(p + "attn_q_norm.weight", [H * hd]); t(p + "attn_k_norm.weight", [KV * hd])
         if arch == "starcoder2":
             t(p + "attn_norm.bias", [E]); t(p + "ffn_norm.bias", [E])
         if arch == "phi2":
@@ -114,11 +117,11 @@ def make_model(path, m):
             if arch == "gpt-oss":
                 t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
-            if arch in ("gemma2", "gemma3", "glm4moe", "glm4"):
+            if arch in ("gemma2", "gemma3", "glm4moe", "glm4", "olmo2"):
                 t(p + "post_attention_norm.weight", [E])
         if arch == "phi2" and m.get("fused"):
             t(p + "attn_output.bias", [E])
-        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2", "glm4moe"):
+        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2", "glm4moe", "olmo2"):
             t(p + "ffn_norm.weight", [E])
         moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch in ("deepseek2", "glm4moe") and i >= m["n_dense"]) \
             or (arch == "llama4" and (i + 1) % m["moe_step"] == 0)
@@ -146,7 +149,7 @@ def make_model(path, m):
             t(p + "ffn_up.weight", [E, F]); t(p + "ffn_up.bias", [F]); t(p + "ffn_down.weight", [F, E]); t(p + "ffn_down.bias", [E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
-        if arch in ("gemma2", "gemma3", "glm4"):
+        if arch in ("gemma2", "gemma3", "glm4", "olmo2"):
             t(p + "post_ffw_norm.weight", [E])
         if i >= L - m.get("nextn", 0):
             # A multi-token-prediction block (llama.cpp skips it unless load_mtp).
@@ -170,6 +173,8 @@ def make_model(path, m):
         w.add_sliding_window(m["n_swa"])
     if arch in ("command-r", "cohere2", "starcoder2", "phi2"):
         w.add_layer_norm_eps(1e-5)
+    if arch == "olmo2" and m.get("n_swa"):
+        w.add_sliding_window(m["n_swa"])
     if arch == "glm4" and m.get("nextn"):
         w.add_uint32("glm4.nextn_predict_layers", m["nextn"])
     if arch == "glm4moe":
@@ -284,6 +289,8 @@ MORE = {
                                    n_expert=16, n_expert_used=1, n_ff_exp=512, n_vocab=4096, n_swa=0),
     "glm4-q8_0-mtp": dict(BASE, arch="glm4", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_ff=1024, nextn=1),
     "ho-glm4-q5_k": dict(BASE, arch="glm4", wtype="Q5_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048, n_vocab=4096),
+    "olmo2-q8_0": dict(BASE, arch="olmo2", wtype="Q8_0", n_head_kv=8),
+    "ho-olmo2-swa-q4_k": dict(BASE, arch="olmo2", wtype="Q4_K", n_layer=4, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=4096, n_swa=512),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
     "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
                             n_vocab=4096, n_swa=1024, tied=True),

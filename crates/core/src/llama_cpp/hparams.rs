@@ -101,6 +101,8 @@ const SWA_ARCHS: &[(&str, u32, Option<u64>)] = &[
     // `models/llama4.cpp`: chunked attention of 8192 on 3 layers of 4 unless the file sets the
     // window to 0 (the window itself is always 8192: see `from_header`).
     ("llama4", 4, Some(8192)),
+    // `models/olmo2.cpp`: OLMo 3 files set a window (3 sliding layers of 4).
+    ("olmo2", 4, None),
 ];
 
 /// Architectures whose memory is recurrent or hybrid (`llm_arch_is_recurrent` / `_hybrid`), which

@@ -2,8 +2,8 @@
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
 //! them. Covered here: llama, mistral3, qwen2, qwen3, qwen3moe, qwen2moe (the llama-family body,
 //! with `build_moe_ffn` and qwen2moe's gated shared expert), gemma2 and gemma3 (sliding-window
-//! caches, soft-capping), phi3 and phi2, command-r and cohere2, starcoder2, glm4 and glm4moe,
-//! llama4; gpt-oss (`oai.rs`), deepseek2 with MLA (`mla.rs`), and the recurrent and hybrid
+//! caches, soft-capping), phi3; phi2, command-r and cohere2, starcoder2, glm4 and glm4moe,
+//! llama4, olmo2 (`more_models.rs`); gpt-oss (`oai.rs`), deepseek2 with MLA (`mla.rs`), and the recurrent and hybrid
 //! models with granite (`ssm.rs`). Other architectures return `None` and keep the estimate of
 //! `compute.rs`.
 
@@ -38,6 +38,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
         "starcoder2" => more::starcoder2(&mut b)?,
         "phi2" => more::phi2(&mut b)?,
         "llama4" => more::llama4(&mut b)?,
+        "olmo2" => more::olmo2(&mut b)?,
         "glm4" if h.get("glm4.rope.dimension_sections").is_none() => more::glm4(&mut b)?,
         "glm4moe" if h.get("glm4moe.rope.dimension_sections").is_none() => more::glm4moe(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,

@@ -1,5 +1,6 @@
 //! More architectures' graphs (`src/models/<arch>.cpp`), built from `build`'s pieces like
-//! those of `models.rs`: command-r and cohere2, starcoder2, phi2, glm4, glm4moe and llama4.
+//! those of `models.rs`: command-r and cohere2, starcoder2, phi2, glm4, glm4moe, llama4 and
+//! olmo2.
 //! Each was written from source before it was measured (`tools/measure_llama_cpp.py --more`,
 //! `tests/llama_cpp_gallocr.rs`).
 
@@ -263,4 +264,50 @@ pub(super) fn llama4(b: &mut Builder) -> Option<()> {
 
 pub(super) fn has_key(h: &Header, k: &str) -> bool {
     h.get(k).and_then(crate::gguf::Value::as_f64).is_some_and(|x| x != 0.0)
+}
+
+/// olmo2 (`models/olmo2.cpp`, OLMo 2 and, with a window, OLMo 3): no pre-norms; Q and K
+/// RMS-normed over all heads before the reshape (`build_qkv(…, reshape = false)`), norms after
+/// attention and after the FFN (that one with `il = -1`, so never pinned).
+pub(super) fn olmo2(b: &mut Builder) -> Option<()> {
+    let hp = b.hp;
+    let n = hp.n_trunk() as usize;
+    let n_tokens = b.s.n_tokens;
+    let (mut inp_l, pos, out_ids) = b.start()?;
+    let base = b.attn_inp(b.s.n_kv);
+    let swa: Option<AttnInp> = hp.any_swa().then(|| b.attn_inp(b.s.n_kv_swa));
+    for il in 0..n {
+        b.at_layer(il);
+        let inp = if hp.is_swa[il] { swa.unwrap_or(base) } else { base };
+        let inp_sa = inp_l;
+        let (nh, nkv) = (hp.n_head[il], hp.n_head_kv[il]);
+        let proj = |b: &mut Builder, x: &str| {
+            let w = b.wl(il, &format!("attn_{x}.weight"))?;
+            let bias = b.wl(il, &format!("attn_{x}.bias"));
+            Some(b.mm(w, inp_l, bias))
+        };
+        let (q, k, v) = (proj(b, "q")?, proj(b, "k")?, proj(b, "v")?);
+        let qn = b.wl(il, "attn_q_norm.weight");
+        let q = b.rms_norm(q, qn);
+        let kn = b.wl(il, "attn_k_norm.weight");
+        let k = b.rms_norm(k, kn);
+        let q = b.g.reshape(q, [hp.head_k, nh, n_tokens, 1]);
+        let k = b.g.reshape(k, [hp.head_k, nkv, n_tokens, 1]);
+        let v = b.g.reshape(v, [hp.head_v, nkv, n_tokens, 1]);
+        let q = b.g.rope(q, pos, None);
+        let k = b.g.rope(k, pos, None);
+        let cur = b.attn(&inp, il, q, k, v, None, swa.is_some())?;
+        let (cur, inp_sa) = b.last_rows(il, n, cur, inp_sa, out_ids);
+        let w = b.wl(il, "post_attention_norm.weight");
+        let cur = b.rms_norm(cur, w);
+        let ffn_inp = b.g.add(cur, inp_sa);
+        let cur = b.ffn(il, ffn_inp, "ffn")?;
+        let normed = b.g.rms_norm(cur);
+        let cur = match b.wl(il, "post_ffw_norm.weight") {
+            Some(w) => b.g.mul(normed, w),
+            None => normed,
+        };
+        inp_l = b.g.add(cur, ffn_inp);
+    }
+    b.head_out(inp_l, false)
 }
