@@ -274,6 +274,7 @@ fn extreme_metadata_never_panics() {
     use vramcalc_core::gguf::Value;
     let mut recs = common::records_of("measured.jsonl");
     recs.extend(common::records_of("recurrent.jsonl"));
+    recs.extend(common::records_of("more.jsonl"));
     let mut seen = std::collections::HashSet::new();
     let mut runs = 0;
     for r in &recs {
@@ -289,11 +290,15 @@ fn extreme_metadata_never_panics() {
                 let mut h = r.header.clone();
                 h.metadata[i].1 = Value::U64(x);
                 let _ = vramcalc_core::llama_cpp::estimate(&h, &p, &[], None);
+                // And with a GPU holding one layer: the scheduler's passes and op offload.
+                let gpu = vramcalc_core::llama_cpp::GpuDevice { name: "g".into(), capacity: 24 << 30 };
+                let partial = vramcalc_core::llama_cpp::Params { n_gpu_layers: Some(1), ..p.clone() };
+                let _ = vramcalc_core::llama_cpp::estimate(&h, &partial, &[gpu], None);
                 runs += 1;
             }
         }
     }
-    assert!(runs > 500, "{runs}");
+    assert!(runs > 1500, "{runs}");
 }
 
 /// Mamba and Mamba-2 (`recurrent.jsonl`): the graphs built here against llama.cpp's reserved
