@@ -289,6 +289,8 @@ MORE = {
                                    n_expert=16, n_expert_used=1, n_ff_exp=512, n_vocab=4096, n_swa=0),
     "glm4-q8_0-mtp": dict(BASE, arch="glm4", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_ff=1024, nextn=1),
     "ho-glm4-q5_k": dict(BASE, arch="glm4", wtype="Q5_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048, n_vocab=4096),
+    "smollm3-q8_0": dict(BASE, arch="smollm3", wtype="Q8_0", n_layer=4),
+    "ho-smollm3-q4_k-tied": dict(BASE, arch="smollm3", wtype="Q4_K", n_layer=8, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=4096, tied=True),
     "olmo2-q8_0": dict(BASE, arch="olmo2", wtype="Q8_0", n_head_kv=8),
     "ho-olmo2-swa-q4_k": dict(BASE, arch="olmo2", wtype="Q4_K", n_layer=4, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=4096, n_swa=512),
     "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),

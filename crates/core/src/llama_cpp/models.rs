@@ -1,6 +1,6 @@
 //! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
-//! them. Covered here: llama, mistral3, qwen2, qwen3, qwen3moe, qwen2moe (the llama-family body,
+//! them. Covered here: llama, mistral3, smollm3, qwen2, qwen3, qwen3moe, qwen2moe (the llama-family body,
 //! with `build_moe_ffn` and qwen2moe's gated shared expert), gemma2 and gemma3 (sliding-window
 //! caches, soft-capping), phi3; phi2, command-r and cohere2, starcoder2, glm4 and glm4moe,
 //! llama4, olmo2 (`more_models.rs`); gpt-oss (`oai.rs`), deepseek2 with MLA (`mla.rs`), and the recurrent and hybrid
@@ -29,7 +29,7 @@ fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: O
     b.slots = slots;
     b.pin_norms = s.n_tokens < 32 || full_offload;
     match hp.arch.as_str() {
-        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "qwen2moe" if !hp.is_mla => llama_like(&mut b)?,
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "qwen2moe" | "smollm3" if !hp.is_mla => llama_like(&mut b)?,
         // `models/mistral3.cpp`: llama's graph, plus Llama 4's attention temperature when set.
         "mistral3" if !more::has_key(h, "mistral3.attention.temperature_scale") => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
@@ -67,14 +67,20 @@ fn llama_like(b: &mut Builder) -> Option<()> {
         let w = b.wl(il, "attn_norm.weight");
         let cur = b.rms_norm(inp_l, w);
         let (mut q, mut k, v) = b.qkv(il, cur, head, hp.head_v)?;
+        // smollm3 (`models/smollm3.cpp`): no RoPE on every 4th layer.
+        let rope = hp.arch != "smollm3" || (il + 1) % 4 != 0;
         if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
             q = b.rms_norm(q, Some(qn));
         }
-        q = b.g.rope(q, pos, rope_freqs);
+        if rope {
+            q = b.g.rope(q, pos, rope_freqs);
+        }
         if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
             k = b.rms_norm(k, Some(kn));
         }
-        k = b.g.rope(k, pos, rope_freqs);
+        if rope {
+            k = b.g.rope(k, pos, rope_freqs);
+        }
         let cur = b.attn(&inp, il, q, k, v, None, false)?;
         let (ffn_inp, cur) = b.ffn_input(il, cur, inp_sa, out_ids);
         let cur = if hp.arch == "qwen2moe" {
