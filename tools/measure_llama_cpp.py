@@ -80,7 +80,14 @@ def make_model(path, m):
     t("token_embd.weight", [E, V])
     for i in range(L):
         p = f"blk.{i}."
-        t(p + "attn_norm.weight", [E])
+        if arch != "olmo2":
+            t(p + "attn_norm.weight", [E])
+        if arch == "olmo2":
+            t(p + "attn_q_norm.weight", [H * hd]); t(p + "attn_k_norm.weight", [KV * hd])
+        if arch == "starcoder2":
+            t(p + "attn_norm.bias", [E]); t(p + "ffn_norm.bias", [E])
+        if arch == "phi2":
+            t(p + "attn_norm.bias", [E])
         if arch == "deepseek2":
             qr, kvr, rope, nope, vh = m["q_lora_rank"], m["kv_lora_rank"], m["rope_dim"], m["nope_dim"], m["v_head_dim"]
             t(p + "attn_q_a_norm.weight", [qr])
@@ -91,26 +98,33 @@ def make_model(path, m):
             t(p + "attn_k_b.weight", [nope, kvr, H])
             t(p + "attn_v_b.weight", [kvr, vh, H])
             t(p + "attn_output.weight", [H * vh, E])
-        elif arch == "phi3":
+        elif arch == "phi3" or (arch == "phi2" and m.get("fused")):
             t(p + "attn_qkv.weight", [E, H * hd + 2 * KV * hd])
+            if arch == "phi2":
+                t(p + "attn_qkv.bias", [H * hd + 2 * KV * hd])
             t(p + "attn_output.weight", [H * hd, E])
         else:
             t(p + "attn_q.weight", [E, H * hd])
             t(p + "attn_k.weight", [E, KV * hd])
             t(p + "attn_v.weight", [E, KV * hd])
-            if arch in ("qwen2", "gpt-oss"):
+            if arch in ("qwen2", "gpt-oss", "qwen2moe", "starcoder2", "phi2", "glm4moe", "glm4"):
                 t(p + "attn_q.bias", [H * hd]); t(p + "attn_k.bias", [KV * hd]); t(p + "attn_v.bias", [KV * hd])
             if arch in ("qwen3", "qwen3moe", "gemma3"):
                 t(p + "attn_q_norm.weight", [hd]); t(p + "attn_k_norm.weight", [hd])
             t(p + "attn_output.weight", [H * hd, E])
+            if arch in ("starcoder2", "phi2"):
+                t(p + "attn_output.bias", [E])
             if arch == "gpt-oss":
                 t(p + "attn_output.bias", [E]); t(p + "attn_sinks.weight", [H], Q.F32)
                 t(p + "post_attention_norm.weight", [E])
-            if arch in ("gemma2", "gemma3"):
+            if arch in ("gemma2", "gemma3", "glm4moe", "glm4", "olmo2"):
                 t(p + "post_attention_norm.weight", [E])
-        if arch != "gpt-oss":
+        if arch == "phi2" and m.get("fused"):
+            t(p + "attn_output.bias", [E])
+        if arch not in ("gpt-oss", "command-r", "cohere2", "phi2", "glm4moe", "olmo2"):
             t(p + "ffn_norm.weight", [E])
-        moe = arch in ("qwen3moe", "gpt-oss") or (arch == "deepseek2" and i >= m["n_dense"])
+        moe = arch in ("qwen3moe", "gpt-oss", "qwen2moe") or (arch in ("deepseek2", "glm4moe") and i >= m["n_dense"]) \
+            or (arch == "llama4" and (i + 1) % m["moe_step"] == 0)
         if moe:
             X, Fx = m["n_expert"], m["n_ff_exp"]
             t(p + "ffn_gate_inp.weight", [E, X])
@@ -120,22 +134,62 @@ def make_model(path, m):
             if arch == "gpt-oss":
                 t(p + "ffn_gate_inp.bias", [X]); t(p + "ffn_gate_exps.bias", [Fx, X], Q.F32)
                 t(p + "ffn_up_exps.bias", [Fx, X], Q.F32); t(p + "ffn_down_exps.bias", [E, X], Q.F32)
-            if arch == "deepseek2":
-                S = m["n_shared"] * Fx
+            if arch == "qwen2moe":
+                S = m["n_ff_shexp"]
+                t(p + "ffn_gate_inp_shexp.weight", [E])
                 t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
-        elif arch == "phi3":
+            if arch == "glm4moe":
+                t(p + "exp_probs_b.bias", [X])
+            if arch in ("deepseek2", "glm4moe", "llama4"):
+                S = m.get("n_shared", 1) * Fx
+                t(p + "ffn_gate_shexp.weight", [E, S]); t(p + "ffn_up_shexp.weight", [E, S]); t(p + "ffn_down_shexp.weight", [S, E])
+        elif arch in ("phi3", "glm4"):
             t(p + "ffn_up.weight", [E, 2 * F]); t(p + "ffn_down.weight", [F, E])
+        elif arch in ("starcoder2", "phi2"):
+            t(p + "ffn_up.weight", [E, F]); t(p + "ffn_up.bias", [F]); t(p + "ffn_down.weight", [F, E]); t(p + "ffn_down.bias", [E])
         else:
             t(p + "ffn_gate.weight", [E, F]); t(p + "ffn_up.weight", [E, F]); t(p + "ffn_down.weight", [F, E])
-        if arch in ("gemma2", "gemma3"):
+        if arch in ("gemma2", "gemma3", "glm4", "olmo2"):
             t(p + "post_ffw_norm.weight", [E])
+        if i >= L - m.get("nextn", 0):
+            # A multi-token-prediction block (llama.cpp skips it unless load_mtp).
+            t(p + "nextn.eh_proj.weight", [2 * E, E]); t(p + "nextn.enorm.weight", [E]); t(p + "nextn.hnorm.weight", [E])
+            t(p + "nextn.shared_head_norm.weight", [E])
     t("output_norm.weight", [E])
+    if arch in ("starcoder2", "phi2"):
+        t("output_norm.bias", [E])
     if not m.get("tied"):
         t("output.weight", [E, V])
+    if arch == "phi2":
+        t("output.bias", [V])
 
     if arch == "gpt-oss":
         w.add_sliding_window(m["n_swa"])
-    if arch in ("qwen3moe", "deepseek2", "gpt-oss"):
+    if arch == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(m["n_ff_shexp"])
+    if arch in ("command-r", "cohere2"):
+        w.add_logit_scale(0.0625)
+    if arch == "cohere2":
+        w.add_sliding_window(m["n_swa"])
+    if arch in ("command-r", "cohere2", "starcoder2", "phi2"):
+        w.add_layer_norm_eps(1e-5)
+    if arch == "olmo2" and m.get("n_swa"):
+        w.add_sliding_window(m["n_swa"])
+    if arch == "glm4" and m.get("nextn"):
+        w.add_uint32("glm4.nextn_predict_layers", m["nextn"])
+    if arch == "glm4moe":
+        w.add_leading_dense_block_count(m["n_dense"])
+        w.add_expert_shared_count(m["n_shared"])
+        w.add_expert_weights_scale(2.5)
+        w.add_expert_weights_norm(True)
+        w.add_uint32("glm4moe.expert_gating_func", 2)
+        if m.get("nextn"):
+            w.add_uint32("glm4moe.nextn_predict_layers", m["nextn"])
+    if arch == "llama4":
+        w.add_interleave_moe_layer_step(m["moe_step"])
+        if "n_swa" in m:
+            w.add_sliding_window(m["n_swa"])
+    if arch in ("qwen3moe", "deepseek2", "gpt-oss", "qwen2moe", "glm4moe", "llama4"):
         w.add_expert_count(m["n_expert"])
         w.add_expert_used_count(m["n_expert_used"])
         w.add_expert_feed_forward_length(m["n_ff_exp"])
@@ -157,6 +211,8 @@ def make_model(path, m):
         w.add_rope_dimension_count(rope)
         w.add_expert_shared_count(m["n_shared"])
         w.add_expert_weights_scale(1.0)
+        if m.get("nextn"):
+            w.add_uint32("deepseek2.nextn_predict_layers", m["nextn"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -207,6 +263,42 @@ HELDOUT = {
     "ho-deepseek2-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=1, n_dense=1,
                               q_lora_rank=384, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
                               n_expert=8, n_expert_used=3, n_ff_exp=512, n_shared=2, n_vocab=4000),
+}
+# Architectures moved onto the graph after the others (`--more` -> more.jsonl: each at configs()
+# and at the FRESH settings; the ho- models are held out: other sizes and types).
+MORE = {
+    "qwen2moe-q8_0": dict(BASE, arch="qwen2moe", wtype="Q8_0", n_layer=3, n_head_kv=4, n_expert=8, n_expert_used=2, n_ff_exp=256, n_ff_shexp=512),
+    "mistral3-q4_k": dict(BASE, arch="mistral3", wtype="Q4_K", n_head_kv=4, head_dim=128, n_ff=1536),
+    "ho-qwen2moe-q4_0": dict(BASE, arch="qwen2moe", wtype="Q4_0", n_layer=2, n_embd=768, n_head=12, n_head_kv=2, n_expert=16, n_expert_used=4,
+                                  n_ff_exp=512, n_ff_shexp=1024, n_vocab=3000),
+    "command-r-q8_0": dict(BASE, arch="command-r", wtype="Q8_0", tied=True),
+    "ho-command-r-q4_k": dict(BASE, arch="command-r", wtype="Q4_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
+                              n_vocab=4096, tied=True),
+    "starcoder2-q8_0": dict(BASE, arch="starcoder2", wtype="Q8_0", n_head_kv=4),
+    "ho-starcoder2-q5_k-tied": dict(BASE, arch="starcoder2", wtype="Q5_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=2, n_ff=3072, n_vocab=4096, tied=True),
+    # DeepSeek-V3-style files with an MTP block (nextn_predict_layers 1, its tensors skipped).
+    "deepseek2-mtp-q8_0": dict(BASE, arch="deepseek2", wtype="Q8_0", n_layer=4, n_head=8, n_head_kv=1, n_dense=1, nextn=1,
+                               q_lora_rank=256, kv_lora_rank=256, rope_dim=64, nope_dim=128, v_head_dim=128,
+                               n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
+    "glm4moe-q8_0": dict(BASE, arch="glm4moe", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_dense=1, nextn=1,
+                         n_expert=8, n_expert_used=2, n_ff_exp=256, n_shared=1),
+    "ho-glm4moe-q4_k": dict(BASE, arch="glm4moe", wtype="Q4_K", n_layer=3, n_embd=768, n_head=12, n_head_kv=4, head_dim=128, n_ff=1536, n_dense=1,
+                            n_expert=16, n_expert_used=4, n_ff_exp=512, n_shared=1, n_vocab=4096),
+    "llama4-q8_0": dict(BASE, arch="llama4", wtype="Q8_0", n_layer=4, n_head_kv=2, moe_step=2, n_expert=8, n_expert_used=1, n_ff_exp=256),
+    "ho-llama4-q4_k-nochunk": dict(BASE, arch="llama4", wtype="Q4_K", n_layer=5, n_embd=768, n_head=12, n_head_kv=4, n_ff=1536, moe_step=1,
+                                   n_expert=16, n_expert_used=1, n_ff_exp=512, n_vocab=4096, n_swa=0),
+    "glm4-q8_0-mtp": dict(BASE, arch="glm4", wtype="Q8_0", n_layer=4, n_head_kv=2, head_dim=128, n_ff=1024, nextn=1),
+    "ho-glm4-q5_k": dict(BASE, arch="glm4", wtype="Q5_K", n_layer=3, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048, n_vocab=4096),
+    "smollm3-q8_0": dict(BASE, arch="smollm3", wtype="Q8_0", n_layer=4),
+    "ho-smollm3-q4_k-tied": dict(BASE, arch="smollm3", wtype="Q4_K", n_layer=8, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=4096, tied=True),
+    "olmo2-q8_0": dict(BASE, arch="olmo2", wtype="Q8_0", n_head_kv=8),
+    "ho-olmo2-swa-q4_k": dict(BASE, arch="olmo2", wtype="Q4_K", n_layer=4, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=4096, n_swa=512),
+    "cohere2-q8_0": dict(BASE, arch="cohere2", wtype="Q8_0", n_head_kv=2, n_swa=256, tied=True),
+    "ho-cohere2-q6_k": dict(BASE, arch="cohere2", wtype="Q6_K", n_layer=8, n_embd=768, n_head=6, n_head_kv=2, head_dim=128, n_ff=2048,
+                            n_vocab=4096, n_swa=1024, tied=True),
+    "phi2-q8_0-fused": dict(BASE, arch="phi2", wtype="Q8_0", n_head_kv=8, fused=True),
+    "ho-phi2-q4_0": dict(BASE, arch="phi2", wtype="Q4_0", n_layer=3, n_embd=768, n_head=12, n_head_kv=12, n_ff=3072, n_vocab=4096),
+    "ho-mistral3-q6_k": dict(BASE, arch="mistral3", wtype="Q6_K", n_layer=3, n_embd=1024, n_head=8, n_head_kv=2, head_dim=128, n_ff=2816, n_vocab=5000),
 }
 FTYPES = {"Q4_K_M": 15, "Q6_K": 18, "Q8_0": 7}
 FRESH = False
@@ -322,6 +414,7 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--out")
     ap.add_argument("--heldout", action="store_true")
+    ap.add_argument("--more", action="store_true", help="the MORE models at configs() and the FRESH settings -> more.jsonl")
     ap.add_argument("--fresh", action="store_true", help="every model at the settings of configs()'s FRESH list -> fresh.jsonl")
     a = ap.parse_args()
     global FRESH
@@ -334,7 +427,9 @@ def main():
     specs = HELDOUT if a.heldout else MODELS_SPEC
     if a.fresh:
         specs = dict(MODELS_SPEC, **HELDOUT)
-    default = "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
+    if a.more:
+        specs = MORE
+    default = "more.jsonl" if a.more else "fresh.jsonl" if a.fresh else "heldout.jsonl" if a.heldout else "measured.jsonl"
     out = open(a.out or os.path.join(DATA, default), "a")
     for name, spec in specs.items():
         if a.only and not name.startswith(a.only):
@@ -349,7 +444,12 @@ def main():
                 make_model(path, spec)
         with open(os.path.join(DATA, name + ".gguf-header"), "wb") as f:
             f.write(header_bytes(path))
-        for cfg in configs(name):
+        cfgs = configs(name)
+        if a.more:
+            FRESH = True
+            cfgs = cfgs + configs(name)
+            FRESH = False
+        for cfg in cfgs:
             env = child_env()
             p = subprocess.run([sys.executable, __file__, "--child", path, json.dumps(cfg)], env=env, capture_output=True, text=True, timeout=600)
             if p.returncode != 0:

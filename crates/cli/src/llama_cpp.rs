@@ -137,6 +137,13 @@ pub struct LlamaCppArgs {
     /// `--no-mmap`: read the weights into allocated memory instead of mapping the file.
     #[arg(long = "no-mmap")]
     pub no_mmap: bool,
+    /// `--no-op-offload`: keep the ops of CPU-held weights on the CPU for large batches too
+    /// (llama.cpp's default, `--op-offload`, runs them on the first GPU, copying the weights).
+    #[arg(long = "no-op-offload", overrides_with = "op_offload")]
+    pub no_op_offload: bool,
+    /// `--op-offload` (the default).
+    #[arg(long = "op-offload", overrides_with = "no_op_offload")]
+    pub op_offload: bool,
     #[command(flatten)]
     pub devices: Devices,
 }
@@ -230,6 +237,7 @@ impl LlamaCppArgs {
             split_mode,
             swa_full: self.swa_full,
             mmap: !self.no_mmap,
+            op_offload: !self.no_op_offload,
         })
     }
 
@@ -253,6 +261,9 @@ fn device_json(d: &DeviceReport) -> Value {
         "k_bytes": d.k,
         "v_bytes": d.v,
         "kv_bytes": d.kv(),
+        "r_bytes": d.r,
+        "s_bytes": d.s,
+        "rs_bytes": d.rs(),
         "compute_buffer_bytes": d.compute,
         "output_buffer_bytes": d.output,
         "layers": d.layers,
@@ -365,6 +376,7 @@ pub fn report(header: &Header, p: &Params, gpus: &[GpuDevice], ram: Option<u64>,
             "kv_bytes": e.kv_bytes(),
             "k_bytes": e.k_bytes(),
             "v_bytes": e.v_bytes(),
+            "rs_bytes": e.rs_bytes(),
             "compute_buffer_bytes": e.compute_bytes(),
             "output_buffer_bytes": e.output_bytes(),
             "total_bytes": e.total(),
@@ -400,6 +412,9 @@ fn text(e: &Estimate, u: ByteUnit, max_ctx: Option<u64>, max_ngl: Option<&(u64, 
             f(d.model), f(d.k), f(d.v), f(d.compute), f(d.output), f(d.total()), if d.capacity.is_none() { "-" } else if d.fits() { "yes" } else { "NO" });
         for (b, bytes) in &d.model_buffers {
             let _ = writeln!(s, "  {b} model buffer {}", f(*bytes));
+        }
+        if d.rs() > 0 {
+            let _ = writeln!(s, "  recurrent state R {}, S {} (in the total)", f(d.r), f(d.s));
         }
     }
     let _ = writeln!(s, "{:<22} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}", "total", f(e.model_bytes()), f(e.k_bytes()), f(e.v_bytes()), f(e.compute_bytes()), f(e.output_bytes()), f(e.total()));

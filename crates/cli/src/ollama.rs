@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
 use vramcalc_core::gguf::GgmlType;
-use vramcalc_core::llama_cpp::{fit, ollama::Ollama, Hparams};
+use vramcalc_core::llama_cpp::{fit, ollama::Ollama, ollama_sched, Hparams, SplitMode};
 
 use crate::llama_cpp::{read_header, report};
 
@@ -36,6 +36,12 @@ pub struct OllamaArgs {
     /// `OLLAMA_CONTEXT_LENGTH`.
     #[arg(long = "context-length")]
     pub context_length: Option<u64>,
+    /// `main_gpu`: run on this GPU alone (llama-server `-sm none`).
+    #[arg(long = "main-gpu")]
+    pub main_gpu: Option<usize>,
+    /// `OLLAMA_SCHED_SPREAD`: spread over every GPU even when one would hold the model.
+    #[arg(long = "sched-spread")]
+    pub sched_spread: bool,
     #[command(flatten)]
     pub devices: crate::llama_cpp::Devices,
 }
@@ -61,17 +67,35 @@ pub fn run(a: &OllamaArgs) -> Result<String> {
     let vram: u64 = gpus.iter().map(|g| g.capacity).sum();
     let hp = Hparams::from_header(&header)?;
     let mut p = o.params(vram, hp.n_ctx_train);
+    // Which GPUs Ollama hands llama-server (`server/sched.go`).
+    let place = ollama_sched::placement(&header, p.n_ctx, &gpus, o.num_gpu, a.main_gpu, a.sched_spread)?;
+    let all_gpus = gpus.clone();
+    let gpus: Vec<_> = place.gpus.iter().map(|&i| all_gpus[i].clone()).collect();
+    if place.single {
+        p.split_mode = SplitMode::None;
+    }
     if p.n_gpu_layers.is_none() && !gpus.is_empty() {
         // num_gpu unset: llama-server places as many layers as fit.
         p.n_gpu_layers = Some(fit::max_gpu_layers(&header, &p, &gpus, ram)?.map_or(0, |(n, _)| n));
     }
-    let (env, modelfile) = o.config_lines();
+    let (mut env, mut modelfile) = o.config_lines();
+    if a.sched_spread {
+        env.push("OLLAMA_SCHED_SPREAD=1".into());
+    }
+    if let Some(g) = a.main_gpu {
+        modelfile.push(format!("PARAMETER main_gpu {g}"));
+    }
     let num_ctx = o.num_ctx(vram, hp.n_ctx_train);
     let extra = json!({
-        "ollama": {"num_ctx": num_ctx, "num_parallel": p.n_parallel, "num_batch": p.n_batch, "num_gpu": p.n_gpu_layers,
+        "ollama": {"gpus": place.gpus, "single_gpu": place.single, "predicted_vram_bytes": place.predicted, "num_ctx": num_ctx, "num_parallel": p.n_parallel, "num_batch": p.n_batch, "num_gpu": p.n_gpu_layers,
                    "environment": env, "modelfile": modelfile},
     });
     let mut text = format!("ollama: num_ctx {num_ctx} × OLLAMA_NUM_PARALLEL {} = -c {}\n", p.n_parallel, p.n_ctx);
+    if all_gpus.len() > 1 {
+        let names: Vec<String> = place.gpus.iter().map(|&i| format!("#{i} {}", all_gpus[i].name)).collect();
+        let how = if place.single { "alone (-sm none --main-gpu 0)" } else { "all, layers split by llama-server" };
+        text += &format!("ollama: GPUs for llama-server: {} — {how}; PredictServerVRAM {:.2} GiB\n", names.join(", "), place.predicted as f64 / (1u64 << 30) as f64);
+    }
     if !env.is_empty() {
         text += &format!("environment: {}\n", env.join(" "));
     }

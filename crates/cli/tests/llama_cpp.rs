@@ -219,3 +219,37 @@ fn max_of_gpu_layers_and_context_is_llama_cpps_answer() {
     assert_eq!(code, 1, "{none}");
     assert!(none["value"].is_null());
 }
+
+/// Ollama's GPU choice (`server/sched.go` `selectLlamaServerPlacement`) with mixed cards: a small
+/// model goes to the card with the most memory alone, `--sched-spread` puts it on every card,
+/// `--main-gpu` on the one named.
+#[test]
+fn ollama_picks_one_card_when_one_holds_the_model() {
+    let g = header("qwen3-q4_k_m");
+    let one = ollama(&["--gguf", &g, "--gpu", "rtx-3060", "--gpu", "rtx-4090"]);
+    assert_eq!(one["ollama"]["gpus"], serde_json::json!([1]));
+    assert_eq!(one["ollama"]["single_gpu"], true);
+    let devs = one["devices"].as_array().unwrap();
+    assert_eq!(devs.len(), 2, "the host and the one card llama-server sees");
+    assert_eq!(devs[1]["gpu"], "rtx-4090");
+    let spread = ollama(&["--gguf", &g, "--gpu", "rtx-3060", "--gpu", "rtx-4090", "--sched-spread"]);
+    assert_eq!(spread["ollama"]["gpus"], serde_json::json!([0, 1]));
+    assert_eq!(spread["devices"].as_array().unwrap().len(), 3);
+    let main = ollama(&["--gguf", &g, "--gpu", "rtx-3060", "--gpu", "rtx-4090", "--main-gpu", "0"]);
+    assert_eq!(main["ollama"]["gpus"], serde_json::json!([0]));
+    assert_eq!(main["ollama"]["modelfile"], serde_json::json!(["PARAMETER main_gpu 0"]));
+}
+
+/// `--no-op-offload` reaches the estimate and the command; `-sm row` with GPUs is refused.
+#[test]
+fn op_offload_flags_and_split_mode_row() {
+    let g = header("qwen3moe-q8_0");
+    let on = json(&["--gguf", &g, "-ngl", "0", "--gpu", "rtx-4090"]);
+    let off = json(&["--gguf", &g, "-ngl", "0", "--gpu", "rtx-4090", "--no-op-offload"]);
+    assert!(n(&on["devices"][1], "compute_buffer_bytes") > 0);
+    assert_eq!(n(&off["devices"][1], "compute_buffer_bytes"), 0);
+    assert!(off["command"].as_str().unwrap().ends_with("--no-op-offload"), "{}", off["command"]);
+    let (code, _, err) = vramcalc(&["llama-cpp", "--gguf", &g, "--gpu", "rtx-4090", "--gpu", "rtx-3060", "-sm", "row"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("split buffers"), "{err}");
+}

@@ -208,6 +208,35 @@ fn fresh_settings_are_exact() {
     }
 }
 
+/// qwen2moe (shared expert with a sigmoid gate) and mistral3, moved onto the graph after the
+/// others: written from source (`models/qwen2moe.cpp`, `models/mistral3.cpp`) before
+/// `tools/measure_llama_cpp.py --more` measured them (every model at `configs()` and the fresh
+/// settings; the `ho-` models other sizes and types): every buffer to the byte.
+#[test]
+fn more_architectures_are_exact() {
+    let recs = common::records_of("more.jsonl");
+    assert!(recs.len() >= 342, "{}", recs.len());
+    let sum = |v: &serde_json::Value| -> u64 { v.as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum() };
+    let mut bad = Vec::new();
+    for r in &recs {
+        let p = common::params(&r.v);
+        assert!(vramcalc_core::llama_cpp::reserve_graphs(&r.header, &p).unwrap().is_some(), "{} has a graph", r.model);
+        let e = vramcalc_core::llama_cpp::estimate(&r.header, &p, &[], None).unwrap();
+        let what = format!("{} {}", r.model, r.v["params"]);
+        assert_eq!(e.model_bytes(), sum(&r.v["model_buffers"]), "model: {what}");
+        assert_eq!(e.kv_bytes(), sum(&r.v["kv_buffers"]), "KV: {what}");
+        assert_eq!(e.output_bytes(), sum(&r.v["output_buffers"]), "output: {what}");
+        let (got, want) = (e.compute_bytes(), sum(&r.v["compute_buffers"]));
+        if got != want {
+            bad.push(format!("compute {got} vs {want} ({:+.3} %): {what}", 100.0 * (got as f64 / want as f64 - 1.0)));
+        }
+    }
+    for b in bad.iter().take(8) {
+        println!("{b}");
+    }
+    assert!(bad.is_empty(), "{} of {} differ", bad.len(), recs.len());
+}
+
 /// The device split (`llama_cpp/sched.rs`, read from source, not measured): with every layer on
 /// one GPU the host's compute buffer holds the graph inputs (for `-fa on` the f16 mask
 /// `n_kv × n_ubatch`, `inp_embd` and the embedding rows `get_rows` writes on the CPU) and the GPU
@@ -243,7 +272,9 @@ fn the_split_over_devices_follows_the_scheduler() {
 #[test]
 fn extreme_metadata_never_panics() {
     use vramcalc_core::gguf::Value;
-    let recs = common::records_of("measured.jsonl");
+    let mut recs = common::records_of("measured.jsonl");
+    recs.extend(common::records_of("recurrent.jsonl"));
+    recs.extend(common::records_of("more.jsonl"));
     let mut seen = std::collections::HashSet::new();
     let mut runs = 0;
     for r in &recs {
@@ -259,9 +290,48 @@ fn extreme_metadata_never_panics() {
                 let mut h = r.header.clone();
                 h.metadata[i].1 = Value::U64(x);
                 let _ = vramcalc_core::llama_cpp::estimate(&h, &p, &[], None);
+                // And with a GPU holding one layer: the scheduler's passes and op offload.
+                let gpu = vramcalc_core::llama_cpp::GpuDevice { name: "g".into(), capacity: 24 << 30 };
+                let partial = vramcalc_core::llama_cpp::Params { n_gpu_layers: Some(1), ..p.clone() };
+                let _ = vramcalc_core::llama_cpp::estimate(&h, &partial, &[gpu], None);
                 runs += 1;
             }
         }
     }
-    assert!(runs > 500, "{runs}");
+    assert!(runs > 1500, "{runs}");
+}
+
+/// Mamba and Mamba-2 (`recurrent.jsonl`): the graphs built here against llama.cpp's reserved
+/// ones (`rec-<model>-<index>.graph`, dumped as `tools/llama_cpp/dump_graphs.py` does, a few kept),
+/// node by node, and llama.cpp's graphs allocated here against its logged buffer.
+#[test]
+fn recurrent_graphs_match_llama_cpps() {
+    let dir = std::env::var("VRAMCALC_GRAPHS").unwrap_or_else(|_| DATA.to_string());
+    let recs = common::records_of("recurrent.jsonl");
+    let mut checked = 0;
+    for (i, r) in recs.iter().enumerate() {
+        let path = format!("{dir}/rec-{}-{i}.graph", r.model);
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let want = parse(&text);
+        let p = common::params(&r.v);
+        let got = vramcalc_core::llama_cpp::reserve_graphs(&r.header, &p).unwrap().unwrap();
+        for (gi, (a, b)) in got.iter().zip(want.iter()).enumerate() {
+            let sig = |g: &Graph, n: usize| {
+                let t = &g.t[g.nodes[n]];
+                (t.op, t.ty.id, t.ne)
+            };
+            let m = a.nodes.len().min(b.nodes.len());
+            let k = (0..m).find(|&k| sig(a, k) != sig(b, k)).or((a.nodes.len() != b.nodes.len()).then_some(m));
+            if let Some(k) = k {
+                let show = |g: &Graph| (k.saturating_sub(3)..(k + 3).min(g.nodes.len())).map(|j| format!("{j}:{:?}", sig(g, j))).collect::<Vec<_>>();
+                panic!("{path} graph {gi}: node {k} of {}/{}: built {:?}\n   llama.cpp {:?}", a.nodes.len(), b.nodes.len(), show(a), show(b));
+            }
+        }
+        let measured: u64 = r.v["compute_buffers"].as_object().unwrap().values().map(|x| x.as_u64().unwrap()).sum();
+        let theirs = want.iter().map(|g| reserve(g, &[BufType::CPU])[0]).max().unwrap();
+        assert_eq!(theirs, measured, "{path}");
+        checked += 1;
+    }
+    println!("{checked} recurrent graphs checked");
+    assert!(checked >= 2, "{checked}");
 }

@@ -8,7 +8,7 @@
 
 use crate::gguf::{GgmlType, Header};
 
-use super::ggml::{Graph, Op, T};
+use super::ggml::{Graph, Op, T, FLAG_PINNED, FLAG_SHARED, FLAG_WEIGHT};
 use super::hparams::Hparams;
 
 /// The reserve's micro-batch and memory (`llama_context::graph_reserve` with `init_full`).
@@ -18,6 +18,8 @@ pub struct Shape {
     pub n_outputs: u64,
     /// Streams of the KV cache (`n_seq_max` unless unified) and the cells of each.
     pub n_stream: u64,
+    /// The micro-batch's sequences (`n_seq_max`, unified or not).
+    pub n_seqs: u64,
     pub n_kv: u64,
     pub n_kv_swa: u64,
     pub flash_attn: bool,
@@ -43,20 +45,55 @@ pub struct Builder<'a> {
     pub s: Shape,
     /// `model.dev_layer(il)` as a backend index, per layer (the output layer last).
     pub layer_backend: Vec<usize>,
+    /// Where each weight is (its buffer's backend); `None`: on its layer's backend.
+    pub slots: Option<&'a WeightSlots>,
+    /// `llama_context::graph_get_cb`: a layer's "norm" nodes stay on the layer's device when
+    /// the batch has fewer than 32 tokens or every layer is offloaded.
+    pub pin_norms: bool,
+    /// The layer being built (`at_layer`).
+    layer: usize,
+}
+
+/// The backend of each weight's buffer by tensor name (`placement::place`), and of the tied
+/// output's copy of `token_embd`.
+#[derive(Debug, Clone, Default)]
+pub struct WeightSlots {
+    pub by_name: std::collections::HashMap<String, usize>,
+    pub tied_output: Option<usize>,
 }
 
 const F32: GgmlType = GgmlType::F32;
 
 impl<'a> Builder<'a> {
     pub fn new(h: &'a Header, hp: &'a Hparams, s: Shape, layer_backend: Vec<usize>) -> Builder<'a> {
-        Builder { g: Graph::default(), h, hp, s, layer_backend }
+        Builder { g: Graph::default(), h, hp, s, layer_backend, slots: None, pin_norms: false, layer: 0 }
     }
 
     /// A weight of the file, `None` when it has none of that name.
     pub fn w(&mut self, name: &str) -> Option<T> {
+        let slot = self.slots.and_then(|s| s.by_name.get(name).copied());
+        self.w_in(name, slot)
+    }
+
+    /// The tied output: `token_embd` as loaded again on the output layer's device.
+    pub fn w_tied_output(&mut self) -> Option<T> {
+        let slot = self.slots.and_then(|s| s.tied_output);
+        self.w_in("token_embd.weight", slot)
+    }
+
+    fn w_in(&mut self, name: &str, slot: Option<usize>) -> Option<T> {
         let t = self.h.tensor(name)?;
         let ne = std::array::from_fn(|i| t.ne(i));
-        Some(self.g.external(t.ggml_type, ne))
+        let x = self.g.external(t.ggml_type, ne);
+        let w = &mut self.g.t[x];
+        w.flags |= FLAG_WEIGHT;
+        if matches!(name.split('.').next(), Some("rope_freqs" | "rope_factors_long" | "rope_factors_short")) {
+            w.flags |= FLAG_SHARED;
+        }
+        if let Some(b) = slot {
+            w.backend = b;
+        }
+        Some(x)
     }
     pub fn wl(&mut self, il: usize, name: &str) -> Option<T> {
         self.w(&format!("blk.{il}.{name}"))
@@ -64,6 +101,7 @@ impl<'a> Builder<'a> {
 
     /// The layer the next tensors belong to (the scheduler's assignment follows the weights).
     pub fn at_layer(&mut self, il: usize) {
+        self.layer = il;
         self.g.backend = self.layer_backend.get(il).copied().unwrap_or(0);
     }
 
@@ -146,8 +184,28 @@ impl<'a> Builder<'a> {
     /// `build_norm(cur, w, NULL, LLM_NORM_RMS)`.
     pub fn rms_norm(&mut self, cur: T, w: Option<T>) -> T {
         let cur = self.g.rms_norm(cur);
+        if w.is_some() && self.pin_norms && self.layer < self.hp.n_layer as usize {
+            // `cb(cur, "norm", il)` of a layer's norm (`build_norm`).
+            self.g.t[cur].flags |= FLAG_PINNED;
+        }
         match w {
             Some(w) => self.g.mul(cur, w),
+            None => cur,
+        }
+    }
+
+    /// `build_norm(cur, w, b, LLM_NORM)`: layer norm, then the weight and the bias when present.
+    pub fn layer_norm(&mut self, cur: T, w: Option<T>, bias: Option<T>) -> T {
+        let cur = self.g.norm(cur);
+        if (w.is_some() || bias.is_some()) && self.pin_norms && self.layer < self.hp.n_layer as usize {
+            self.g.t[cur].flags |= FLAG_PINNED;
+        }
+        let cur = match w {
+            Some(w) => self.g.mul(cur, w),
+            None => cur,
+        };
+        match bias {
+            Some(bias) => self.g.add(cur, bias),
             None => cur,
         }
     }
@@ -386,6 +444,23 @@ impl<'a> Builder<'a> {
         self.g.mul_mat(down, act)
     }
 
+    /// The shared expert (`build_ffn(cur, ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp)`, SiLU, parallel).
+    pub fn shared_expert(&mut self, il: usize, cur: T) -> Option<T> {
+        let up = self.wl(il, "ffn_up_shexp.weight")?;
+        let gate = self.wl(il, "ffn_gate_shexp.weight");
+        let down = self.wl(il, "ffn_down_shexp.weight")?;
+        Some(self.ffn_with(cur, up, gate, down))
+    }
+
+    /// The last layer keeps only the output rows (`get_rows(…, inp_out_ids)`) of its two inputs.
+    pub fn last_rows(&mut self, il: usize, n: usize, a: T, b: T, out_ids: T) -> (T, T) {
+        if il + 1 == n {
+            (self.g.get_rows(a, out_ids), self.g.get_rows(b, out_ids))
+        } else {
+            (a, b)
+        }
+    }
+
     /// `build_moe_ffn` with softmax gating (qwen3moe): `norm_w` normalises the chosen experts'
     /// weights, `scale` multiplies them.
     pub fn moe(&mut self, il: usize, cur: T, norm_w: bool, scale: bool) -> Option<T> {
@@ -395,6 +470,16 @@ impl<'a> Builder<'a> {
     /// `build_moe_ffn`, softmax or (`sigmoid`) sigmoid gating, with the selection bias
     /// `exp_probs_b` when the file has one.
     pub fn moe_gated(&mut self, il: usize, cur: T, norm_w: bool, scale: bool, sigmoid: bool) -> Option<T> {
+        self.moe_impl(il, cur, norm_w, scale, sigmoid, false)
+    }
+
+    /// Llama 4's `build_moe_ffn` (`weight_before_ffn`): experts chosen by the logits, their
+    /// sigmoid weights multiplied into the repeated input before the experts, not after.
+    pub fn moe_llama4(&mut self, il: usize, cur: T, scale: bool) -> Option<T> {
+        self.moe_impl(il, cur, false, scale, true, true)
+    }
+
+    fn moe_impl(&mut self, il: usize, cur: T, norm_w: bool, scale: bool, sigmoid: bool, llama4: bool) -> Option<T> {
         let ne = self.g.ne(cur);
         let (n_embd, n_tokens) = (ne[0], ne[1]);
         let n_expert = self.hp.n_expert;
@@ -410,6 +495,7 @@ impl<'a> Builder<'a> {
             Some(bias) => self.g.add(probs, bias),
             None => probs,
         };
+        let selection = if llama4 { logits } else { selection };
         // `ggml_argsort_top_k`: an argsort and a view of its first `n_used`.
         let sorted = self.g.op(Op::Argsort, GgmlType::I32, self.g.ne(selection), vec![selection]);
         let snb = self.g.t[sorted].nb;
@@ -427,15 +513,21 @@ impl<'a> Builder<'a> {
             weights = self.g.scale(weights);
         }
         self.g.expand(weights);
-        let cur = self.g.reshape(cur, [n_embd, 1, n_tokens, 1]);
+        let mut cur = self.g.reshape(cur, [n_embd, 1, n_tokens, 1]);
+        if llama4 {
+            let repeated = self.g.op(Op::Repeat, F32, [n_embd, n_used, n_tokens, 1], vec![cur]);
+            cur = self.g.mul(repeated, weights);
+        }
         let up_e = self.wl(il, "ffn_up_exps.weight")?;
         let gate_e = self.wl(il, "ffn_gate_exps.weight")?;
         let down_e = self.wl(il, "ffn_down_exps.weight")?;
         let up = self.g.mul_mat_id(up_e, cur, selected);
         let gate = self.g.mul_mat_id(gate_e, cur, selected);
         let act = self.g.glu_split(gate, up);
-        let experts = self.g.mul_mat_id(down_e, act, selected);
-        let experts = self.g.mul(experts, weights);
+        let mut experts = self.g.mul_mat_id(down_e, act, selected);
+        if !llama4 {
+            experts = self.g.mul(experts, weights);
+        }
         Some(self.sum_experts(experts, n_used))
     }
 
@@ -474,13 +566,28 @@ impl<'a> Builder<'a> {
 
     /// The output norm and head; `softcap`: gemma2's final logit soft-capping.
     pub fn head_out(&mut self, cur: T, softcap: bool) -> Option<()> {
-            let b = self;
+        self.head_out_scaled(cur, softcap, false)
+    }
+
+    /// [`head_out`](Self::head_out), the logits scaled after (`ggml_scale`: granite's `logit_scale`).
+    pub fn head_out_scaled(&mut self, cur: T, softcap: bool, logit_scale: bool) -> Option<()> {
+        self.head_norm_out(cur, false, softcap, logit_scale)
+    }
+
+    /// The head after a layer norm (`LLM_NORM`, weight and optional bias) or an RMS norm.
+    pub fn head_norm_out(&mut self, cur: T, layer_norm: bool, softcap: bool, logit_scale: bool) -> Option<()> {
+        let b = self;
         let n = b.hp.n_layer as usize;
         b.at_layer(n);
         let w = b.w("output_norm.weight");
-        let cur = b.rms_norm(cur, w);
+        let cur = if layer_norm {
+            let bias = b.w("output_norm.bias");
+            b.layer_norm(cur, w, bias)
+        } else {
+            b.rms_norm(cur, w)
+        };
         b.g.set_output(cur);
-        let out = b.w("output.weight").or_else(|| b.w("token_embd.weight"))?;
+        let out = b.w("output.weight").or_else(|| b.w_tied_output())?;
         let mut cur = b.g.mul_mat(out, cur);
         if let Some(bias) = b.w("output.bias") {
             cur = b.g.add(cur, bias);
@@ -488,6 +595,9 @@ impl<'a> Builder<'a> {
         if softcap {
             cur = b.g.scale(cur);
             cur = b.g.unary(cur);
+            cur = b.g.scale(cur);
+        }
+        if logit_scale {
             cur = b.g.scale(cur);
         }
         b.g.set_output(cur);
@@ -500,7 +610,7 @@ impl<'a> Builder<'a> {
     /// (`ffn_inp`) and the FFN norm. Returns `(ffn_inp, normed)`.
     pub fn ffn_input(&mut self, il: usize, cur: T, inp_sa: T, out_ids: T) -> (T, T) {
         let (mut cur, mut inp_sa) = (cur, inp_sa);
-        if il + 1 == self.hp.n_layer as usize {
+        if il + 1 == self.hp.n_trunk() as usize {
             cur = self.g.get_rows(cur, out_ids);
             inp_sa = self.g.get_rows(inp_sa, out_ids);
         }

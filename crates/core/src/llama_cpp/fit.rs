@@ -104,6 +104,9 @@ pub fn server_command(model_path: &str, p: &Params, n_layer: u32) -> String {
     if !p.mmap {
         out.push("--no-mmap".into());
     }
+    if !p.op_offload {
+        out.push("--no-op-offload".into());
+    }
     out.join(" ")
 }
 

@@ -36,8 +36,13 @@ impl BufType {
     /// quantized K and V (`ggml_cuda_flash_attn_ext_get_f16_extra_data`, 128-aligned) when its
     /// kernel needs them: the MMA/tile kernels of a batch always, the vector kernel of single
     /// tokens only without a vector case for the K/V type pair (taken as: the types differ).
+    /// A quantized tensor on CUDA (the scheduler's copy of a quantized weight or KV view) gets
+    /// its last row padded to `MATRIX_ROW_PADDING` = 512 elements, as in the model buffers.
     pub fn alloc_size(self, g: &Graph, t: &Tensor) -> u64 {
         let n = t.nbytes();
+        if self.cuda && t.ty.is_quantized() && !t.ne[0].is_multiple_of(512) {
+            return n + t.ty.row_bytes(512 - t.ne[0] % 512);
+        }
         if !self.cuda || t.op != Op::FlashAttnExt || t.src.len() < 3 {
             return n;
         }

@@ -52,6 +52,13 @@ impl Op {
 /// `GGML_TENSOR_FLAG_INPUT`, `GGML_TENSOR_FLAG_OUTPUT`.
 pub const FLAG_INPUT: u8 = 1;
 pub const FLAG_OUTPUT: u8 = 2;
+/// vramcalc's own marks (not ggml flags), for the scheduler (`sched_assign`): a weight
+/// (`GGML_BACKEND_BUFFER_USAGE_WEIGHTS`) in the buffer of its `backend`; a weight loaded once per
+/// device that uses it (`rope_freqs`: `TENSOR_DUPLICATED`), so never copied; a node whose backend
+/// the caller set (`ggml_backend_sched_set_tensor_backend`).
+pub const FLAG_WEIGHT: u8 = 4;
+pub const FLAG_SHARED: u8 = 8;
+pub const FLAG_PINNED: u8 = 16;
 
 #[derive(Debug, Clone)]
 pub struct Tensor {
@@ -188,11 +195,19 @@ impl Graph {
     pub fn scale(&mut self, a: T) -> T {
         self.unary_like(Op::Scale, a, vec![a])
     }
+    /// `ggml_scale_inplace(a)`: a view of `a`.
+    pub fn scale_inplace(&mut self, a: T) -> T {
+        self.view_tensor(Op::Scale, a, vec![a])
+    }
     pub fn unary(&mut self, a: T) -> T {
         self.unary_like(Op::Unary, a, vec![a])
     }
     pub fn rms_norm(&mut self, a: T) -> T {
         self.unary_like(Op::RmsNorm, a, vec![a])
+    }
+    /// `ggml_norm` (layer norm without its weight and bias).
+    pub fn norm(&mut self, a: T) -> T {
+        self.unary_like(Op::Norm, a, vec![a])
     }
     pub fn cont(&mut self, a: T) -> T {
         self.unary_like(Op::Cont, a, vec![a])

@@ -43,7 +43,51 @@ pub struct Hparams {
     pub n_dense_lead: u64,
     pub n_rot: u64,
     pub head_k_mla: u64,
+    /// Mamba's state sizes (`{arch}.ssm.*`), for the recurrent layers; zero elsewhere.
+    pub ssm: Ssm,
+    /// Which layers keep a recurrent state instead of a KV cache (`hparams.is_recr`).
+    pub recurrent: Vec<bool>,
+    /// `{arch}.nextn_predict_layers`: the last layers are multi-token-prediction blocks, outside
+    /// the graph and the KV cache, and (for the architectures in [`MTP_SKIP_ARCHS`]) not loaded
+    /// unless asked for (`TENSOR_SKIP` when `load_mtp` is off, llama.cpp's default).
+    pub n_layer_nextn: u32,
+    /// Every layer keeps both, a KV cache and a recurrent state (falcon-h1: attention and
+    /// Mamba-2 side by side; `create_memory`'s filters both true).
+    pub attn_and_recurrent: bool,
 }
+
+/// `ssm_d_conv`, `ssm_d_inner`, `ssm_d_state`, `ssm_n_group`, `ssm_dt_rank`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ssm {
+    pub d_conv: u64,
+    pub d_inner: u64,
+    pub d_state: u64,
+    pub n_group: u64,
+    pub dt_rank: u64,
+}
+
+impl Ssm {
+    /// `n_embd_r()`: the convolution state per sequence (`src/llama-hparams.cpp`):
+    /// `(d_conv - 1) * (d_inner + 2 * n_group * d_state)` (Mamba-1 files have no group count: 0).
+    pub fn n_embd_r(&self) -> u64 {
+        self.d_conv.saturating_sub(1) * (self.d_inner + 2 * self.n_group * self.d_state)
+    }
+    /// `n_embd_s()`: the SSM state per sequence, `d_state * d_inner`.
+    pub fn n_embd_s(&self) -> u64 {
+        self.d_state * self.d_inner
+    }
+}
+
+/// The architectures whose every layer is recurrent and sized here (`llm_arch_is_recurrent`).
+const RECURRENT_ARCHS: &[&str] = &["mamba", "mamba2"];
+
+/// The architectures whose loaders skip the MTP layers' tensors unless `load_mtp`
+/// (`mtp_flags |= TENSOR_SKIP` in `src/models/<arch>.cpp`).
+pub const MTP_SKIP_ARCHS: &[&str] = &["deepseek2", "glm4moe", "glm4", "exaone4", "exaone-moe", "mimo2", "cohere2moe", "bailingmoe2", "nemotron_h", "gemma4"];
+
+/// Hybrid architectures sized here (`llm_arch_is_hybrid`) and which of their layers are
+/// recurrent: those where `head_count_kv` is 0 (`load_arch_hparams` of granite-hybrid.cpp, jamba.cpp).
+const HYBRID_ARCHS: &[&str] = &["granitehybrid", "jamba", "falcon-h1"];
 
 /// Architectures whose layers alternate with sliding-window attention, with the pattern
 /// `load_swa_pattern(ml, n)` gets in their `load_arch_hparams` (`src/models/<arch>.cpp`) and the
@@ -54,10 +98,15 @@ const SWA_ARCHS: &[(&str, u32, Option<u64>)] = &[
     ("gemma-embedding", 6, None),
     ("gpt-oss", 2, None),
     ("cohere2", 4, None),
+    // `models/llama4.cpp`: chunked attention of 8192 on 3 layers of 4 unless the file sets the
+    // window to 0 (the window itself is always 8192: see `from_header`).
+    ("llama4", 4, Some(8192)),
+    // `models/olmo2.cpp`: OLMo 3 files set a window (3 sliding layers of 4).
+    ("olmo2", 4, None),
 ];
 
 /// Architectures whose memory is recurrent or hybrid (`llm_arch_is_recurrent` / `_hybrid`), which
-/// this model does not size.
+/// this model does not size (but [`RECURRENT_ARCHS`]).
 const RECURRENT_PREFIXES: &[&str] = &["mamba", "rwkv", "jamba", "falcon-h1", "granitehybrid", "plamo2", "lfm2", "nemotron_h", "qwen3next", "qwen35"];
 
 fn key<'a>(h: &'a Header, arch: &str, k: &str) -> Option<&'a Value> {
@@ -98,7 +147,7 @@ fn required(v: Option<u64>, arch: &str, k: &str) -> Result<u64, LlamaError> {
 impl Hparams {
     pub fn from_header(h: &Header) -> Result<Hparams, LlamaError> {
         let arch = h.architecture().ok_or_else(|| LlamaError::Metadata("missing general.architecture".into()))?.to_string();
-        if RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
+        if !RECURRENT_ARCHS.contains(&arch.as_str()) && !HYBRID_ARCHS.contains(&arch.as_str()) && RECURRENT_PREFIXES.iter().any(|p| arch.starts_with(p)) {
             return Err(LlamaError::Unsupported(format!("architecture {arch:?} keeps a recurrent state; only attention caches are sized")));
         }
         let a = arch.as_str();
@@ -122,7 +171,10 @@ impl Hparams {
         let mut is_swa = vec![false; n_layer as usize];
         let mut n_swa = 0;
         if let Some(&(_, pattern, default)) = SWA_ARCHS.iter().find(|(n, _, _)| *n == a) {
-            let window = u64_of(h, a, "attention.sliding_window")?.or(default);
+            let mut window = u64_of(h, a, "attention.sliding_window")?.or(default);
+            if a == "llama4" && window != Some(0) {
+                window = Some(8192);
+            }
             if let Some(w) = window.filter(|&w| w > 0) {
                 n_swa = w;
                 // `load_swa_pattern`: a bool array, else a period (`set_swa_pattern`: a layer
@@ -150,6 +202,13 @@ impl Hparams {
                 .map(|t| t.ne(1))
                 .ok_or_else(|| LlamaError::Metadata("no tokenizer.ggml.tokens and no token_embd.weight".into()))?,
         };
+        let recurrent = if a == "falcon-h1" {
+            vec![true; n_layer as usize]
+        } else if HYBRID_ARCHS.contains(&a) {
+            n_head_kv.iter().map(|&h| h == 0).collect()
+        } else {
+            vec![RECURRENT_ARCHS.contains(&a); n_layer as usize]
+        };
         let hp = Hparams {
             n_layer,
             n_embd,
@@ -172,6 +231,16 @@ impl Hparams {
             n_dense_lead: u64_of(h, a, "leading_dense_block_count")?.unwrap_or(0),
             n_rot: u64_of(h, a, "rope.dimension_count")?.unwrap_or(head_k),
             head_k_mla: mla_k,
+            ssm: Ssm {
+                d_conv: u64_of(h, a, "ssm.conv_kernel")?.unwrap_or(0),
+                d_inner: u64_of(h, a, "ssm.inner_size")?.unwrap_or(0),
+                d_state: u64_of(h, a, "ssm.state_size")?.unwrap_or(0),
+                n_group: u64_of(h, a, "ssm.group_count")?.unwrap_or(0),
+                dt_rank: u64_of(h, a, "ssm.time_step_rank")?.unwrap_or(0),
+            },
+            recurrent,
+            attn_and_recurrent: a == "falcon-h1",
+            n_layer_nextn: u64_of(h, a, "nextn_predict_layers")?.unwrap_or(0).min(u64::from(n_layer) - 1) as u32,
             arch,
         };
         hp.check_bounds()?;
@@ -207,6 +276,10 @@ impl Hparams {
             check("attention key/value length", x, 1 << 14)?;
         }
         check("attention.sliding_window", self.n_swa, 1 << 32)?;
+        let m = &self.ssm;
+        for (what, v) in [("ssm.conv_kernel", m.d_conv), ("ssm.inner_size", m.d_inner), ("ssm.state_size", m.d_state), ("ssm.group_count", m.n_group), ("ssm.time_step_rank", m.dt_rank)] {
+            check(what, v, 1 << 16)?;
+        }
         check("leading_dense_block_count", self.n_dense_lead, 1 << 16)
     }
 
@@ -225,6 +298,16 @@ impl Hparams {
     /// `n_embd_v_gqa_max()`: a transposed V cache (no flash attention) pads every layer to it.
     pub fn n_embd_v_gqa_max(&self) -> u64 {
         (0..self.n_layer as usize).map(|il| self.n_embd_v_gqa(il)).max().unwrap_or(0)
+    }
+
+    /// The layers the graph runs (`hparams.n_layer()`: all but the MTP blocks).
+    pub fn n_trunk(&self) -> u32 {
+        self.n_layer - self.n_layer_nextn
+    }
+
+    /// Layer `il` is an MTP block whose tensors llama.cpp does not load.
+    pub fn skipped_mtp(&self, il: usize) -> bool {
+        self.n_layer_nextn > 0 && il >= self.n_trunk() as usize && MTP_SKIP_ARCHS.contains(&self.arch.as_str())
     }
 
     pub fn any_swa(&self) -> bool {

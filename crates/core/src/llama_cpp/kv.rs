@@ -93,7 +93,8 @@ pub fn kv_buffers(hp: &Hparams, p: &Params, ctx: &Context, layer_dev: &[Option<u
         let cells = if swa { ctx.swa_cells } else { ctx.n_ctx_seq };
         let mut bufs: Vec<(Buft, KvBytes)> = Vec::new();
         for (il, dev) in layer_dev.iter().enumerate().take(hp.n_layer as usize) {
-            if hp.is_swa[il] != swa {
+            // MTP blocks have no cache (`create_memory`'s filter `il < n_layer()`).
+            if hp.is_swa[il] != swa || (hp.recurrent[il] && !hp.attn_and_recurrent) || il >= hp.n_trunk() as usize {
                 continue;
             }
             let buft = dev.map_or(Buft::Cpu, Buft::Cuda);

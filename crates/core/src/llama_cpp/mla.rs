@@ -21,7 +21,8 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
     let scale = w_scale != 0.0 && w_scale != 1.0;
     // `expert_gating_func`: 1 softmax (the default here), 2 sigmoid.
     let sigmoid = key("expert_gating_func").and_then(Value::as_u64) == Some(2);
-    let n = hp.n_layer as usize;
+    // The MTP blocks (`nextn_predict_layers`) are not in the graph.
+    let n = hp.n_trunk() as usize;
     let n_tokens = b.s.n_tokens;
     let (kvr, rope) = (hp.kv_lora_rank, hp.n_rot);
     let nope = hp.head_k_mla.checked_sub(rope)?;
@@ -99,7 +100,7 @@ pub fn deepseek2(b: &mut Builder) -> Option<()> {
 }
 
 /// `ggml_concat(a, b, 0)`.
-fn concat0(b: &mut Builder, x: T, y: T) -> T {
+pub(super) fn concat0(b: &mut Builder, x: T, y: T) -> T {
     let (nx, ny) = (b.g.ne(x), b.g.ne(y));
     let ty: GgmlType = b.g.t[x].ty;
     b.g.op(Op::Concat, ty, [nx[0] + ny[0], nx[1], nx[2], nx[3]], vec![x, y])

@@ -11,12 +11,14 @@
 //! | `flags` | the flags' values as text (`-ot`, `-ts`, `-sm`, `-fa`, `-ngl`), for the CLI and the app |
 //! | `placement` | which buffer each weight goes to; the model buffers |
 //! | `kv` | context padding, streams, the KV cache per device |
+//! | `recurrent` | Mamba-style layers' recurrent state (R, S) per device |
 //! | `compute` | the compute buffers and the output buffer |
 //! | `ggml`, `gallocr` | a data-less ggml graph and ggml-alloc's sizing of it |
-//! | `build`, `models`, `mla`, `oai` | the graph llama.cpp reserves for one micro-batch, per architecture |
-//! | `sched` | the backend scheduler's split of that graph over the devices |
+//! | `build`, `models`, `more_models`, `mla`, `oai`, `ssm` | the graph llama.cpp reserves for one micro-batch, per architecture |
+//! | `sched_assign`, `sched` | the backend scheduler's assignment of nodes to devices (op offload) and its split of the graph |
 //! | `estimate` | one run's buffers per device |
 //! | `ollama` | Ollama's defaults and names as llama.cpp settings |
+//! | `ollama_sched` | which GPUs Ollama gives llama-server (one that holds it, else all) |
 //! | `synth` | a header from a `config.json` and a `llama-quantize` recipe, without the file |
 //! | `fit` | the reverse answers: largest context, most GPU layers, the command line |
 
@@ -31,12 +33,17 @@ pub mod ggml;
 mod hparams;
 mod kv;
 mod mla;
+mod more_models;
 mod oai;
 pub mod models;
 pub mod ollama;
+pub mod ollama_sched;
 mod params;
 mod placement;
+mod recurrent;
 mod sched;
+mod ssm;
+mod sched_assign;
 pub mod synth;
 
 pub use error::LlamaError;

@@ -1,30 +1,52 @@
 //! The graphs llama.cpp builds for one micro-batch, per architecture (`src/models/<arch>.cpp`,
 //! the `graph` constructors), out of `build`'s pieces; and the compute buffers `gallocr` sizes for
-//! them. Covered: llama, qwen2, qwen3, qwen3moe (the llama-family body, with `build_moe_ffn`) and
-//! gemma2 and gemma3 (sliding-window caches, soft-capping), phi3 (fused QKV and up/gate), gpt-oss (`oai.rs`) and deepseek2 with MLA (`mla.rs`). Other architectures return `None` and keep the estimate of `compute.rs`.
+//! them. Covered here: llama, mistral3, smollm3, qwen2, qwen3, qwen3moe, qwen2moe (the llama-family body,
+//! with `build_moe_ffn` and qwen2moe's gated shared expert), gemma2 and gemma3 (sliding-window
+//! caches, soft-capping), phi3; phi2, command-r and cohere2, starcoder2, glm4 and glm4moe,
+//! llama4, olmo2 (`more_models.rs`); gpt-oss (`oai.rs`), deepseek2 with MLA (`mla.rs`), and the recurrent and hybrid
+//! models with granite (`ssm.rs`). Other architectures return `None` and keep the estimate of
+//! `compute.rs`.
 
 use crate::gguf::Header;
 
-use super::build::{AttnInp, Builder, Shape};
+use super::build::{AttnInp, Builder, Shape, WeightSlots};
+use super::more_models as more;
 use super::gallocr::BufType;
-use super::ggml::Graph;
+use super::ggml::{Graph, T};
 use super::hparams::Hparams;
 use super::kv::Context;
 use super::params::Params;
 
 /// The graph of `llama_context::graph_reserve(n_tokens, n_seqs, n_outputs)` for this model, or
 /// `None` when its architecture is not modelled here.
-fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>) -> Option<Graph> {
+fn graph(h: &Header, hp: &Hparams, s: Shape, layer_backend: Vec<usize>, slots: Option<&WeightSlots>) -> Option<Graph> {
     if !within_bounds(h, hp, &s) {
         return None;
     }
+    // `graph_get_cb`: `full_offload` is `n_gpu_layers() > n_layer`, every layer and the output on GPUs.
+    let full_offload = layer_backend.iter().all(|&b| b != 0);
     let mut b = Builder::new(h, hp, s, layer_backend);
+    b.slots = slots;
+    b.pin_norms = s.n_tokens < 32 || full_offload;
     match hp.arch.as_str() {
-        "llama" | "qwen2" | "qwen3" | "qwen3moe" if !hp.is_mla => llama_like(&mut b)?,
+        "llama" | "qwen2" | "qwen3" | "qwen3moe" | "qwen2moe" | "smollm3" if !hp.is_mla => llama_like(&mut b)?,
+        // `models/mistral3.cpp`: llama's graph, plus Llama 4's attention temperature when set.
+        "mistral3" if !more::has_key(h, "mistral3.attention.temperature_scale") => llama_like(&mut b)?,
         "gemma2" | "gemma3" => gemma(&mut b)?,
         "phi3" => phi3(&mut b)?,
+        "command-r" | "cohere2" => more::command_r(&mut b)?,
+        "starcoder2" => more::starcoder2(&mut b)?,
+        "phi2" => more::phi2(&mut b)?,
+        "llama4" => more::llama4(&mut b)?,
+        "olmo2" => more::olmo2(&mut b)?,
+        "glm4" if h.get("glm4.rope.dimension_sections").is_none() => more::glm4(&mut b)?,
+        "glm4moe" if h.get("glm4moe.rope.dimension_sections").is_none() => more::glm4moe(&mut b)?,
         "gpt-oss" => super::oai::gpt_oss(&mut b)?,
         "deepseek2" if hp.is_mla => super::mla::deepseek2(&mut b)?,
+        "mamba" | "mamba2" => super::ssm::mamba(&mut b)?,
+        "granitehybrid" | "granite" | "granitemoe" => super::ssm::granite_hybrid(&mut b)?,
+        "jamba" => super::ssm::jamba(&mut b)?,
+        "falcon-h1" => super::ssm::falcon_h1(&mut b)?,
         _ => return None,
     }
     Some(b.g)
@@ -45,28 +67,57 @@ fn llama_like(b: &mut Builder) -> Option<()> {
         let w = b.wl(il, "attn_norm.weight");
         let cur = b.rms_norm(inp_l, w);
         let (mut q, mut k, v) = b.qkv(il, cur, head, hp.head_v)?;
+        // smollm3 (`models/smollm3.cpp`): no RoPE on every 4th layer.
+        let rope = hp.arch != "smollm3" || (il + 1) % 4 != 0;
         if let Some(qn) = b.wl(il, "attn_q_norm.weight") {
             q = b.rms_norm(q, Some(qn));
         }
-        q = b.g.rope(q, pos, rope_freqs);
+        if rope {
+            q = b.g.rope(q, pos, rope_freqs);
+        }
         if let Some(kn) = b.wl(il, "attn_k_norm.weight") {
             k = b.rms_norm(k, Some(kn));
         }
-        k = b.g.rope(k, pos, rope_freqs);
+        if rope {
+            k = b.g.rope(k, pos, rope_freqs);
+        }
         let cur = b.attn(&inp, il, q, k, v, None, false)?;
         let (ffn_inp, cur) = b.ffn_input(il, cur, inp_sa, out_ids);
-        let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
-            let moe = b.moe(il, cur, true, false)?;
+        let cur = if hp.arch == "qwen2moe" {
+            qwen2moe_ffn(b, il, cur)?
+        } else if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             if b.h.tensor(&format!("blk.{il}.ffn_up_shexp.weight")).is_some() {
-                return None; // qwen2moe's gated shared expert: not modelled
+                return None; // a shared expert outside qwen2moe: not modelled
             }
-            moe
+            b.moe(il, cur, true, false)?
         } else {
             b.ffn(il, cur, "ffn")?
         };
         inp_l = b.g.add(cur, ffn_inp);
     }
     b.head_out(inp_l, false)
+}
+
+
+
+
+
+
+
+
+/// qwen2moe's FFN (`models/qwen2moe.cpp`): the experts (softmax gating, weights not normalised,
+/// scaled by `expert_weights_scale` unless 0 or 1) plus the shared expert, gated per token by
+/// `sigmoid(ffn_gate_inp_shexp · x)` written `silu(g) / g`.
+fn qwen2moe_ffn(b: &mut Builder, il: usize, cur: T) -> Option<T> {
+    let w_scale = b.h.get("qwen2moe.expert_weights_scale").and_then(crate::gguf::Value::as_f64).unwrap_or(0.0);
+    let moe = b.moe(il, cur, false, w_scale != 0.0 && w_scale != 1.0)?;
+    let gate_w = b.wl(il, "ffn_gate_inp_shexp.weight")?;
+    let gate_inp = b.g.mul_mat(gate_w, cur);
+    let silu = b.g.unary(gate_inp);
+    let gate = b.g.div(silu, gate_inp);
+    let ffn = b.shared_expert(il, cur)?;
+    let shexp = b.g.mul(ffn, gate);
+    Some(b.g.add(moe, shexp))
 }
 
 /// phi3 (`models/phi3.cpp`; llama.cpp runs it without sliding windows): a fused `attn_qkv`
@@ -101,18 +152,14 @@ fn phi3(b: &mut Builder) -> Option<()> {
         let cur = if b.h.tensor(&format!("blk.{il}.ffn_gate_inp.weight")).is_some() {
             b.moe(il, cur, true, false)?
         } else {
-            let up = b.wl(il, "ffn_up.weight")?;
-            let down = b.wl(il, "ffn_down.weight")?;
-            let tmp = b.g.mul_mat(up, cur);
-            let ne = b.g.ne(tmp);
-            let ty = b.g.t[tmp].ty;
-            let act = b.g.op(super::ggml::Op::Glu, ty, [ne[0] / 2, ne[1], ne[2], ne[3]], vec![tmp]);
-            b.g.mul_mat(down, act)
+            more::ffn_swiglu_fused(b, il, cur)?
         };
         inp_l = b.g.add(residual, cur);
     }
     b.head_out(inp_l, false)
 }
+
+
 
 /// gemma2 / gemma3 (`models/gemma2.cpp`, `gemma3.cpp`): embeddings scaled, sliding-window layers
 /// on their own cache (`build_attn_inp_kv_iswa`; gemma3 without a window: one cache,
@@ -175,6 +222,12 @@ fn gemma(b: &mut Builder) -> Option<()> {
 /// `n_outputs = min(n_tokens, n_batch)`, then token generation with one token per sequence.
 /// `None` when the architecture is not modelled.
 pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_backend: &[usize]) -> Option<Vec<Graph>> {
+    graphs_placed(h, hp, ctx, p, layer_backend, None)
+}
+
+/// [`graphs`] with each weight on the backend of its buffer (`slots`), as `-ot` and
+/// `--n-cpu-moe` place them.
+pub(super) fn graphs_placed(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_backend: &[usize], slots: Option<&WeightSlots>) -> Option<Vec<Graph>> {
     let n_seq = ctx.n_seq.max(1);
     let n_tokens = ctx.n_ctx.min(ctx.n_ubatch);
     let base = Shape {
@@ -182,6 +235,7 @@ pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_
         n_tokens: n_tokens.div_ceil(n_seq) * n_seq,
         n_outputs: n_tokens.min(ctx.n_batch),
         n_stream: ctx.n_stream,
+        n_seqs: n_seq,
         n_kv: ctx.n_ctx_seq,
         n_kv_swa: ctx.swa_cells,
         flash_attn: p.flash_attn_on(),
@@ -189,7 +243,7 @@ pub(super) fn graphs(h: &Header, hp: &Hparams, ctx: &Context, p: &Params, layer_
         type_v: p.type_v,
     };
     let tg = Shape { n_tokens: n_seq, n_outputs: n_seq, ..base };
-    Some(vec![graph(h, hp, base, layer_backend.to_vec())?, graph(h, hp, tg, layer_backend.to_vec())?])
+    Some(vec![graph(h, hp, base, layer_backend.to_vec(), slots)?, graph(h, hp, tg, layer_backend.to_vec(), slots)?])
 }
 
 /// Each backend's compute buffer: the largest `ggml_gallocr_reserve_n` needs over the reserved

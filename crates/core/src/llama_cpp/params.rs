@@ -19,7 +19,11 @@ pub enum SplitMode {
     None,
     /// Whole layers per GPU by the split fractions.
     Layer,
-    /// Each offloaded weight matrix split by rows across the GPUs (`CUDA_Split` buffers).
+    /// Each offloaded weight matrix split by rows across the GPUs (`CUDA_Split` buffers) in
+    /// older builds. The llama.cpp followed here has none: upstream removed CUDA's split buffer
+    /// type ("CUDA: remove -sm row, refactor cuBLAS", #24216), so `make_gpu_buft_list`
+    /// (`src/llama-model.cpp`) throws "device CUDA0 does not support split buffers" at load;
+    /// [`estimate`](super::estimate) refuses it with GPUs the same way.
     Row,
 }
 
@@ -77,6 +81,9 @@ pub struct Params {
     pub swa_full: bool,
     /// `--no-mmap` sets it false.
     pub mmap: bool,
+    /// `--op-offload` (default) / `--no-op-offload`: batches of 32 tokens or more run the ops of
+    /// weights in host memory on the first GPU (`ggml_backend_sched`, `sched_assign`).
+    pub op_offload: bool,
 }
 
 impl Default for Params {
@@ -97,6 +104,7 @@ impl Default for Params {
             split_mode: SplitMode::Layer,
             swa_full: false,
             mmap: true,
+            op_offload: true,
         }
     }
 }

@@ -205,6 +205,9 @@ pub fn place<'a>(h: &'a Header, hp: &Hparams, p: &Params, gpus: &[GpuDevice]) ->
     let mut out = Vec::with_capacity(h.tensors.len() + 1);
     for t in &h.tensors {
         let r = role(&t.name, n_layer);
+        if matches!(r, Role::Layer(il) if hp.skipped_mtp(il)) {
+            continue; // an MTP block's tensor, not loaded (`TENSOR_SKIP`)
+        }
         let base = t.name.split('.').next().unwrap_or("");
         if matches!(base, "rope_freqs" | "rope_factors_long" | "rope_factors_short") {
             // Created for every layer, duplicated after the first (`TENSOR_DUPLICATED`).
