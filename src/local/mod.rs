@@ -446,9 +446,10 @@ mod tests {
         let three = with(&s, "gpu", "rtx-4090+rtx-3090+rtx-3090").unwrap();
         let three = LocalSettings { params: Params { tensor_split: vec![], ..three.params.clone() }, ..three };
         assert!(answer(&h, &three, &src()).unwrap().estimate.devices.len() == 4);
-        // a -ts longer than the cards is the core's error
-        let bad = with(&s, "ts", "1,1,1").unwrap();
-        assert!(answer(&h, &bad, &src()).unwrap_err().contains("-ts has 3 values for 2 GPUs"));
+        // values past the cards are ignored, as llama.cpp's load_tensors ignores them
+        let long = answer(&h, &with(&s, "ts", "1,1,7").unwrap(), &src()).unwrap();
+        let two = answer(&h, &with(&s, "ts", "1,1").unwrap(), &src()).unwrap();
+        assert_eq!(long.estimate.devices, two.estimate.devices);
     }
 
     #[test]

@@ -43,18 +43,27 @@ pub fn overrides_text(overrides: &[Override]) -> String {
     overrides.iter().map(item).collect::<Vec<_>>().join(",")
 }
 
+/// `LLAMA_MAX_DEVICES` of a CUDA build (`ggml-cuda.h` `GGML_CUDA_MAX_DEVICES`): `common/arg.cpp`
+/// refuses a `-ts` of this many values or more.
+pub const MAX_DEVICES: usize = 16;
+
 /// `-ts N0,N1,…` (`,` or `/` between the proportions, as `common/arg.cpp` splits them); empty
 /// text is no split (by the GPUs' memory).
 pub fn parse_tensor_split(text: &str) -> Result<Vec<f64>, LlamaError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    text.split([',', '/'])
+    let split = text
+        .split([',', '/'])
         .map(|x| match x.trim().parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
             _ => Err(bad(format!("-ts {text}: {x:?} is not a non-negative number"))),
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if split.len() >= MAX_DEVICES {
+        return Err(bad(format!("-ts {text}: {} values, llama.cpp takes at most {}", split.len(), MAX_DEVICES - 1)));
+    }
+    Ok(split)
 }
 
 /// The `-ts` text of a split.
@@ -139,6 +148,8 @@ mod tests {
         assert_eq!(tensor_split_text(&[3.0, 1.5]), "3,1.5");
         assert_eq!(parse_tensor_split("").unwrap(), Vec::<f64>::new());
         assert!(parse_tensor_split("3,x").is_err() && parse_tensor_split("-1").is_err() && parse_tensor_split("inf").is_err());
+        assert_eq!(parse_tensor_split(&["1"; 15].join(",")).unwrap().len(), 15);
+        assert!(parse_tensor_split(&["1"; 16].join(",")).unwrap_err().to_string().contains("at most 15"));
         for m in SplitMode::ALL {
             assert_eq!(SplitMode::from_name(m.name()), Ok(m));
         }

@@ -99,9 +99,9 @@ fn splits(p: &Params, gpus: &[GpuDevice]) -> Result<Vec<f32>, LlamaError> {
     if n_dev == 0 {
         return Ok(Vec::new());
     }
-    if n_dev > 0 && p.tensor_split.len() > n_dev {
-        return Err(LlamaError::Params(format!("-ts has {} values for {n_dev} GPUs", p.tensor_split.len())));
-    }
+    // `load_tensors` copies the first `n_devices()` values (`std::copy(tensor_split, tensor_split
+    // + n_devices(), …)`): values past the GPUs in use, such as a two-value `-ts` under `-sm none`,
+    // are ignored, not refused.
     let mut raw: Vec<f32> = (0..n_dev).map(|i| p.tensor_split.get(i).copied().unwrap_or(0.0) as f32).collect();
     if raw.iter().all(|&x| x == 0.0) {
         // By free memory (`ggml_backend_dev_memory`): each GPU's capacity stands for it.
