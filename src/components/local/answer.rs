@@ -31,6 +31,8 @@ pub fn local_answer(p: &AnswerProps) -> Html {
     let e = &a.estimate;
     let copied = use_state(|| None::<bool>);
     let cell = |id: &'static str, b: u64| html! { <td class="num" data-testid={id} data-bytes={b.to_string()}>{ ctx.bytes(b) }</td> };
+    // Only models with recurrent layers (Mamba, hybrids) have a state column.
+    let has_state = e.devices.iter().any(|d| d.rs() > 0);
     let rows = e.devices.iter().map(|d| {
         let fits = match d.capacity {
             None => t.unknown,
@@ -42,6 +44,7 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                 <th scope="row">{ device_name(d, t.host) }</th>
                 { cell("dev-model", d.model) }
                 { cell("dev-kv", d.kv()) }
+                if has_state { { cell("dev-state", d.rs()) } }
                 { cell("dev-compute", d.compute) }
                 { cell("dev-output", d.output) }
                 { cell("dev-total", d.total()) }
@@ -53,11 +56,12 @@ pub fn local_answer(p: &AnswerProps) -> Html {
     let inputs: Vec<stacks::StackInput> = e
         .devices
         .iter()
-        .map(|d| stacks::StackInput { label: device_name(d, t.host), parts: vec![("model", d.model), ("kv", d.kv()), ("compute", d.compute), ("output", d.output)], capacity: d.capacity })
+        .map(|d| stacks::StackInput { label: device_name(d, t.host), parts: vec![("model", d.model), ("kv", d.kv()), ("state", d.rs()), ("compute", d.compute), ("output", d.output)], capacity: d.capacity })
         .collect();
     let part_label = |k: &str| match k {
         "model" => t.model,
         "kv" => t.kv,
+        "state" => t.state,
         "compute" => t.compute,
         _ => t.output,
     };
@@ -85,6 +89,7 @@ pub fn local_answer(p: &AnswerProps) -> Html {
                 <table class="devices">
                     <thead><tr>
                         <th scope="col">{ t.device }</th><th scope="col">{ t.model }</th><th scope="col">{ t.kv }</th>
+                        if has_state { <th scope="col">{ t.state }</th> }
                         <th scope="col">{ t.compute }</th><th scope="col">{ t.output }</th><th scope="col">{ t.total }</th>
                         <th scope="col">{ t.capacity }</th><th scope="col">{ t.verdict }</th>
                     </tr></thead>
