@@ -111,6 +111,30 @@ test('a local GGUF: only its header is read, nothing is sent anywhere, and every
   await context.close();
 });
 
+test('a hybrid GGUF (jamba): the recurrent state is its own column, each device\'s the CLI\'s', async () => {
+  const jamba = new globalThis.URL('./data/gguf/tiny-jamba-Q8_0.gguf', import.meta.url).pathname;
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  const { page, errors } = await openLocal(context);
+  await page.getByTestId('gguf-file').setInputFiles(jamba);
+  await status(page, 'loaded');
+  assert.equal(await page.getByTestId('gguf-model').getAttribute('data-arch'), 'jamba');
+  await page.getByTestId('np').fill('2');
+  await page.waitForFunction(() => /-np 2/.test(document.querySelector('[data-testid=llama-command]')?.textContent ?? ''));
+  const want = await checkAgainstCli(page, ['--gguf', jamba, '-np', '2', '--gpu', 'rtx-4090', '--ram', '64GiB']);
+  assert.ok(want.rs_bytes > 0, 'jamba has a recurrent state');
+  const rows = page.getByTestId('device-row');
+  for (let i = 0; i < want.devices.length; i++) {
+    assert.equal(Number(await rows.nth(i).getByTestId('dev-state').getAttribute('data-bytes')), want.devices[i].rs_bytes, `device ${i}`);
+    assert.equal(Number(await rows.nth(i).getByTestId('dev-total').getAttribute('data-bytes')), want.devices[i].total_bytes, `device ${i}`);
+  }
+  // a model without recurrent layers has no such column
+  await page.getByTestId('gguf-file').setInputFiles(FILE);
+  await page.waitForFunction(() => document.querySelector('[data-testid=gguf-model]')?.dataset.arch === 'qwen3moe');
+  assert.equal(await page.getByTestId('dev-state').count(), 0);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
 test('a local file cut inside its header, or not a GGUF, is a clear error naming the offset', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const { page, errors } = await openLocal(context);
