@@ -118,30 +118,7 @@ impl TransformerLayer {
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }
-        let attn = MultiheadAttention {
-            embed_dim: self.d_model,
-            num_heads: self.nhead,
-            num_kv_heads: self.num_kv_heads,
-            dropout: self.attention_dropout.unwrap_or(self.dropout),
-            bias: self.bias,
-            causal,
-            rotary: self.rotary,
-            fused_qkv: self.fused_qkv,
-            head_dim: self.head_dim,
-            out_bias: self.out_bias,
-            rotary_dim: self.rotary_dim,
-            qk_norm: self.qk_norm.then_some(self.norm),
-            sliding_window: self.sliding_window,
-            logit_softcap: self.logit_softcap,
-            key_bias: None,
-            position_bias: false,
-            contiguous_heads: false,
-            sinks: false,
-            qk_norm_full: false,
-            attention_chunk: None,
-            output_gate: false,
-            eager_only: self.eager_only,
-        };
+        let attn = self.attention(causal);
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
             let (a, weights) = attn.lower_with_weights(b, n)?;
@@ -191,7 +168,35 @@ impl TransformerLayer {
         Ok(out)
     }
 
-    fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+    /// The layer's self-attention block (its projections and attention).
+    pub(crate) fn attention(&self, causal: bool) -> MultiheadAttention {
+        MultiheadAttention {
+            embed_dim: self.d_model,
+            num_heads: self.nhead,
+            num_kv_heads: self.num_kv_heads,
+            dropout: self.attention_dropout.unwrap_or(self.dropout),
+            bias: self.bias,
+            causal,
+            rotary: self.rotary,
+            fused_qkv: self.fused_qkv,
+            head_dim: self.head_dim,
+            out_bias: self.out_bias,
+            rotary_dim: self.rotary_dim,
+            qk_norm: self.qk_norm.then_some(self.norm),
+            sliding_window: self.sliding_window,
+            logit_softcap: self.logit_softcap,
+            key_bias: None,
+            position_bias: false,
+            contiguous_heads: false,
+            sinks: false,
+            qk_norm_full: false,
+            attention_chunk: None,
+            output_gate: false,
+            eager_only: self.eager_only,
+        }
+    }
+
+    pub(crate) fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         match self.norm {
             NormKind::LayerNorm => LayerNorm {
                 normalized_shape: self.d_model,
@@ -206,7 +211,7 @@ impl TransformerLayer {
     }
 
     /// The feed-forward block and its activation output (the intermediate tensor).
-    fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
+    pub(crate) fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
             let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower(b, x)?;
