@@ -47,7 +47,7 @@ fn mllama_image_tokens_are_tiles_of_patches_and_a_class_token() {
     let tower = r.layers.iter().find(|l| l.kind == "tiled_vision_encoder").unwrap();
     assert_eq!(tower.output_shape.0, vec![2 * 17, 32]);
     let kinds: Vec<&str> = spec.layers.iter().map(|l| l.kind()).collect();
-    assert_eq!(&kinds[4..], ["embedding", "repeat", "gated_cross_attention_layer", "repeat", "rms_norm", "linear"]);
+    assert_eq!(&kinds[2..], ["token_input", "embedding", "repeat", "gated_cross_attention_layer", "repeat", "rms_norm", "linear"]);
 }
 
 #[test]
@@ -160,5 +160,41 @@ proptest! {
             let cfg = TrainConfig { batch: 2, seq_len: Some(8), attention, ..TrainConfig::default() };
             Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}\n{text}")).estimate();
         }
+    }
+}
+
+/// `mllama_cache.jsonl` (`tools/measure_mllama_cache.py`: transformers 5.24 on CPU, one image per
+/// sequence, greedy `generate()`): the cache's bytes after the prefill and when `generate()`
+/// returns — the self-attention layers' text tokens plus the cross-attention layers' image
+/// tokens, cached once — are the estimate's, exactly (fp32 and bf16, dynamic and static caches).
+#[test]
+fn mllama_generate_caches_the_image_keys_once() {
+    use vramcalc_core::{AutocastDevice, Device, GenerateConfig, KvCacheKind, Mode, Precision};
+    let text = hf::data("hf/mllama_cache.jsonl");
+    let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(rows.len() >= 5 && rows.iter().any(|r| r["cache"] == "static"));
+    for r in rows {
+        let spec = import(&r["config"].to_string());
+        let generate = GenerateConfig {
+            prompt_len: r["prompt_len"].as_u64(),
+            new_tokens: r["new_tokens"].as_u64().unwrap(),
+            cache: KvCacheKind::parse(r["cache"].as_str().unwrap()).unwrap(),
+            logits_to_keep: 1,
+            kv_dtype: None,
+        };
+        let precision = if r["dtype"] == "bfloat16" { Precision::Bf16 } else { Precision::Fp32 };
+        let cfg = TrainConfig {
+            batch: r["batch"].as_u64().unwrap(),
+            precision,
+            autocast_device: AutocastDevice::Cpu,
+            device: Device::Cpu,
+            mode: Mode::Generate,
+            generate,
+            ..TrainConfig::default()
+        };
+        let est = Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}")).estimate();
+        let g = est.generation.expect("a generation report");
+        assert_eq!(g.kv_cache_bytes_after_prefill, r["kv_cache_bytes_after_prefill"].as_u64().unwrap(), "{r}");
+        assert_eq!(g.kv_cache_bytes, r["kv_cache_bytes_end"].as_u64().unwrap(), "{r}");
     }
 }

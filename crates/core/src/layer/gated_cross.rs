@@ -10,6 +10,13 @@
 //!   `residual + cross_attn_attn_gate.tanh() * out`;
 //! * `post_attention_layernorm`, the SwiGLU MLP, `residual + cross_attn_mlp_gate.tanh() * out`.
 //!
+//! In `generate()` (`MllamaTextCrossAttention.forward` with a cache) the prefill projects the
+//! image tokens and `cache.update` stores K and V once (`DynamicLayer.update`'s `torch.cat`: a
+//! copy, `[Hkv, N, d]` each; `_prepare_static_cache` gives a static cache's cross layers `N`
+//! slots, the same bytes); a decode step projects nothing and attends over the cached `N` keys,
+//! which do not grow with the tokens. An 8-bit cache is not modelled for these layers (they keep
+//! the compute dtype or `kv_dtype` without the quantize/dequantize copies).
+//!
 //! No rotary positions on either side. Not modelled (memory only): the cross-attention mask and
 //! `full_text_row_masked_out_mask` (`[S, N]` and `[S, 1]` per sample) a caller passes with the image.
 
@@ -19,10 +26,11 @@ use super::linear::GatedMlp;
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::sdpa::{sdpa_backend, SdpaBackend};
+use super::kv_cache::cache_tensor;
 use super::tiled_vision::tanh_gate;
 use super::{positive, LayerResult};
 use crate::config::AttentionImpl;
-use crate::graph::{GradRule, ValueId};
+use crate::graph::{GradRule, StorageClass, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -46,6 +54,31 @@ fn eps() -> f64 {
 }
 
 impl GatedCrossAttentionLayer {
+    /// The keys and values over the `sk` image tokens: projected (and cached once in the prefill
+    /// of `generate()`), or read from the cache in a decode step.
+    fn keys(&self, b: &mut Builder, mem: ValueId, sk: u64, hd: u64) -> LayerResult<(ValueId, ValueId)> {
+        let (d, kvh) = (self.hidden_size, self.num_kv_heads);
+        let shape = Shape::new([kvh, sk, hd]);
+        let step = b.opts.generation;
+        if let Some(step) = step.filter(|s| !s.is_prefill()) {
+            let dt = step.kv_dtype.unwrap_or(b.compute_dtype());
+            let cached = |b: &mut Builder| cache_tensor(b, "cache", &[], shape.clone(), dt, StorageClass::KvResident);
+            return Ok((cached(b), cached(b)));
+        }
+        let proj = |o| Linear { in_features: d, out_features: o, bias: false, tied_weight: false };
+        let k = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
+        let v = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
+        let k = b.view(k, shape.clone());
+        let k = RmsNorm { normalized_shape: hd, eps: self.eps, t5: false }.lower(b, k)?;
+        let v = b.view(v, shape.clone());
+        let Some(step) = step else { return Ok((k, v)) };
+        // `cache.update`: `torch.cat([empty, states])` copies, returned and attended over
+        let store = step.kv_dtype.unwrap_or(b.dtype(k));
+        let k = cache_tensor(b, "cat", &[k], shape.clone(), store, StorageClass::KvNew);
+        let v = cache_tensor(b, "cat", &[v], shape, store, StorageClass::KvNew);
+        Ok((k, v))
+    }
+
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         positive(self.hidden_size, "hidden_size")?;
         positive(self.num_heads, "num_heads")?;
@@ -71,11 +104,7 @@ impl GatedCrossAttentionLayer {
         let q = proj(d, d).lower(b, n)?;
         let q = b.view(q, Shape::new([h, sq, hd]));
         let q = head_norm.lower(b, q)?;
-        let k = proj(d, kvh * hd).lower(b, mem)?;
-        let v = proj(d, kvh * hd).lower(b, mem)?;
-        let k = b.view(k, Shape::new([kvh, sk, hd]));
-        let k = head_norm.lower(b, k)?;
-        let v = b.view(v, Shape::new([kvh, sk, hd]));
+        let (k, v) = self.keys(b, mem, sk, hd)?;
         let p = if b.training() { self.dropout } else { 0.0 };
         let out = match b.opts.attention {
             AttentionImpl::Eager => {

@@ -19,6 +19,10 @@
 //!   `intermediate_layers` stacked (`torch.stack(dim=-1)`, then sliced: a copy) and concatenated to
 //!   the last hidden state: `[T·(P+1), D·(1 + k)]`.
 //!
+//! In a decode step of `generate()` the tower does not run (`prepare_inputs_for_generation` drops
+//! `pixel_values` after the first forward; the cross-attention layers read their cache): both
+//! kinds then hold their weights (one resident parameter of their count) and emit no op.
+//!
 //! Approximate (memory only; the parameters are exact): the mask is allocated once and held, but
 //! the attention layers run as unmasked self-attention (under SDPA PyTorch gets an explicit mask,
 //! which can pick another kernel).
@@ -29,7 +33,7 @@ use super::norm::LayerNorm;
 use super::transformer::TransformerLayer;
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
-use crate::lower::Builder;
+use crate::lower::{Builder, LowerOptions};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +48,21 @@ pub struct TiledPatchEmbed {
     pub num_tiles: u64,
     /// `len(supported_aspect_ratios)`: the tile embeddings have one more row (id 0, padding).
     pub num_aspect_ratios: u64,
+}
+
+/// A decode step of `generate()` (not the prefill).
+fn decode_step(b: &Builder) -> bool {
+    b.opts.generation.is_some_and(|s| !s.is_prefill())
+}
+
+/// The layer in a decode step: its weights (counted by lowering it aside), no op; `out` is the
+/// shape it would return (a view of the input, which `generate()` keeps).
+fn weights_only(b: &mut Builder, x: ValueId, out: Shape, lower: impl FnOnce(&mut Builder, ValueId) -> LayerResult<ValueId>) -> LayerResult<ValueId> {
+    let mut aside = Builder::new(LowerOptions { generation: None, ..b.opts });
+    let input = aside.input(b.shape(x).clone(), b.dtype(x));
+    lower(&mut aside, input)?;
+    b.param(Shape::new([aside.param_numel]));
+    Ok(b.view(x, out))
 }
 
 /// `P + 1` tokens per tile padded to a multiple of 8 (`(8 - (P+1) % 8) % 8` zero rows).
@@ -82,6 +101,10 @@ impl TiledPatchEmbed {
         }
         let side = s[1] / p;
         let patches = side.saturating_mul(side);
+        if decode_step(b) {
+            let out = Shape::new([t.saturating_mul(padded(patches.saturating_add(1))), d]);
+            return weights_only(b, x, out, |b, x| self.lower(b, x));
+        }
         let rows = self.num_aspect_ratios.saturating_add(1);
         let w = b.param(Shape::new([d, c, p, p]));
         let conv = conv_op(b, x, w, None, Shape::new([t, d, side, side]));
@@ -133,6 +156,10 @@ pub struct TiledVisionEncoder {
     /// Tokens per tile before padding (`P + 1`).
     pub tile_tokens: u64,
     pub num_aspect_ratios: u64,
+    /// `MllamaModel.multi_modal_projector`: `Linear(D·(1+k), projection_dim)` with bias on the
+    /// output (the image tokens the text model reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection_dim: Option<u64>,
 }
 
 impl TiledVisionEncoder {
@@ -165,6 +192,24 @@ impl TiledVisionEncoder {
         if let Some(&i) = self.intermediate_layers.iter().find(|&&i| i >= self.num_layers) {
             return Err(format!("intermediate layer {i} is not one of the {} layers", self.num_layers));
         }
+        let k = self.intermediate_layers.len() as u64;
+        let wide = d.saturating_mul(k.saturating_add(1));
+        if decode_step(b) {
+            let out = Shape::new([t.saturating_mul(n), self.projection_dim.unwrap_or(wide)]);
+            return weights_only(b, x, out, |b, x| self.lower(b, x));
+        }
+        // the tower's attention caches nothing: its layers run as outside generation
+        let generation = b.opts.generation.take();
+        let out = self.tower(b, x, wide);
+        b.opts.generation = generation;
+        out
+    }
+
+    /// The encoders, the concatenation and the projector on `[T·L, D]` tokens.
+    fn tower(&self, b: &mut Builder, x: ValueId, wide: u64) -> LayerResult<ValueId> {
+        let (t, n, d) = (self.num_tiles, self.tile_tokens, self.layer.d_model);
+        let (l, k) = (padded(n), self.intermediate_layers.len() as u64);
+        let tokens = t.saturating_mul(l);
         // `_prepare_aspect_ratio_attention_mask`: `[1, T·L, T·L]` in the parameters' dtype
         let pdt = b.param_dtype();
         let mask = b.op("aspect_ratio_mask", &[], &[(Shape::new([tokens, tokens]), pdt)], &[], false, &[], GradRule::Alloc)[0];
@@ -185,7 +230,6 @@ impl TiledVisionEncoder {
             g = b.in_unit(|b| self.gated(b, layer, g))?;
         }
         let dt = b.dtype(g);
-        let k = self.intermediate_layers.len() as u64;
         let picked: Vec<ValueId> = self.intermediate_layers.iter().map(|&i| states[i as usize]).collect();
         // `torch.stack(..., dim=-1)`: a new `[T·L, D, k]`; sliced to `[T, P+1, D·k]` by a reshape (a copy)
         let stacked = if picked.is_empty() {
@@ -199,14 +243,16 @@ impl TiledVisionEncoder {
         let last = b.view_with_grad(g, Shape::new([t.saturating_mul(n), d]), GradRule::Alloc);
         let mut ins = vec![last];
         ins.extend(stacked);
-        let wide = d.saturating_mul(k.saturating_add(1));
         let out = b.op("cat", &ins, &[(Shape::new([t.saturating_mul(n), wide]), dt)], &[], false, &[], GradRule::Alloc)[0];
         // `encoder_states` and the mask live until the tower returns
         for s in states {
             b.hold(s);
         }
         b.hold(mask);
-        Ok(out)
+        match self.projection_dim {
+            Some(p) => super::linear::Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out),
+            None => Ok(out),
+        }
     }
 }
 

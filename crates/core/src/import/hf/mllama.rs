@@ -5,7 +5,8 @@
 //!   and 8 global layers, 16 heads, 448-pixel tiles in 14-pixel patches, 4 tiles, 8 aspect ratios,
 //!   `intermediate_layers_indices` [3, 7, 15, 23, 30]): `tiled_patch_embed` and
 //!   `tiled_vision_encoder` (`layer/tiled_vision.rs`), `[T·(P+1), D·(1+k)]` out;
-//! - `multi_modal_projector`: `Linear(vision_output_dim, text hidden_size)` with bias; its
+//! - `multi_modal_projector`: `Linear(vision_output_dim, text hidden_size)` with bias (the
+//!   `tiled_vision_encoder`'s `projection_dim`); its
 //!   `T·(P+1)` rows (`max_num_tiles` tiles of `(image_size / patch_size)² + 1` tokens, one image)
 //!   are the image tokens the cross-attention layers read (the memory of a `token_input`);
 //! - `MllamaTextModel` of `text_config` (LLaMA-3.1-8B-sized by default): `embed_tokens` of
@@ -41,8 +42,8 @@ fn ints(t: &Fields, key: &str) -> Result<Option<Vec<i64>>> {
     }
 }
 
-/// The vision tower: `(layers, input shape, image tokens, vision_output_dim)`.
-fn vision(obj: &Map<String, Value>) -> Result<(Vec<Layer>, Vec<u64>, u64, u64)> {
+/// The vision tower: `(tiled_patch_embed, the input shape, the tiled_vision_encoder's JSON)`.
+fn vision(obj: &Map<String, Value>) -> Result<(Vec<Layer>, Vec<u64>, Value)> {
     let t = Fields::new(obj);
     let h = t.size("hidden_size", 1280)?;
     let heads = t.size("attention_heads", t.size("num_attention_heads", 16)?)?;
@@ -102,12 +103,10 @@ fn vision(obj: &Map<String, Value>) -> Result<(Vec<Layer>, Vec<u64>, u64, u64)> 
         norm_bias: Some(true),
         ..presets::transformer_layer(h, heads, inter)
     };
-    let layers = vec![
-        layer(json!({"kind": "tiled_patch_embed", "hidden_size": h, "num_channels": channels, "patch_size": patch, "num_tiles": tiles, "num_aspect_ratios": ratios}))?,
-        layer(json!({"kind": "tiled_vision_encoder", "layer": enc, "num_layers": n, "num_global_layers": global, "intermediate_layers": indices,
-            "num_tiles": tiles, "tile_tokens": tokens, "num_aspect_ratios": ratios}))?,
-    ];
-    Ok((layers, vec![tiles.saturating_mul(channels), image, image], tiles.saturating_mul(tokens), out))
+    let layers = vec![layer(json!({"kind": "tiled_patch_embed", "hidden_size": h, "num_channels": channels, "patch_size": patch, "num_tiles": tiles, "num_aspect_ratios": ratios}))?];
+    let tower = json!({"kind": "tiled_vision_encoder", "layer": enc, "num_layers": n, "num_global_layers": global, "intermediate_layers": indices,
+        "num_tiles": tiles, "tile_tokens": tokens, "num_aspect_ratios": ratios});
+    Ok((layers, vec![tiles.saturating_mul(channels), image, image], tower))
 }
 
 /// `MllamaConfig` (transformers 5.24).
@@ -115,7 +114,7 @@ pub(super) fn mllama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     if let Some(a) = arch.filter(|a| *a != "MllamaForConditionalGeneration") {
         return Err(Error::Import(format!("`{a}`: mllama imports MllamaForConditionalGeneration")));
     }
-    let (mut layers, input, _tokens, vision_dim) = vision(&sub(c, "vision_config")?)?;
+    let (mut layers, input, mut tower) = vision(&sub(c, "vision_config")?)?;
     let obj = sub(c, "text_config")?;
     let t = Fields::new(&obj);
     let vocab = t.size("vocab_size", 128256)?;
@@ -157,7 +156,9 @@ pub(super) fn mllama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         c.get(key);
     }
     c.refuse_unknown("mllama", &[])?;
-    layers.push(layer(json!({"kind": "linear", "in_features": vision_dim, "out_features": h}))?);
+    // the projector runs inside the tower's layer (it, too, is skipped in a decode step)
+    tower["projection_dim"] = json!(h);
+    layers.push(layer(tower)?);
     layers.push(layer(json!({"kind": "token_input", "seq_len": MAX_DEFAULT_SEQ_LEN.min(max_pos), "prompt": true}))?);
     layers.push(Layer::Embedding(Embedding { num_embeddings: vocab.saturating_add(8), embedding_dim: h, padding_idx: None, tied_weight: false }));
     let mut run = 0u64;
