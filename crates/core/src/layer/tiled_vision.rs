@@ -23,17 +23,20 @@
 //! `pixel_values` after the first forward; the cross-attention layers read their cache): both
 //! kinds then hold their weights (one resident parameter of their count) and emit no op.
 //!
-//! Approximate (memory only; the parameters are exact): the mask is allocated once and held, but
-//! the attention layers run as unmasked self-attention (under SDPA PyTorch gets an explicit mask,
-//! which can pick another kernel).
+//! The mask is allocated once (the `[S, 1] @ [1, S]` product and its scaling are transient) and
+//! added to every layer's scores (eager) or given to SDPA as its explicit mask.
 
-use super::activation::{add, mul, unary, Saves};
+use super::activation::{add, mul, softmax, unary, Saves};
+use super::attention::{bmm, copy};
+use super::linear::Linear;
+use super::sdpa::{sdpa_backend, SdpaBackend};
+use crate::config::{AttentionImpl, Device};
 use super::conv::conv_op;
 use super::norm::LayerNorm;
 use super::transformer::TransformerLayer;
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
-use crate::lower::{Builder, LowerOptions};
+use crate::lower::{Builder, CastPolicy, LowerOptions};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +51,45 @@ pub struct TiledPatchEmbed {
     pub num_tiles: u64,
     /// `len(supported_aspect_ratios)`: the tile embeddings have one more row (id 0, padding).
     pub num_aspect_ratios: u64,
+}
+
+/// `MllamaVisionAttention` (bias-free Q/K/V/O, no GQA, no positions) with the aspect-ratio mask
+/// `mask` (`[S, S]` per image) — `eager_attention_forward`: `[H, S, S]` scores, scaled, the mask
+/// added (a new tensor), `softmax(dtype=float32).to(query.dtype)` (the fp32 probabilities saved,
+/// their copy saved by the matmul), `@ V`, a contiguous copy back; SDPA: one kernel given the
+/// explicit mask (CUDA's memory-efficient kernel: its log-sum-exp padded to 32 rows). Returns the
+/// output and the eager probabilities (the layer keeps them until it returns).
+fn attention(b: &mut Builder, d: u64, h: u64, x: ValueId, mask: ValueId) -> LayerResult<(ValueId, Option<ValueId>)> {
+    positive(h, "nhead")?;
+    if !d.is_multiple_of(h) {
+        return Err(format!("d_model ({d}) must be divisible by nhead ({h})"));
+    }
+    let (s, hd) = (b.shape(x).0[0], d / h);
+    let proj = || Linear { in_features: d, out_features: d, bias: false, tied_weight: false };
+    let (q, k, v) = (proj().lower(b, x)?, proj().lower(b, x)?, proj().lower(b, x)?);
+    let heads = Shape::new([h, s, hd]);
+    let (q, k, v) = (b.view(q, heads.clone()), b.view(k, heads.clone()), b.view(v, heads.clone()));
+    let (out, weights) = if b.opts.attention == AttentionImpl::Eager {
+        let scores = bmm(b, q, k, Shape::new([h, s, s]), true);
+        let scores = unary(b, "mul_scalar", scores, Saves::Nothing);
+        let scores = add(b, scores, mask);
+        let dt = b.dtype(scores);
+        let fused = b.opts.device == Device::Cuda && dt == DType::F16;
+        let input = if fused { scores } else { b.cast(scores, DType::F32) };
+        let probs = softmax(b, input, Some(DType::F32));
+        let probs = b.cast(probs, dt);
+        let o = bmm(b, probs, v, heads, false);
+        (copy(b, o, Shape::new([s, d])), Some(probs))
+    } else {
+        let (mut ins, dt) = b.autocast(CastPolicy::Lower, &[q, k, v]);
+        ins.push(mask);
+        let backend = sdpa_backend(b.opts.device, dt, hd, true, 0.0);
+        let lse_len = if backend == SdpaBackend::MemEfficient { s.div_ceil(32).saturating_mul(32) } else { s };
+        let lse = (Shape::new([h, lse_len]), true, DType::F32);
+        let o = b.op("sdpa", &ins, &[(heads, dt)], &ins, true, &[lse], GradRule::Alloc)[0];
+        (b.view(o, Shape::new([s, d])), None)
+    };
+    Ok((proj().lower(b, out)?, weights))
 }
 
 /// A decode step of `generate()` (not the prefill).
@@ -163,15 +205,16 @@ pub struct TiledVisionEncoder {
 }
 
 impl TiledVisionEncoder {
-    /// `MllamaVisionEncoderLayer(is_gated=True)`.
-    fn gated(&self, b: &mut Builder, l: &TransformerLayer, x: ValueId) -> LayerResult<ValueId> {
+    /// `MllamaVisionEncoderLayer` (`is_gated`: `gate_attn.tanh()`, `gate_ffn.tanh()` on the branches).
+    fn block(&self, b: &mut Builder, x: ValueId, mask: ValueId, gated: bool) -> LayerResult<ValueId> {
+        let l = &self.layer;
         let n = l.norm(b, x)?;
-        let (a, weights) = l.attention(false).lower_with_weights(b, n)?;
-        let a = tanh_gate(b, a);
+        let (a, weights) = attention(b, l.d_model, l.nhead, n, mask)?;
+        let a = if gated { tanh_gate(b, a) } else { a };
         let h = add(b, x, a);
         let n2 = l.norm(b, h)?;
         let (m, _) = l.mlp(b, n2)?;
-        let m = tanh_gate(b, m);
+        let m = if gated { tanh_gate(b, m) } else { m };
         let out = add(b, h, m);
         if let Some(w) = weights {
             b.hold(w);
@@ -214,11 +257,10 @@ impl TiledVisionEncoder {
         let pdt = b.param_dtype();
         let mask = b.op("aspect_ratio_mask", &[], &[(Shape::new([tokens, tokens]), pdt)], &[], false, &[], GradRule::Alloc)[0];
         b.set_batched(mask);
-        let layer = &self.layer;
         let mut h = x;
         let mut states = Vec::new();
         for _ in 0..self.num_layers {
-            h = b.in_unit(|b| layer.lower(b, h, false))?;
+            h = b.in_unit(|b| self.block(b, h, mask, false))?;
             states.push(h);
         }
         let h0 = LayerNorm { normalized_shape: d, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, h)?;
@@ -227,7 +269,7 @@ impl TiledVisionEncoder {
         let h1 = tile_embedding(b, h1, rows, Shape::new([t, 1, d]));
         let mut g = b.view(h1, Shape::new([tokens, d]));
         for _ in 0..self.num_global_layers {
-            g = b.in_unit(|b| self.gated(b, layer, g))?;
+            g = b.in_unit(|b| self.block(b, g, mask, true))?;
         }
         let dt = b.dtype(g);
         let picked: Vec<ValueId> = self.intermediate_layers.iter().map(|&i| states[i as usize]).collect();
@@ -236,7 +278,7 @@ impl TiledVisionEncoder {
             None
         } else {
             let s = b.op("stack", &picked, &[(Shape::new([tokens, d.saturating_mul(k)]), dt)], &[], false, &[], GradRule::Alloc)[0];
-            let sliced = if l > n { super::attention::copy(b, s, Shape::new([t.saturating_mul(n), d.saturating_mul(k)])) } else { s };
+            let sliced = if l > n { copy(b, s, Shape::new([t.saturating_mul(n), d.saturating_mul(k)])) } else { s };
             Some(sliced)
         };
         // the global output with its padding sliced off (a view; `reshape` copies it at the cat)
@@ -250,7 +292,7 @@ impl TiledVisionEncoder {
         }
         b.hold(mask);
         match self.projection_dim {
-            Some(p) => super::linear::Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out),
+            Some(p) => Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out),
             None => Ok(out),
         }
     }

@@ -118,7 +118,30 @@ impl TransformerLayer {
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }
-        let attn = self.attention(causal);
+        let attn = MultiheadAttention {
+            embed_dim: self.d_model,
+            num_heads: self.nhead,
+            num_kv_heads: self.num_kv_heads,
+            dropout: self.attention_dropout.unwrap_or(self.dropout),
+            bias: self.bias,
+            causal,
+            rotary: self.rotary,
+            fused_qkv: self.fused_qkv,
+            head_dim: self.head_dim,
+            out_bias: self.out_bias,
+            rotary_dim: self.rotary_dim,
+            qk_norm: self.qk_norm.then_some(self.norm),
+            sliding_window: self.sliding_window,
+            logit_softcap: self.logit_softcap,
+            key_bias: None,
+            position_bias: false,
+            contiguous_heads: false,
+            sinks: false,
+            qk_norm_full: false,
+            attention_chunk: None,
+            output_gate: false,
+            eager_only: self.eager_only,
+        };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;
             let (a, weights) = attn.lower_with_weights(b, n)?;
@@ -166,34 +189,6 @@ impl TransformerLayer {
             out
         };
         Ok(out)
-    }
-
-    /// The layer's self-attention block (its projections and attention).
-    pub(crate) fn attention(&self, causal: bool) -> MultiheadAttention {
-        MultiheadAttention {
-            embed_dim: self.d_model,
-            num_heads: self.nhead,
-            num_kv_heads: self.num_kv_heads,
-            dropout: self.attention_dropout.unwrap_or(self.dropout),
-            bias: self.bias,
-            causal,
-            rotary: self.rotary,
-            fused_qkv: self.fused_qkv,
-            head_dim: self.head_dim,
-            out_bias: self.out_bias,
-            rotary_dim: self.rotary_dim,
-            qk_norm: self.qk_norm.then_some(self.norm),
-            sliding_window: self.sliding_window,
-            logit_softcap: self.logit_softcap,
-            key_bias: None,
-            position_bias: false,
-            contiguous_heads: false,
-            sinks: false,
-            qk_norm_full: false,
-            attention_chunk: None,
-            output_gate: false,
-            eager_only: self.eager_only,
-        }
     }
 
     pub(crate) fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
