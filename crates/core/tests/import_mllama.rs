@@ -211,3 +211,18 @@ fn mllama_generate_caches_the_image_keys_once() {
 fn mllama_training_steps_match_traced_pytorch() {
     hf::assert_traces("hf/mllama_traces.jsonl", 4, |_| 3.0);
 }
+
+/// Llama-3.2-11B-Vision's defaults in generate mode (bf16, a 64-token prompt, 4 new tokens): the
+/// 32 self-attention layers cache `2 · 8 · 128` values per text token, the 8 cross-attention
+/// layers the same per image token, `4 · (32² + 1) = 4100` of them, once.
+#[test]
+fn mllama_default_cache_in_closed_form() {
+    use vramcalc_core::{GenerateConfig, Mode, Precision};
+    let spec = import(r#"{"model_type": "mllama"}"#);
+    let generate = GenerateConfig { prompt_len: Some(64), new_tokens: 4, ..GenerateConfig::default() };
+    let cfg = TrainConfig { batch: 1, precision: Precision::Bf16, mode: Mode::Generate, generate, ..TrainConfig::default() };
+    let g = Prepared::new(&spec, &cfg).unwrap().estimate().generation.unwrap();
+    let per_token = 2 * 8 * 128 * 2;
+    assert_eq!(g.kv_cache_bytes, 32 * per_token * (64 + 3) + 8 * per_token * 4100);
+    assert_eq!(g.kv_cache_bytes_after_prefill, 32 * per_token * 64 + 8 * per_token * 4100);
+}
