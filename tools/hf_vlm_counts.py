@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Exact parameter counts of the image-text classes (issue 25): `Qwen2_5_VLForConditionalGeneration`,
-`LlavaForConditionalGeneration`, `PaliGemmaForConditionalGeneration`, `SiglipModel`.
+`LlavaForConditionalGeneration`, `PaliGemmaForConditionalGeneration`, `SiglipModel`, `MllamaForConditionalGeneration`.
 
 Builds each class on the meta device (nothing allocated, nothing downloaded) from `AutoConfig.for_model`
 with the library defaults (`<type>-default`) and from random valid small configs (`<type>-<i>`), and
@@ -8,7 +8,9 @@ writes `{name: {architecture, params, config}}`, `params = sum(p.numel() for p i
 `config` as `to_json_string()` writes it (the diff from the defaults, sub-configs in full).
 
     /root/mvenv/bin/python tools/hf_vlm_counts.py --seed 25 --per-type 4 \\
-        --out crates/core/tests/data/hf/vlm_counts.json      # torch 2.15, transformers 5.24
+        --types qwen2_5_vl llava paligemma siglip --out crates/core/tests/data/hf/vlm_counts.json
+    /root/mvenv/bin/python tools/hf_vlm_counts.py --seed 25 --per-type 4 \\
+        --types mllama --out crates/core/tests/data/hf/mllama_counts.json    # torch 2.15, transformers 5.24
 """
 import argparse
 import json
@@ -19,7 +21,8 @@ import transformers
 from transformers import AutoConfig
 
 CLASSES = {"qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "llava": "LlavaForConditionalGeneration",
-           "paligemma": "PaliGemmaForConditionalGeneration", "siglip": "SiglipModel"}
+           "paligemma": "PaliGemmaForConditionalGeneration", "siglip": "SiglipModel",
+           "mllama": "MllamaForConditionalGeneration"}
 RND = random.Random()
 # Qwen2_5_VLConfig's defaults cannot run: the merger writes 3584-wide image tokens into the
 # 8192-wide text embeddings (the importer refuses that by name); the default entry widens the merger
@@ -59,6 +62,8 @@ def gen(mt):
         vision.update(model_type="clip_vision_model", image_size=patch * RND.randint(1, 6), patch_size=patch, num_channels=pick(1, 3))
         return dict(vision_config=vision, text_config=text(pick("llama", "mistral", "qwen2")), multimodal_projector_bias=pick(True, False),
                     vision_feature_select_strategy=pick("default", "full"), tie_word_embeddings=pick(True, False))
+    if mt == "mllama":
+        return mllama(vision)
     if mt == "siglip":
         patch = pick(4, 8, 16)
         t = dict(hidden_size=vision["hidden_size"], num_attention_heads=vision["num_attention_heads"], intermediate_size=RND.randint(8, 200),
@@ -70,6 +75,26 @@ def gen(mt):
     t = text("gemma")
     # the projector's output is written into the text embeddings: projection_dim is the text width
     return dict(vision_config=vision, text_config=t, projection_dim=t["hidden_size"], tie_word_embeddings=pick(True, False))
+
+
+def mllama(vision):
+    """A valid Llama 3.2 Vision config: the aspect ratios of `max_num_tiles` tiles (MllamaVisionConfig
+    refuses the default list with another tile count), `vision_output_dim` the concatenated width."""
+    tiles, patch = pick(1, 2, 3, 4), pick(4, 7, 14)
+    n = RND.randint(2, 5)
+    idx = sorted(RND.sample(range(n), RND.randint(1, min(3, n))))
+    vision["attention_heads"] = vision.pop("num_attention_heads")
+    vision.update(num_hidden_layers=n, num_global_layers=RND.randint(1, 3), image_size=patch * RND.randint(1, 5), patch_size=patch,
+                  num_channels=pick(1, 3), max_num_tiles=tiles, intermediate_layers_indices=idx,
+                  supported_aspect_ratios=[[a, b] for a in range(1, tiles + 1) for b in range(1, tiles + 1) if a * b <= tiles],
+                  vision_output_dim=vision["hidden_size"] * (len(idx) + 1))
+    t = text("mllama_text_model")
+    del t["model_type"]
+    t["num_hidden_layers"] = n_text = RND.randint(2, 5)
+    t["cross_attention_layers"] = sorted(RND.sample(range(n_text), RND.randint(1, n_text - 1)))
+    # MllamaTextConfig's token ids (128000…) lie outside a small vocabulary: nn.Embedding refuses the padding index
+    t.update(pad_token_id=RND.randint(0, t["vocab_size"] - 1), bos_token_id=0, eos_token_id=1)
+    return dict(vision_config=vision, text_config=t)
 
 
 def count(mt, kwargs, arch=None):

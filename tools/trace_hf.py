@@ -157,6 +157,15 @@ def main():
             ids = torch.randint(0, cfg.text_config.vocab_size - 1, (a.batch, a.seq_len))
             ids[:, :n] = cfg.image_token_id
             loss_fn = lambda: model(input_ids=ids, pixel_values=x, labels=ids).loss
+        elif cfgd["model_type"] == "mllama":
+            # one image of `max_num_tiles` tiles (aspect-ratio id 1, every tile present) and a prompt
+            # of --seq-len tokens; no cross-attention mask (every token attends to the whole image)
+            v = cfg.vision_config
+            x = torch.randn(a.batch, 1, v.max_num_tiles, v.num_channels, v.image_size, v.image_size, dtype=dtype)
+            ids = torch.randint(0, cfg.text_config.vocab_size, (a.batch, a.seq_len))
+            ar_ids = torch.ones(a.batch, 1, dtype=torch.long)
+            ar_mask = torch.ones(a.batch, 1, v.max_num_tiles, dtype=torch.long)
+            loss_fn = lambda: model(input_ids=ids, pixel_values=x, aspect_ratio_ids=ar_ids, aspect_ratio_mask=ar_mask, labels=ids).loss
         elif cfgd["model_type"] == "wav2vec2":
             # a 10 s clip at 16 kHz (the importer's); the CTC loss needs data-dependent target
             # lengths fake tensors cannot run: a cross-entropy over the frames' logits instead

@@ -487,7 +487,7 @@ mod tests {
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
                         layer.clone(),
                     ],
-                    "cross_attention" => vec![
+                    "cross_attention" | "gated_cross_attention_layer" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
                         layer.clone(),

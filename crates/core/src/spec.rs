@@ -36,6 +36,8 @@ use crate::layer::{
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
     vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
+    tiled_vision::{TiledPatchEmbed, TiledVisionEncoder},
+    gated_cross::GatedCrossAttentionLayer,
 };
 use crate::lower::Builder;
 use crate::path::Slot;
@@ -274,6 +276,12 @@ leaves {
     TokenMean(l: TokenMean) = "token_mean", r#"{}"#, |b, x| l.lower(b, x);
     /// wav2vec 2.0's positional convolution: a weight-normed grouped `Conv1d` over `[T, hidden]` (its `g` and `v` are the parameters), GELU.
     PositionalConv(l: PositionalConv) = "positional_conv", r#"{"hidden_size":128,"kernel_size":4,"groups":4}"#, |b, x| l.lower(b, x);
+    /// Llama 3.2 Vision's tiles (`[T·C, S, S]`) → `[T·L, D]` tokens: patch conv, pre-tile embedding, class token, gated positions, LayerNorm, padding to 8.
+    TiledPatchEmbed(l: TiledPatchEmbed) = "tiled_patch_embed", r#"{"hidden_size":32,"num_channels":1,"patch_size":4,"num_tiles":16,"num_aspect_ratios":3}"#, |b, x| l.lower(b, x);
+    /// Llama 3.2 Vision's local and gated global encoders over all tiles; the `intermediate_layers`' outputs concatenated to the last: `[T·(P+1), D·(1+k)]`.
+    TiledVisionEncoder(l: TiledVisionEncoder) = "tiled_vision_encoder", r#"{"layer":{"d_model":128,"nhead":4,"dim_feedforward":512,"norm_first":true},"num_layers":2,"num_global_layers":1,"intermediate_layers":[0],"num_tiles":2,"tile_tokens":5,"num_aspect_ratios":3}"#, |b, x| l.lower(b, x);
+    /// Llama 3.2 Vision's gated cross-attention decoder layer: text attends to the image tokens (the memory), tanh gates on both branches; one activation-checkpointing unit.
+    GatedCrossAttentionLayer(l: GatedCrossAttentionLayer) = "gated_cross_attention_layer", r#"{"hidden_size":128,"num_heads":4,"num_kv_heads":2,"intermediate_size":256}"#, |b, x| b.in_unit(|b| l.lower(b, x));
     /// `nn.TransformerEncoderLayer`-style block (also BERT, GPT-2, ViT, LLaMA layers); one
     /// activation-checkpointing unit.
     TransformerEncoderLayer(l: TransformerLayer) = "transformer_encoder_layer", r#"{"d_model":128,"nhead":4,"dim_feedforward":512}"#,

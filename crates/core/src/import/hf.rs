@@ -59,6 +59,7 @@ mod alibi;
 mod deberta;
 mod swin;
 mod wav2vec2;
+mod mllama;
 
 pub use qwen_vl::{smart_resize, DEFAULT_IMAGE as QWEN_VL_DEFAULT_IMAGE};
 
@@ -67,7 +68,7 @@ pub use seq2seq::{T5_SOURCE_LEN, T5_TARGET_LEN};
 /// The `model_type`s this importer understands.
 pub const MODEL_TYPES: &[&str] = &[
     "bart", "bert", "bloom", "clip", "cohere", "cohere2", "convnext", "deberta-v2", "dinov2", "distilbert", "electra", "ernie4_5", "exaone4", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "glm4", "gpt2", "gpt_neox", "gptj", "granite", "hunyuan_v1_dense", "llama",
-    "llava", "mamba", "mamba2", "mistral", "modernbert", "mpt", "nemotron", "olmo2", "opt", "paligemma", "phi", "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "swin", "t5", "vit", "wav2vec2", "whisper", "xlm-roberta",
+    "llava", "mamba", "mamba2", "mistral", "mllama", "modernbert", "mpt", "nemotron", "olmo2", "opt", "paligemma", "phi", "phi3", "qwen2", "qwen2_5_vl", "qwen3", "roberta", "siglip", "smollm3", "stablelm", "starcoder2", "swin", "t5", "vit", "wav2vec2", "whisper", "xlm-roberta",
 ];
 
 /// Reads a pasted `config.json` and builds the spec of the model it describes.
@@ -134,6 +135,7 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
         "deberta-v2" => deberta::deberta_v2(&c, arch),
         "swin" => swin::swin(&c, arch),
         "wav2vec2" => wav2vec2::wav2vec2(&c, arch),
+        "mllama" => mllama::mllama(&c, arch),
         other => Err(Error::Import(format!(
             "unsupported model_type `{other}` (supported: {}, {})",
             MODEL_TYPES.join(", "),
@@ -163,7 +165,7 @@ fn family_of(arch: &str) -> Option<&'static str> {
         ("Qwen3", "qwen3"), ("Gemma3", "gemma3_text"), ("Gemma2", "gemma2"), ("Gemma", "gemma"), ("Phi3", "phi3"),
         ("Phi", "phi"), ("GPTNeoX", "gpt_neox"), ("Falcon", "falcon"), ("OPT", "opt"), ("Starcoder2", "starcoder2"),
         ("Roberta", "roberta"), ("SmolLM3", "smollm3"), ("Granite", "granite"), ("Glm4", "glm4"), ("StableLm", "stablelm"), ("GPTJ", "gptj"), ("Olmo2", "olmo2"), ("Cohere2", "cohere2"), ("Cohere", "cohere"), ("DistilBert", "distilbert"), ("T5", "t5"), ("Whisper", "whisper"), ("CLIP", "clip"), ("Mamba", "mamba"), ("Mamba2", "mamba2"), ("Ernie4_5", "ernie4_5"), ("HunYuanDenseV1", "hunyuan_v1_dense"), ("Nemotron", "nemotron"), ("Exaone4", "exaone4"),
-        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"), ("Bloom", "bloom"), ("Mpt", "mpt"), ("Ernie4_5_Moe", "ernie4_5_moe"), ("MiniMax", "minimax"), ("DebertaV2", "deberta-v2"), ("Swin", "swin"), ("Wav2Vec2", "wav2vec2"),
+        ("Qwen2_5_VL", "qwen2_5_vl"), ("Llava", "llava"), ("XLMRoberta", "xlm-roberta"), ("Electra", "electra"), ("Bart", "bart"), ("Dinov2", "dinov2"), ("ConvNext", "convnext"), ("Siglip", "siglip"), ("ModernBert", "modernbert"), ("PaliGemma", "paligemma"), ("Bloom", "bloom"), ("Mpt", "mpt"), ("Ernie4_5_Moe", "ernie4_5_moe"), ("MiniMax", "minimax"), ("DebertaV2", "deberta-v2"), ("Swin", "swin"), ("Wav2Vec2", "wav2vec2"), ("Mllama", "mllama"),
     ]
         .into_iter()
         .find(|(stem, _)| class_stem(arch) == *stem)

@@ -62,7 +62,7 @@ pub fn slots(step: &GenStep, window: Option<u64>, tokens: u64) -> u64 {
 
 /// A cache tensor `[Hkv, n, d]` of class `class`, allocated by an op named `name` (or existing
 /// before the forward when `class` is not `KvNew`).
-fn cache_tensor(b: &mut Builder, name: &'static str, inputs: &[ValueId], shape: Shape, dt: DType, class: StorageClass) -> ValueId {
+pub(crate) fn cache_tensor(b: &mut Builder, name: &'static str, inputs: &[ValueId], shape: Shape, dt: DType, class: StorageClass) -> ValueId {
     let out = b.op(name, inputs, &[(shape, dt)], &[], false, &[], GradRule::Alloc)[0];
     b.set_batched(out);
     let s = b.g.storage_of(out) as usize;

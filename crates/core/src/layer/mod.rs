@@ -31,6 +31,8 @@ pub mod transformer;
 pub mod seq2seq;
 pub mod vision;
 pub mod attention_pool;
+pub mod tiled_vision;
+pub mod gated_cross;
 
 /// A layer's complaint about its input or settings; `resolve` adds the path and kind.
 pub type LayerResult<T> = std::result::Result<T, String>;

@@ -191,7 +191,7 @@ impl TransformerLayer {
         Ok(out)
     }
 
-    fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+    pub(crate) fn norm(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         match self.norm {
             NormKind::LayerNorm => LayerNorm {
                 normalized_shape: self.d_model,
@@ -206,7 +206,7 @@ impl TransformerLayer {
     }
 
     /// The feed-forward block and its activation output (the intermediate tensor).
-    fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
+    pub(crate) fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
             let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower(b, x)?;
