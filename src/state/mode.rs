@@ -94,10 +94,15 @@ impl SetupMode {
         }
     }
 
-    /// Whether the mode applies to the model (generation and serving need a language model:
-    /// token ids in).
+    /// Whether the mode applies to the model: generation needs what the core can generate from
+    /// (token ids in, or an image model with gated cross-attention text layers); serving needs
+    /// a language model (token ids in).
     pub fn applies_to(self, spec: &ModelSpec) -> bool {
-        !matches!(self, SetupMode::Generate | SetupMode::Serve) || spec.is_token_input()
+        match self {
+            SetupMode::Generate => spec.can_generate(),
+            SetupMode::Serve => spec.is_token_input(),
+            _ => true,
+        }
     }
 
     /// The engine the mode runs on.
@@ -215,6 +220,17 @@ mod tests {
         let c = SetupMode::FineTune.apply(&cnn, &TrainConfig::default());
         assert_eq!(SetupMode::of(&c, Engine::Pytorch), SetupMode::FineTune);
         assert!(!SetupMode::Serve.applies_to(&cnn) && SetupMode::Infer.applies_to(&cnn));
+    }
+
+    /// Llama 3.2 Vision takes an image in and generates text through its cross-attention
+    /// layers: generate applies (the core simulates it), vLLM serving of it does not.
+    #[test]
+    fn an_image_model_with_cross_attention_generates_but_is_not_served() {
+        let mllama = vramcalc_core::import::hf::from_config_json(r#"{"model_type": "mllama"}"#).unwrap();
+        assert!(!mllama.is_token_input());
+        assert!(SetupMode::Generate.applies_to(&mllama) && !SetupMode::Serve.applies_to(&mllama));
+        let cnn = vramcalc_core::presets::build("resnet18").unwrap();
+        assert!(!SetupMode::Generate.applies_to(&cnn));
     }
 
     #[test]

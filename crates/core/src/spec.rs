@@ -431,6 +431,13 @@ impl ModelSpec {
         self.input.dtype == InputDType::Int64
     }
 
+    /// Whether `generate()` can be simulated: token ids in, or an image model whose text layers
+    /// read the image through gated cross-attention (Llama 3.2 Vision: the image is the input,
+    /// the prompt is the cache's text).
+    pub fn can_generate(&self) -> bool {
+        self.is_token_input() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+    }
+
     /// Token ids, or a `[seq_len, features]` sequence: the first dimension is a sequence length
     /// that `TrainConfig::seq_len` overrides.
     pub fn is_sequence_input(&self) -> bool {

@@ -68,7 +68,7 @@ pub struct GenerationReport {
 /// The lengths of a generation setup, checked.
 pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     let g = &c.generate;
-    if !spec.is_token_input() && !spec.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_)))) {
+    if !spec.can_generate() {
         return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids)".into()));
     }
     let causal = |l: &Layer| match l {
