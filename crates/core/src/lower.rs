@@ -107,6 +107,9 @@ pub struct Builder {
     pub style: NameStyle,
     /// Weights stored in a bitsandbytes format: `(value, format)`.
     pub quantised: Vec<(ValueId, crate::finetune::BaseFormat)>,
+    /// The short module names (`q_proj`, `dense`) of the named linears lowered so far, each once:
+    /// what a LoRA setup whose targets match nothing can be told to pick from.
+    pub linear_names: Vec<&'static str>,
     /// Into how many parts the residual stream's token dimension is split right now (sequence
     /// parallelism: `t` between the embedding and the output head, else 1).
     pub seq_shards: u64,
@@ -116,7 +119,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
