@@ -234,3 +234,28 @@ fn learned_positions_bound_the_sequence() {
     let l = a.limit.unwrap();
     assert!(l.at.contains("512 learned positions"), "{l:?}");
 }
+
+/// The solver's one-simulation totals (`Prepared::peak_once`: the rounding counted as the
+/// simulation goes) equal the estimate's (the batch envelope's snapshot at the peak).
+#[test]
+fn one_simulation_totals_equal_the_envelope() {
+    use vramcalc_core::finetune::{FineTune, Method};
+    let mut checked = 0;
+    for p in presets() {
+        let spec = vramcalc_core::import::preset(p.id).unwrap();
+        let seq = p.default_seq_len.map(|s| s.min(96));
+        let qlora = FineTune { method: Method::Qlora, lora_r: 16, lora_targets: vramcalc_core::resolve::proposed_lora_targets(&spec), ..FineTune::default() };
+        for config in [
+            TrainConfig { batch: 3, seq_len: seq, precision: Precision::AmpBf16, ..TrainConfig::default() },
+            TrainConfig { batch: 4, grad_accum: 2, seq_len: seq, precision: Precision::Bf16, checkpointing: true, ..TrainConfig::default() },
+            TrainConfig { batch: 2, seq_len: seq, precision: Precision::Bf16, finetune: qlora, ..TrainConfig::default() },
+            TrainConfig { batch: 2, seq_len: seq, mode: Mode::Infer, precision: Precision::Bf16, ..TrainConfig::default() },
+        ] {
+            let Ok(prepared) = vramcalc_core::Prepared::new(&spec, &config) else { continue };
+            let once = vramcalc_core::Prepared::peak_once(&spec, &config).unwrap();
+            assert_eq!(once, prepared.peak_at(config.batch), "{} {config:?}", p.id);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3 * presets().len(), "{checked}");
+}

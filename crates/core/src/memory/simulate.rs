@@ -69,12 +69,15 @@ pub struct StepResult {
     pub timeline: Vec<TimelinePoint>,
     /// Bytes saved for backward by each op (at the simulated batch), indexed by op.
     pub saved_by_op: Vec<u64>,
-    /// The largest `(512-byte rounded, reserved)` total over the step's samples: each sample's
-    /// allocated bytes plus the rounding of the storages and gradient buffers live then
-    /// (`round512`, `round_reserved`). The caching allocator keeps the segments it reserved, so
-    /// what it holds at the end is at least the largest of these, wherever the allocated peak is.
+    /// `(512-byte rounded, reserved)` totals: a sample's allocated bytes plus the rounding of the
+    /// storages and gradient buffers live then (`round512`, `round_reserved`). `max_rounded`: the
+    /// largest over the samples (the caching allocator keeps the segments it reserved);
+    /// `peak_rounded`: at the last sample of the allocated peak, what `envelope::device_total`
+    /// makes of the snapshot a second simulation would take there.
     #[doc(hidden)]
     pub max_rounded: (u64, u64),
+    #[doc(hidden)]
+    pub peak_rounded: (u64, u64),
 }
 
 /// Batch-independent bookkeeping for a graph, computed once and reused across batch sizes.
@@ -494,6 +497,8 @@ struct Sim<'g> {
     /// `round_reserved(b) − b` summed) and the largest rounded totals so far.
     overhead: (u64, u64),
     max_rounded: (u64, u64),
+    /// `overhead` at the last sample whose total equals the peak so far.
+    peak_overhead: (u64, u64),
 }
 
 /// Rounding of the CUDA caching allocator: 512-byte blocks; large blocks in 2 MiB granules.
@@ -536,17 +541,15 @@ impl<'g> Sim<'g> {
             saved_by_op: if record { vec![0; g.ops.len()] } else { Vec::new() },
             overhead: (0, 0),
             max_rounded: (0, 0),
+            peak_overhead: (0, 0),
         }
     }
 
     /// Adds (or removes) a live block of `b` bytes to the rounding overhead.
     fn round_overhead(&mut self, b: u64, add: bool) {
         let (r512, res) = (round512(b).saturating_sub(b), round_reserved(b).saturating_sub(b));
-        self.overhead = if add {
-            (self.overhead.0.saturating_add(r512), self.overhead.1.saturating_add(res))
-        } else {
-            (self.overhead.0.saturating_sub(r512), self.overhead.1.saturating_sub(res))
-        };
+        let (a, b) = self.overhead;
+        self.overhead = if add { (a.saturating_add(r512), b.saturating_add(res)) } else { (a.saturating_sub(r512), b.saturating_sub(res)) };
     }
 
     fn storage_bytes(&self, s: StorageId) -> u64 {
@@ -652,6 +655,9 @@ impl<'g> Sim<'g> {
         self.max_rounded = (self.max_rounded.0.max(rounded.0), self.max_rounded.1.max(rounded.1));
         let pi = self.phase as usize;
         self.phase_peaks[pi] = self.phase_peaks[pi].max(total);
+        if total >= self.peak {
+            self.peak_overhead = self.overhead;
+        }
         if total > self.peak {
             self.peak = total;
             self.peak_phase = self.phase;
@@ -686,6 +692,7 @@ impl<'g> Sim<'g> {
             timeline: self.timeline,
             saved_by_op: self.saved_by_op,
             max_rounded: self.max_rounded,
+            peak_rounded: (self.peak.saturating_add(self.peak_overhead.0), self.peak.saturating_add(self.peak_overhead.1)),
         }
     }
 }
