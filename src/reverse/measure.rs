@@ -58,7 +58,12 @@ mod tests {
         assert!(s.contains("reset_peak_memory_stats") && s.contains("max_memory_allocated"));
         let mut lm = Model::preset("llama-3.1-8b").unwrap();
         lm.config.seq_len = Some(2048);
-        assert!(script(&lm, 1, 2).unwrap().contains("AutoModelForCausalLM.from_pretrained(\"meta-llama/Llama-3.1-8B\""));
+        // built from its config.json (random weights of its shapes: no checkpoint to download)
+        let s = script(&lm, 1, 2).unwrap();
+        assert!(s.contains("AutoConfig.from_pretrained(\"meta-llama/Llama-3.1-8B\")") && s.contains("AutoModelForCausalLM.from_config(config"), "{s}");
+        // LoRA and generation have their scripts too
+        lm.config.finetune = vramcalc_core::finetune::FineTune { method: vramcalc_core::finetune::Method::Lora, ..Default::default() };
+        assert!(script(&lm, 1, 2).unwrap().contains("get_peft_model(model, lora_config)"));
         // an edited CNN is not torchvision's any more
         let mut edited = cnn;
         edited.unedited = false;

@@ -12,6 +12,8 @@ mod diffusion;
 mod diffusion_reverse;
 mod dist;
 mod launch;
+#[cfg(test)]
+mod launch_parse_back;
 mod table;
 
 use anyhow::Result;

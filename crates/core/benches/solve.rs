@@ -78,6 +78,8 @@ fn main() {
     let qlora = FineTune { method: Method::Qlora, lora_r: 16, lora_alpha: 32.0, base_format: Some(BaseFormat::Nf4), ..FineTune::default() };
     for (id, target) in [("llama-3.1-70b", ms(20)), ("deepseek-v3", ms(50))] {
         let spec = vramcalc_core::import::preset(id).unwrap();
+        // a MoE model's LoRA names its targets (peft has no default for it)
+        let qlora = FineTune { lora_targets: vramcalc_core::resolve::proposed_lora_targets(&spec), ..qlora };
         let train = TrainConfig { batch: 1, seq_len: Some(4096), precision: Precision::Bf16, checkpointing: true, finetune: qlora, ..TrainConfig::default() };
         let infer = TrainConfig { batch: 1, seq_len: Some(4096), mode: Mode::Infer, precision: Precision::Bf16, weights: Some(vramcalc_core::formats::WeightFormat::parse("gguf-q4_k_m").unwrap()), ..TrainConfig::default() };
         let cap = if id == "deepseek-v3" { 16 * H200 } else { H200 };

@@ -9,6 +9,8 @@ use crate::units::{DType, Shape};
 
 pub type ValueId = u32;
 pub type StorageId = u32;
+/// An op's list of value or storage ids, inline up to four (nearly every op's).
+pub type Ids = smallvec::SmallVec<[u32; 4]>;
 
 /// Bytes as a linear function of the batch size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,12 +102,12 @@ pub struct Op {
     pub name: &'static str,
     /// Row of the per-layer table ([`crate::resolve::Resolved::layers`]) of the layer that emitted it.
     pub layer: u32,
-    pub inputs: Vec<ValueId>,
-    pub outputs: Vec<ValueId>,
+    pub inputs: Ids,
+    pub outputs: Ids,
     /// Storages this op allocates in the forward pass (outputs and extras such as masks).
-    pub allocs: Vec<StorageId>,
+    pub allocs: Ids,
     /// Storages kept for backward (only for ops recorded by autograd).
-    pub saved: Vec<StorageId>,
+    pub saved: Ids,
     pub grad: GradRule,
     /// Recorded by autograd (training, and some input requires grad).
     pub recorded: bool,

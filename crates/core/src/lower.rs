@@ -5,7 +5,7 @@
 //! half dtype (weights once per forward, cached), fp32-list ops cast to fp32, the rest run in
 //! their inputs' widest dtype.
 
-use crate::graph::{GradRule, Graph, Lin, Op, StorageClass, Storage, Value, ValueId};
+use crate::graph::{GradRule, Graph, Ids, Lin, Op, StorageClass, Storage, Value, ValueId};
 use crate::config::{AttentionImpl, AutocastDevice, Device, Framework, Precision};
 use crate::finetune::{FineTune, LinearRole, NameStyle};
 use crate::units::{DType, Shape};
@@ -107,6 +107,9 @@ pub struct Builder {
     pub style: NameStyle,
     /// Weights stored in a bitsandbytes format: `(value, format)`.
     pub quantised: Vec<(ValueId, crate::finetune::BaseFormat)>,
+    /// The short module names (`q_proj`, `dense`) of the named linears lowered so far, each once:
+    /// what a LoRA setup whose targets match nothing can be told to pick from.
+    pub linear_names: Vec<&'static str>,
     /// Into how many parts the residual stream's token dimension is split right now (sequence
     /// parallelism: `t` between the embedding and the output head, else 1).
     pub seq_shards: u64,
@@ -116,7 +119,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -335,13 +338,13 @@ impl Builder {
         let rg = self.opts.training && inputs.iter().any(|&i| self.g.value(i).requires_grad);
         let batched = inputs.iter().any(|&i| self.g.value(i).batched);
         let mut outs = Vec::with_capacity(outputs.len());
-        let mut allocs = Vec::new();
+        let mut allocs = Ids::new();
         for (shape, dt) in outputs {
             let v = self.new_value(shape.clone(), batched, *dt, rg, StorageClass::Activation);
             allocs.push(self.g.storage_of(v));
             outs.push(v);
         }
-        let mut saved = Vec::new();
+        let mut saved = Ids::new();
         if rg {
             saved.extend(save_inputs.iter().map(|&i| self.g.storage_of(i)));
             if save_outputs {
@@ -356,7 +359,7 @@ impl Builder {
         }
         // a storage saved twice (an input that is also saved as an output) is kept once; the
         // order does not matter, and not sorting keeps a sort out of the web app's bundle
-        let mut unique = Vec::with_capacity(saved.len());
+        let mut unique = Ids::new();
         for s in saved {
             if !unique.contains(&s) {
                 unique.push(s);
@@ -366,8 +369,8 @@ impl Builder {
         self.g.ops.push(Op {
             name,
             layer: self.layer,
-            inputs: inputs.to_vec(),
-            outputs: outs.clone(),
+            inputs: Ids::from_slice(inputs),
+            outputs: Ids::from_slice(&outs),
             allocs,
             saved,
             grad,
@@ -415,10 +418,10 @@ impl Builder {
             self.g.ops.push(Op {
                 name: "view",
                 layer: self.layer,
-                inputs: vec![x],
-                outputs: vec![out],
-                allocs: vec![],
-                saved: vec![],
+                inputs: smallvec::smallvec![x],
+                outputs: smallvec::smallvec![out],
+                allocs: Ids::new(),
+                saved: Ids::new(),
                 grad,
                 recorded: true,
                 fwd_scratch: Lin::ZERO,
@@ -435,15 +438,15 @@ impl Builder {
             && (self.g.value(x).requires_grad || other.is_some_and(|o| self.g.value(o).requires_grad));
         let shape = self.g.value(x).shape.clone();
         let out = self.alias_value(x, shape, rg);
-        let mut inputs = vec![x];
+        let mut inputs: Ids = smallvec::smallvec![x];
         inputs.extend(other);
-        let saved = if rg && save_output { vec![self.g.storage_of(out)] } else { vec![] };
+        let saved = if rg && save_output { smallvec::smallvec![self.g.storage_of(out)] } else { Ids::new() };
         self.g.ops.push(Op {
             name,
             layer: self.layer,
             inputs,
-            outputs: vec![out],
-            allocs: vec![],
+            outputs: smallvec::smallvec![out],
+            allocs: Ids::new(),
             saved,
             grad,
             recorded: rg,

@@ -117,6 +117,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         (true, None) => r.loss(spec.loss, out, x)?,
         (false, _) => out,
     };
+    check_lora_targets(spec, &opts.finetune, &r.b)?;
     let mut graph = r.b.g;
     graph.output = loss;
     let mut layers = r.layers;
@@ -126,6 +127,69 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         }
     }
     Ok(Resolved { graph, layers, model_output: out, input_shape })
+}
+
+/// Refuses a LoRA setup peft refuses: targets that match no linear (peft's `inject_adapter`
+/// raises `ValueError: Target modules {…} not found in the base model` or
+/// `NoMatchingPeftModuleError`), and the default targets on a mixture-of-experts model, for which
+/// peft 0.21 has none: `LoraConfig()` raises `NoMatchingPeftModuleError` on Mixtral and
+/// DeepSeek-V3 (measured: `tests/data/moe_bnb_quantised.txt`; transformers 5's MoE conversion,
+/// `utils/transformers_weight_conversion.py::_convert_peft_config_moe`, turns the unset
+/// `target_modules` into an empty set before the default mapping applies), and `ValueError:
+/// Please specify target_modules` on the MoE types its mapping lacks (`utils/constants.py`:
+/// no qwen2_moe, qwen3_moe, deepseek, gpt_oss, llama4_text). And `all-linear` on the MoE models
+/// that conversion applies to (Mixtral's and Qwen-MoE's routers, DeepSeek's; not the linear
+/// `topk_softmax` routers of GPT-OSS, Granite-MoE, Llama 4): peft then adapts the fused expert
+/// parameters too (measured: the same record), which the core does not model.
+fn check_lora_targets(spec: &ModelSpec, ft: &FineTune, b: &Builder) -> Result<()> {
+    if !ft.has_adapters() {
+        return Ok(());
+    }
+    let converted = spec.layers.iter().any(|l| l.any(&|l| matches!(l, Layer::SparseMoe(m) if m.router != crate::layer::moe::Router::TopkSoftmax)));
+    // `_MOE_TARGET_MODULE_MAPPING`: the v4 names peft turns into the fused expert and router parameters
+    let expert_names = ["all-linear", "gate", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"];
+    let usable: Vec<&str> = b.linear_names.iter().copied().filter(|n| !converted || !expert_names.contains(n)).collect();
+    let names = if usable.is_empty() { "none".to_string() } else { usable.join(", ") };
+    if ft.lora_targets.is_empty() && needs_lora_targets(spec) {
+        let or_all = if converted { "" } else { " or all-linear" };
+        return Err(Error::Config(format!(
+            "LoRA on a mixture-of-experts model needs --lora-targets: peft has no default target modules for it \
+             (peft 0.21's LoraConfig() raises NoMatchingPeftModuleError); name some of its linears ({names}){or_all}"
+        )));
+    }
+    if let Some(t) = ft.lora_targets.iter().find(|t| converted && expert_names.contains(t)) {
+        return Err(Error::Config(format!(
+            "--lora-targets {t} on this mixture-of-experts model: peft 0.21 turns it into LoRA on the fused expert and router \
+             parameters (target_parameters gate_up_proj, down_proj, gate.weight), which is not modelled; name its attention linears instead ({names})"
+        )));
+    }
+    if b.g.adapters.is_empty() {
+        let targets = if ft.lora_targets.is_empty() {
+            format!("peft's default targets ({})", finetune::names::default_targets(b.style).join(", "))
+        } else {
+            format!("`{}`", ft.lora_targets.as_str())
+        };
+        return Err(Error::Config(format!(
+            "--lora-targets: {targets} match no linear of this model (peft raises NoMatchingPeftModuleError); its linears: {names}"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a LoRA setup on `spec` must name its targets: a mixture-of-experts model, for which
+/// peft has no default (see [`check_lora_targets`]).
+pub fn needs_lora_targets(spec: &ModelSpec) -> bool {
+    spec.layers.iter().any(|l| l.any(&|l| matches!(l, Layer::SparseMoe(_))))
+}
+
+/// The LoRA targets a setup the core proposes (what fits, the cheapest fix, the what-ifs) takes
+/// on `spec`: peft's default (empty) where it has one, else the attention projections, as the
+/// common Mixtral and DeepSeek QLoRA recipes name them (the names a model lacks match nothing).
+pub fn proposed_lora_targets(spec: &ModelSpec) -> finetune::NameList {
+    if !needs_lora_targets(spec) {
+        return finetune::NameList::EMPTY;
+    }
+    finetune::NameList::parse(finetune::names::ATTENTION_TARGETS).unwrap_or_default()
 }
 
 /// Positions the final `linear` (the LM head) computes in a generation forward, when limited.

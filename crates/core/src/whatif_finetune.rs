@@ -70,7 +70,7 @@ pub fn apply(trick: FineTuneTrick, spec: &ModelSpec, c: &TrainConfig) -> Option<
             if ft.has_adapters() {
                 return None;
             }
-            *ft = crate::finetune::FineTune { method: Method::Lora, lora_r: 16, lora_alpha: 32.0, loss: ft.loss, lora_targets: ft.lora_targets, ..Default::default() };
+            *ft = crate::finetune::FineTune { method: Method::Lora, lora_r: 16, lora_alpha: 32.0, loss: ft.loss, lora_targets: if ft.lora_targets.is_empty() { crate::resolve::proposed_lora_targets(spec) } else { ft.lora_targets }, ..Default::default() };
         }
         FineTuneTrick::Qlora => {
             if ft.method != Method::Lora || ft.quant_format().is_some_and(BaseFormat::is_quantised) {

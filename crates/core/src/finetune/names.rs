@@ -29,6 +29,14 @@ pub enum LinearRole {
     Head,
     /// Another top-level linear (BERT's `pooler.dense`).
     Other,
+    /// Multi-head latent attention (DeepSeek-V2/V3, `DeepseekV3Attention`): the query's
+    /// down-projection `q_a_proj`, its up-projection `q_b_proj`, the key/value latent
+    /// `kv_a_proj_with_mqa` and its up-projection `kv_b_proj` (`o_proj` is [`LinearRole::O`], a
+    /// full `q_proj` [`LinearRole::Q`]).
+    QDown,
+    QUp,
+    KvDown,
+    KvUp,
 }
 
 /// Whose naming a transformer layer follows.
@@ -65,6 +73,10 @@ pub fn module_names(role: LinearRole, style: NameStyle) -> &'static [&'static st
     match (style, role) {
         (_, Head) => &["lm_head", "classifier", "fc", "score", "head"],
         (_, Other) => &["pooler.dense"],
+        (_, QDown) => &["self_attn.q_a_proj"],
+        (_, QUp) => &["self_attn.q_b_proj"],
+        (_, KvDown) => &["self_attn.kv_a_proj_with_mqa"],
+        (_, KvUp) => &["self_attn.kv_b_proj"],
         (NameStyle::Llama, Q) => &["self_attn.q_proj"],
         (NameStyle::Llama, K) => &["self_attn.k_proj"],
         (NameStyle::Llama, V) => &["self_attn.v_proj"],
@@ -108,6 +120,10 @@ pub fn default_targets(style: NameStyle) -> &'static [&'static str] {
         NameStyle::Diffusers => &["to_k", "to_q", "to_v", "to_out.0"],
     }
 }
+
+/// The attention projections of Llama-style and latent-attention (DeepSeek) layers, for a LoRA
+/// setup that must name its targets (a mixture-of-experts model: `resolve::needs_lora_targets`).
+pub const ATTENTION_TARGETS: &str = "q_proj,k_proj,v_proj,o_proj,q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj";
 
 /// peft's `check_target_module_exists`: `key == target` or `key.endswith("." + target)`.
 pub fn matches(full: &str, target: &str) -> bool {

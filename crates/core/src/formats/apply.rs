@@ -42,7 +42,14 @@ pub const AWQ_DEQUANT_TOKENS: u64 = 1024;
 /// llama.cpp (`ffn_gate_inp`), vLLM (`ReplicatedLinear(..., quant_config=None)`) and the usual
 /// `modules_to_not_convert` keep them.
 pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
-    let is_param = |v: ValueId| g.params.contains(&v);
+    // indexed by value: a lookup per op and per parameter, not a scan of every parameter
+    let mut param = vec![false; g.values.len()];
+    for &p in &g.params {
+        if let Some(x) = param.get_mut(p as usize) {
+            *x = true;
+        }
+    }
+    let is_param = |v: ValueId| param.get(v as usize).copied().unwrap_or(false);
     let is_attention = |kind: &str| {
         kind.starts_with("transformer_") || kind == "multi_head_latent_attention" || kind == "multihead_attention"
     };
@@ -120,6 +127,13 @@ pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
         named.extend(ws.iter().zip(cats).map(|(m, c)| (m.0, c, m.2)));
     }
     let model = MixModel { n_layer: blocks.max(1), n_gqa, n_expert, is_70b: blocks == 80, tied };
+    // a weight's first (category, block) in `named`
+    let mut named_of = vec![None; g.values.len()];
+    for &(w, category, index) in &named {
+        if let Some(slot @ None) = named_of.get_mut(w as usize) {
+            *slot = Some((category, index));
+        }
+    }
     g.params
         .iter()
         .map(|&p| {
@@ -127,7 +141,7 @@ pub fn roles(g: &Graph, layers: &[(&str, u32)]) -> Vec<(ValueId, TensorRole)> {
                 if tied { TensorRole::Embedding { model } } else { TensorRole::Output { model } }
             } else if let Some((_, pos)) = embeds.iter().find(|(e, _)| *e == p) {
                 if *pos { TensorRole::PositionEmbedding } else { TensorRole::Embedding { model } }
-            } else if let Some(&(_, category, index)) = named.iter().find(|(w, _, _)| *w == p) {
+            } else if let Some(&Some((category, index))) = named_of.get(p as usize) {
                 TensorRole::BlockLinear { category, index, model }
             } else {
                 TensorRole::Other
@@ -166,6 +180,12 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         return Ok(());
     }
     let roles = roles(g, layers);
+    let mut block_linear = vec![false; g.values.len()];
+    for &(p, role) in &roles {
+        if matches!(role, TensorRole::BlockLinear { .. }) {
+            block_linear[p as usize] = true;
+        }
+    }
     for &(p, role) in &roles {
         let shape = g.value(p).shape.0.clone();
         let s = g.storage_of(p) as usize;
@@ -191,7 +211,7 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         }
     }
     for op in g.ops.iter_mut().filter(|o| o.name == "linear" && o.inputs.len() >= 2) {
-        let quantised = roles.iter().any(|(p, r)| *p == op.inputs[1] && matches!(r, TensorRole::BlockLinear { .. }));
+        let quantised = block_linear.get(op.inputs[1] as usize).copied().unwrap_or(false);
         if !quantised {
             continue;
         }

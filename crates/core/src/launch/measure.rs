@@ -4,11 +4,19 @@
 //! `zero_grad(set_to_none=True)`), and `memory_reserved()` beside the device total.
 //!
 //! Models: torchvision CNNs by their constructor, the rest by their Hugging Face id
-//! (`AutoModelForCausalLM` for causal LMs; other heads are not written yet).
+//! (`AutoModelForCausalLM` for causal LMs; other heads are not written yet). A causal LM is built
+//! from its `config.json` alone (`AutoModelForCausalLM.from_config` under `torch.device("cuda")`:
+//! random weights of the same shapes, nothing downloaded but the config), with the setup's LoRA
+//! adapters (`peft.LoraConfig`, the same targets, rank, alpha and dropout). bitsandbytes quantises
+//! while a checkpoint loads, so a quantised base (QLoRA, or `--weights nf4|int8`) loads the hub
+//! checkpoint with the same `BitsAndBytesConfig` instead. `--mode generate` measures `generate()`
+//! with the same prompt, new tokens (greedy, `min_new_tokens` = `max_new_tokens`) and cache.
 
 use crate::config::{Mode, OptimizerKind, Precision, TrainConfig};
 use crate::error::{Error, Result};
-use crate::finetune::Method;
+use crate::finetune::BaseFormat;
+use crate::formats::WeightFormat;
+use crate::generation::KvCacheKind;
 use std::fmt::Write;
 
 /// What the script loads.
@@ -43,12 +51,13 @@ fn impl_kw(c: &TrainConfig) -> &'static str {
 /// The script for `model` under `c`, printing the measured peak beside `estimate_bytes` (the
 /// estimate's peak allocated) and `device_total_bytes`.
 pub fn script(model: Model, c: &TrainConfig, estimate_bytes: u64, device_total_bytes: u64) -> Result<String> {
-    if c.finetune.method != Method::Full {
-        return Err(Error::Config("the measurement script covers full training and inference; for LoRA use `vramcalc launch --for peft` and wrap trainer.train() with the same two calls".into()));
+    if c.finetune.method == crate::finetune::Method::Freeze {
+        return Err(Error::Config("the measurement script does not freeze parts of the model yet (--finetune freeze)".into()));
     }
-    if c.mode == Mode::Generate {
-        return Err(Error::Config("the measurement script for --mode generate is not written yet".into()));
+    if matches!(model, Model::Torchvision(_)) && (!c.finetune.is_default() || c.mode == Mode::Generate) {
+        return Err(Error::Config("the measurement script fine-tunes and generates with causal language models only".into()));
     }
+    let base = bnb_base(c)?;
     let train = c.mode == Mode::Train;
     let (dtype, amp) = match c.precision {
         Precision::Fp32 => ("torch.float32", None),
@@ -80,19 +89,7 @@ pub fn script(model: Model, c: &TrainConfig, estimate_bytes: u64, device_total_b
             let _ = writeln!(w, "def forward():");
             let _ = writeln!(w, "    return model(batch)");
         }
-        Model::CausalLm(id) => {
-            let seq = c.seq_len.unwrap_or(1024);
-            let _ = writeln!(w, "from transformers import AutoModelForCausalLM");
-            let _ = writeln!(w, "model = AutoModelForCausalLM.from_pretrained(\"{id}\", torch_dtype={dtype}, attn_implementation=\"sdpa\").to(device)");
-            if c.checkpointing {
-                let _ = writeln!(w, "model.gradient_checkpointing_enable()");
-            }
-            let _ = writeln!(w, "ids = torch.randint(0, model.config.vocab_size, ({micro}, {seq}), device=device)");
-            let _ = writeln!(w, "def loss_of(out):");
-            let _ = writeln!(w, "    return out.loss");
-            let _ = writeln!(w, "def forward():");
-            let _ = writeln!(w, "    return model(input_ids=ids, labels=ids)");
-        }
+        Model::CausalLm(id) => causal_lm(w, id, c, dtype, base)?,
     }
     if train {
         let _ = writeln!(w, "model.train()");
@@ -116,6 +113,10 @@ pub fn script(model: Model, c: &TrainConfig, estimate_bytes: u64, device_total_b
         let _ = writeln!(w, "            loss = loss_of(forward())");
         let _ = writeln!(w, "        loss.backward()");
         let _ = writeln!(w, "    optimizer.step()");
+    } else if c.mode == Mode::Generate {
+        let _ = writeln!(w, "    with torch.no_grad(), {autocast}:");
+        let _ = writeln!(w, "        out = generate()");
+        let _ = writeln!(w, "    assert out.shape[1] == ids.shape[1] + {}, out.shape", c.generate.new_tokens);
     } else {
         let _ = writeln!(w, "    with torch.no_grad(), {autocast}:");
         let _ = writeln!(w, "        forward()");
@@ -126,4 +127,79 @@ pub fn script(model: Model, c: &TrainConfig, estimate_bytes: u64, device_total_b
     let _ = writeln!(w, "print(f\"measured peak allocated {{peak}} B, vramcalc estimate {{estimate}} B ({{(estimate - peak) / peak:+.1%}})\")");
     let _ = writeln!(w, "print(f\"measured reserved {{torch.cuda.max_memory_reserved()}} B; vramcalc device total {device_total_bytes} B includes the CUDA context too\")");
     Ok(o)
+}
+
+/// The bitsandbytes format the base loads in: QLoRA's (or LoRA on `--base-format int8|nf4|fp4`),
+/// or inference's `--weights nf4|nf4-dq|fp4|int8`; other weight formats have no script yet.
+fn bnb_base(c: &TrainConfig) -> Result<Option<(BaseFormat, bool)>> {
+    if let Some(f) = c.finetune.quant_format().filter(|f| f.is_quantised()).filter(|_| c.mode == Mode::Train) {
+        return Ok(Some((f, c.finetune.double_quant)));
+    }
+    Ok(match c.weights {
+        None => None,
+        Some(WeightFormat::BnbInt8) => Some((BaseFormat::Int8, false)),
+        Some(WeightFormat::Bnb4 { nf4, double_quant }) => Some((if nf4 { BaseFormat::Nf4 } else { BaseFormat::Fp4 }, double_quant)),
+        Some(w) => return Err(Error::Config(format!("the measurement script loads bitsandbytes weights only, not {}", w.name()))),
+    })
+}
+
+/// A causal LM from its config (or, quantised, its checkpoint), its adapters, and the step's
+/// `forward()` (training, inference) or `generate()`.
+fn causal_lm(w: &mut String, id: &str, c: &TrainConfig, dtype: &str, base: Option<(BaseFormat, bool)>) -> Result<()> {
+    let ft = &c.finetune;
+    let micro = c.micro_batch();
+    let _ = writeln!(w, "from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig");
+    if ft.has_adapters() {
+        let _ = writeln!(w, "from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training");
+    }
+    let _ = writeln!(w, "config = AutoConfig.from_pretrained(\"{id}\")");
+    match base {
+        Some((f, dq)) => {
+            let compute = if matches!(c.precision, Precision::Fp16 | Precision::AmpFp16) { "torch.float16" } else { "torch.bfloat16" };
+            super::python::bnb_config_lines(w, f, dq, compute);
+            let _ = writeln!(w, "# bitsandbytes quantises while loading: this reads the checkpoint");
+            let _ = writeln!(w, "model = AutoModelForCausalLM.from_pretrained(\"{id}\", quantization_config=bnb_config, dtype={compute}, attn_implementation=\"sdpa\", device_map={{\"\": 0}})");
+        }
+        None => {
+            let _ = writeln!(w, "# random weights of the checkpoint's shapes, built on the GPU: nothing but the config is downloaded");
+            let _ = writeln!(w, "with torch.device(device):");
+            let _ = writeln!(w, "    model = AutoModelForCausalLM.from_config(config, dtype={dtype}, attn_implementation=\"sdpa\")");
+        }
+    }
+    if ft.has_adapters() {
+        if base.is_some() && c.mode == Mode::Train {
+            let _ = writeln!(w, "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing={})", if c.checkpointing { "True" } else { "False" });
+        } else if c.checkpointing {
+            let _ = writeln!(w, "model.gradient_checkpointing_enable()");
+            let _ = writeln!(w, "model.enable_input_require_grads()");
+        }
+        super::python::lora_config_lines(w, ft);
+        let _ = writeln!(w, "model = get_peft_model(model, lora_config)");
+    } else if c.checkpointing && c.mode == Mode::Train {
+        let _ = writeln!(w, "model.gradient_checkpointing_enable()");
+    }
+    if c.mode == Mode::Generate {
+        let g = &c.generate;
+        let prompt = g.prompt_len.or(c.seq_len).ok_or_else(|| Error::Config("the measurement script needs the prompt length (--prompt-len)".into()))?;
+        if g.kv_dtype.is_some() || g.logits_to_keep != 1 {
+            return Err(Error::Config("the measurement script generates with generate()'s own cache dtype and logits (no --kv-dtype, --logits-to-keep 1)".into()));
+        }
+        let cache = match g.cache {
+            KvCacheKind::Dynamic => "",
+            KvCacheKind::Static => ", cache_implementation=\"static\"",
+            KvCacheKind::Paged => return Err(Error::Config("the measurement script has no generate() counterpart of the paged cache".into())),
+        };
+        let n = g.new_tokens;
+        let _ = writeln!(w, "ids = torch.randint(0, config.vocab_size, ({micro}, {prompt}), device=device)");
+        let _ = writeln!(w, "def generate():");
+        let _ = writeln!(w, "    return model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens={n}, min_new_tokens={n}, do_sample=False{cache})");
+    } else {
+        let seq = c.seq_len.unwrap_or(1024);
+        let _ = writeln!(w, "ids = torch.randint(0, config.vocab_size, ({micro}, {seq}), device=device)");
+        let _ = writeln!(w, "def loss_of(out):");
+        let _ = writeln!(w, "    return out.loss");
+        let _ = writeln!(w, "def forward():");
+        let _ = writeln!(w, "    return model(input_ids=ids, labels=ids)");
+    }
+    Ok(())
 }

@@ -52,20 +52,8 @@ pub fn peft_snippet(model_id: &str, c: &TrainConfig) -> Result<String> {
     };
     let quant = ft.quant_format().filter(|f| f.is_quantised());
     if let Some(f) = quant {
-        let _ = writeln!(w, "bnb_config = BitsAndBytesConfig(");
-        match f {
-            BaseFormat::Int8 => {
-                let _ = writeln!(w, "    load_in_8bit=True,");
-            }
-            _ => {
-                let _ = writeln!(w, "    load_in_4bit=True,");
-                let _ = writeln!(w, "    bnb_4bit_quant_type=\"{}\",", if f == BaseFormat::Fp4 { "fp4" } else { "nf4" });
-                let _ = writeln!(w, "    bnb_4bit_use_double_quant={},", py_bool(ft.double_quant));
-                let compute = if matches!(c.precision, Precision::Fp16 | Precision::AmpFp16) { "torch.float16" } else { "torch.bfloat16" };
-                let _ = writeln!(w, "    bnb_4bit_compute_dtype={compute},");
-            }
-        }
-        let _ = writeln!(w, ")");
+        let compute = if matches!(c.precision, Precision::Fp16 | Precision::AmpFp16) { "torch.float16" } else { "torch.bfloat16" };
+        bnb_config_lines(w, f, ft.double_quant, compute);
     }
     let _ = writeln!(w, "model = AutoModelForCausalLM.from_pretrained(");
     let _ = writeln!(w, "    \"{model_id}\",");
@@ -78,25 +66,7 @@ pub fn peft_snippet(model_id: &str, c: &TrainConfig) -> Result<String> {
         if quant.is_some() {
             let _ = writeln!(w, "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing={})", py_bool(c.checkpointing));
         }
-        let _ = writeln!(w, "lora_config = LoraConfig(");
-        let _ = writeln!(w, "    r={},", ft.lora_r);
-        let _ = writeln!(w, "    lora_alpha={},", ft.lora_alpha);
-        let _ = writeln!(w, "    lora_dropout={},", ft.lora_dropout);
-        let targets: Vec<&str> = ft.lora_targets.iter().collect();
-        match targets.as_slice() {
-            [] => {
-                let _ = writeln!(w, "    # target_modules: peft's default for the architecture");
-            }
-            ["all-linear"] => {
-                let _ = writeln!(w, "    target_modules=\"all-linear\",");
-            }
-            t => {
-                let list: Vec<String> = t.iter().map(|n| format!("\"{n}\"")).collect();
-                let _ = writeln!(w, "    target_modules=[{}],", list.join(", "));
-            }
-        }
-        let _ = writeln!(w, "    task_type=\"CAUSAL_LM\",");
-        let _ = writeln!(w, ")");
+        lora_config_lines(w, ft);
         let _ = writeln!(w, "model = get_peft_model(model, lora_config)");
     }
     let micro = c.micro_batch();
@@ -114,4 +84,45 @@ pub fn peft_snippet(model_id: &str, c: &TrainConfig) -> Result<String> {
     let _ = writeln!(w, "    use_liger_kernel={},", py_bool(ft.loss == LossKernel::Chunked));
     let _ = writeln!(w, ")");
     Ok(o)
+}
+
+/// `bnb_config = BitsAndBytesConfig(…)` for a bitsandbytes base `f` computing in `compute`
+/// (`torch.bfloat16`).
+pub fn bnb_config_lines(w: &mut String, f: BaseFormat, double_quant: bool, compute: &str) {
+    let _ = writeln!(w, "bnb_config = BitsAndBytesConfig(");
+    match f {
+        BaseFormat::Int8 => {
+            let _ = writeln!(w, "    load_in_8bit=True,");
+        }
+        _ => {
+            let _ = writeln!(w, "    load_in_4bit=True,");
+            let _ = writeln!(w, "    bnb_4bit_quant_type=\"{}\",", if f == BaseFormat::Fp4 { "fp4" } else { "nf4" });
+            let _ = writeln!(w, "    bnb_4bit_use_double_quant={},", py_bool(double_quant));
+            let _ = writeln!(w, "    bnb_4bit_compute_dtype={compute},");
+        }
+    }
+    let _ = writeln!(w, ")");
+}
+
+/// `lora_config = LoraConfig(…)` for the setup's adapters.
+pub fn lora_config_lines(w: &mut String, ft: &crate::finetune::FineTune) {
+    let _ = writeln!(w, "lora_config = LoraConfig(");
+    let _ = writeln!(w, "    r={},", ft.lora_r);
+    let _ = writeln!(w, "    lora_alpha={},", ft.lora_alpha);
+    let _ = writeln!(w, "    lora_dropout={},", ft.lora_dropout);
+    let targets: Vec<&str> = ft.lora_targets.iter().collect();
+    match targets.as_slice() {
+        [] => {
+            let _ = writeln!(w, "    # target_modules: peft's default for the architecture");
+        }
+        ["all-linear"] => {
+            let _ = writeln!(w, "    target_modules=\"all-linear\",");
+        }
+        t => {
+            let list: Vec<String> = t.iter().map(|n| format!("\"{n}\"")).collect();
+            let _ = writeln!(w, "    target_modules=[{}],", list.join(", "));
+        }
+    }
+    let _ = writeln!(w, "    task_type=\"CAUSAL_LM\",");
+    let _ = writeln!(w, ")");
 }

@@ -180,3 +180,64 @@ fn the_measurement_script_runs_the_estimated_step() {
     let lm = measure::script(measure::Model::CausalLm("Qwen/Qwen2.5-0.5B"), &TrainConfig { mode: Mode::Infer, seq_len: Some(512), ..c }, 1, 2).unwrap();
     assert!(lm.contains("torch.no_grad()") && lm.contains("(4, 512)") && !lm.contains("optimizer"), "{lm}");
 }
+
+/// The `key=value` arguments of the one-line call `name(…)` in `text`.
+fn inline_args(text: &str, name: &str) -> std::collections::BTreeMap<String, String> {
+    let start = text.find(&format!("{name}(")).unwrap_or_else(|| panic!("no {name}( in\n{text}")) + name.len() + 1;
+    let line = &text[start..text[start..].find('\n').map_or(text.len(), |e| start + e)];
+    let body = line.strip_suffix(')').unwrap_or_else(|| panic!("{line:?}"));
+    body.split(", ").filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn the_measurement_script_builds_the_lora_qlora_and_generate_setups() {
+    let lora = FineTune {
+        method: Method::Lora,
+        lora_r: 16,
+        lora_alpha: 32.0,
+        lora_dropout: 0.1,
+        lora_targets: crate::finetune::NameList::parse("q_proj,v_proj,o_proj").unwrap(),
+        ..FineTune::default()
+    };
+    let c = TrainConfig { batch: 4, seq_len: Some(2048), precision: Precision::Bf16, checkpointing: true, finetune: lora, ..TrainConfig::default() };
+    let m = measure::Model::CausalLm("meta-llama/Llama-3.1-8B");
+    let s = measure::script(m, &c, 10, 20).unwrap();
+    // LoRA: built from the config on the GPU, the same adapters
+    assert!(s.contains("AutoConfig.from_pretrained(\"meta-llama/Llama-3.1-8B\")") && s.contains("with torch.device(device):"), "{s}");
+    assert_eq!(inline_args(&s, "AutoModelForCausalLM.from_config")["dtype"], "torch.bfloat16");
+    let l = call_args(&s, "LoraConfig");
+    assert_eq!((l["r"].as_str(), l["lora_alpha"].parse::<f64>().unwrap(), l["lora_dropout"].parse::<f64>().unwrap()), ("16", 32.0, 0.1));
+    assert_eq!(l["target_modules"], "[\"q_proj\", \"v_proj\", \"o_proj\"]");
+    assert!(s.contains("model = get_peft_model(model, lora_config)") && s.contains("model.gradient_checkpointing_enable()"));
+    assert!(s.contains("(4, 2048)") && s.contains("torch.cuda.reset_peak_memory_stats()") && s.contains("max_memory_allocated()"));
+    assert!(!s.contains("BitsAndBytesConfig("), "{s}");
+    // QLoRA: the checkpoint loaded with the same BitsAndBytesConfig, then prepared for k-bit training
+    let q = FineTune { method: Method::Qlora, base_format: Some(BaseFormat::Fp4), double_quant: true, ..lora };
+    let s = measure::script(m, &TrainConfig { finetune: q, ..c }, 10, 20).unwrap();
+    let b = call_args(&s, "BitsAndBytesConfig");
+    assert_eq!((b["load_in_4bit"].as_str(), b["bnb_4bit_quant_type"].as_str(), b["bnb_4bit_use_double_quant"].as_str()), ("True", "\"fp4\"", "True"));
+    assert_eq!(b["bnb_4bit_compute_dtype"], "torch.bfloat16");
+    assert_eq!(inline_args(&s, "AutoModelForCausalLM.from_pretrained")["quantization_config"], "bnb_config");
+    assert!(s.contains("prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)"), "{s}");
+    let int8 = FineTune { method: Method::Qlora, base_format: Some(BaseFormat::Int8), ..lora };
+    assert_eq!(call_args(&measure::script(m, &TrainConfig { finetune: int8, ..c }, 1, 2).unwrap(), "BitsAndBytesConfig")["load_in_8bit"], "True");
+    // generate: the same prompt, new tokens and cache
+    let mut g = TrainConfig { mode: Mode::Generate, batch: 2, precision: Precision::Bf16, ..TrainConfig::default() };
+    g.generate.prompt_len = Some(1000);
+    g.generate.new_tokens = 64;
+    g.generate.cache = crate::generation::KvCacheKind::Static;
+    let s = measure::script(m, &g, 10, 20).unwrap();
+    let a = inline_args(&s, "model.generate");
+    assert_eq!((a["max_new_tokens"].as_str(), a["min_new_tokens"].as_str(), a["do_sample"].as_str()), ("64", "64", "False"));
+    assert_eq!(a["cache_implementation"], "\"static\"");
+    assert!(s.contains("(2, 1000)") && s.contains("torch.no_grad()") && !s.contains("optimizer"), "{s}");
+    let dynamic = TrainConfig { generate: crate::GenerateConfig { cache: crate::generation::KvCacheKind::Dynamic, ..g.generate }, ..g };
+    assert!(!inline_args(&measure::script(m, &dynamic, 1, 2).unwrap(), "model.generate").contains_key("cache_implementation"));
+    // nf4 weights load quantised; a format bitsandbytes does not make is refused, as is a paged cache
+    let nf4 = TrainConfig { weights: Some(WeightFormat::parse("nf4").unwrap()), ..g };
+    assert_eq!(call_args(&measure::script(m, &nf4, 1, 2).unwrap(), "BitsAndBytesConfig")["bnb_4bit_quant_type"], "\"nf4\"");
+    assert!(measure::script(m, &TrainConfig { weights: Some(WeightFormat::parse("gptq-int4").unwrap()), ..g }, 1, 2).is_err());
+    let paged = TrainConfig { generate: crate::GenerateConfig { cache: crate::generation::KvCacheKind::Paged, ..g.generate }, ..g };
+    assert!(measure::script(m, &paged, 1, 2).is_err());
+    assert!(measure::script(measure::Model::Torchvision("resnet50"), &TrainConfig { finetune: lora, ..c }, 1, 2).is_err());
+}

@@ -27,6 +27,13 @@ impl Linear {
     /// quantised or adapted linears are chosen by their Hugging Face module name.
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         let role = b.role.take();
+        if let Some(r) = role {
+            let full = crate::finetune::names::module_names(r, b.style)[0];
+            let short = full.rsplit('.').next().unwrap_or(full);
+            if r != LinearRole::Head && !b.linear_names.contains(&short) {
+                b.linear_names.push(short);
+            }
+        }
         positive(self.in_features, "in_features")?;
         positive(self.out_features, "out_features")?;
         expect_last(b.shape(x), self.in_features, "input features")?;

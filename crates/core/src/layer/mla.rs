@@ -29,6 +29,7 @@ use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::{positive, LayerResult};
 use crate::config::AttentionImpl;
+use crate::finetune::LinearRole;
 use crate::graph::{GradRule, Lin, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::serde_util::{is_false, t};
@@ -95,25 +96,25 @@ impl MultiHeadLatentAttention {
         let norm = |n| RmsNorm { normalized_shape: n, eps: self.eps, t5: false };
         let q = match self.q_lora_rank {
             Some(r) => {
-                let a = lin(d, r, self.bias).lower(b, x)?;
+                let a = lin(d, r, self.bias).lower(named(b, LinearRole::QDown), x)?;
                 let a = norm(r).lower(b, a)?;
-                lin(r, h.saturating_mul(qk), false).lower(b, a)?
+                lin(r, h.saturating_mul(qk), false).lower(named(b, LinearRole::QUp), a)?
             }
-            None => lin(d, h.saturating_mul(qk), false).lower(b, x)?,
+            None => lin(d, h.saturating_mul(qk), false).lower(named(b, LinearRole::Q), x)?,
         };
         // view(query_shape).transpose(1, 2) and torch.split are views: the ops below read q, ckv
         // and kv whole (a view shares its base's storage, so liveness and saving are the same).
-        let ckv = lin(d, self.kv_lora_rank.saturating_add(rope), self.bias).lower(b, x)?;
+        let ckv = lin(d, self.kv_lora_rank.saturating_add(rope), self.bias).lower(named(b, LinearRole::KvDown), x)?;
         let k_latent = b.view(ckv, Shape::new([seq, self.kv_lora_rank]));
         let kv = norm(self.kv_lora_rank).lower(b, k_latent)?;
-        let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(b, kv)?;
+        let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(named(b, LinearRole::KvUp), kv)?;
         if let Some(step) = b.opts.generation {
             // generation caches the latent (`layer/kv_cache.rs`, `latent`); a decode step attends
             // in the latent space, the prefill as below
             let (latent, attended) = super::kv_cache::latent(b, step, ckv, self.kv_lora_rank, rope);
             if !step.is_prefill() {
                 let out = super::kv_cache::latent_decode(b, h, self.kv_lora_rank, v, q, latent, attended);
-                return lin(h.saturating_mul(v), d, self.bias).lower(b, out);
+                return lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out);
             }
         }
         let q_rot = self.rotary(b, q, Shape::new([h, seq, rope]));
@@ -133,7 +134,7 @@ impl MultiHeadLatentAttention {
             }
             AttentionImpl::Eager => self.eager(b, query, key, value, seq),
         };
-        lin(h.saturating_mul(v), d, self.bias).lower(b, out)
+        lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out)
     }
 
     /// `eager_attention_forward`: `matmul(q, kᵀ) · scaling + mask`, fp32 softmax cast back,
@@ -172,6 +173,13 @@ impl MultiHeadLatentAttention {
         b.last_bwd_scratch(Lin { fixed: 0, per_sample: one.saturating_mul(2) });
         y
     }
+}
+
+/// The builder with the next linear's role set: its module name in `DeepseekV3Attention`
+/// (LoRA targets, `--train-only`).
+fn named(b: &mut Builder, role: LinearRole) -> &mut Builder {
+    b.role = Some(role);
+    b
 }
 
 /// `torch.cat((a, b), dim=-1)`: a new tensor; saves nothing.

@@ -129,7 +129,7 @@ pub fn split_linear(b: &mut Builder, x: ValueId, w: ValueId, bias: Option<ValueI
             let out = linear(b, x, w, bias);
             reduce_scatter(b, out)
         }
-        Some(Other) | None => Err(not_modelled("a linear that is neither column- nor row-parallel")),
+        Some(Other | QDown | QUp | KvDown | KvUp) | None => Err(not_modelled("a linear that is neither column- nor row-parallel")),
     }
 }
 

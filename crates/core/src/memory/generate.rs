@@ -184,10 +184,10 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     g.ops.push(Op {
         name: "next_token_logits",
         layer,
-        inputs: vec![g.output],
-        outputs: vec![v],
-        allocs: vec![s],
-        saved: vec![],
+        inputs: smallvec::smallvec![g.output],
+        outputs: smallvec::smallvec![v],
+        allocs: smallvec::smallvec![s],
+        saved: crate::graph::Ids::new(),
         grad: GradRule::Alloc,
         recorded: false,
         fwd_scratch: Lin::ZERO,
@@ -238,11 +238,14 @@ impl GenPlan {
             let _ = b;
             return (peak, device);
         }
+        // The rounded totals are the largest over the forward's samples, not those at its
+        // allocated peak: the allocator keeps the segments it reserved, and a sample just before
+        // the peak can hold more rounding than the peak does (Qwen3-Next: from prompt 305 to 306
+        // the peak moved to a sample holding 655,360 B less rounding). The largest is also
+        // monotone in the lengths (each sample's sizes are), which the solver relies on.
         let one = |g: &Graph, plan: &Plan| {
-            let r = plan.simulate(g, batch, OptimizerCost::default(), true, None);
-            let at = r.timeline.iter().position(|p| p.bytes == r.peak);
-            let live = plan.simulate(g, batch, OptimizerCost::default(), false, at).snapshot;
-            (r.peak, super::envelope::device_total(r.peak, &live, batch))
+            let r = plan.simulate(g, batch, OptimizerCost::default(), false, None);
+            (r.peak, DeviceTotal::new(r.max_rounded.0, r.max_rounded.1))
         };
         let mut best = one(prefill, plan);
         if let Some(s) = &self.last {

@@ -81,11 +81,11 @@ impl Prepared {
             return self.device_at(batch);
         }
         let (g, micro) = (&self.resolved.graph, self.micro(batch));
-        let r = self.plan.simulate(g, micro, self.opt, true, None);
-        // of samples at the peak, the last (the envelope keeps the last of equal lines)
-        let at = r.timeline.iter().rposition(|p| p.bytes == r.peak);
-        let live = self.plan.simulate(g, micro, self.opt, false, at).snapshot;
-        (r.peak, envelope::device_total(r.peak, &live, micro))
+        // the rounding of the tensors live at the last sample of the peak (the envelope keeps
+        // the last of equal lines), counted as the simulation goes: `envelope::device_total` of
+        // that sample's snapshot, in one simulation instead of two
+        let r = self.plan.simulate(g, micro, self.opt, false, None);
+        (r.peak, DeviceTotal::new(r.peak_rounded.0, r.peak_rounded.1))
     }
 
     fn unchecked(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {

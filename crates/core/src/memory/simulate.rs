@@ -69,6 +69,15 @@ pub struct StepResult {
     pub timeline: Vec<TimelinePoint>,
     /// Bytes saved for backward by each op (at the simulated batch), indexed by op.
     pub saved_by_op: Vec<u64>,
+    /// `(512-byte rounded, reserved)` totals: a sample's allocated bytes plus the rounding of the
+    /// storages and gradient buffers live then (`round512`, `round_reserved`). `max_rounded`: the
+    /// largest over the samples (the caching allocator keeps the segments it reserved);
+    /// `peak_rounded`: at the last sample of the allocated peak, what `envelope::device_total`
+    /// makes of the snapshot a second simulation would take there.
+    #[doc(hidden)]
+    pub max_rounded: (u64, u64),
+    #[doc(hidden)]
+    pub peak_rounded: (u64, u64),
 }
 
 /// Batch-independent bookkeeping for a graph, computed once and reused across batch sizes.
@@ -484,6 +493,12 @@ struct Sim<'g> {
     snapshot: Vec<Lin>,
     timeline: Vec<TimelinePoint>,
     saved_by_op: Vec<u64>,
+    /// Rounding overhead of the live storages and gradient buffers (`round512(b) − b`,
+    /// `round_reserved(b) − b` summed) and the largest rounded totals so far.
+    overhead: (u64, u64),
+    max_rounded: (u64, u64),
+    /// `overhead` at the last sample whose total equals the peak so far.
+    peak_overhead: (u64, u64),
 }
 
 /// Rounding of the CUDA caching allocator: 512-byte blocks; large blocks in 2 MiB granules.
@@ -524,7 +539,17 @@ impl<'g> Sim<'g> {
             snapshot: Vec::new(),
             timeline: Vec::new(),
             saved_by_op: if record { vec![0; g.ops.len()] } else { Vec::new() },
+            overhead: (0, 0),
+            max_rounded: (0, 0),
+            peak_overhead: (0, 0),
         }
+    }
+
+    /// Adds (or removes) a live block of `b` bytes to the rounding overhead.
+    fn round_overhead(&mut self, b: u64, add: bool) {
+        let (r512, res) = (round512(b).saturating_sub(b), round_reserved(b).saturating_sub(b));
+        let (a, b) = self.overhead;
+        self.overhead = if add { (a.saturating_add(r512), b.saturating_add(res)) } else { (a.saturating_sub(r512), b.saturating_sub(res)) };
     }
 
     fn storage_bytes(&self, s: StorageId) -> u64 {
@@ -560,6 +585,7 @@ impl<'g> Sim<'g> {
         }
         self.cat_of[s as usize] = c;
         let b = self.storage_bytes(s);
+        self.round_overhead(b, true);
         self.add_storage(s, c, b);
     }
 
@@ -568,6 +594,7 @@ impl<'g> Sim<'g> {
             return;
         }
         let b = self.storage_bytes(s);
+        self.round_overhead(b, false);
         match self.g.storages[s as usize].class {
             k if k.is_kv() => self.cur.kv_cache = self.cur.kv_cache.saturating_sub(b),
             k => {
@@ -581,6 +608,7 @@ impl<'g> Sim<'g> {
 
     fn new_grad(&mut self, bytes: Lin, param: bool) -> usize {
         self.grads.push(GradBuf { bytes, refs: 1, param });
+        self.round_overhead(bytes.at(self.batch), true);
         // a parameter's gradient counts as a temporary until AccumulateGrad makes it `.grad`
         self.add_raw(Category::Temporaries, bytes.at(self.batch));
         self.grads.len() - 1
@@ -606,6 +634,7 @@ impl<'g> Sim<'g> {
         if buf.refs == 0 {
             let b = buf.bytes.at(self.batch);
             self.sub_raw(Category::Temporaries, b);
+            self.round_overhead(b, false);
         }
     }
 
@@ -622,8 +651,13 @@ impl<'g> Sim<'g> {
             None => self.cur,
         };
         let total = cur.total();
+        let rounded = (total.saturating_add(self.overhead.0), total.saturating_add(self.overhead.1));
+        self.max_rounded = (self.max_rounded.0.max(rounded.0), self.max_rounded.1.max(rounded.1));
         let pi = self.phase as usize;
         self.phase_peaks[pi] = self.phase_peaks[pi].max(total);
+        if total >= self.peak {
+            self.peak_overhead = self.overhead;
+        }
         if total > self.peak {
             self.peak = total;
             self.peak_phase = self.phase;
@@ -657,6 +691,8 @@ impl<'g> Sim<'g> {
             snapshot: self.snapshot,
             timeline: self.timeline,
             saved_by_op: self.saved_by_op,
+            max_rounded: self.max_rounded,
+            peak_rounded: (self.peak.saturating_add(self.peak_overhead.0), self.peak.saturating_add(self.peak_overhead.1)),
         }
     }
 }

@@ -168,7 +168,10 @@ pub fn row_on(id: &str, spec: &ModelSpec, workload: Workload, format: &str, gpus
         Workload::Serve => return serve_row(id, spec, format, capacity, n, o),
         _ => {}
     }
-    let c = config_of(workload, format, o)?;
+    let mut c = config_of(workload, format, o)?;
+    if c.finetune.has_adapters() && c.finetune.lora_targets.is_empty() {
+        c.finetune.lora_targets = crate::resolve::proposed_lora_targets(spec);
+    }
     // training: DDP over the cards (rank 0 on the smallest); inference: one model per card
     let training = matches!(workload, Workload::Qlora | Workload::Lora | Workload::Full);
     let dist = DistConfig { gpus: if training { n } else { 1 }, ..DistConfig::default() };

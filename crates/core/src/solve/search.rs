@@ -13,8 +13,9 @@
 //!    the bracket closes from both ends. A value that lands on the aimed side resets the margin
 //!    to 1; one that does not (the prediction was off by more) quadruples it.
 //! 3. **Guarantee.** Whenever three steps fail to halve the bracket (a flat stretch, a staircase
-//!    step, a refused value), or the prediction falls outside it, the next value bisects it:
-//!    never more than about `4·log2(range)` estimates.
+//!    step, a refused value) and no gallop is under way (a margin grown past 1 but under half the
+//!    bracket, which crosses the answer within `log4` of the width), or the prediction falls
+//!    outside it, the next value bisects it: `O(log²(range))` estimates at worst.
 //!
 //! The answer is always a value measured to fit next to one measured not to (or the range's
 //! end): exact for any non-decreasing total, whatever the predictions were.
@@ -120,7 +121,11 @@ pub fn largest_by(
     let mut widths = [u64::MAX; 3];
     while b - g > 1 {
         let mid = g + (b - g) / 2;
-        let bisect = (b - g).saturating_mul(2) > widths[0];
+        // a gallop in progress (the last aimed values missed: the margin grows fourfold each
+        // time, so it crosses the answer within log4 of the bracket's width) goes on while its
+        // margin is under half the bracket, instead of bisecting a bracket whose far end is far
+        let galloping = margin > 1.0 && margin < (b - g) as f64 / 2.0;
+        let bisect = (b - g).saturating_mul(2) > widths[0] && !galloping;
         // the answer is floor(r): aim past it, away from the nearest point; a prediction outside
         // the bracket (a staircase step the peaks' slope cannot see) bisects instead
         let aimed = s.predict().filter(|_| !bisect).and_then(|(r, near_fits)| {

@@ -30,6 +30,8 @@ impl CandleStep {
             snapshot: Vec::new(),
             timeline: self.timeline,
             saved_by_op: vec![0; n_ops],
+            max_rounded: (self.peak_rounded512, self.peak_reserved),
+            peak_rounded: (self.peak_rounded512, self.peak_reserved),
         }
     }
 }
