@@ -167,6 +167,11 @@ fn leaf() -> impl Strategy<Value = Value> {
                 "token_mean" => json!({}),
                 "positional_conv" => json!({"hidden_size": a, "kernel_size": s.max(1) + k, "groups": k, "mask_embed": f1}),
                 "relative_embeddings" => json!({"num_embeddings": if f1 { b } else { 0 }, "hidden_size": a, "layer_norm": f2}),
+                "tiled_patch_embed" => json!({"hidden_size": a, "num_channels": k, "patch_size": s.max(1) + 1, "num_tiles": k, "num_aspect_ratios": s + 1}),
+                "tiled_vision_encoder" => json!({"layer": {"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": true}, "num_layers": k, "num_global_layers": s,
+                    "intermediate_layers": if f1 { json!([0]) } else { json!([]) }, "num_tiles": k, "tile_tokens": s.max(1) + k, "num_aspect_ratios": s + 1,
+                    "projection_dim": if f2 { json!(c) } else { json!(null) }}),
+                "gated_cross_attention_layer" => json!({"hidden_size": a, "num_heads": k, "num_kv_heads": if f1 { k } else { 1 }, "intermediate_size": b, "dropout": p}),
                 "disentangled_attention" => json!({"hidden_size": a, "num_heads": k, "relative": f1, "c2p": f2, "p2c": dim > 0, "share_att_key": dim == 1, "dropout": p, "pos_dropout": p / 2.0}),
                 _ => {
                     let mut t = json!({"d_model": a, "nhead": k, "dim_feedforward": b, "norm_first": f1, "gated_mlp": f2, "activation": if f1 { "gelu_new" } else { "relu" }, "norm": if f2 { "rms_norm" } else if dim == 2 { "cohere_layer_norm" } else { "layer_norm" }});
