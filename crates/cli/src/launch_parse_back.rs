@@ -114,6 +114,7 @@ fn llama_server_lines_parse_back_to_their_settings() {
         split_mode: SplitMode::Row,
         swa_full: true,
         mmap: false,
+        op_offload: false,
     };
     let cases = [
         Params::default(),
