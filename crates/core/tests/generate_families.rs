@@ -1,0 +1,61 @@
+//! `generate()` of one small config of each 2025–26 family against transformers 5.24 / torch 2.15
+//! (CPU, 1 thread, fp32, eager, dynamic cache, greedy): `data/generate_families.jsonl`, written by
+//! `tools/measure_generate_families.sh` (`tools/measure_generate_hf.py`: measure_llm.py's
+//! FakeTensorMode + MemTracker generate mirror on any class, its cache bytes counting the
+//! linear-attention layers' conv and recurrent states too). Configs: `tools/generate_configs/`.
+//!
+//! Every family's cache is exact per layer, after the prefill and at the end (`check`: 0.1 %):
+//! sliding layers capped at the window (a dynamic sliding layer keeps a view of its prefill `cat`,
+//! so after the prefill it holds the whole prompt), Mamba's, Jamba's and Qwen3-Next's recurrent
+//! layers a fixed conv + fp32 state per sequence. The peaks are bounded at what is reached: each
+//! test's doc says where the rest is.
+
+mod common;
+use common::generate::{check, records, Record};
+
+fn family(model_type: &str) -> Vec<Record> {
+    let recs: Vec<Record> = records(include_str!("data/generate_families.jsonl"));
+    let recs: Vec<Record> = recs.into_iter().filter(|r| r.label.starts_with(&format!("{model_type}-small "))).collect();
+    assert_eq!(recs.len(), 1, "{model_type}");
+    recs
+}
+
+/// `Gemma3ForCausalLM` (6 layers: five 32-token sliding, one full; prompt 64, 16 new tokens).
+/// Measured: peak and prefill −0.70 %, decode −0.19 %.
+#[test]
+fn gemma3_generation_against_transformers() {
+    check(&family("gemma3_text"), 0.01);
+}
+
+/// `MambaForCausalLM` (2 layers, I = 256, N = 16; prompt 64). Cache exact; the prefill peak is
+/// 9.3 % low and the decode 3.3 % low: without `mamba_ssm` / `causal_conv1d` transformers 5.24
+/// runs the PyTorch reference `causal_conv1d_fn` / `selective_scan_fn` of `modeling_mamba.py`
+/// (`use_kernel_func_from_hub_with_fallback`), whose temporaries `layer/ssm.rs` does not yet
+/// follow op by op.
+#[test]
+fn mamba_generation_against_transformers() {
+    check(&family("mamba"), 0.10);
+}
+
+/// `Qwen3NextForCausalLM` (3 gated-DeltaNet layers and one full; MoE with a shared expert;
+/// prompt 64). Cache exact; prefill −7.5 %, decode +7.3 %: the chunked / recurrent DeltaNet
+/// fallbacks' temporaries are not yet followed op by op.
+#[test]
+fn qwen3_next_generation_against_transformers() {
+    check(&family("qwen3_next"), 0.08);
+}
+
+/// `JambaForCausalLM` (4 layers: Mamba / attention alternating, MoE every other layer; prompt 64).
+/// Cache exact; prefill −4.9 %, decode −0.3 % (the Mamba mixer's prefill as for Mamba).
+#[test]
+fn jamba_generation_against_transformers() {
+    check(&family("jamba"), 0.05);
+}
+
+/// `GptOssForCausalLM` at batch 2, prompt 64, 8 new tokens (the other setting of
+/// `generate.rs::gpt_oss_generation_against_transformers`). Cache exact; prefill −4.5 %,
+/// decode exact.
+#[test]
+fn gpt_oss_batch2_generation_against_transformers() {
+    check(&family("gpt_oss"), 0.05);
+}
