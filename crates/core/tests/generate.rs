@@ -21,14 +21,15 @@ fn llama_generation_matches_transformers() {
 }
 
 /// `generate_hf.jsonl` (tools/measure_generate_hf.py: measure_llm.py's method on any class): a
-/// small GPT-OSS (sinks, alternating 32-token sliding and full layers, biased MoE). The KV cache is
-/// exact per layer (the sliding layers' capped at the window); the peak, in the prefill's MoE, is
-/// 4.8 % low — not yet the 1 % the issue asks for, so the bound here is what is reached.
+/// small GPT-OSS (sinks, alternating 32-token sliding and full layers, biased MoE), batch 1,
+/// prompt 128. The KV cache is exact per layer (the sliding layers' capped at the window); the
+/// peak, in the second layer's MoE, +0.06 % (with the eager probabilities the decoder layer keeps,
+/// both masks, and the gathered expert biases per sample).
 #[test]
 fn gpt_oss_generation_against_transformers() {
     let recs = records(include_str!("data/generate_hf.jsonl"));
     assert_eq!(recs.len(), 1);
-    check(&recs, 0.05);
+    check(&recs, 0.01);
 }
 
 /// `GPT2LMHeadModel(GPT2Config(n_layer=4, n_positions=2048))` (tied `lm_head`, `gelu_new` written

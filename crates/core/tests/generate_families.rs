@@ -21,7 +21,7 @@ fn family(model_type: &str) -> Vec<Record> {
 }
 
 /// `Gemma3ForCausalLM` (6 layers: five 32-token sliding, one full; prompt 64, 16 new tokens).
-/// Measured: peak and prefill −0.70 %, decode −0.19 %.
+/// Measured: peak and prefill −0.35 %, decode −0.19 %.
 #[test]
 fn gemma3_generation_against_transformers() {
     check(&family("gemma3_text"), 0.01);
@@ -53,9 +53,9 @@ fn jamba_generation_against_transformers() {
 }
 
 /// `GptOssForCausalLM` at batch 2, prompt 64, 8 new tokens (the other setting of
-/// `generate.rs::gpt_oss_generation_against_transformers`). Cache exact; prefill −4.5 %,
-/// decode exact.
+/// `generate.rs::gpt_oss_generation_against_transformers`). Cache exact; peak and prefill
+/// +0.06 %, decode exact.
 #[test]
 fn gpt_oss_batch2_generation_against_transformers() {
-    check(&family("gpt_oss"), 0.05);
+    check(&family("gpt_oss"), 0.01);
 }
