@@ -120,16 +120,26 @@ pub fn rule(b: &mut Builder, d: &Dims, act: ValueId, beta: ValueId, g: ValueId) 
     let q3 = tensor(b, "mul", &[qp, cum_exp], qk.clone(), f, &[]);
     let rest = tensor(b, "exp", &[cum], pad_small, f, &[]);
     let k3 = tensor(b, "mul", &[kp, rest], qk, f, &[]);
-    // the loop, one chunk's tensors at a time (`[hv, chunk, d]`); the last chunk's stay bound
+    // the loop, one chunk's tensors at a time (`[hv, chunk, d]`): each iteration's `v_new`,
+    // `inter_chunk_attn` and state stay bound until the next one rebinds them, so from the
+    // second chunk on two of each are live; two iterations are the steady state
     let cv = Shape::new([hv, d.chunk.min(padded), dv]);
-    let read = tensor(b, "matmul", &[k_cum, state0], cv.clone(), f, &[]);
-    let v_new = tensor(b, "sub", &[new_values, read], cv.clone(), f, &[]);
-    let inter = tensor(b, "matmul", &[q3, state0], cv.clone(), f, &[]);
-    let local = tensor(b, "matmul", &[intra, v_new], cv.clone(), f, &[]);
-    tensor(b, "add_into", &[inter, local, out0], cv, f, &[]);
-    let decayed = tensor(b, "mul", &[state0], st.clone(), f, &[]);
-    let update = tensor(b, "matmul", &[k3, v_new], st.clone(), f, &[]);
-    let state = tensor(b, "add", &[decayed, update], st, f, &[]);
+    let (mut state, mut last) = (state0, Vec::new());
+    for _ in 0..(padded / d.chunk).min(2) {
+        let read = tensor(b, "matmul", &[k_cum, state], cv.clone(), f, &[]);
+        let v_new = tensor(b, "sub", &[new_values, read], cv.clone(), f, &[]);
+        let inter = tensor(b, "matmul", &[q3, state], cv.clone(), f, &[]);
+        last.drain(..).for_each(|v| b.hold(v));
+        let local = tensor(b, "matmul", &[intra, v_new], cv.clone(), f, &[]);
+        tensor(b, "add_into", &[inter, local, out0], cv.clone(), f, &[]);
+        let decayed = tensor(b, "mul", &[state], st.clone(), f, &[]);
+        let update = tensor(b, "matmul", &[k3, v_new], st.clone(), f, &[]);
+        let old = state;
+        state = tensor(b, "add", &[decayed, update], st.clone(), f, &[]);
+        b.hold(old);
+        last = vec![v_new, inter];
+    }
+    let (v_new, inter) = (last[0], last[1]);
     let out = tensor(b, "to_contiguous", &[out0], Shape::new([s, hv * dv]), cdt, &[]);
     for v in [vp, betap, decayp, v_beta, k_beta, cum, decay, ut, intra, decayed_k, new_values, k_cum, out0, q3, k3, v_new, inter] {
         b.hold(v);

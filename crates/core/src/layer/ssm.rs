@@ -185,6 +185,13 @@ impl MambaMixer {
             // makes a full-size zero gradient before it is accumulated: one more [I, S, N] at a time
             b.last_bwd_scratch(crate::graph::Lin { fixed: 0, per_sample: big.numel().saturating_mul(4) });
             (tensor(b, "stack", &[states], Shape::new([i, s]), f, &[]), vec![])
+        } else if b.opts.generation.is_some_and(|g| !g.is_prefill()) && s == 1 {
+            // a decode step (`mamba_selective_state_update`): `state.float() * dA + dBx`, a
+            // temporary and the new state, then `ssm_state @ C`
+            let tmp = tensor(b, "mul", &[discrete_a], big.clone(), f, &[]);
+            let state = tensor(b, "add", &[tmp, delta_bu], big.clone(), f, &[]);
+            let out = tensor(b, "matmul", &[state, cm], Shape::new([i, s]), cdt, &[]);
+            (out, vec![discrete_a, discrete_b, delta_bu, state, dt, time_step, act, a])
         } else {
             // no grad (`mamba_selective_scan`'s recurrent loop): one [I, N] `ssm_state` at a time
             // (the last kept), the `S` outputs `scan_output[:, :, 0]` ([I] views of [I, 1]

@@ -157,6 +157,17 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
         let kept: Vec<u32> = g.ops[..=end].iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
         g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
     }
+    // ... and makes them before its first layer (`create_causal_mask`, `self.rotary_emb(...)`
+    // after `embed_tokens`): a hybrid whose first attention layer comes late (Qwen3-Next's
+    // fourth) holds its mask and rotary tables through the recurrent layers before it
+    if let Some(first) = g.ops.iter().position(|o| o.name == "embedding").map(|e| e + 1).filter(|&f| f < head_first) {
+        for i in first + 1..head_first {
+            if PER_FORWARD.contains(&g.ops[i].name) && g.ops[i].name != "embedding" {
+                let allocs = std::mem::take(&mut g.ops[i].allocs);
+                g.ops[first].allocs.extend(allocs);
+            }
+        }
+    }
     let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
     let total = past + tokens;
     // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
