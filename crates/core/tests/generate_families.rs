@@ -23,7 +23,9 @@ fn family(model_type: &str, n: usize) -> Vec<Record> {
 
 /// `Gemma3ForCausalLM` (6 layers: five 32-token sliding, one full): prompt 64 and 16 new
 /// tokens, and prompt 16 and 24 new tokens (the sliding layers fill during the decode).
-/// Measured: peak −0.35 % and −0.00 %, decode −0.19 % and −0.00 %.
+/// Measured: peak −0.35 % and −0.00 %, decode −0.19 % and −0.00 %. The rest at prompt 64:
+/// `Gemma3TextModel.forward` makes one cos/sin pair per layer type (`for layer_type in
+/// set(config.layer_types)`: the local base for the sliding layers), the core's spec one pair.
 #[test]
 fn gemma3_generation_against_transformers() {
     check(&family("gemma3_text", 2), 0.01);
