@@ -115,11 +115,15 @@ pub struct Builder {
     pub seq_shards: u64,
     /// Persistent buffers shared by name and dtype (see [`Builder::shared_buffer`]).
     shared_buffers: Vec<(&'static str, DType, u32)>,
+    /// Values a decoder layer keeps in a local until it returns, from a block inside it (the
+    /// eager attention probabilities of `hidden_states, _ = self.self_attn(...)`): a `repeat`
+    /// holds them to the end of each repetition (one decoder layer), see `resolve.rs`.
+    pub layer_locals: Vec<ValueId>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {

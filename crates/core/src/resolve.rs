@@ -397,7 +397,13 @@ impl Resolver {
                 for i in 0..*times {
                     self.b.frozen = frozen || i < freeze_first;
                     let opened = self.b.begin_unit();
+                    // one repetition is one decoder layer: what its blocks leave in its locals
+                    // lives until it returns (a local of a block outside is not its to keep)
+                    self.b.layer_locals.clear();
                     let r = self.sequence(body, y, at, Slot::Body, Some(i), depth + 1);
+                    for v in std::mem::take(&mut self.b.layer_locals) {
+                        self.b.hold(v);
+                    }
                     if opened {
                         self.b.end_unit();
                     }

@@ -7,33 +7,7 @@
 //! `jq -c 'select(.method == "memtracker_fake")' kvcache.jsonl > tests/data/kvcache.jsonl`.
 
 mod common;
-use common::generate::{records, rel, Record};
-use vramcalc_core::Estimate;
-
-/// Checks every record; returns the median absolute error of the peak and prints a table.
-fn check(recs: &[Record], max_err: f64) -> f64 {
-    let mut errs = Vec::new();
-    let mut failures = Vec::new();
-    println!("{:<52} {:>13} {:>8} {:>8} {:>8} {:>8}", "record", "measured", "peak", "prefill", "decode", "kv end");
-    for r in recs {
-        let e: Estimate = vramcalc_core::estimate(&r.spec, &r.config).unwrap();
-        let g = e.generation.as_ref().unwrap();
-        let (p, pf, d) = (rel(e.peak_bytes, r.peak), rel(g.prefill_peak_bytes, r.prefill), rel(g.decode_peak_bytes, r.decode));
-        let kv = rel(g.kv_cache_bytes, r.kv_end);
-        println!("{:<52} {:>13} {:>+7.2}% {:>+7.2}% {:>+7.2}% {:>+7.2}%", r.label, r.peak, p * 100.0, pf * 100.0, d * 100.0, kv * 100.0);
-        if p.abs() > max_err || pf.abs() > max_err || d.abs() > max_err {
-            failures.push(format!("{}: peak {:+.2} %, prefill {:+.2} %, decode {:+.2} %", r.label, p * 100.0, pf * 100.0, d * 100.0));
-        }
-        if kv.abs() > 0.001 {
-            failures.push(format!("{}: KV cache at the end measured {} estimated {}", r.label, r.kv_end, g.kv_cache_bytes));
-        }
-        errs.push(p.abs());
-    }
-    errs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let median = errs[errs.len() / 2];
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    median
-}
+use common::generate::{check, records};
 
 /// `LlamaForCausalLM` (hidden 1024, 4 layers, 16 heads, 4 KV heads) in fp16 and bf16, batch 1
 /// and 8, prompts of 128 and 1,024 tokens, 16 and 64 new tokens, dynamic and static caches,
@@ -46,21 +20,22 @@ fn llama_generation_matches_transformers() {
     assert!(median <= 0.01, "median error {:.3} %", median * 100.0);
 }
 
-/// `GPT2LMHeadModel(GPT2Config(n_layer=4, n_positions=2048))` (tied `lm_head`, `gelu_new` written
-/// in Python ops, learned positions) measured for this repository with the same harness:
-/// `python shared/reference/llm/measure_llm.py --configs-json tests/data/gpt2_generate.configs.json
-/// --out tests/data/gpt2_generate.jsonl` (torch 2.15.0, transformers 5.24.0, CPU, 1 thread).
 /// `generate_hf.jsonl` (tools/measure_generate_hf.py: measure_llm.py's method on any class): a
-/// small GPT-OSS (sinks, alternating 32-token sliding and full layers, biased MoE). The KV cache is
-/// exact per layer (the sliding layers' capped at the window); the peak, in the prefill's MoE, is
-/// 4.8 % low — not yet the 1 % the issue asks for, so the bound here is what is reached.
+/// small GPT-OSS (sinks, alternating 32-token sliding and full layers, biased MoE), batch 1,
+/// prompt 128. The KV cache is exact per layer (the sliding layers' capped at the window); the
+/// peak, in the second layer's MoE, +0.06 % (with the eager probabilities the decoder layer keeps,
+/// both masks, and the gathered expert biases per sample).
 #[test]
 fn gpt_oss_generation_against_transformers() {
     let recs = records(include_str!("data/generate_hf.jsonl"));
     assert_eq!(recs.len(), 1);
-    check(&recs, 0.05);
+    check(&recs, 0.01);
 }
 
+/// `GPT2LMHeadModel(GPT2Config(n_layer=4, n_positions=2048))` (tied `lm_head`, `gelu_new` written
+/// in Python ops, learned positions) measured for this repository with the same harness:
+/// `python shared/reference/llm/measure_llm.py --configs-json tests/data/gpt2_generate.configs.json
+/// --out tests/data/gpt2_generate.jsonl` (torch 2.15.0, transformers 5.24.0, CPU, 1 thread).
 #[test]
 fn gpt2_generation_matches_transformers() {
     let recs = records(include_str!("data/gpt2_generate.jsonl"));

@@ -159,8 +159,12 @@ impl MultiheadAttention {
         Ok((hd, kv))
     }
 
+    /// As a block of its own (a `residual` of a `repeat`): the probabilities go to the
+    /// enclosing decoder layer's locals (`Builder::layer_locals`).
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
-        Ok(self.lower_with_weights(b, x)?.0)
+        let (out, weights) = self.lower_with_weights(b, x)?;
+        b.layer_locals.extend(weights);
+        Ok(out)
     }
 
     /// Also returns the attention probabilities (eager only), which Hugging Face layers return

@@ -12,12 +12,15 @@
 //! are fewer key heads), their L2 norms, `k_beta` and `v_beta`, the `[v_heads, S, 64]` pairwise
 //! decays, the `ut_system` and intra-chunk attention of that size, `solve_triangular`'s new
 //! values and `k_cumdecay`, one `[v_heads, Dk, Dv]` state per chunk saved by the chunk loop, and
-//! the output. In `generate()` the layer caches its conv and recurrent state (`state_cache.rs`).
+//! the output: the training path. Under `no_grad` (generation, inference) the rules run as
+//! `gated_delta_infer.rs` follows them, with their Python locals. In `generate()` the layer
+//! caches its conv and recurrent state (`state_cache.rs`).
 
 use super::activation::{unary, Saves};
 use super::linear::Linear;
 use super::activation::mul;
 use super::ssm::{causal_conv, rms, seq_of, tensor};
+use super::gated_delta_infer::{rule, Dims};
 use super::state_cache::{cache_states, StateSize};
 use super::{positive, LayerResult};
 use crate::lower::Builder;
@@ -83,9 +86,21 @@ impl GatedDeltaNet {
         let cdt = b.dtype(qkvz);
         // `z` stays a view of the projection (the norm's SiLU saves it, keeping all of `qkvz`);
         // `torch.cat((q, k, v))` for the conv
-        let z = b.view(qkvz, Shape::new([s, vd]));
-        let mixed = tensor(b, "cat", &[qkvz], Shape::new([conv_dim, s]), cdt, &[]);
+        let infer = !b.opts.training;
+        let (z, mixed, copies) = if infer {
+            // no_grad (`gated_delta_infer.rs`): `fix_query_key_value_ordering`'s reshapes of the
+            // strided splits copy v and z, `x.reshape(b, s, -1)` q and k; the cat reads them.
+            // `z` lives to the norm; q, k, v until `torch.split` rebinds them after the conv
+            let cp = |b: &mut Builder, n: u64| tensor(b, "reshape", &[qkvz], Shape::new([s, n]), cdt, &[]);
+            let (q, k, v, z) = (cp(b, kd), cp(b, kd), cp(b, vd), cp(b, vd));
+            let mixed = tensor(b, "cat", &[q, k, v], Shape::new([conv_dim, s]), cdt, &[]);
+            (z, mixed, vec![q, k, v])
+        } else {
+            let z = b.view(qkvz, Shape::new([s, vd]));
+            (z, tensor(b, "cat", &[qkvz], Shape::new([conv_dim, s]), cdt, &[]), vec![])
+        };
         let act = causal_conv(b, mixed, conv_dim, self.conv_kernel, s, false);
+        copies.into_iter().for_each(|v| b.hold(v));
         // beta = b.sigmoid(); g = -A_log.float().exp() * softplus(a.float() + dt_bias)
         let f = DType::F32;
         let bv = b.view(ba, Shape::new([s, hv]));
@@ -96,7 +111,39 @@ impl GatedDeltaNet {
         let sp = tensor(b, "add", &[bv, dt_bias], Shape::new([s, hv]), f, &[]);
         let sp = unary(b, "softplus", sp, Saves::Input);
         let g = tensor(b, "mul", &[a, sp], Shape::new([s, hv]), f, &[a, sp]);
-        // the chunked rule in fp32, q and k at v_heads, padded to whole chunks
+        let (out, state) = if infer {
+            let decode = b.opts.generation.is_some_and(|g| !g.is_prefill()) && s == 1;
+            let dims = Dims { hv, nk: self.num_k_heads, dk, dv, chunk: CHUNK, seq: s, decode, dtype: cdt };
+            let (out, state) = rule(b, &dims, act, beta, g);
+            (out, Some(state))
+        } else {
+            (self.chunked_train(b, act, beta, g, s, cdt), None)
+        };
+        // `Qwen3NextRMSNormGated(core_attn_out, z)` per head: the norm first (fp32), `weight [Dv]`,
+        // then `* silu(z.float())`, cast back; then `out_proj`
+        let xf = b.cast(out, f);
+        let normed = rms(b, xf);
+        let normed = b.cast(normed, cdt);
+        let w = b.param(Shape::new([dv]));
+        let wn = mul(b, w, normed);
+        let zf = b.cast(z, f);
+        let gate = unary(b, "silu", zf, Saves::Input);
+        let y = mul(b, wn, gate);
+        let y = b.cast(y, cdt);
+        let y = lin(vd, h).lower(b, y)?;
+        if infer {
+            // the forward's locals until it returns: both projections, the conv output (q, k,
+            // v are its views), beta, g and the returned `last_recurrent_state`
+            [qkvz, ba, act, beta, g].into_iter().chain(state).for_each(|v| b.hold(v));
+        }
+        cache_states(b, self.state());
+        Ok(y)
+    }
+
+    /// The chunked rule as training runs it: what its backward saves (module docs).
+    fn chunked_train(&self, b: &mut Builder, act: ValueId, beta: ValueId, g: ValueId, s: u64, cdt: DType) -> ValueId {
+        let (hv, dk, dv) = (self.num_v_heads, self.head_k_dim, self.head_v_dim);
+        let f = DType::F32;
         let padded = s.div_ceil(CHUNK).saturating_mul(CHUNK);
         let chunks = padded / CHUNK;
         let qk = Shape::new([hv, padded, dk]);
@@ -133,21 +180,7 @@ impl GatedDeltaNet {
         let states = tensor(b, "chunk_loop_states", &[k_cum, q, k, new_values], Shape::new([chunks, hv, dk, dv]), f, &[k_cum, q, k]);
         let v_new = tensor(b, "chunk_loop_values", &[new_values, states], vv.clone(), f, &[new_values, states, intra]);
         let out = tensor(b, "chunk_loop_out", &[intra, v_new, states], vv, f, &[]);
-        let out = tensor(b, "to", &[out], Shape::new([s, vd]), cdt, &[]);
-        // `Qwen3NextRMSNormGated(core_attn_out, z)` per head: the norm first (fp32), `weight [Dv]`,
-        // then `* silu(z.float())`, cast back; then `out_proj`
-        let xf = b.cast(out, f);
-        let normed = rms(b, xf);
-        let normed = b.cast(normed, cdt);
-        let w = b.param(Shape::new([dv]));
-        let wn = mul(b, w, normed);
-        let zf = b.cast(z, f);
-        let act = unary(b, "silu", zf, Saves::Input);
-        let y = mul(b, wn, act);
-        let y = b.cast(y, cdt);
-        let y = lin(vd, h).lower(b, y)?;
-        cache_states(b, self.state());
-        Ok(y)
+        tensor(b, "to", &[out], Shape::new([s, self.value_dim()]), cdt, &[])
     }
 }
 

@@ -233,7 +233,7 @@ fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v
     let dt = b.dtype(q);
     let masked = explicit_mask(&step, &geo, attended);
     if masked {
-        mask(b, ql, attended, DType::Bool);
+        mask(b, "sdpa_mask", ql, attended, DType::Bool);
     }
     let backend = sdpa_backend(b.opts.device, dt, geo.head_dim, masked, 0.0);
     let grouped = geo.kv_heads != geo.heads;
@@ -270,7 +270,10 @@ fn eager(b: &mut Builder, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, att
         scores = unary(b, "mul_scalar", scores, Saves::Nothing);
     }
     // `eager_mask`: `torch.where(mask, 0, min)` in the model's dtype, `[b, 1, Q, L]`
-    let m = mask(b, ql, attended, b.float_dtype());
+    // a model with sliding and full layers builds both masks (`create_causal_mask` and
+    // `create_sliding_window_causal_mask` in its `causal_mask_mapping`), even of one shape
+    let name = if geo.sliding_window.is_some() { "eager_mask_sliding" } else { "eager_mask" };
+    let m = mask(b, name, ql, attended, b.float_dtype());
     let scores = add(b, scores, m);
     let mut locals_extra = None;
     let probs = if geo.sinks {
@@ -307,9 +310,8 @@ fn eager(b: &mut Builder, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, att
 
 /// The attention mask of this forward, built once and passed to every layer: eager's float
 /// mask is one per sample (`[b, 1, Q, L]`), SDPA's boolean one is expanded over the batch (a view).
-fn mask(b: &mut Builder, ql: u64, kv: u64, dt: DType) -> ValueId {
+fn mask(b: &mut Builder, name: &'static str, ql: u64, kv: u64, dt: DType) -> ValueId {
     let shape = Shape::new([ql, kv]);
-    let name = if dt == DType::Bool { "sdpa_mask" } else { "eager_mask" };
     b.per_forward(name, &shape, |b| {
         let m = b.op(name, &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
         if dt != DType::Bool {

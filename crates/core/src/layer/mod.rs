@@ -9,6 +9,7 @@ pub mod conv;
 pub mod embedding;
 pub mod fused_ce;
 pub mod gated_delta;
+pub mod gated_delta_infer;
 pub mod lightning;
 pub mod disentangled;
 pub mod swin;

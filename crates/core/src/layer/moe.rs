@@ -327,6 +327,8 @@ fn gathered_bias_add(b: &mut Builder, out: ValueId, bias: ValueId, rows: u64, n:
     let dt = b.dtype(bias);
     let index = (Shape::new([rows]), true, DType::I64);
     let g = b.op("index", &[bias], &[(Shape::new([rows, n]), dt)], &[], false, &[index], GradRule::Alloc)[0];
+    // one row per routed token: per sample, though gathered from a parameter
+    b.set_batched(g);
     (add(b, out, g), g)
 }
 

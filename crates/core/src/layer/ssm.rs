@@ -9,6 +9,9 @@
 //! * Mamba (`mamba_selective_scan`'s sequential loop): `discrete_A = exp(A · dt)` and
 //!   `deltaB_u = dt · B · x` are `[I, S, N]` fp32 tensors, and the loop's `S` new `[I, N]`
 //!   states are all saved for backward (one `[I, S, N]` in total).
+//!   Under `no_grad` the loop keeps one `[I, N]` state and lists the `S` outputs, and
+//!   `discrete_A`, `discrete_B` and `deltaB_u` stay the scan's locals until it returns (its
+//!   peak: measured in `tests/generate_families.rs`).
 //! * Mamba-2 (`mamba2_chunk_scan`, chunks of `chunk_size` Q): `B`, `C` repeated to the heads
 //!   (`[S, h, N]` fp32), `F.pad` copies of x, A, B, C (`pad_tensor_by_size` copies even by 0),
 //!   the intra-chunk `L`, `G`, `M` (`[S, Q, h]` fp32 each), `B_decay`, the per-chunk states
@@ -173,17 +176,38 @@ impl MambaMixer {
         let da = tensor(b, "mul", &[a, dt], big.clone(), f, &[a, dt]);
         let discrete_a = b.op("exp", &[da], &[(big.clone(), f)], &[], true, &[], GradRule::Alloc)[0];
         let discrete_b = tensor(b, "mul", &[dt, bm], big.clone(), f, &[dt, bm]);
-        let delta_bu = tensor(b, "mul", &[discrete_b, hidden], big.clone(), f, &[discrete_b, hidden]);
-        // the loop: `S` new [I, N] states, each saved by the next step's mul and its matmul with C
-        let states = b.op("scan_loop", &[discrete_a, delta_bu, cm], &[(big.clone(), f)], &[discrete_a, cm], true, &[], GradRule::Alloc)[0];
-        // backward: each step's `SelectBackward` of `discrete_A[:, :, i]` and `deltaB_u[:, :, i]`
-        // makes a full-size zero gradient before it is accumulated: one more [I, S, N] at a time
-        b.last_bwd_scratch(crate::graph::Lin { fixed: 0, per_sample: big.numel().saturating_mul(4) });
-        let y = tensor(b, "stack", &[states], Shape::new([i, s]), f, &[]);
-        let skip = mul(b, hidden, d);
+        // the scan's `hidden_states` is the conv's output (`hidden_states_B_C` after `causal_conv1d_fn`)
+        let delta_bu = tensor(b, "mul", &[discrete_b, act], big.clone(), f, &[discrete_b, act]);
+        let (y, locals) = if b.opts.training {
+            // the loop: `S` new [I, N] states, each saved by the next step's mul and its matmul with C
+            let states = b.op("scan_loop", &[discrete_a, delta_bu, cm], &[(big.clone(), f)], &[discrete_a, cm], true, &[], GradRule::Alloc)[0];
+            // backward: each step's `SelectBackward` of `discrete_A[:, :, i]` and `deltaB_u[:, :, i]`
+            // makes a full-size zero gradient before it is accumulated: one more [I, S, N] at a time
+            b.last_bwd_scratch(crate::graph::Lin { fixed: 0, per_sample: big.numel().saturating_mul(4) });
+            (tensor(b, "stack", &[states], Shape::new([i, s]), f, &[]), vec![])
+        } else if b.opts.generation.is_some_and(|g| !g.is_prefill()) && s == 1 {
+            // a decode step (`mamba_selective_state_update`): `state.float() * dA + dBx`, a
+            // temporary and the new state, then `ssm_state @ C`
+            let tmp = tensor(b, "mul", &[discrete_a], big.clone(), f, &[]);
+            let state = tensor(b, "add", &[tmp, delta_bu], big.clone(), f, &[]);
+            let out = tensor(b, "matmul", &[state, cm], Shape::new([i, s]), cdt, &[]);
+            (out, vec![discrete_a, discrete_b, delta_bu, state, dt, time_step, act, a])
+        } else {
+            // no grad (`mamba_selective_scan`'s recurrent loop): one [I, N] `ssm_state` at a time
+            // (the last kept), the `S` outputs `scan_output[:, :, 0]` ([I] views of [I, 1]
+            // matmuls, in the input dtype) listed in `scan_outputs`, then `torch.stack`
+            let outs = tensor(b, "scan_outputs", &[discrete_a, delta_bu, cm], Shape::new([i, s]), cdt, &[]);
+            let state = tensor(b, "ssm_state", &[outs], Shape::new([i, n]), cdt, &[]);
+            (tensor(b, "stack", &[outs], Shape::new([i, s]), cdt, &[]), vec![discrete_a, discrete_b, delta_bu, outs, state, dt, time_step, act, a])
+        };
+        let skip = mul(b, act, d);
         let y = add(b, y, skip);
         let z = unary(b, "silu", gate, Saves::Input);
         let y = mul(b, y, z);
+        // `discrete_A`, `discrete_B`, `deltaB_u`, the list, the state and `dt` are the scan's
+        // locals until it returns (modeling_mamba.py `mamba_selective_scan`); `A`, `time_step`
+        // and the conv output (`hidden_states_B_C`) the mixer's
+        locals.into_iter().for_each(|v| b.hold(v));
         let compute = b.dtype(proj);
         let y = b.cast(y, compute);
         let y = b.view(y, Shape::new([s, i]));

@@ -34,7 +34,7 @@ use {
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "sdpa_mask"];
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
 
 /// Points the decode series keeps (enough for a chart).
 const SERIES_POINTS: usize = 600;
@@ -156,6 +156,17 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     if let Some(end) = head_first.checked_sub(1) {
         let kept: Vec<u32> = g.ops[..=end].iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
         g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
+    }
+    // ... and makes them before its first layer (`create_causal_mask`, `self.rotary_emb(...)`
+    // after `embed_tokens`): a hybrid whose first attention layer comes late (Qwen3-Next's
+    // fourth) holds its mask and rotary tables through the recurrent layers before it
+    if let Some(first) = g.ops.iter().position(|o| o.name == "embedding").map(|e| e + 1).filter(|&f| f < head_first) {
+        for i in first + 1..head_first {
+            if PER_FORWARD.contains(&g.ops[i].name) && g.ops[i].name != "embedding" {
+                let allocs = std::mem::take(&mut g.ops[i].allocs);
+                g.ops[first].allocs.extend(allocs);
+            }
+        }
     }
     let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
     let total = past + tokens;

@@ -15,6 +15,7 @@ pub struct Record {
     pub prefill: u64,
     pub decode: u64,
     pub kv_end: u64,
+    pub kv_prefill: u64,
 }
 
 pub fn spec_of(r: &Value) -> ModelSpec {
@@ -70,8 +71,39 @@ pub fn records(text: &str) -> Vec<Record> {
             prefill: phase["prefill"].as_u64().unwrap(),
             decode: phase["decode"].as_u64().unwrap(),
             kv_end: r["kv_cache_bytes_end"].as_u64().unwrap(),
+            kv_prefill: r["kv_cache_bytes_after_prefill"].as_u64().unwrap(),
         }
     }).collect()
+}
+
+/// Checks every record: the peak and the prefill and decode peaks within `max_err`, the cache
+/// after the prefill and at the end exact (0.1 %). Returns the median absolute error of the peak
+/// and prints a table.
+pub fn check(recs: &[Record], max_err: f64) -> f64 {
+    let mut errs = Vec::new();
+    let mut failures = Vec::new();
+    println!("{:<52} {:>13} {:>8} {:>8} {:>8} {:>8}", "record", "measured", "peak", "prefill", "decode", "kv end");
+    for r in recs {
+        let e: vramcalc_core::Estimate = vramcalc_core::estimate(&r.spec, &r.config).unwrap();
+        let g = e.generation.as_ref().unwrap();
+        let (p, pf, d) = (rel(e.peak_bytes, r.peak), rel(g.prefill_peak_bytes, r.prefill), rel(g.decode_peak_bytes, r.decode));
+        let kv = rel(g.kv_cache_bytes, r.kv_end);
+        println!("{:<52} {:>13} {:>+7.2}% {:>+7.2}% {:>+7.2}% {:>+7.2}%", r.label, r.peak, p * 100.0, pf * 100.0, d * 100.0, kv * 100.0);
+        if p.abs() > max_err || pf.abs() > max_err || d.abs() > max_err {
+            failures.push(format!("{}: peak {:+.2} %, prefill {:+.2} %, decode {:+.2} %", r.label, p * 100.0, pf * 100.0, d * 100.0));
+        }
+        if kv.abs() > 0.001 {
+            failures.push(format!("{}: KV cache at the end measured {} estimated {}", r.label, r.kv_end, g.kv_cache_bytes));
+        }
+        if rel(g.kv_cache_bytes_after_prefill, r.kv_prefill).abs() > 0.001 {
+            failures.push(format!("{}: KV cache after the prefill measured {} estimated {}", r.label, r.kv_prefill, g.kv_cache_bytes_after_prefill));
+        }
+        errs.push(p.abs());
+    }
+    errs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median = errs[errs.len() / 2];
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    median
 }
 
 pub fn rel(est: u64, meas: u64) -> f64 {
