@@ -24,7 +24,7 @@ It also writes each tiny pipeline's model_index.json and components' config.json
 crates/core/tests/data/diffusion_pipeline/<name>/, the files the core reads with --model-index.
 Run with torch 2.15, diffusers 0.42.1, transformers 5.24, accelerate 1.15 (torch.set_num_threads(1)).
 """
-import sys, json, os, weakref, warnings
+import functools, json, os, sys, weakref, warnings
 import torch
 warnings.filterwarnings("ignore")
 torch.set_num_threads(1)
@@ -68,7 +68,8 @@ FakeTensor.__new__ = _fnew
 # (the kernel the component records ran; output plus an fp32 [B, H, Sq] log-sum-exp, like the
 # GPU's flash / memory-efficient kernels), whose meta kernel serves any fake device.
 _real_sdpa = torch.nn.functional.scaled_dot_product_attention
-def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    q, k, v = query, key, value
     if enable_gqa and k.shape[-3] != q.shape[-3]:
         return _real_sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
@@ -128,6 +129,22 @@ def sd(sch):
     return pipe
 
 
+FLUX = dict(patch_size=1, in_channels=16, num_layers=2, num_single_layers=2, attention_head_dim=16, num_attention_heads=4,
+            joint_attention_dim=48, pooled_projection_dim=32, guidance_embeds=True, axes_dims_rope=[4, 6, 6])
+T5 = dict(d_model=48, d_ff=96, d_kv=12, num_heads=4, num_layers=2, vocab_size=1000, feed_forward_proj="gated-gelu")
+# Flux's VAE: no quant convs; 4 latent channels packed 2×2 into the transformer's 16
+FLUX_VAE = dict(VAE, use_quant_conv=False, use_post_quant_conv=False, scaling_factor=0.3611, shift_factor=0.1159)
+
+
+def flux(sch):
+    import transformers
+    from diffusers import FluxPipeline, FluxTransformer2DModel, AutoencoderKL
+    te = transformers.CLIPTextModel(transformers.CLIPTextConfig(**CLIP))
+    te2 = transformers.T5EncoderModel(transformers.T5Config(**T5))
+    return FluxPipeline(scheduler=sch, vae=AutoencoderKL(**FLUX_VAE), text_encoder=te, tokenizer=Tok(77), text_encoder_2=te2,
+                        tokenizer_2=Tok(512), transformer=FluxTransformer2DModel(**FLUX))
+
+
 def dump(pipe, cls, d):
     """model_index.json and each component's config.json, as a diffusers repository lays them out."""
     index = {"_class_name": cls}
@@ -149,14 +166,15 @@ def dump(pipe, cls, d):
     with open(f"{d}/model_index.json", "w") as f:
         json.dump(index, f, indent=1)
 
-def scheduler():
-    """An EulerDiscreteScheduler made outside fake mode (set_timesteps goes through numpy), its
+def scheduler(cls):
+    """A scheduler made outside fake mode (set_timesteps goes through numpy), its
     sigmas kept as floats (step() compares sigma with floats: data-dependent under fake mode)."""
-    from diffusers import EulerDiscreteScheduler
+    import diffusers
     from torch._subclasses.fake_tensor import unset_fake_temporarily
-    sch = EulerDiscreteScheduler()
+    sch = getattr(diffusers, cls)()
     real_set = sch.set_timesteps
 
+    @functools.wraps(real_set)  # retrieve_timesteps reads its signature (sigmas=, timesteps=)
     def set_timesteps(*a, device=None, **k):
         with unset_fake_temporarily():
             real_set(*a, device="cpu", **k)
@@ -180,9 +198,9 @@ def offload(pipe, mode):
                                   offload_type="block_level", num_blocks_per_group=1)
 
 
-def run(name, build, cls, mode, W, H, steps=2, dump_dir=None):
+def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=None):
     tr = Track()
-    sch = scheduler()
+    sch = scheduler(sched)
     with FakeTensorMode(allow_non_fake_inputs=True), tr:
         pipe = build(sch)
         pipe.set_progress_bar_config(disable=True)
@@ -200,25 +218,31 @@ def run(name, build, cls, mode, W, H, steps=2, dump_dir=None):
         pipe.vae.decode = decode
         setup = dict(tr.cur)
         tr.reset_peak()
-        out = pipe("a", height=H, width=W, num_inference_steps=steps, output_type="pt", guidance_scale=7.0)
+        kw = {"max_sequence_length": text_len} if text_len else {"guidance_scale": 7.0}
+        out = pipe("a", height=H, width=W, num_inference_steps=steps, output_type="pt", **kw)
         assert tuple(out.images.shape) == (1, 3, H, W) and str(out.images.device) == "cuda:0", out.images.shape
-    return {"name": name, "pipeline": cls, "mode": mode, "width": W, "height": H, "steps": steps, "guidance": "cfg",
+    return {"name": name, "pipeline": cls, "mode": mode, "width": W, "height": H, "steps": steps, "guidance": "distilled" if text_len else "cfg", "text_len": text_len,
             "dtype": "fp32", "method": "fake_cuda_standin_alloc",
             "peak_bytes": tr.peak.get("cuda:0", 0), "cpu_bytes_before_call": setup.get("cpu", 0),
             "gpu_bytes_before_call": setup.get("cuda:0", 0),
             "stages": {k[0]: v for k, v in tr.stage_peak.items() if k[1] == "cuda:0" and k[0] != "setup"}}
 
 
-PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", [(64, 64), (128, 96)])]
+# (name, builder, pipeline class, scheduler class, sizes, T5 prompt length)
+PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", "EulerDiscreteScheduler", [(64, 64), (128, 96)], None),
+         ("tiny-flux", flux, "FluxPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32)]
 
 
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "core", "tests", "data", "diffusion_pipeline")
-    for name, build, cls, sizes in PIPES:
+    only = sys.argv[1:]
+    for name, build, cls, sched, sizes, text_len in PIPES:
+        if only and name not in only:
+            continue
         for i, (W, H) in enumerate(sizes):
             for mode in ["none", "model", "sequential", "group"]:
                 d = os.path.join(root, name) if i == 0 and mode == "none" else None
-                rec = run(name, build, cls, mode, W, H, dump_dir=d)
+                rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, dump_dir=d)
                 print(json.dumps(rec, sort_keys=True), flush=True)
                 print(name, W, H, mode, rec["peak_bytes"], rec["stages"], file=sys.stderr, flush=True)
 
