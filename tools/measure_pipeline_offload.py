@@ -129,6 +129,20 @@ def sd(sch):
     return pipe
 
 
+UNETXL = dict(UNET, down_block_types=["DownBlock2D", "CrossAttnDownBlock2D"], up_block_types=["CrossAttnUpBlock2D", "UpBlock2D"],
+              cross_attention_dim=64, attention_head_dim=[2, 4], transformer_layers_per_block=[1, 2], use_linear_projection=True,
+              addition_embed_type="text_time", addition_time_embed_dim=8, projection_class_embeddings_input_dim=80)
+
+
+def sdxl(sch):
+    import transformers
+    from diffusers import StableDiffusionXLPipeline, UNet2DConditionModel, AutoencoderKL
+    te = transformers.CLIPTextModel(transformers.CLIPTextConfig(**CLIP))
+    te2 = transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**dict(CLIP, hidden_act="gelu", projection_dim=32)))
+    return StableDiffusionXLPipeline(vae=AutoencoderKL(**VAE), text_encoder=te, text_encoder_2=te2, tokenizer=Tok(77), tokenizer_2=Tok(77),
+                                     unet=UNet2DConditionModel(**UNETXL), scheduler=sch, add_watermarker=False)
+
+
 FLUX = dict(patch_size=1, in_channels=16, num_layers=2, num_single_layers=2, attention_head_dim=16, num_attention_heads=4,
             joint_attention_dim=48, pooled_projection_dim=32, guidance_embeds=True, axes_dims_rope=[4, 6, 6])
 T5 = dict(d_model=48, d_ff=96, d_kv=12, num_heads=4, num_layers=2, vocab_size=1000, feed_forward_proj="gated-gelu")
@@ -230,6 +244,7 @@ def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=No
 
 # (name, builder, pipeline class, scheduler class, sizes, T5 prompt length)
 PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", "EulerDiscreteScheduler", [(64, 64), (128, 96)], None),
+         ("tiny-sdxl", sdxl, "StableDiffusionXLPipeline", "EulerDiscreteScheduler", [(64, 64), (96, 128)], None),
          ("tiny-flux", flux, "FluxPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32)]
 
 

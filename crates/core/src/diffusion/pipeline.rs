@@ -373,6 +373,10 @@ impl PipelineSpec {
             let act = f.activations();
             stages.push(StageReport { name: stage, component: name.clone(), peak: gpu.saturating_add(act), activations: act, gpu_weights: gpu, cpu_weights: cpu, resident, batch: *batch, note: note.clone() });
         }
+        // between `enable_*_offload()` and the first forward (and again after
+        // `maybe_free_model_hooks()`) every component is offloaded: model offload's
+        // `self.to("cpu")` puts all of them in CPU RAM at once (measured: `cpu_bytes_before_call`)
+        let idle_cpu = weights.iter().map(|(_, w, _, _)| s.offload.on_cpu(w, false)).fold(0, u64::saturating_add);
         let top = stages.iter().max_by_key(|st| st.peak).ok_or_else(|| Error::Config("the pipeline has no stages".into()))?;
         let components = weights
             .iter()
@@ -383,7 +387,7 @@ impl PipelineSpec {
             peak_stage: top.name.clone(),
             params: weights.iter().map(|w| w.3).fold(0, u64::saturating_add),
             gpu_bytes: top.peak,
-            cpu_ram_bytes: stages.iter().map(|st| st.cpu_weights).max().unwrap_or(0),
+            cpu_ram_bytes: stages.iter().map(|st| st.cpu_weights).max().unwrap_or(0).max(idle_cpu),
             stages,
             components,
             width,
