@@ -212,11 +212,13 @@ def offload(pipe, mode):
                                   offload_type="block_level", num_blocks_per_group=1)
 
 
-def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=None):
+def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=None, dtype="fp32"):
     tr = Track()
     sch = scheduler(sched)
     with FakeTensorMode(allow_non_fake_inputs=True), tr:
         pipe = build(sch)
+        if dtype != "fp32":
+            pipe.to(dtype={"bf16": torch.bfloat16, "fp16": torch.float16}[dtype])
         pipe.set_progress_bar_config(disable=True)
         if dump_dir:
             dump(pipe, cls, dump_dir)
@@ -236,7 +238,7 @@ def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=No
         out = pipe("a", height=H, width=W, num_inference_steps=steps, output_type="pt", **kw)
         assert tuple(out.images.shape) == (1, 3, H, W) and str(out.images.device) == "cuda:0", out.images.shape
     return {"name": name, "pipeline": cls, "mode": mode, "width": W, "height": H, "steps": steps, "guidance": "distilled" if text_len else "cfg", "text_len": text_len,
-            "dtype": "fp32", "method": "fake_cuda_standin_alloc",
+            "dtype": dtype, "method": "fake_cuda_standin_alloc",
             "peak_bytes": tr.peak.get("cuda:0", 0), "cpu_bytes_before_call": setup.get("cpu", 0),
             "gpu_bytes_before_call": setup.get("cuda:0", 0),
             "stages": {k[0]: v for k, v in tr.stage_peak.items() if k[1] == "cuda:0" and k[0] != "setup"}}
@@ -254,12 +256,13 @@ def main():
     for name, build, cls, sched, sizes, text_len in PIPES:
         if only and name not in only:
             continue
-        for i, (W, H) in enumerate(sizes):
+        # fp32 at each size, and bf16 (`torch_dtype=torch.bfloat16`) at the first
+        for i, (W, H, dtype) in enumerate([(w, h, "fp32") for w, h in sizes] + [(*sizes[0], "bf16")]):
             for mode in ["none", "model", "sequential", "group"]:
                 d = os.path.join(root, name) if i == 0 and mode == "none" else None
-                rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, dump_dir=d)
+                rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, dump_dir=d, dtype=dtype)
                 print(json.dumps(rec, sort_keys=True), flush=True)
-                print(name, W, H, mode, rec["peak_bytes"], rec["stages"], file=sys.stderr, flush=True)
+                print(name, W, H, dtype, mode, rec["peak_bytes"], rec["stages"], file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -286,7 +286,7 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
         let want = r["peak_bytes"].as_u64().unwrap();
         let err = e.peak_bytes as f64 / want as f64 - 1.0;
         let stages: Vec<String> = e.stages.iter().map(|st| format!("{}={}", st.component, st.peak)).collect();
-        let label = format!("{name} {}x{} {}", s.width.unwrap(), s.height.unwrap(), s.offload.name());
+        let label = format!("{name} {}x{} {} {}", s.width.unwrap(), s.height.unwrap(), r["dtype"].as_str().unwrap(), s.offload.name());
         println!("{label:<28} measured {want:>10} estimated {:>10} {:+.2}%  est {} measured {}", e.peak_bytes, err * 100.0, stages.join(" "), r["stages"]);
         if err.abs() > 0.03 {
             bad.push(format!("{label}: {:+.2}%", err * 100.0));
@@ -305,6 +305,6 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
         }
         n += 1;
     }
-    assert!(n >= 24, "only {n} records");
+    assert!(n >= 36, "only {n} records");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
