@@ -31,7 +31,6 @@ torch.set_num_threads(1)
 from torch._subclasses.fake_tensor import FakeTensorMode, FakeTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-import torch.nn.modules.module as nnmod
 
 # (1) `param.data = t` on a FakeTensor keeps its old fake_device; carry the new one.
 _D = torch._C.TensorBase.data
@@ -76,8 +75,11 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
 torch.nn.functional.scaled_dot_product_attention = _sdpa
 
 class Track(TorchDispatchMode):
+    """Live bytes per device: every storage an op returns is counted once, on its device, until
+    its Python storage object dies (storages keep their PyObject while a tensor holds them, as
+    torch.distributed._tools.mem_tracker relies on). Peaks overall and per stage."""
     def __init__(self):
-        super().__init__(); self.live = {}; self.cur = {}; self.peak = {}; self.refs = {}; self.stage = 'setup'; self.stage_peak = {}
+        super().__init__(); self.cur = {}; self.peak = {}; self.refs = {}; self.stage = 'setup'; self.stage_peak = {}
     def _add(self, t):
         st = t.untyped_storage(); k = st._cdata
         if k in self.refs: return
@@ -98,6 +100,9 @@ class Track(TorchDispatchMode):
         self.peak = dict(self.cur)
 
 class Tok:
+    """A tokenizer stand-in (no vocabulary files here): `max_length` ids of 0 when padded to it,
+    and a shorter `longest` so the pipelines' truncation check (`torch.equal`, data-dependent
+    under fake mode) is skipped."""
     model_max_length = 8
     added_tokens_encoder = {}
     def __init__(self, L=8): self.model_max_length = L
