@@ -231,3 +231,80 @@ fn lora_steps_match_measured_within_2_percent() {
     assert!(n >= 10, "only {n} records");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Whole tiny pipelines' GPU peaks per offload mode, measured end to end by
+/// `tools/measure_pipeline_offload.py` (diffusers' and accelerate's real offload hooks moving
+/// modules onto a fake CUDA device under FakeTensorMode; allocated bytes, no caching allocator).
+#[test]
+fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
+    use vramcalc_core::config::Device;
+    use vramcalc_core::diffusion::{Offload, PipelineSettings, PipelineSpec, WeightDType};
+    let files: &[(&str, &str, &[(&str, &str)])] = &[(
+        "tiny-sd",
+        include_str!("data/diffusion_pipeline/tiny-sd/model_index.json"),
+        &[
+            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sd/text_encoder/config.json")),
+            ("unet", include_str!("data/diffusion_pipeline/tiny-sd/unet/config.json")),
+            ("vae", include_str!("data/diffusion_pipeline/tiny-sd/vae/config.json")),
+        ],
+    ), (
+        "tiny-sdxl",
+        include_str!("data/diffusion_pipeline/tiny-sdxl/model_index.json"),
+        &[
+            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sdxl/text_encoder/config.json")),
+            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-sdxl/text_encoder_2/config.json")),
+            ("unet", include_str!("data/diffusion_pipeline/tiny-sdxl/unet/config.json")),
+            ("vae", include_str!("data/diffusion_pipeline/tiny-sdxl/vae/config.json")),
+        ],
+    ), (
+        "tiny-flux",
+        include_str!("data/diffusion_pipeline/tiny-flux/model_index.json"),
+        &[
+            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-flux/text_encoder/config.json")),
+            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-flux/text_encoder_2/config.json")),
+            ("transformer", include_str!("data/diffusion_pipeline/tiny-flux/transformer/config.json")),
+            ("vae", include_str!("data/diffusion_pipeline/tiny-flux/vae/config.json")),
+        ],
+    )];
+    let mut bad = Vec::new();
+    let mut n = 0;
+    for line in include_str!("data/diffusion_pipeline.jsonl").lines().filter(|l| !l.trim().is_empty()) {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let name = r["name"].as_str().unwrap();
+        let (_, index, comps) = files.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("no files for {name}"));
+        let spec = PipelineSpec::from_model_index(index, |c| comps.iter().find(|x| x.0 == c).map(|x| x.1.to_string())).unwrap();
+        let s = PipelineSettings {
+            width: r["width"].as_u64(),
+            height: r["height"].as_u64(),
+            offload: Offload::parse(r["mode"].as_str().unwrap()).unwrap(),
+            dtype: Some(WeightDType::parse(r["dtype"].as_str().unwrap()).unwrap()),
+            text_len: r["text_len"].as_u64(),
+            device: Device::Cpu,
+            ..Default::default()
+        };
+        let e = spec.estimate(&s).unwrap();
+        let want = r["peak_bytes"].as_u64().unwrap();
+        let err = e.peak_bytes as f64 / want as f64 - 1.0;
+        let stages: Vec<String> = e.stages.iter().map(|st| format!("{}={}", st.component, st.peak)).collect();
+        let label = format!("{name} {}x{} {} {}", s.width.unwrap(), s.height.unwrap(), r["dtype"].as_str().unwrap(), s.offload.name());
+        println!("{label:<28} measured {want:>10} estimated {:>10} {:+.2}%  est {} measured {}", e.peak_bytes, err * 100.0, stages.join(" "), r["stages"]);
+        if err.abs() > 0.03 {
+            bad.push(format!("{label}: {:+.2}%", err * 100.0));
+        }
+        // the CPU RAM the offloaded weights take (the stand-in's `cpu` storages once offloaded)
+        let cpu = r["cpu_bytes_before_call"].as_u64().unwrap();
+        if s.offload != Offload::None && (e.cpu_ram_bytes as f64 / cpu as f64 - 1.0).abs() > 0.03 {
+            bad.push(format!("{label} CPU RAM: {} vs {cpu}", e.cpu_ram_bytes));
+        }
+        // the denoising loop's peak too (a tiny Flux peaks in its VAE decode)
+        let denoise = e.stages.iter().find(|st| st.name == "denoise").unwrap();
+        let want = r["stages"][&denoise.component].as_u64().unwrap();
+        let derr = denoise.peak as f64 / want as f64 - 1.0;
+        if derr.abs() > 0.03 {
+            bad.push(format!("{label} denoise: {:+.2}% ({} vs {want})", derr * 100.0, denoise.peak));
+        }
+        n += 1;
+    }
+    assert!(n >= 36, "only {n} records");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -60,11 +60,13 @@ pub struct Forward {
     pub buffer_bytes: u64,
     /// Peak allocated over the forward with every weight resident.
     pub peak: u64,
-    /// The largest weight one op reads (a leaf module's: what sequential offload onloads).
-    pub largest_leaf_bytes: u64,
-    /// The largest block's weights (`layer` groups: what block-level group offload onloads),
-    /// plus the weights outside any block.
-    pub group_bytes: u64,
+    /// What sequential offload's onloaded weights add to the activation peak: the largest,
+    /// over the ops, of the bytes live beside the weights plus the weights that op reads (a
+    /// leaf module's), less the activation peak.
+    pub seq_weights: u64,
+    /// The same for block-level group offload: the weights outside any block (`layer` 0) plus
+    /// the op's block's (its `layer`).
+    pub group_weights: u64,
 }
 
 impl Forward {
@@ -197,35 +199,50 @@ pub use super::wan_vae::wan_latent_frames;
 /// Peak and weight groups of an inference graph at `batch`.
 pub fn measure(g: &Graph, batch: u64) -> Forward {
     let plan = Plan::new(g, false);
-    let r = plan.simulate(g, batch.max(1), OptimizerCost::default(), false, None);
+    let r = plan.simulate(g, batch.max(1), OptimizerCost::default(), true, None);
     let param_bytes = g.param_bytes();
+    let buffer_bytes = g.buffer_bytes(batch.max(1));
     let is_param = |v: u32| g.storages[g.storage_of(v) as usize].class == StorageClass::Param;
     let bytes_of = |v: u32| g.storages[g.storage_of(v) as usize].bytes.fixed;
-    let mut largest_leaf = 0u64;
+    // what each op reads (a leaf module's weights: sequential offload's onload) and each
+    // layer's weights (a block: block-level group offload's onload; layer 0 the rest)
+    let mut leaf_of = vec![0u64; g.ops.len()];
     let mut by_layer: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     let mut seen = std::collections::HashSet::new();
-    for op in &g.ops {
-        let mut leaf = 0u64;
+    for (o, op) in g.ops.iter().enumerate() {
+        let mut here = std::collections::HashSet::new();
         for &i in &op.inputs {
-            if is_param(i) {
-                leaf = leaf.saturating_add(bytes_of(i));
+            if is_param(i) && here.insert(g.storage_of(i)) {
+                leaf_of[o] = leaf_of[o].saturating_add(bytes_of(i));
                 if seen.insert(g.storage_of(i)) {
                     *by_layer.entry(op.layer).or_default() += bytes_of(i);
                 }
             }
         }
-        largest_leaf = largest_leaf.max(leaf);
     }
-    // parameters no op reads as such (cast once by autocast) count with layer 0
     let outside = by_layer.get(&0).copied().unwrap_or(0);
-    let largest_block = by_layer.iter().filter(|(&l, _)| l != 0).map(|(_, &b)| b).max().unwrap_or(0);
+    // The offload hooks onload weights for a module's forward and offload them after it
+    // (accelerate `AlignDevicesHook.pre_forward` / `post_forward` per leaf module; diffusers
+    // `GroupOffloadingHook` per block, the unmatched group for the whole forward), so the
+    // peak is the largest, over the ops, of what is live then beside the weights plus the
+    // weights onloaded for that op — not the activation peak plus the largest onload.
+    // Measured: `tests/data/diffusion_pipeline.jsonl`.
+    let (mut seq_peak, mut group_peak) = (0u64, 0u64);
+    for pt in &r.timeline {
+        let Some(op) = g.ops.get(pt.op as usize) else { continue };
+        let other = pt.bytes.saturating_sub(param_bytes).saturating_sub(buffer_bytes);
+        seq_peak = seq_peak.max(other.saturating_add(leaf_of[pt.op as usize]));
+        let block = if op.layer == 0 { 0 } else { by_layer.get(&op.layer).copied().unwrap_or(0) };
+        group_peak = group_peak.max(other.saturating_add(outside).saturating_add(block));
+    }
+    let activations = r.peak.saturating_sub(param_bytes).saturating_sub(buffer_bytes);
     Forward {
         params: g.param_numel(),
         param_bytes,
-        buffer_bytes: g.buffer_bytes(batch.max(1)),
+        buffer_bytes,
         peak: r.peak,
-        largest_leaf_bytes: largest_leaf,
-        group_bytes: outside.saturating_add(largest_block),
+        seq_weights: seq_peak.saturating_sub(activations),
+        group_weights: group_peak.saturating_sub(activations),
     }
 }
 

@@ -36,9 +36,11 @@ pub struct Weights {
     pub all: u64,
     /// Persistent buffers.
     pub buffers: u64,
-    /// The largest leaf module's parameters.
+    /// What sequential offload's onloads add to the component's activation peak (at most the
+    /// largest leaf module's parameters: `Forward::seq_weights`).
     pub leaf: u64,
-    /// The weights outside the blocks plus the largest block's.
+    /// What block-level group offload's onloads add to it (at most the weights outside the
+    /// blocks plus the largest block's: `Forward::group_weights`).
     pub group: u64,
 }
 

@@ -315,6 +315,12 @@ impl PipelineSpec {
         // and Wan call the transformer twice
         let batched_cfg = guidance == Guidance::Cfg && matches!(self.family, Family::Sd | Family::Sdxl | Family::Sd3);
         let denoise_batch = if batched_cfg { images * 2 } else { images };
+        // The latents are `height // vae_scale_factor` with `vae_scale_factor = 2 **
+        // (len(vae.config.block_out_channels) - 1)` (`StableDiffusionPipeline.__init__`, likewise
+        // SDXL's, SD3's and Flux's); the denoisers' passes take pixels and divide by 8, so they
+        // get pixels at a factor of 8 (exact: ⌊⌊8w/f⌋/8⌋ = ⌊w/f⌋). Wan's VAE is 8 in space.
+        // Measured: a tiny SD pipeline with a 2-block VAE (`tests/data/diffusion_pipeline.jsonl`).
+        let vae_scale = self.components.iter().find_map(|c| if let Component::Vae(v) = &c.1 { Some(v.scale()) } else { None }).unwrap_or(8).max(1);
         let mut runs: Vec<(String, Forward, u64, String)> = Vec::new();
         let mut weights: Vec<(String, Weights, String, u64)> = Vec::new();
         for (name, c) in &self.components {
@@ -332,7 +338,8 @@ impl PipelineSpec {
                         (Guidance::Distilled, _) => "guidance as an embedding: one forward",
                         (Guidance::None, _) => "one forward",
                     };
-                    (Pass::Denoise { width, height, frames, text_len: denoise_text }, denoise_batch, format!("each step; {n}"))
+                    let (lw, lh) = (width.saturating_mul(8) / vae_scale, height.saturating_mul(8) / vae_scale);
+                    (Pass::Denoise { width: lw, height: lh, frames, text_len: denoise_text }, denoise_batch, format!("each step; {n}"))
                 }
                 ComponentKind::Vae => (Pass::Decode { width, height, frames }, images, String::new()),
             };
@@ -366,6 +373,10 @@ impl PipelineSpec {
             let act = f.activations();
             stages.push(StageReport { name: stage, component: name.clone(), peak: gpu.saturating_add(act), activations: act, gpu_weights: gpu, cpu_weights: cpu, resident, batch: *batch, note: note.clone() });
         }
+        // between `enable_*_offload()` and the first forward (and again after
+        // `maybe_free_model_hooks()`) every component is offloaded: model offload's
+        // `self.to("cpu")` puts all of them in CPU RAM at once (measured: `cpu_bytes_before_call`)
+        let idle_cpu = weights.iter().map(|(_, w, _, _)| s.offload.on_cpu(w, false)).fold(0, u64::saturating_add);
         let top = stages.iter().max_by_key(|st| st.peak).ok_or_else(|| Error::Config("the pipeline has no stages".into()))?;
         let components = weights
             .iter()
@@ -376,7 +387,7 @@ impl PipelineSpec {
             peak_stage: top.name.clone(),
             params: weights.iter().map(|w| w.3).fold(0, u64::saturating_add),
             gpu_bytes: top.peak,
-            cpu_ram_bytes: stages.iter().map(|st| st.cpu_weights).max().unwrap_or(0),
+            cpu_ram_bytes: stages.iter().map(|st| st.cpu_weights).max().unwrap_or(0).max(idle_cpu),
             stages,
             components,
             width,
@@ -419,7 +430,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
                 let mut f = tiled_decode(c, &t, scale, v.out_channels, opts, batch, out_dt, width, height)?;
                 f.peak = f.peak.saturating_add(extra);
                 note = join(note, &format!("tiled: {} tiles of up to {} px", t.rows.len() * t.cols.len(), t.rows[0] * scale));
-                let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+                let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
                 return Ok((f, w, note, batch));
             }
         }
@@ -428,7 +439,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         if let Some(mut f) = super::wan_tiled::tiled_decode(v, frames, height, width, tile, batch, opts, super::component::dtype_of(precision))? {
             f.peak = f.peak.saturating_add(extra);
             note = join(note, &format!("tiled: tiles of {} px", if tile == 0 { super::wan_tiled::TILE_PX } else { tile }));
-            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
             return Ok((f, w, note, batch));
         }
     }
@@ -445,7 +456,14 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         }
     }
     f.peak = f.peak.saturating_add(extra).saturating_add(transient);
-    let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.largest_leaf_bytes, group: f.group_bytes };
+    if matches!(c, Component::Text(_)) {
+        // diffusers' block-level grouping looks at the top module's children for a
+        // `ModuleList`: a transformers encoder's are `text_model` (CLIP) or `shared` and
+        // `encoder` (T5), so the whole encoder is one group, onloaded for its forward
+        // (`_apply_group_offloading_block_level` in `hooks/group_offloading.py`)
+        f.group_weights = f.param_bytes;
+    }
+    let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
     Ok((f, w, note, batch))
 }
 

@@ -138,6 +138,11 @@ impl VaeConfig {
         h = self.mid(b, h)?;
         let mut cin = boc[0];
         for (i, &cout) in boc.iter().enumerate() {
+            // block-level group offloading onloads one `decoder.up_blocks[i]` at a time
+            // (`AutoencoderKL._group_offload_block_modules` names `encoder`, `decoder`,
+            // `quant_conv`, `post_quant_conv`: each is grouped by its own blocks, so a decode
+            // never onloads the encoder); the rest of the decoder is one group
+            b.set_layer(1 + i as u32);
             // `sample = up_block(sample)`: the block's input lives until the block returns
             let input = h;
             for j in 0..self.layers_per_block + 1 {
@@ -153,6 +158,7 @@ impl VaeConfig {
             ops::keep(b, &[input]);
             cin = cout;
         }
+        b.set_layer(0);
         let c = *boc.last().unwrap_or(&1);
         h = ops::group_norm(b, h, g, c, eps)?;
         h = ops::silu(b, h);
