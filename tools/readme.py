@@ -14,6 +14,7 @@ from run to run (timings): it is regenerated but not compared by `--check`.
     python3 tools/readme.py            # rewrite README.md in place
     python3 tools/readme.py --check    # exit 1, with a diff, if a checked section is out of date
     python3 tools/readme.py --checked-only   # rewrite the checked sections, keep the timings
+    python3 tools/readme.py --only measure.mjs   # rewrite the sections whose command contains this
 """
 import difflib
 import re
@@ -40,12 +41,16 @@ def run(cmd: str) -> str:
 def main() -> int:
     check = "--check" in sys.argv[1:]
     keep_timings = "--checked-only" in sys.argv[1:]
+    # --only TEXT: regenerate only the sections whose command contains TEXT (one timing, say)
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
     text = README.read_text()
     stale = []
 
     def regenerate(m: re.Match) -> str:
         if (check or keep_timings) and m["unchecked"]:
             return m.group(0)  # timings: regenerated on request, never compared
+        if only is not None and only not in m["cmd"]:
+            return m.group(0)
         body = run(m["cmd"])
         if check and not m["unchecked"] and body != m["body"]:
             diff = difflib.unified_diff(m["body"].splitlines(), body.splitlines(), "README.md", m["cmd"], lineterm="")

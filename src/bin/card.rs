@@ -11,7 +11,7 @@ fn main() {
     let controls = share_link::embed_controls(&dom::location_search()).unwrap_or_default();
     wasm_bindgen_futures::spawn_local(async move {
         let start = share_link::start_card(&dom::location_hash()).await;
-        yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start: std::rc::Rc::new(start) }).render();
+        yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start: std::rc::Rc::new(start), pipeline_card: None }).render();
     });
 }
 

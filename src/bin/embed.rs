@@ -5,6 +5,7 @@
 #[cfg(target_arch = "wasm32")]
 fn main() {
     use vramcalc_web::components::embed::{EmbedApp, EmbedProps};
+    use vramcalc_web::components::pipeline::card::PipelineCard;
     use vramcalc_web::components::share::{EmbedBuilder, EmbedBuilderProps};
     use vramcalc_web::{dom, share_link};
     let search = dom::location_search();
@@ -16,7 +17,9 @@ fn main() {
             let (fragment, lang) = (hash.trim_start_matches('#').to_string().into(), start.state.prefs.lang);
             yew::Renderer::<EmbedBuilder>::with_props(EmbedBuilderProps { fragment, lang }).render();
         } else {
-            yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start: std::rc::Rc::new(start) }).render();
+            // a pipeline link's card: only this bundle carries the pipeline code
+            let pipeline_card = Some(yew::Callback::from(|state| yew::html! { <PipelineCard {state} /> }));
+            yew::Renderer::<EmbedApp>::with_props(EmbedProps { controls, start: std::rc::Rc::new(start), pipeline_card }).render();
         }
     });
 }

@@ -24,6 +24,11 @@ pub struct EmbedProps {
     pub controls: Vec<Control>,
     /// The state the link opens (decoded before the first render).
     pub start: Rc<Start>,
+    /// Draws a pipeline link's card (issue 27). Given only by the full embed bundle, so the small
+    /// PyTorch card's bundle (`src/bin/card.rs`) links no pipeline code (and no importer: the
+    /// pipelines' text encoders are imported from their configs).
+    #[prop_or_default]
+    pub pipeline_card: Option<Callback<crate::state::pipeline::PipelineState, Html>>,
 }
 
 fn title(model: &Model) -> String {
@@ -160,8 +165,8 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
             // issue 27: a pipeline link's card
-            if state.workload == crate::state::local::Workload::Pipeline {
-                <main><super::pipeline::card::PipelineCard state={model.pipeline.clone()} /></main>
+            if let (crate::state::local::Workload::Pipeline, Some(card)) = (state.workload, &p.pipeline_card) {
+                <main>{ card.emit(model.pipeline.clone()) }</main>
             } else {
             <main><article class="embed-card" data-testid="embed-card">
                 <header class="embed-head">
