@@ -5,6 +5,7 @@
 //! projections, none in the MLP, per-head RMSNorms `query_layernorm` / `key_layernorm`).
 
 use super::dense::{head_for, layer_count, Decoder, IGNORED_LLAMA_LIKE};
+use super::llama_variants::llama_layer;
 use crate::error::{Error, Result};
 use crate::import::decoder::{LLAMA_MODULES, MAX_DEFAULT_SEQ_LEN};
 use crate::import::fields::{pick, Fields};
@@ -48,20 +49,10 @@ fn build(c: &Fields, arch: Option<&str>, s: Shape, attn_bias: bool, mlp_bias: bo
     let eps = c.float("rms_norm_eps", eps)?;
     c.activation("hidden_act", FfnActivation::Silu)?;
     let layer = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::Silu,
-        layer_norm_eps: eps,
-        norm_first: true,
-        bias: attn_bias,
-        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
-        norm: NormKind::RmsNorm,
-        gated_mlp: true,
-        num_kv_heads: (kv != heads).then_some(kv),
         rotary: true,
         head_dim: (hd.checked_mul(heads) != Some(h)).then_some(hd),
         qk_norm,
-        ..presets::transformer_layer(h, heads, c.size("intermediate_size", inter)?)
+        ..llama_layer(c, (h, heads, kv), eps, (attn_bias, mlp_bias), c.size("intermediate_size", inter)?)?
     };
     let max_pos = c.size("max_position_embeddings", max_pos)?;
     let tied = c.flag("tie_word_embeddings", tied)?;

@@ -64,19 +64,7 @@ pub(super) fn smollm3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     };
     c.activation("hidden_act", FfnActivation::Silu)?;
     let (attn_bias, mlp_bias) = (c.flag("attention_bias", false)?, c.flag("mlp_bias", false)?);
-    let layer = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::Silu,
-        layer_norm_eps: eps,
-        norm_first: true,
-        bias: attn_bias,
-        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
-        norm: NormKind::RmsNorm,
-        gated_mlp: true,
-        num_kv_heads: (kv != heads).then_some(kv),
-        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
-    };
+    let layer = llama_layer(c, (h, heads, kv), eps, (attn_bias, mlp_bias), c.size("intermediate_size", 11008)?)?;
     let layers = rope
         .iter()
         .zip(&sliding)
@@ -129,18 +117,8 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     multiplier("residual_multiplier")?;
     multiplier("attention_multiplier")?;
     let layer = TransformerLayer {
-        dropout: 0.0,
-        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::Silu,
-        layer_norm_eps: eps,
-        norm_first: true,
-        bias: attn_bias,
-        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
-        norm: NormKind::RmsNorm,
-        gated_mlp: true,
-        num_kv_heads: (kv != heads).then_some(kv),
         rotary: true,
-        ..presets::transformer_layer(h, heads, c.size("intermediate_size", 11008)?)
+        ..llama_layer(c, (h, heads, kv), eps, (attn_bias, mlp_bias), c.size("intermediate_size", 11008)?)?
     };
     let max_pos = c.size("max_position_embeddings", 2048)?;
     let tied = c.flag("tie_word_embeddings", false)?;
@@ -432,4 +410,23 @@ fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> 
         modules: LLAMA_MODULES,
     }
     .build())
+}
+
+/// The LLaMA decoder layer (`LlamaDecoderLayer`: RMSNorm before attention and MLP, gated SiLU
+/// MLP, `attention_bias` / `mlp_bias`, grouped K/V) that the LLaMA variants change field by field.
+/// Rotary and the head size are the caller's.
+pub(super) fn llama_layer(c: &Fields, (h, heads, kv): (u64, u64, u64), eps: f64, (attn_bias, mlp_bias): (bool, bool), intermediate: u64) -> Result<TransformerLayer> {
+    Ok(TransformerLayer {
+        dropout: 0.0,
+        attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
+        activation: FfnActivation::Silu,
+        layer_norm_eps: eps,
+        norm_first: true,
+        bias: attn_bias,
+        mlp_bias: (mlp_bias != attn_bias).then_some(mlp_bias),
+        norm: NormKind::RmsNorm,
+        gated_mlp: true,
+        num_kv_heads: (kv != heads).then_some(kv),
+        ..presets::transformer_layer(h, heads, intermediate)
+    })
 }
