@@ -152,7 +152,7 @@ pub fn app(p: &AppProps) -> Html {
                         llm={html! { <LlmSetup fields={llm_fields.1.clone()} config={model.config} dist={model.dist} testid="llm" /> }} />
                 </div>
                 <div class="col right">
-                    { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq }) }
+                    { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq, checkpoint: state.checkpoint().cloned() }) }
                     if let Some(r) = &shown {
                         <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity}
                             serving={(*serving).clone().map(Shared)} />

@@ -8,6 +8,7 @@
 //! ([`Model::load_preset`]).
 
 use crate::i18n::Lang;
+use crate::import::checkpoint::HubCheckpoint;
 pub use crate::prefs::{Prefs, Theme};
 use crate::tree::{self, GroupKind, ListPath, NodePath};
 pub use mode::{Engine, Length, SetupMode};
@@ -296,6 +297,9 @@ pub struct State {
     /// panel's state: not saved, not in undo (the pipeline panel's is the model's).
     pub workload: local::Workload,
     pub local: local::LocalState,
+    /// The stored checkpoint of the hub model last loaded (read after its config): not saved,
+    /// not in undo; shown only while that model is the one on screen ([`State::checkpoint`]).
+    pub hub_checkpoint: Option<HubCheckpoint>,
     history: History,
     last_edit: Option<EditKind>,
 }
@@ -357,9 +361,16 @@ pub enum Action {
     Local(local::LocalAction),
     /// The pipeline panel's settings.
     SetPipeline(pipeline::PipelineState),
+    /// A hub model's stored checkpoint, read after its config (`crate::import::checkpoint`).
+    HubCheckpoint(HubCheckpoint),
 }
 
 impl State {
+    /// The stored checkpoint of the model on screen, if it is the hub model it was read for.
+    pub fn checkpoint(&self) -> Option<&HubCheckpoint> {
+        self.hub_checkpoint.as_ref().filter(|c| self.model.hub.as_deref() == Some(c.hub.as_str()))
+    }
+
     pub fn new(model: Model, prefs: Prefs) -> State {
         let collapsed = tree::block_paths(&model.spec.layers);
         State {
@@ -370,6 +381,7 @@ impl State {
             assumed_seq: None,
             workload: local::Workload::default(),
             local: local::LocalState::default(),
+            hub_checkpoint: None,
             history: History::default(),
             last_edit: None,
         }
@@ -644,6 +656,7 @@ impl Reducible for State {
                 s.restore_local(saved.local.as_ref());
             }
             Action::SetWorkload(w) => s.workload = w,
+            Action::HubCheckpoint(c) => s.hub_checkpoint = Some(c),
             Action::Local(a) => s.local.apply(a),
             Action::SetPipeline(p) => {
                 let kind = EditKind::Pipeline(s.model.pipeline.changed(&p));
@@ -679,6 +692,22 @@ mod tests {
         let again = serde_json::to_value(&saved).unwrap();
         assert!(again["model"].get("llm").is_none() && again["model"]["dist"]["gpus"] == 4, "{again}");
         assert_eq!(serde_json::from_value::<Saved>(again).unwrap(), saved);
+    }
+
+    /// A hub model's stored checkpoint shows while that model is on screen, not after another
+    /// model is loaded.
+    #[test]
+    fn a_hub_checkpoint_belongs_to_its_model() {
+        use crate::import::checkpoint::{Source, Stored};
+        let spec = Model::preset("gpt2").unwrap().spec;
+        let s = reduce(State::default(), Action::ImportHf(spec, Some(1024), Some("openai-community/gpt2".into()), None));
+        let stored = Stored { bytes: 248_894_656, source: Source::Header };
+        let other = HubCheckpoint { hub: "Qwen/Qwen2.5-0.5B".into(), stored: Ok(stored.clone()) };
+        assert!(reduce(s.clone(), Action::HubCheckpoint(other)).checkpoint().is_none(), "an answer for an earlier model is not shown");
+        let s = reduce(s, Action::HubCheckpoint(HubCheckpoint { hub: "openai-community/gpt2".into(), stored: Ok(stored.clone()) }));
+        assert_eq!(s.checkpoint().map(|c| &c.stored), Some(&Ok(stored)));
+        let s = reduce(s, Action::LoadPreset(Model::preset("vgg11").unwrap()));
+        assert!(s.checkpoint().is_none());
     }
 
     /// The llama.cpp panel is in the saved work (an edit survives a reload) and in undo while it

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, open, waitAttr, shot } from './helpers.mjs';
+import { launch, open, waitAttr, shot, pickPreset } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -17,7 +17,7 @@ const LLAMA32 = fixture('Llama-3.2-1B'); // 1,235,814,400
 const MAMBA = fixture('mamba-130m-hf'); // 129,135,360 (PyTorch; issue 25)
 const RWKV = fixture('rwkv-4-169m-pile'); // model_type `rwkv`: not importable
 const TOKEN = 'hf_testTOKEN0123456789';
-const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization', 'access-control-allow-methods': 'GET' };
+const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization, range', 'access-control-allow-methods': 'GET' };
 
 /** A fake hub on `context`: `answer(path, headers)` → `{ status, body }` or `'abort'`. Returns the
  *  list of requests it saw (`{ url, method, headers }`); `hub.answer` can be swapped later. */
@@ -30,13 +30,16 @@ async function fakeHub(context, answer) {
     if (req.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: CORS });
     const a = hub.answer(new globalThis.URL(req.url()).pathname, headers);
     if (a === 'abort') return route.abort('internetdisconnected');
-    return route.fulfill({ status: a.status, headers: { ...CORS, 'content-type': 'application/json' }, body: a.body ?? '' });
+    const type = Buffer.isBuffer(a.body) ? 'application/octet-stream' : 'application/json';
+    return route.fulfill({ status: a.status, headers: { ...CORS, 'content-type': type }, body: a.body ?? '' });
   });
   return hub;
 }
 
-const config = (body) => () => ({ status: 200, body });
-const gets = (hub) => hub.seen.filter((r) => r.method === 'GET');
+/** The hub of one model: its `config.json`, and no checkpoint files (404). */
+const config = (body) => (path) => (path.endsWith('/config.json') ? { status: 200, body } : { status: 404, body: 'Entry not found' });
+/** The `config.json` requests the page made (after each load it also reads the checkpoint's size). */
+const gets = (hub) => hub.seen.filter((r) => r.method === 'GET' && new globalThis.URL(r.url).pathname.endsWith('/config.json'));
 
 /** Every request the browser context makes, with its headers (to check where a token went). */
 function recordAll(context) {
@@ -248,6 +251,60 @@ test("a hub model's share link carries its id, not its spec; reopening fetches a
   assert.equal(await p2.getByTestId('link-notice').count(), 0);
   await fresh.close();
   assert.equal(gets(hub).length, 1);
+  assert.deepEqual(realErrors(errors), []);
+  await context.close();
+});
+
+/** A safetensors file's first bytes (8-byte length, JSON header) listing tensors of `bytes` data in all. */
+function safetensorsHead(tensors) {
+  let offset = 0;
+  const entries = Object.fromEntries(tensors.map(([name, dtype, shape, width]) => {
+    const n = shape.reduce((a, b) => a * b, 1) * width;
+    const e = [name, { dtype, shape, data_offsets: [offset, offset + n] }];
+    offset += n;
+    return e;
+  }));
+  const json = Buffer.from(JSON.stringify(entries));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([len, json]);
+}
+
+test("a hub model's checkpoint as stored is shown beside the modelled weights: the index's total_size, else the file's header by Range; a mismatch is flagged", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  // TinyLlama in bf16: 1,100,048,384 parameters × 2 B, as its index would say
+  const index = JSON.stringify({ metadata: { total_size: 2200096768 }, weight_map: { 'model.embed_tokens.weight': 'model-00001-of-00002.safetensors', 'lm_head.weight': 'model-00002-of-00002.safetensors' } });
+  const hub = await fakeHub(context, (path) => {
+    if (path.endsWith('/config.json')) return { status: 200, body: TINYLLAMA };
+    if (path.endsWith('/model.safetensors.index.json')) return { status: 200, body: index };
+    return { status: 404, body: 'Entry not found' };
+  });
+  const { page, errors } = await open(browser, { context });
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0');
+  await waitAttr(page, 'checkpoint', 'data-status', (v) => v === 'read', 20000);
+  const note = page.getByTestId('checkpoint');
+  assert.equal(await note.getAttribute('data-bytes'), '2200096768');
+  assert.equal(await note.getAttribute('data-disagree'), 'false');
+  assert.match(await note.textContent(), /model\.safetensors\.index\.json, 2 files.*within 1 %/);
+  // a single-file checkpoint stored in fp32 (twice the bf16 weights): two Range reads, flagged
+  const head = safetensorsHead([['model.embed_tokens.weight', 'F32', [32000, 2048], 4], ['rest', 'F32', [1034512384], 4]]);
+  hub.answer = (path, headers) => {
+    if (path.endsWith('/config.json')) return { status: 200, body: TINYLLAMA };
+    if (!path.endsWith('/model.safetensors')) return { status: 404, body: 'Entry not found' };
+    const m = /^bytes=(\d+)-(\d+)$/.exec(headers.range ?? '');
+    return m ? { status: 206, body: head.subarray(Number(m[1]), Number(m[2]) + 1) } : { status: 200, body: head };
+  };
+  await load(page, 'TinyLlama/TinyLlama-1.1B-Chat-v1.0@v1.0');
+  await waitAttr(page, 'checkpoint', 'data-bytes', (v) => v === String(1100048384 * 4), 20000);
+  assert.equal(await note.getAttribute('data-disagree'), 'true');
+  assert.match(await note.textContent(), /model\.safetensors header.*\+100\.0 % against the modelled weights/);
+  await note.scrollIntoViewIfNeeded();
+  await shot(page, '43-hub-checkpoint', { fullPage: false });
+  const ranges = hub.seen.filter((r) => r.method === 'GET' && r.url.endsWith('/v1.0/model.safetensors')).map((r) => r.headers.range);
+  assert.deepEqual(ranges, ['bytes=0-7', `bytes=0-${head.length - 1}`]);
+  // another model: the note goes with the model it was read for
+  await pickPreset(page, 'vgg11');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=checkpoint]'));
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

@@ -2,9 +2,12 @@
 
 use crate::i18n::Lang;
 use crate::dom;
+use crate::import::checkpoint::{self, HubCheckpoint};
+use crate::import::hub::token_for;
 use crate::share_link::{self, Notice};
 use crate::state::{Action, Model, Prefs, Saved, State, Theme};
 use gloo::storage::{LocalStorage, Storage};
+use vramcalc_core::hub::HubRef;
 use yew::prelude::*;
 
 /// LocalStorage key of the saved state (versioned inside, see [`crate::state::Saved`]).
@@ -94,6 +97,19 @@ pub fn use_app_state(boot: &Boot) -> AppState {
         });
         move || drop(listeners)
     });
+    // A model whose config came from the hub (loaded, linked or saved): read what its checkpoint
+    // stores, to show beside the modelled weights (`crate::import::checkpoint`).
+    {
+        let d = state.dispatcher();
+        use_effect_with(state.model.hub.clone(), move |hub| {
+            if let Some((id, hub)) = hub.clone().and_then(|id| HubRef::parse(&id).ok().map(|h| (id, h))) {
+                wasm_bindgen_futures::spawn_local(async move {
+                    let stored = checkpoint::stored(&hub, &token_for("")).await;
+                    d.dispatch(Action::HubCheckpoint(HubCheckpoint { hub: id, stored }));
+                });
+            }
+        });
+    }
     // Encoding runs after the estimate is drawn (a custom model's first link loads the codec
     // module); a model too large for a link keeps the last link in the address bar.
     let link = use_link(&state.model, state.prefs, LINK_DELAY_MS);

@@ -13,6 +13,13 @@ pub struct ImportTr {
     pub paste_load: &'static str,
     pub pasted_spec: &'static str,
     pub pasted_hf: &'static str,
+    /// A hub model's checkpoint as stored (`crate::import::checkpoint`), beside the modelled weights.
+    pub checkpoint_stored: &'static str,
+    pub checkpoint_index: &'static str,
+    pub checkpoint_header: &'static str,
+    pub checkpoint_agree: &'static str,
+    pub checkpoint_disagree: &'static str,
+    pub checkpoint_failed: &'static str,
 }
 
 pub const IMPORT_EN: ImportTr = ImportTr {
@@ -27,6 +34,12 @@ pub const IMPORT_EN: ImportTr = ImportTr {
     paste_load: "Load pasted model",
     pasted_spec: "Loaded the pasted spec.",
     pasted_hf: "Imported the Hugging Face config.",
+    checkpoint_stored: "Stored on the hub: {} ({})",
+    checkpoint_index: "model.safetensors.index.json, {} files",
+    checkpoint_header: "model.safetensors header",
+    checkpoint_agree: "within 1 % of the modelled weights",
+    checkpoint_disagree: "{} against the modelled weights ({}): check the weight format against the checkpoint's quantization_config",
+    checkpoint_failed: "The checkpoint's stored size could not be read: {}",
 };
 
 pub const IMPORT_ZH: ImportTr = ImportTr {
@@ -41,4 +54,10 @@ pub const IMPORT_ZH: ImportTr = ImportTr {
     paste_load: "载入粘贴的模型",
     pasted_spec: "已载入粘贴的规格。",
     pasted_hf: "已导入 Hugging Face 配置。",
+    checkpoint_stored: "Hub 上存储的检查点：{}（{}）",
+    checkpoint_index: "model.safetensors.index.json，{} 个文件",
+    checkpoint_header: "model.safetensors 头部",
+    checkpoint_agree: "与建模的权重相差不到 1 %",
+    checkpoint_disagree: "与建模的权重相差 {}（建模 {}）：请核对权重格式与检查点的 quantization_config",
+    checkpoint_failed: "无法读取检查点的存储大小：{}",
 };

@@ -69,14 +69,21 @@ fn session_token() -> String {
 #[cfg(not(target_arch = "wasm32"))]
 fn remember_token(_token: &str) {}
 
+/// A `GET` of `url` as text (`config.json`).
+pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
+    let (status, body) = fetch_bytes(url, token, None).await?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
 /// Outside the browser there is no fetch: the native tests get a network failure.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) async fn fetch(_url: &str, _token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch_bytes(_url: &str, _token: &str, _range: Option<(u64, u64)>) -> Result<(u16, Vec<u8>), HubError> {
     Err(HubError::Network("no network outside the browser".into()))
 }
 
+/// A `GET` of `url` (bytes `start..end` of it with `range`), as the module's doc says.
 #[cfg(target_arch = "wasm32")]
-pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubError> {
+pub(crate) async fn fetch_bytes(url: &str, token: &str, range: Option<(u64, u64)>) -> Result<(u16, Vec<u8>), HubError> {
     use wasm_bindgen::{closure::Closure, JsCast, JsValue};
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{AbortController, Headers, ReferrerPolicy, RequestCredentials, RequestInit, RequestMode, Response};
@@ -95,11 +102,14 @@ pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubEr
     init.set_mode(RequestMode::Cors);
     init.set_credentials(RequestCredentials::Omit);
     init.set_referrer_policy(ReferrerPolicy::NoReferrer);
+    let headers = Headers::new().map_err(net)?;
     if !token.is_empty() {
-        let headers = Headers::new().map_err(net)?;
         headers.set("Authorization", &format!("Bearer {token}")).map_err(net)?;
-        init.set_headers(&headers);
     }
+    if let Some((start, end)) = range {
+        headers.set("Range", &format!("bytes={start}-{}", end.saturating_sub(1))).map_err(net)?;
+    }
+    init.set_headers(&headers);
     let controller = AbortController::new().map_err(net)?;
     init.set_signal(Some(&controller.signal()));
     let abort = Closure::once_into_js(move || controller.abort());
@@ -108,8 +118,8 @@ pub(crate) async fn fetch(url: &str, token: &str) -> Result<(u16, String), HubEr
         .map_err(net)?;
     let result = async {
         let response: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await.map_err(net)?.unchecked_into();
-        let text = JsFuture::from(response.text().map_err(net)?).await.map_err(net)?;
-        Ok((response.status(), text.as_string().unwrap_or_default()))
+        let body = JsFuture::from(response.array_buffer().map_err(net)?).await.map_err(net)?;
+        Ok((response.status(), js_sys::Uint8Array::new(&body).to_vec()))
     }
     .await;
     window.clear_timeout_with_handle(timer);

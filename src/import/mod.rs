@@ -1,6 +1,7 @@
-//! The import panel's logic: the Hugging Face hub fetch (`hub`) and the paste box's reader
-//! (`paste`), and the action each answer is for the app's state. `components::import` draws it.
+//! The import panel's logic: the Hugging Face hub fetch (`hub`), the checkpoint's stored size
+//! (`checkpoint`) and the paste box's reader (`paste`), and the action each answer is for the app's state. `components::import` draws it.
 
+pub mod checkpoint;
 pub mod hub;
 pub mod paste;
 

@@ -5,6 +5,8 @@ use crate::components::charts::{breakdown_chart, capacity_chart};
 use crate::components::{percent, Ctx, Shared};
 use crate::fix;
 use crate::i18n::fill;
+use crate::import::checkpoint::{HubCheckpoint, Source};
+use vramcalc_core::safetensors::disagreement;
 use vramcalc_core::memory::param_copies;
 use vramcalc_core::{thousands, Error, Mode};
 use yew::prelude::*;
@@ -17,6 +19,8 @@ pub struct SummaryProps {
     pub fix: Option<(&'static str, u64, Callback<MouseEvent>)>,
     /// `(sequence length, context)` a Hugging Face import assumed.
     pub assumed_seq: Option<(u64, u64)>,
+    /// The hub model's checkpoint as stored, shown beside the modelled weights.
+    pub checkpoint: Option<HubCheckpoint>,
 }
 
 /// A plain view function (its figures change with nearly every render of the app).
@@ -70,6 +74,7 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
                     <small class="muted">{ format!("{} · {}", ctx.bytes(e.param_bytes), e.config.precision) }</small>
                 </div>
             </div>
+            { for p.checkpoint.as_ref().map(|c| checkpoint_note(ctx, c, e.param_bytes)) }
             if let Some((l, c)) = p.assumed_seq {
                 <p class="assumed small" role="note" data-testid="import-assumed">{ fill(t.import_assumed, &[&l.to_string(), &c.to_string()]) }</p>
             }
@@ -96,6 +101,31 @@ pub fn summary(ctx: &Ctx, p: SummaryProps) -> Html {
             <h3>{ t.breakdown }</h3>
             { breakdown_chart(ctx, r) }
         </section>
+    }
+}
+
+/// The checkpoint as the hub stores it and how far it is from the modelled weights (more than
+/// 1 % apart is flagged: a weight format that does not match the checkpoint's).
+fn checkpoint_note(ctx: &Ctx, c: &HubCheckpoint, modelled: u64) -> Html {
+    let t = crate::i18n::import_tr(ctx.lang);
+    let stored = match &c.stored {
+        Ok(s) => s,
+        Err(e) => return html! { <p class="small muted" data-testid="checkpoint" data-status="failed">{ fill(t.checkpoint_failed, &[e]) }</p> },
+    };
+    let source = match stored.source {
+        Source::Index { files } => fill(t.checkpoint_index, &[&files.to_string()]),
+        Source::Header => t.checkpoint_header.to_string(),
+    };
+    let rel = disagreement(stored.bytes, modelled);
+    let verdict = match rel {
+        Some(r) => fill(t.checkpoint_disagree, &[&format!("{:+.1} %", r * 100.0), &ctx.bytes(modelled)]),
+        None => t.checkpoint_agree.to_string(),
+    };
+    html! {
+        <p class={classes!("small", rel.is_some().then_some("warn"))} data-testid="checkpoint" data-status="read"
+            data-bytes={stored.bytes.to_string()} data-disagree={rel.is_some().to_string()}>
+            { fill(t.checkpoint_stored, &[&ctx.bytes(stored.bytes), &source]) }{ " — " }{ verdict }
+        </p>
     }
 }
 
