@@ -232,7 +232,8 @@ fn lora_steps_match_measured_within_2_percent() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// Whole tiny pipelines' GPU peaks per offload mode, measured end to end by
+/// Whole tiny pipelines' GPU peaks per offload mode (SD, SDXL, Flux, SD3, Wan 2.1; SD3 and Wan
+/// also with `--vae-tiling 64`), measured end to end by
 /// `tools/measure_pipeline_offload.py` (diffusers' and accelerate's real offload hooks moving
 /// modules onto a fake CUDA device under FakeTensorMode; allocated bytes, no caching allocator).
 #[test]
@@ -265,9 +266,27 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
             ("transformer", include_str!("data/diffusion_pipeline/tiny-flux/transformer/config.json")),
             ("vae", include_str!("data/diffusion_pipeline/tiny-flux/vae/config.json")),
         ],
+    ), (
+        "tiny-sd3",
+        include_str!("data/diffusion_pipeline/tiny-sd3/model_index.json"),
+        &[
+            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder/config.json")),
+            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder_2/config.json")),
+            ("text_encoder_3", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder_3/config.json")),
+            ("transformer", include_str!("data/diffusion_pipeline/tiny-sd3/transformer/config.json")),
+            ("vae", include_str!("data/diffusion_pipeline/tiny-sd3/vae/config.json")),
+        ],
+    ), (
+        "tiny-wan",
+        include_str!("data/diffusion_pipeline/tiny-wan/model_index.json"),
+        &[
+            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-wan/text_encoder/config.json")),
+            ("transformer", include_str!("data/diffusion_pipeline/tiny-wan/transformer/config.json")),
+            ("vae", include_str!("data/diffusion_pipeline/tiny-wan/vae/config.json")),
+        ],
     )];
     let mut bad = Vec::new();
-    let mut n = 0;
+    let (mut n, mut tiled) = (0, 0);
     for line in include_str!("data/diffusion_pipeline.jsonl").lines().filter(|l| !l.trim().is_empty()) {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let name = r["name"].as_str().unwrap();
@@ -276,6 +295,8 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
         let s = PipelineSettings {
             width: r["width"].as_u64(),
             height: r["height"].as_u64(),
+            frames: r["frames"].as_u64(),
+            vae_tiling: r["tiling"].as_u64(),
             offload: Offload::parse(r["mode"].as_str().unwrap()).unwrap(),
             dtype: Some(WeightDType::parse(r["dtype"].as_str().unwrap()).unwrap()),
             text_len: r["text_len"].as_u64(),
@@ -285,8 +306,8 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
         let e = spec.estimate(&s).unwrap();
         let want = r["peak_bytes"].as_u64().unwrap();
         let err = e.peak_bytes as f64 / want as f64 - 1.0;
-        let stages: Vec<String> = e.stages.iter().map(|st| format!("{}={}", st.component, st.peak)).collect();
-        let label = format!("{name} {}x{} {} {}", s.width.unwrap(), s.height.unwrap(), r["dtype"].as_str().unwrap(), s.offload.name());
+        let stages: Vec<String> = e.stages.iter().map(|st| format!("{}={} (w {} a {})", st.component, st.peak, st.gpu_weights, st.activations)).collect();
+        let label = format!("{name} {}x{}x{} {} {}{}", s.width.unwrap(), s.height.unwrap(), e.frames, r["dtype"].as_str().unwrap(), s.offload.name(), s.vae_tiling.map(|t| format!(" tiles {t}")).unwrap_or_default());
         println!("{label:<28} measured {want:>10} estimated {:>10} {:+.2}%  est {} measured {}", e.peak_bytes, err * 100.0, stages.join(" "), r["stages"]);
         if err.abs() > 0.03 {
             bad.push(format!("{label}: {:+.2}%", err * 100.0));
@@ -303,8 +324,16 @@ fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
         if derr.abs() > 0.03 {
             bad.push(format!("{label} denoise: {:+.2}% ({} vs {want})", derr * 100.0, denoise.peak));
         }
+        // and the decode stage's (tiled with `tiling`: `pipe.vae.enable_tiling()` inside the pipeline)
+        let decode = e.stages.iter().find(|st| st.name == "decode").unwrap();
+        let want = r["stages"][&decode.component].as_u64().unwrap();
+        let derr = decode.peak as f64 / want as f64 - 1.0;
+        if derr.abs() > 0.03 {
+            bad.push(format!("{label} decode: {:+.2}% ({} vs {want})", derr * 100.0, decode.peak));
+        }
+        tiled += usize::from(s.vae_tiling.is_some());
         n += 1;
     }
-    assert!(n >= 36, "only {n} records");
+    assert!(n >= 64 && tiled >= 4, "only {n} records, {tiled} tiled");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

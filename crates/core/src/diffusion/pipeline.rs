@@ -4,6 +4,7 @@
 //! component's simulated forward (`component.rs`) plus the weights its offload mode keeps on
 //! the GPU (`offload.rs`); the pipeline's peak is the largest stage's.
 
+pub use super::family::{Family, Guidance};
 use super::component::{measure, wan_latent_frames, Component, ComponentKind, Forward, Pass};
 use super::offload::{Offload, Weights};
 use super::vae::{image_bytes, Tiling};
@@ -15,20 +16,6 @@ use crate::lower::LowerOptions;
 use crate::units::DType;
 use serde::Serialize;
 use serde_json::{Map, Value};
-
-/// Classifier-free guidance as the pipeline runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guidance {
-    /// Conditional and unconditional predictions (SD, SDXL, SD3: one forward of twice the batch;
-    /// Flux's `true_cfg_scale` and Wan: two forwards of the batch, one after the other).
-    Cfg,
-    /// Flux-dev's guidance embedding: one forward, the scale is an input.
-    Distilled,
-    /// One forward (Flux-schnell, `guidance_scale <= 1`).
-    None,
-}
-
-crate::config::names!(Guidance { Cfg = "cfg", Distilled = "distilled", None = "none" });
 
 /// A component's storage dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,29 +84,6 @@ impl Default for PipelineSettings {
             component_dtypes: Vec::new(),
             device: Device::Cuda,
         }
-    }
-}
-
-/// The pipelines' families, by `model_index.json`'s `_class_name`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Sd,
-    Sdxl,
-    Sd3,
-    Flux,
-    Wan,
-}
-
-impl Family {
-    fn of(class: &str) -> Result<Family> {
-        Ok(match class {
-            "StableDiffusionPipeline" => Family::Sd,
-            "StableDiffusionXLPipeline" => Family::Sdxl,
-            "StableDiffusion3Pipeline" => Family::Sd3,
-            "FluxPipeline" => Family::Flux,
-            "WanPipeline" => Family::Wan,
-            other => return Err(Error::Import(format!("pipeline `{other}` is not supported (StableDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline, WanPipeline)"))),
-        })
     }
 }
 
@@ -343,13 +307,39 @@ impl PipelineSpec {
                 }
                 ComponentKind::Vae => (Pass::Decode { width, height, frames }, images, String::new()),
             };
-            let (f, w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
+            let (f, mut w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
+            // run more than once: the denoiser (every step), an encoder with CFG (the prompt,
+            // then the negative prompt: `encode_prompt`)
+            if c.kind() == ComponentKind::Denoiser || (c.kind() == ComponentKind::TextEncoder && guidance == Guidance::Cfg) {
+                w.repeat = w.buffers;
+            }
             weights.push((name.clone(), w, dt.name().to_string(), f.params));
             if c.kind() != ComponentKind::TextEncoder || with_text {
                 runs.push((name.clone(), f, batch, note));
             }
         }
         let _ = dname;
+        // what `__call__` keeps beside the denoiser's forward and the decode (`context.rs`);
+        // none for the decode alone (`with_text` off)
+        let latent = self.components.iter().find_map(|c| match &c.1 {
+            Component::Vae(v) => Some(v.latent_channels.saturating_mul(height / vae_scale).saturating_mul(width / vae_scale)),
+            Component::WanVae(v) => Some(v.z_dim.saturating_mul(wan_latent_frames(frames)).saturating_mul(height / 8).saturating_mul(width / 8)),
+            _ => None,
+        });
+        let ddt = super::component::dtype_of(self.dtype_of(dname, ComponentKind::Denoiser, s).compute());
+        let ctx = match (latent, with_text) {
+            (Some(l), true) => super::context::call_context(self.family, guidance, denoiser, l, images, denoise_text, ddt),
+            _ => super::context::CallContext::default(),
+        };
+        // encoders run for the prompt, then all again for the negative prompt: with model
+        // offload, the last encoder of the chain is still on the GPU during the others' second
+        // run (accelerate `CpuOffload.pre_forward` offloads only `prev_module_hook`: the encoder
+        // before it in `model_cpu_offload_seq`)
+        let encoders: Vec<&String> = self.components.iter().filter(|c| c.1.kind() == ComponentKind::TextEncoder).map(|c| &c.0).collect();
+        let last_encoder = match encoders.as_slice() {
+            [_, .., last] if s.offload == Offload::Model && guidance == Guidance::Cfg => Some(*last),
+            _ => None,
+        };
         let mut stages = Vec::new();
         for (name, f, batch, note) in &runs {
             let kind = self.components.iter().find(|c| &c.0 == name).map(|c| c.1.kind()).unwrap_or(ComponentKind::Denoiser);
@@ -362,7 +352,7 @@ impl PipelineSpec {
             let mut cpu = 0u64;
             let mut resident = Vec::new();
             for (wn, w, _, _) in &weights {
-                let running = wn == name;
+                let running = wn == name || (kind == ComponentKind::TextEncoder && Some(wn) == last_encoder);
                 let on = s.offload.on_gpu(w, running);
                 if on > 0 && (running || s.offload == Offload::None) {
                     resident.push(wn.clone());
@@ -370,7 +360,11 @@ impl PipelineSpec {
                 gpu = gpu.saturating_add(on);
                 cpu = cpu.saturating_add(s.offload.on_cpu(w, running));
             }
-            let act = f.activations();
+            let act = f.activations().saturating_add(match kind {
+                ComponentKind::Denoiser => ctx.denoise,
+                ComponentKind::Vae => ctx.decode,
+                ComponentKind::TextEncoder => 0,
+            });
             stages.push(StageReport { name: stage, component: name.clone(), peak: gpu.saturating_add(act), activations: act, gpu_weights: gpu, cpu_weights: cpu, resident, batch: *batch, note: note.clone() });
         }
         // between `enable_*_offload()` and the first forward (and again after
@@ -430,7 +424,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
                 let mut f = tiled_decode(c, &t, scale, v.out_channels, opts, batch, out_dt, width, height)?;
                 f.peak = f.peak.saturating_add(extra);
                 note = join(note, &format!("tiled: {} tiles of up to {} px", t.rows.len() * t.cols.len(), t.rows[0] * scale));
-                let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+                let w = weights_of(c, &f);
                 return Ok((f, w, note, batch));
             }
         }
@@ -439,7 +433,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         if let Some(mut f) = super::wan_tiled::tiled_decode(v, frames, height, width, tile, batch, opts, super::component::dtype_of(precision))? {
             f.peak = f.peak.saturating_add(extra);
             note = join(note, &format!("tiled: tiles of {} px", if tile == 0 { super::wan_tiled::TILE_PX } else { tile }));
-            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+            let w = weights_of(c, &f);
             return Ok((f, w, note, batch));
         }
     }
@@ -463,7 +457,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         // (`_apply_group_offloading_block_level` in `hooks/group_offloading.py`)
         f.group_weights = f.param_bytes;
     }
-    let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+    let w = weights_of(c, &f);
     Ok((f, w, note, batch))
 }
 
@@ -495,6 +489,14 @@ fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: Lowe
     let image = image_bytes(channels, height, width, dt).saturating_mul(batch);
     f.peak = peak.max(persistent.saturating_add(kept).saturating_add(image.saturating_mul(2)));
     Ok(f)
+}
+
+/// A component's weights as the offload modes move them. Persistent buffers: SD3's
+/// `pos_embed` (`PatchEmbed`: `persistent = True if pos_embed_max_size else False`); Wan's rotary
+/// tables and CLIP's `position_ids` are registered with `persistent=False`.
+fn weights_of(c: &Component, f: &Forward) -> Weights {
+    let persistent = if matches!(c, Component::Sd3(_)) { f.buffer_bytes } else { 0 };
+    Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights, persistent, repeat: 0 }
 }
 
 fn join(a: String, b: &str) -> String {

@@ -122,6 +122,13 @@ impl WanVaeConfig {
         let prev_out = (done > 0).then(|| ops::copy(b, z, frame(done)));
         // a tile's chunks are a list: the last chunk's `decoded` is in it, no `out_` beside
         let prev_last = (last > 0 && tile.is_none()).then(|| ops::copy(b, z, frame(last)));
+        // block-level group offload (`AutoencoderKLWan._group_offload_block_modules`: `encoder`,
+        // `decoder`, `quant_conv`, `post_quant_conv`, each grouped by its own blocks):
+        // `post_quant_conv` is a group of its own, onloaded for its forward; in the decoder each
+        // of `up_blocks` is one, the rest (`conv_in`, `mid_block`, `norm_out`, `conv_out`) one
+        // onloaded for the decoder's forward; a decode never onloads the encoder
+        let n = self.dim_mult.len();
+        b.set_layer(n as u32 + 1);
         let (zq, chunk) = match tile {
             Some(_) => {
                 let v = b.view(z, Shape::new([self.z_dim, 1, h, w]));
@@ -133,6 +140,7 @@ impl WanVaeConfig {
                 (zq, b.view(zq, Shape::new([self.z_dim, 1, h, w])))
             }
         };
+        b.set_layer(0);
         let dims = self.decoder_dims();
         let mut x = conv3d(b, chunk, self.z_dim, dims[0], [3, 3, 3], Some(caches))?;
         // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
@@ -141,9 +149,9 @@ impl WanVaeConfig {
         x = attention(b, x, dims[0])?;
         x = resblock(b, x, dims[0], dims[0], caches)?;
         ops::keep(b, &[mid_in]);
-        let n = self.dim_mult.len();
         let tu: Vec<bool> = self.temperal_downsample.iter().rev().copied().collect();
         for i in 0..n {
+            b.set_layer(1 + i as u32);
             let mut cin = if i > 0 { dims[i] / 2 } else { dims[i] };
             let cout = dims[i + 1];
             let input = x;
@@ -156,6 +164,7 @@ impl WanVaeConfig {
             }
             ops::keep(b, &[input]);
         }
+        b.set_layer(0);
         let c = dims[n];
         x = rms_norm(b, x, c);
         x = ops::silu(b, x);
