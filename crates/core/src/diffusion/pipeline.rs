@@ -285,6 +285,11 @@ impl PipelineSpec {
         // get pixels at a factor of 8 (exact: ⌊⌊8w/f⌋/8⌋ = ⌊w/f⌋). Wan's VAE is 8 in space.
         // Measured: a tiny SD pipeline with a 2-block VAE (`tests/data/diffusion_pipeline.jsonl`).
         let vae_scale = self.components.iter().find_map(|c| if let Component::Vae(v) = &c.1 { Some(v.scale()) } else { None }).unwrap_or(8).max(1);
+        // with CFG the encoders run again for the negative prompt (`negative_prompt or ""`),
+        // except SDXL's: `force_zeros_for_empty_prompt` (True in `__init__` and in SDXL's
+        // `model_index.json`) makes the embeddings of an absent negative prompt zeros
+        // (`zero_out_negative_prompt` in `StableDiffusionXLPipeline.encode_prompt`)
+        let negative_encoded = guidance == Guidance::Cfg && self.family != Family::Sdxl;
         let mut runs: Vec<(String, Forward, u64, String)> = Vec::new();
         let mut weights: Vec<(String, Weights, String, u64)> = Vec::new();
         for (name, c) in &self.components {
@@ -292,7 +297,7 @@ impl PipelineSpec {
             let (pass, batch, note) = match c.kind() {
                 ComponentKind::TextEncoder => {
                     let len = if matches!(c, Component::Text(t) if t.max_len.is_some()) { 77 } else { t5_len };
-                    let n = if guidance == Guidance::Cfg { "prompt and negative prompt, one after the other" } else { "the prompt" };
+                    let n = if negative_encoded { "prompt and negative prompt, one after the other" } else { "the prompt" };
                     (Pass::EncodeText { text_len: len }, s.batch, format!("{len} tokens; {n}"))
                 }
                 ComponentKind::Denoiser => {
@@ -310,7 +315,7 @@ impl PipelineSpec {
             let (f, mut w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
             // run more than once: the denoiser (every step), an encoder with CFG (the prompt,
             // then the negative prompt: `encode_prompt`)
-            if c.kind() == ComponentKind::Denoiser || (c.kind() == ComponentKind::TextEncoder && guidance == Guidance::Cfg) {
+            if c.kind() == ComponentKind::Denoiser || (c.kind() == ComponentKind::TextEncoder && negative_encoded) {
                 w.repeat = w.buffers;
             }
             weights.push((name.clone(), w, dt.name().to_string(), f.params));
@@ -337,7 +342,7 @@ impl PipelineSpec {
         // before it in `model_cpu_offload_seq`)
         let encoders: Vec<&String> = self.components.iter().filter(|c| c.1.kind() == ComponentKind::TextEncoder).map(|c| &c.0).collect();
         let last_encoder = match encoders.as_slice() {
-            [_, .., last] if s.offload == Offload::Model && guidance == Guidance::Cfg => Some(*last),
+            [_, .., last] if s.offload == Offload::Model && negative_encoded => Some(*last),
             _ => None,
         };
         let mut stages = Vec::new();
