@@ -442,7 +442,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
             return Ok((f, w, note, batch));
         }
     }
-    let mut g = c.graph(pass, opts)?;
+    let mut g = c.graph_at(pass, opts, batch)?;
     let transient = quantise(&mut g, dt);
     let mut f = measure(&g, batch);
     if let (Component::WanVae(_), Pass::Decode { frames, .. }) = (c, pass) {
