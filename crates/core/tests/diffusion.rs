@@ -237,51 +237,20 @@ fn lora_steps_match_measured_within_2_percent() {
 fn pipeline_peaks_per_offload_mode_match_measured_within_3_percent() {
     use vramcalc_core::config::Device;
     use vramcalc_core::diffusion::{Offload, PipelineSettings, PipelineSpec, WeightDType};
-    let files: &[(&str, &str, &[(&str, &str)])] = &[(
-        "tiny-sd",
-        include_str!("data/diffusion_pipeline/tiny-sd/model_index.json"),
-        &[
-            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sd/text_encoder/config.json")),
-            ("unet", include_str!("data/diffusion_pipeline/tiny-sd/unet/config.json")),
-            ("vae", include_str!("data/diffusion_pipeline/tiny-sd/vae/config.json")),
-        ],
-    ), (
-        "tiny-sdxl",
-        include_str!("data/diffusion_pipeline/tiny-sdxl/model_index.json"),
-        &[
-            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sdxl/text_encoder/config.json")),
-            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-sdxl/text_encoder_2/config.json")),
-            ("unet", include_str!("data/diffusion_pipeline/tiny-sdxl/unet/config.json")),
-            ("vae", include_str!("data/diffusion_pipeline/tiny-sdxl/vae/config.json")),
-        ],
-    ), (
-        "tiny-flux",
-        include_str!("data/diffusion_pipeline/tiny-flux/model_index.json"),
-        &[
-            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-flux/text_encoder/config.json")),
-            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-flux/text_encoder_2/config.json")),
-            ("transformer", include_str!("data/diffusion_pipeline/tiny-flux/transformer/config.json")),
-            ("vae", include_str!("data/diffusion_pipeline/tiny-flux/vae/config.json")),
-        ],
-    ), (
-        "tiny-sd3",
-        include_str!("data/diffusion_pipeline/tiny-sd3/model_index.json"),
-        &[
-            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder/config.json")),
-            ("text_encoder_2", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder_2/config.json")),
-            ("text_encoder_3", include_str!("data/diffusion_pipeline/tiny-sd3/text_encoder_3/config.json")),
-            ("transformer", include_str!("data/diffusion_pipeline/tiny-sd3/transformer/config.json")),
-            ("vae", include_str!("data/diffusion_pipeline/tiny-sd3/vae/config.json")),
-        ],
-    ), (
-        "tiny-wan",
-        include_str!("data/diffusion_pipeline/tiny-wan/model_index.json"),
-        &[
-            ("text_encoder", include_str!("data/diffusion_pipeline/tiny-wan/text_encoder/config.json")),
-            ("transformer", include_str!("data/diffusion_pipeline/tiny-wan/transformer/config.json")),
-            ("vae", include_str!("data/diffusion_pipeline/tiny-wan/vae/config.json")),
-        ],
-    )];
+    // each tiny pipeline's `model_index.json` and its components' `config.json`, as the tool wrote them
+    macro_rules! pipeline {
+        ($name:literal: $($c:literal),+) => {
+            ($name, include_str!(concat!("data/diffusion_pipeline/", $name, "/model_index.json")),
+             &[$(($c, include_str!(concat!("data/diffusion_pipeline/", $name, "/", $c, "/config.json")))),+][..])
+        };
+    }
+    let files: &[(&str, &str, &[(&str, &str)])] = &[
+        pipeline!("tiny-sd": "text_encoder", "unet", "vae"),
+        pipeline!("tiny-sdxl": "text_encoder", "text_encoder_2", "unet", "vae"),
+        pipeline!("tiny-flux": "text_encoder", "text_encoder_2", "transformer", "vae"),
+        pipeline!("tiny-sd3": "text_encoder", "text_encoder_2", "text_encoder_3", "transformer", "vae"),
+        pipeline!("tiny-wan": "text_encoder", "transformer", "vae"),
+    ];
     let mut bad = Vec::new();
     let (mut n, mut tiled) = (0, 0);
     for line in include_str!("data/diffusion_pipeline.jsonl").lines().filter(|l| !l.trim().is_empty()) {
