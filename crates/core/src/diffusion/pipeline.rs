@@ -471,6 +471,8 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
 #[allow(clippy::too_many_arguments)]
 fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: LowerOptions, batch: u64, dt: DType, width: u64, height: u64) -> Result<Forward> {
     let mut sizes: Vec<((u64, u64), Forward)> = Vec::new();
+    let latent_channels = if let Component::Vae(v) = c { v.latent_channels } else { 0 };
+    let latent = image_bytes(latent_channels, height / scale, width / scale, dt).saturating_mul(batch);
     let mut kept = 0u64;
     let mut peak = 0u64;
     let mut first = None;
@@ -485,7 +487,10 @@ fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: Lowe
             }
         };
         first.get_or_insert(f);
-        peak = peak.max(f.peak.saturating_add(kept));
+        // a tile is a view of the caller's whole `z` (`z[:, :, i : i + tile, j : j + tile]`):
+        // the latent beside the tile's graph is the whole one, not the tile's input
+        let z_extra = latent.saturating_sub(image_bytes(latent_channels, r, col, dt).saturating_mul(batch));
+        peak = peak.max(f.peak.saturating_add(kept).saturating_add(z_extra));
         kept = kept.saturating_add(image_bytes(channels, r * scale, col * scale, dt).saturating_mul(batch));
     }
     let mut f = first.unwrap_or_default();
