@@ -22,7 +22,10 @@ materialises the scores a GPU's fused kernels never do).
 
 `cpu_peak_bytes` is the largest CPU RAM of live storages during the call (the offloaded weights
 and the pipeline's CPU-side tensors). With `--vae-tiling`, SD3 and Wan are measured again at
-their second size with 64 px tiles in two offload modes (`TILED`).
+their second size with 64 px tiles in two offload modes (`TILED`). `tiny-sd3-t5` is tiny-sd3
+with a T5 four times the other components' weights (SD3.5's T5-XXL is 9.5 of its 16.3 GB):
+with model offload its encoder stages, T5 still on the GPU beside CLIP-L and CLIP-G for the
+negative prompt, reach the pipeline's peak.
 
 It also writes each tiny pipeline's model_index.json and components' config.json under
 crates/core/tests/data/diffusion_pipeline/<name>/, the files the core reads with --model-index.
@@ -179,12 +182,18 @@ SD3 = dict(sample_size=32, patch_size=2, in_channels=16, out_channels=16, num_la
 SD3_VAE = dict(VAE, latent_channels=16, use_quant_conv=False, use_post_quant_conv=False, scaling_factor=1.5305, shift_factor=0.0609)
 
 
-def sd3(sch):
+# SD3.5's T5-XXL is most of its weights (9.5 GB of 16.3 in bf16): a T5 four times the other
+# components', so that with model offload the peak is the encoders' (T5 still on the GPU while
+# CLIP-G encodes the negative prompt)
+T5_SD3_BIG = dict(T5_SD3, d_ff=2048, num_layers=4)
+
+
+def sd3(sch, t5=T5_SD3):
     import transformers
     from diffusers import StableDiffusion3Pipeline, SD3Transformer2DModel, AutoencoderKL
     te = transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**CLIP_P))
     te2 = transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**dict(CLIP_P, hidden_act="gelu")))
-    te3 = transformers.T5EncoderModel(transformers.T5Config(**T5_SD3))
+    te3 = transformers.T5EncoderModel(transformers.T5Config(**t5))
     return StableDiffusion3Pipeline(transformer=SD3Transformer2DModel(**SD3), scheduler=sch, vae=AutoencoderKL(**SD3_VAE),
                                     text_encoder=te, tokenizer=Tok(77), text_encoder_2=te2, tokenizer_2=Tok(77),
                                     text_encoder_3=te3, tokenizer_3=Tok(256))
@@ -348,7 +357,9 @@ PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", "EulerDiscreteScheduler", [(
          ("tiny-sdxl", sdxl, "StableDiffusionXLPipeline", "EulerDiscreteScheduler", [(64, 64), (96, 128)], None, True),
          ("tiny-flux", flux, "FluxPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32, False),
          ("tiny-sd3", sd3, "StableDiffusion3Pipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32, True),
-         ("tiny-wan", wan, "WanPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64, 9), (96, 64, 5)], 32, True)]
+         ("tiny-wan", wan, "WanPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64, 9), (96, 64, 5)], 32, True),
+         ("tiny-sd3-t5", functools.partial(sd3, t5=T5_SD3_BIG), "StableDiffusion3Pipeline", "FlowMatchEulerDiscreteScheduler",
+          [(64, 64)], 32, True)]
 
 
 # offload modes measured with 64 px VAE tiles
