@@ -220,6 +220,11 @@ def grid():
     add("wanvae-decode-tiled", WANVAE, width=320, height=256, frames=5, tiling=1)
     add("wanvae-decode-tiled", WANVAE, width=160, height=160, frames=9, tiling=96, batch=2, dtype="fp16")
     add("wanvae-decode-tiled", WANVAE, width=128, height=96, frames=1, tiling=64)
+    # a batch of one takes views where a larger one copies (`WanResample`'s
+    # `permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)`): the same decode at batch 1, 2 and 3
+    for b in [1, 2, 3]:
+        add("wanvae-batch-decode", WANVAE, width=96, height=96, frames=9, batch=b, dtype="fp16")
+    add("wanvae-batch-decode-tiled", WANVAE, width=160, height=160, frames=9, tiling=96, batch=3, dtype="fp16")
     for L in [77, 32]:
         add("clip-l", CLIP, text_len=L)
         add("clip-g", CLIPG, text_len=L, dtype="bf16")

@@ -20,6 +20,13 @@ materialises the scores a GPU's fused kernels never do).
 
     /root/mvenv/bin/python tools/measure_pipeline_offload.py > crates/core/tests/data/diffusion_pipeline.jsonl
 
+`cpu_peak_bytes` is the largest CPU RAM of live storages during the call (the offloaded weights
+and the pipeline's CPU-side tensors). With `--vae-tiling`, SD3 and Wan are measured again at
+their second size with 64 px tiles in two offload modes (`TILED`). `tiny-sd3-t5` is tiny-sd3
+with a T5 four times the other components' weights (SD3.5's T5-XXL is 9.5 of its 16.3 GB):
+with model offload its encoder stages, T5 still on the GPU beside CLIP-L and CLIP-G for the
+negative prompt, reach the pipeline's peak.
+
 It also writes each tiny pipeline's model_index.json and components' config.json under
 crates/core/tests/data/diffusion_pipeline/<name>/, the files the core reads with --model-index.
 Run with torch 2.15, diffusers 0.42.1, transformers 5.24, accelerate 1.15 (torch.set_num_threads(1)).
@@ -164,6 +171,81 @@ def flux(sch):
                         tokenizer_2=Tok(512), transformer=FluxTransformer2DModel(**FLUX))
 
 
+# SD3: CLIP-L and CLIP-G with projections (pooled: 32 + 32), their hidden states joined (32 + 32)
+# and padded to T5's d_model, then joined with T5's on the sequence; a 16-channel VAE without
+# quant convs (as SD3.5's)
+CLIP_P = dict(CLIP, projection_dim=32)
+T5_SD3 = dict(T5, d_model=64, d_ff=128, d_kv=16)
+SD3 = dict(sample_size=32, patch_size=2, in_channels=16, out_channels=16, num_layers=3, attention_head_dim=16,
+           num_attention_heads=4, caption_projection_dim=64, joint_attention_dim=64, pooled_projection_dim=64,
+           pos_embed_max_size=48, qk_norm="rms_norm", dual_attention_layers=[0])
+SD3_VAE = dict(VAE, latent_channels=16, use_quant_conv=False, use_post_quant_conv=False, scaling_factor=1.5305, shift_factor=0.0609)
+
+
+# SD3.5's T5-XXL is most of its weights (9.5 GB of 16.3 in bf16): a T5 four times the other
+# components', so that with model offload the peak is the encoders' (T5 still on the GPU while
+# CLIP-G encodes the negative prompt)
+T5_SD3_BIG = dict(T5_SD3, d_ff=2048, num_layers=4)
+
+
+def sd3(sch, t5=T5_SD3):
+    import transformers
+    from diffusers import StableDiffusion3Pipeline, SD3Transformer2DModel, AutoencoderKL
+    te = transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**CLIP_P))
+    te2 = transformers.CLIPTextModelWithProjection(transformers.CLIPTextConfig(**dict(CLIP_P, hidden_act="gelu")))
+    te3 = transformers.T5EncoderModel(transformers.T5Config(**t5))
+    return StableDiffusion3Pipeline(transformer=SD3Transformer2DModel(**SD3), scheduler=sch, vae=AutoencoderKL(**SD3_VAE),
+                                    text_encoder=te, tokenizer=Tok(77), text_encoder_2=te2, tokenizer_2=Tok(77),
+                                    text_encoder_3=te3, tokenizer_3=Tok(256))
+
+
+# Wan 2.1: a UMT5 encoder, WanTransformer3DModel, AutoencoderKLWan (z_dim 4, its latents_mean/std
+# of that length)
+UMT5 = dict(T5, d_model=48, d_ff=96, d_kv=12)
+WAN = dict(patch_size=[1, 2, 2], num_attention_heads=4, attention_head_dim=16, in_channels=4, out_channels=4, text_dim=48,
+           freq_dim=32, ffn_dim=96, num_layers=2, cross_attn_norm=True, qk_norm="rms_norm_across_heads", rope_max_seq_len=64, eps=1e-6)
+WAN_VAE = dict(base_dim=16, z_dim=4, dim_mult=[1, 2, 4, 4], num_res_blocks=1, temperal_downsample=[False, True, True], attn_scales=[],
+               latents_mean=[0.0] * 4, latents_std=[1.0] * 4)
+
+
+def wan_t5_prompt_embeds(pipe):
+    """`WanPipeline._get_t5_prompt_embeds` as written (pipelines/wan/pipeline_wan.py), with the
+    prompt's length taken from the tokenizer stand-in: `seq_lens = mask.gt(0).sum(dim=1)` then
+    `u[:v]` is data-dependent under fake mode. The stand-in pads every prompt to max_length, so
+    each length is max_length and the ops are the source's: the encoder, `.to(dtype, device)`,
+    the per-prompt `torch.cat([u, u.new_zeros(0, d)])`, `torch.stack`, `repeat`, `view`."""
+    from diffusers.utils.torch_utils import get_module_execution_device
+
+    def f(prompt=None, num_videos_per_prompt=1, max_sequence_length=226, device=None, dtype=None):
+        device = device or pipe._execution_device
+        dtype = dtype or pipe.text_encoder.dtype
+        prompt = [prompt] if isinstance(prompt, str) else prompt
+        batch_size = len(prompt)
+        ti = pipe.tokenizer(prompt, padding="max_length", max_length=max_sequence_length, truncation=True,
+                            add_special_tokens=True, return_attention_mask=True, return_tensors="pt")
+        ids, mask = ti.input_ids, ti.attention_mask
+        seq_lens = [max_sequence_length] * batch_size
+        dev = get_module_execution_device(pipe.text_encoder)
+        e = pipe.text_encoder(ids.to(dev), mask.to(dev)).last_hidden_state
+        e = e.to(dtype=dtype, device=device)
+        e = [u[:v] for u, v in zip(e, seq_lens)]
+        e = torch.stack([torch.cat([u, u.new_zeros(max_sequence_length - u.size(0), u.size(1))]) for u in e], dim=0)
+        _, seq_len, _ = e.shape
+        e = e.repeat(1, num_videos_per_prompt, 1)
+        return e.view(batch_size * num_videos_per_prompt, seq_len, -1)
+    return f
+
+
+def wan(sch):
+    import transformers
+    from diffusers import WanPipeline, WanTransformer3DModel, AutoencoderKLWan
+    te = transformers.UMT5EncoderModel(transformers.UMT5Config(**UMT5))
+    pipe = WanPipeline(tokenizer=Tok(512), text_encoder=te, vae=AutoencoderKLWan(**WAN_VAE), scheduler=sch,
+                       transformer=WanTransformer3DModel(**WAN))
+    pipe._get_t5_prompt_embeds = wan_t5_prompt_embeds(pipe)
+    return pipe
+
+
 def dump(pipe, cls, d):
     """model_index.json and each component's config.json, as a diffusers repository lays them out."""
     index = {"_class_name": cls}
@@ -217,7 +299,7 @@ def offload(pipe, mode):
                                   offload_type="block_level", num_blocks_per_group=1)
 
 
-def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=None, dtype="fp32"):
+def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=None, dtype="fp32", frames=None, cfg=True, tiling=None):
     tr = Track()
     sch = scheduler(sched)
     with FakeTensorMode(allow_non_fake_inputs=True), tr:
@@ -227,6 +309,15 @@ def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=No
         pipe.set_progress_bar_config(disable=True)
         if dump_dir:
             dump(pipe, cls, dump_dir)
+        if tiling:
+            # `pipe.vae.enable_tiling()`: AutoencoderKL's tiles of `sample_size`, or AutoencoderKLWan's
+            # (tile_sample_min_height, _width, stride_height, stride_width) = (t, t, 3t/4, 3t/4)
+            if cls == "WanPipeline":
+                pipe.vae.enable_tiling(tiling, tiling, tiling * 3 // 4, tiling * 3 // 4)
+            else:
+                pipe.vae.enable_tiling()
+                pipe.vae.tile_sample_min_size = tiling
+                pipe.vae.tile_latent_min_size = tiling // 2 ** (len(pipe.vae.config.block_out_channels) - 1)
         offload(pipe, mode)
         # per-stage peaks: a component's stage starts at its call, before its offload hooks onload it
         for cname, c in pipe.components.items():
@@ -239,35 +330,62 @@ def run(name, build, cls, sched, mode, W, H, steps=2, text_len=None, dump_dir=No
         pipe.vae.decode = decode
         setup = dict(tr.cur)
         tr.reset_peak()
-        kw = {"max_sequence_length": text_len} if text_len else {"guidance_scale": 7.0}
+        kw = {"guidance_scale": 7.0 if cfg else 3.5}
+        if text_len:
+            kw["max_sequence_length"] = text_len
+        if frames:
+            kw["num_frames"] = frames
         out = pipe("a", height=H, width=W, num_inference_steps=steps, output_type="pt", **kw)
-        assert tuple(out.images.shape) == (1, 3, H, W) and str(out.images.device) == "cuda:0", out.images.shape
-    return {"name": name, "pipeline": cls, "mode": mode, "width": W, "height": H, "steps": steps, "guidance": "distilled" if text_len else "cfg", "text_len": text_len,
-            "dtype": dtype, "method": "fake_cuda_standin_alloc",
-            "peak_bytes": tr.peak.get("cuda:0", 0), "cpu_bytes_before_call": setup.get("cpu", 0),
-            "gpu_bytes_before_call": setup.get("cuda:0", 0),
-            "stages": {k[0]: v for k, v in tr.stage_peak.items() if k[1] == "cuda:0" and k[0] != "setup"}}
+        img = out.frames if frames else out.images
+        shape = (1, frames, 3, H, W) if frames else (1, 3, H, W)
+        assert tuple(img.shape) == shape and str(img.device) == "cuda:0", img.shape
+    rec = {"name": name, "pipeline": cls, "mode": mode, "width": W, "height": H, "steps": steps, "guidance": "cfg" if cfg else "distilled", "text_len": text_len,
+           "dtype": dtype, "method": "fake_cuda_standin_alloc",
+           "peak_bytes": tr.peak.get("cuda:0", 0), "cpu_bytes_before_call": setup.get("cpu", 0),
+           "cpu_peak_bytes": tr.peak.get("cpu", 0),
+           "gpu_bytes_before_call": setup.get("cuda:0", 0),
+           "stages": {k[0]: v for k, v in tr.stage_peak.items() if k[1] == "cuda:0" and k[0] != "setup"}}
+    if frames:
+        rec["frames"] = frames
+    if tiling:
+        rec["tiling"] = tiling
+    return rec
 
 
-# (name, builder, pipeline class, scheduler class, sizes, T5 prompt length)
-PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", "EulerDiscreteScheduler", [(64, 64), (128, 96)], None),
-         ("tiny-sdxl", sdxl, "StableDiffusionXLPipeline", "EulerDiscreteScheduler", [(64, 64), (96, 128)], None),
-         ("tiny-flux", flux, "FluxPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32)]
+# (name, builder, pipeline class, scheduler class, sizes (W, H[, frames]), T5 prompt length, CFG)
+PIPES = [("tiny-sd", sd, "StableDiffusionPipeline", "EulerDiscreteScheduler", [(64, 64), (128, 96)], None, True),
+         ("tiny-sdxl", sdxl, "StableDiffusionXLPipeline", "EulerDiscreteScheduler", [(64, 64), (96, 128)], None, True),
+         ("tiny-flux", flux, "FluxPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32, False),
+         ("tiny-sd3", sd3, "StableDiffusion3Pipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64), (128, 96)], 32, True),
+         ("tiny-wan", wan, "WanPipeline", "FlowMatchEulerDiscreteScheduler", [(64, 64, 9), (96, 64, 5)], 32, True),
+         ("tiny-sd3-t5", functools.partial(sd3, t5=T5_SD3_BIG), "StableDiffusion3Pipeline", "FlowMatchEulerDiscreteScheduler",
+          [(64, 64)], 32, True)]
+
+
+# offload modes measured with 64 px VAE tiles
+TILED = {"tiny-sd3": ["model", "group"], "tiny-wan": ["model", "sequential"]}
 
 
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "core", "tests", "data", "diffusion_pipeline")
     only = sys.argv[1:]
-    for name, build, cls, sched, sizes, text_len in PIPES:
+    for name, build, cls, sched, sizes, text_len, cfg in PIPES:
         if only and name not in only:
             continue
         # fp32 at each size, and bf16 (`torch_dtype=torch.bfloat16`) at the first
-        for i, (W, H, dtype) in enumerate([(w, h, "fp32") for w, h in sizes] + [(*sizes[0], "bf16")]):
+        for i, (size, dtype) in enumerate([(s, "fp32") for s in sizes] + [(sizes[0], "bf16")]):
+            W, H, F = (*size, None)[:3]
             for mode in ["none", "model", "sequential", "group"]:
                 d = os.path.join(root, name) if i == 0 and mode == "none" else None
-                rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, dump_dir=d, dtype=dtype)
+                rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, dump_dir=d, dtype=dtype, frames=F, cfg=cfg)
                 print(json.dumps(rec, sort_keys=True), flush=True)
                 print(name, W, H, dtype, mode, rec["peak_bytes"], rec["stages"], file=sys.stderr, flush=True)
+        # the decode tiled inside the whole pipeline (`pipe.vae.enable_tiling()`), at the second size
+        for mode in TILED.get(name, []):
+            W, H, F = (*sizes[1], None)[:3]
+            rec = run(name, build, cls, sched, mode, W, H, text_len=text_len, frames=F, cfg=cfg, tiling=64)
+            print(json.dumps(rec, sort_keys=True), flush=True)
+            print(name, W, H, "tiled", mode, rec["peak_bytes"], rec["stages"], file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

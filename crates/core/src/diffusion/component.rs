@@ -189,8 +189,22 @@ impl Component {
     /// weights in `precision` on `device`.
     pub fn forward(&self, pass: Pass, precision: Precision, device: Device, batch: u64) -> Result<Forward> {
         let opts = LowerOptions { training: false, precision, device, ..LowerOptions::default() };
-        let g = self.graph(pass, opts)?;
+        let g = self.graph_at(pass, opts, batch)?;
         Ok(measure(&g, batch))
+    }
+
+    /// [`Component::graph`] for a pass at `batch`: the Wan VAE's decode graph depends on whether
+    /// the batch is one (`WanVaeConfig::decode_at`); the others' do not.
+    pub fn graph_at(&self, pass: Pass, opts: LowerOptions, batch: u64) -> Result<Graph> {
+        match (self, pass) {
+            (Component::WanVae(v), Pass::Decode { width, height, frames }) => {
+                let mut b = Builder::new(opts);
+                b.style = crate::finetune::NameStyle::Diffusers;
+                v.decode_at(&mut b, frames, height, width, batch).map_err(|e| Error::Config(format!("{}: {e}", self.class())))?;
+                Ok(b.g)
+            }
+            _ => self.graph(pass, opts),
+        }
     }
 }
 

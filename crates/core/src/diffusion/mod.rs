@@ -15,12 +15,15 @@
 //! | `component` | one component: its forward graph and what one forward needs |
 //! | `train`, `train_whatif` | a LoRA training step of the denoiser, and its what-ifs |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
+//! | `family`, `context` | the pipelines' families, and what their `__call__` keeps beside a forward |
 //! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
 //! | `reverse` | the largest size, frames or batch that fits a GPU, and the what-ifs |
 
 pub mod cfg;
 pub mod component;
+pub mod context;
 pub mod dit;
+pub mod family;
 pub mod offload;
 pub mod ops;
 pub mod pipeline;

@@ -4,6 +4,7 @@
 //! component's simulated forward (`component.rs`) plus the weights its offload mode keeps on
 //! the GPU (`offload.rs`); the pipeline's peak is the largest stage's.
 
+pub use super::family::{Family, Guidance};
 use super::component::{measure, wan_latent_frames, Component, ComponentKind, Forward, Pass};
 use super::offload::{Offload, Weights};
 use super::vae::{image_bytes, Tiling};
@@ -15,20 +16,6 @@ use crate::lower::LowerOptions;
 use crate::units::DType;
 use serde::Serialize;
 use serde_json::{Map, Value};
-
-/// Classifier-free guidance as the pipeline runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guidance {
-    /// Conditional and unconditional predictions (SD, SDXL, SD3: one forward of twice the batch;
-    /// Flux's `true_cfg_scale` and Wan: two forwards of the batch, one after the other).
-    Cfg,
-    /// Flux-dev's guidance embedding: one forward, the scale is an input.
-    Distilled,
-    /// One forward (Flux-schnell, `guidance_scale <= 1`).
-    None,
-}
-
-crate::config::names!(Guidance { Cfg = "cfg", Distilled = "distilled", None = "none" });
 
 /// A component's storage dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,29 +84,6 @@ impl Default for PipelineSettings {
             component_dtypes: Vec::new(),
             device: Device::Cuda,
         }
-    }
-}
-
-/// The pipelines' families, by `model_index.json`'s `_class_name`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Sd,
-    Sdxl,
-    Sd3,
-    Flux,
-    Wan,
-}
-
-impl Family {
-    fn of(class: &str) -> Result<Family> {
-        Ok(match class {
-            "StableDiffusionPipeline" => Family::Sd,
-            "StableDiffusionXLPipeline" => Family::Sdxl,
-            "StableDiffusion3Pipeline" => Family::Sd3,
-            "FluxPipeline" => Family::Flux,
-            "WanPipeline" => Family::Wan,
-            other => return Err(Error::Import(format!("pipeline `{other}` is not supported (StableDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline, WanPipeline)"))),
-        })
     }
 }
 
@@ -321,6 +285,11 @@ impl PipelineSpec {
         // get pixels at a factor of 8 (exact: ⌊⌊8w/f⌋/8⌋ = ⌊w/f⌋). Wan's VAE is 8 in space.
         // Measured: a tiny SD pipeline with a 2-block VAE (`tests/data/diffusion_pipeline.jsonl`).
         let vae_scale = self.components.iter().find_map(|c| if let Component::Vae(v) = &c.1 { Some(v.scale()) } else { None }).unwrap_or(8).max(1);
+        // with CFG the encoders run again for the negative prompt (`negative_prompt or ""`),
+        // except SDXL's: `force_zeros_for_empty_prompt` (True in `__init__` and in SDXL's
+        // `model_index.json`) makes the embeddings of an absent negative prompt zeros
+        // (`zero_out_negative_prompt` in `StableDiffusionXLPipeline.encode_prompt`)
+        let negative_encoded = guidance == Guidance::Cfg && self.family != Family::Sdxl;
         let mut runs: Vec<(String, Forward, u64, String)> = Vec::new();
         let mut weights: Vec<(String, Weights, String, u64)> = Vec::new();
         for (name, c) in &self.components {
@@ -328,7 +297,7 @@ impl PipelineSpec {
             let (pass, batch, note) = match c.kind() {
                 ComponentKind::TextEncoder => {
                     let len = if matches!(c, Component::Text(t) if t.max_len.is_some()) { 77 } else { t5_len };
-                    let n = if guidance == Guidance::Cfg { "prompt and negative prompt, one after the other" } else { "the prompt" };
+                    let n = if negative_encoded { "prompt and negative prompt, one after the other" } else { "the prompt" };
                     (Pass::EncodeText { text_len: len }, s.batch, format!("{len} tokens; {n}"))
                 }
                 ComponentKind::Denoiser => {
@@ -343,13 +312,39 @@ impl PipelineSpec {
                 }
                 ComponentKind::Vae => (Pass::Decode { width, height, frames }, images, String::new()),
             };
-            let (f, w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
+            let (f, mut w, note, batch) = stage_forward(self.family, c, pass, dt, batch, s, note)?;
+            // run more than once: the denoiser (every step), an encoder with CFG (the prompt,
+            // then the negative prompt: `encode_prompt`)
+            if c.kind() == ComponentKind::Denoiser || (c.kind() == ComponentKind::TextEncoder && negative_encoded) {
+                w.repeat = w.buffers;
+            }
             weights.push((name.clone(), w, dt.name().to_string(), f.params));
             if c.kind() != ComponentKind::TextEncoder || with_text {
                 runs.push((name.clone(), f, batch, note));
             }
         }
         let _ = dname;
+        // what `__call__` keeps beside the denoiser's forward and the decode (`context.rs`);
+        // none for the decode alone (`with_text` off)
+        let latent = self.components.iter().find_map(|c| match &c.1 {
+            Component::Vae(v) => Some(v.latent_channels.saturating_mul(height / vae_scale).saturating_mul(width / vae_scale)),
+            Component::WanVae(v) => Some(v.z_dim.saturating_mul(wan_latent_frames(frames)).saturating_mul(height / 8).saturating_mul(width / 8)),
+            _ => None,
+        });
+        let ddt = super::component::dtype_of(self.dtype_of(dname, ComponentKind::Denoiser, s).compute());
+        let ctx = match (latent, with_text) {
+            (Some(l), true) => super::context::call_context(self.family, guidance, denoiser, l, images, denoise_text, ddt),
+            _ => super::context::CallContext::default(),
+        };
+        // encoders run for the prompt, then all again for the negative prompt: with model
+        // offload, the last encoder of the chain is still on the GPU during the others' second
+        // run (accelerate `CpuOffload.pre_forward` offloads only `prev_module_hook`: the encoder
+        // before it in `model_cpu_offload_seq`)
+        let encoders: Vec<&String> = self.components.iter().filter(|c| c.1.kind() == ComponentKind::TextEncoder).map(|c| &c.0).collect();
+        let last_encoder = match encoders.as_slice() {
+            [_, .., last] if s.offload == Offload::Model && negative_encoded => Some(*last),
+            _ => None,
+        };
         let mut stages = Vec::new();
         for (name, f, batch, note) in &runs {
             let kind = self.components.iter().find(|c| &c.0 == name).map(|c| c.1.kind()).unwrap_or(ComponentKind::Denoiser);
@@ -362,7 +357,7 @@ impl PipelineSpec {
             let mut cpu = 0u64;
             let mut resident = Vec::new();
             for (wn, w, _, _) in &weights {
-                let running = wn == name;
+                let running = wn == name || (kind == ComponentKind::TextEncoder && Some(wn) == last_encoder);
                 let on = s.offload.on_gpu(w, running);
                 if on > 0 && (running || s.offload == Offload::None) {
                     resident.push(wn.clone());
@@ -370,7 +365,11 @@ impl PipelineSpec {
                 gpu = gpu.saturating_add(on);
                 cpu = cpu.saturating_add(s.offload.on_cpu(w, running));
             }
-            let act = f.activations();
+            let act = f.activations().saturating_add(match kind {
+                ComponentKind::Denoiser => ctx.denoise,
+                ComponentKind::Vae => ctx.decode,
+                ComponentKind::TextEncoder => 0,
+            });
             stages.push(StageReport { name: stage, component: name.clone(), peak: gpu.saturating_add(act), activations: act, gpu_weights: gpu, cpu_weights: cpu, resident, batch: *batch, note: note.clone() });
         }
         // between `enable_*_offload()` and the first forward (and again after
@@ -430,7 +429,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
                 let mut f = tiled_decode(c, &t, scale, v.out_channels, opts, batch, out_dt, width, height)?;
                 f.peak = f.peak.saturating_add(extra);
                 note = join(note, &format!("tiled: {} tiles of up to {} px", t.rows.len() * t.cols.len(), t.rows[0] * scale));
-                let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+                let w = weights_of(c, &f);
                 return Ok((f, w, note, batch));
             }
         }
@@ -439,11 +438,11 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         if let Some(mut f) = super::wan_tiled::tiled_decode(v, frames, height, width, tile, batch, opts, super::component::dtype_of(precision))? {
             f.peak = f.peak.saturating_add(extra);
             note = join(note, &format!("tiled: tiles of {} px", if tile == 0 { super::wan_tiled::TILE_PX } else { tile }));
-            let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+            let w = weights_of(c, &f);
             return Ok((f, w, note, batch));
         }
     }
-    let mut g = c.graph(pass, opts)?;
+    let mut g = c.graph_at(pass, opts, batch)?;
     let transient = quantise(&mut g, dt);
     let mut f = measure(&g, batch);
     if let (Component::WanVae(_), Pass::Decode { frames, .. }) = (c, pass) {
@@ -463,7 +462,7 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
         // (`_apply_group_offloading_block_level` in `hooks/group_offloading.py`)
         f.group_weights = f.param_bytes;
     }
-    let w = Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights };
+    let w = weights_of(c, &f);
     Ok((f, w, note, batch))
 }
 
@@ -472,6 +471,8 @@ pub fn stage_forward(family: Family, c: &Component, pass: Pass, dt: WeightDType,
 #[allow(clippy::too_many_arguments)]
 fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: LowerOptions, batch: u64, dt: DType, width: u64, height: u64) -> Result<Forward> {
     let mut sizes: Vec<((u64, u64), Forward)> = Vec::new();
+    let latent_channels = if let Component::Vae(v) = c { v.latent_channels } else { 0 };
+    let latent = image_bytes(latent_channels, height / scale, width / scale, dt).saturating_mul(batch);
     let mut kept = 0u64;
     let mut peak = 0u64;
     let mut first = None;
@@ -486,7 +487,10 @@ fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: Lowe
             }
         };
         first.get_or_insert(f);
-        peak = peak.max(f.peak.saturating_add(kept));
+        // a tile is a view of the caller's whole `z` (`z[:, :, i : i + tile, j : j + tile]`):
+        // the latent beside the tile's graph is the whole one, not the tile's input
+        let z_extra = latent.saturating_sub(image_bytes(latent_channels, r, col, dt).saturating_mul(batch));
+        peak = peak.max(f.peak.saturating_add(kept).saturating_add(z_extra));
         kept = kept.saturating_add(image_bytes(channels, r * scale, col * scale, dt).saturating_mul(batch));
     }
     let mut f = first.unwrap_or_default();
@@ -495,6 +499,14 @@ fn tiled_decode(c: &Component, t: &Tiling, scale: u64, channels: u64, opts: Lowe
     let image = image_bytes(channels, height, width, dt).saturating_mul(batch);
     f.peak = peak.max(persistent.saturating_add(kept).saturating_add(image.saturating_mul(2)));
     Ok(f)
+}
+
+/// A component's weights as the offload modes move them. Persistent buffers: SD3's
+/// `pos_embed` (`PatchEmbed`: `persistent = True if pos_embed_max_size else False`); Wan's rotary
+/// tables and CLIP's `position_ids` are registered with `persistent=False`.
+fn weights_of(c: &Component, f: &Forward) -> Weights {
+    let persistent = if matches!(c, Component::Sd3(_)) { f.buffer_bytes } else { 0 };
+    Weights { all: f.param_bytes, buffers: f.buffer_bytes, leaf: f.seq_weights, group: f.group_weights, persistent, repeat: 0 }
 }
 
 fn join(a: String, b: &str) -> String {

@@ -59,11 +59,11 @@ pub fn tiled_decode(v: &WanVaeConfig, frames: u64, height: u64, width: u64, tile
                 Some((_, x)) => *x,
                 None => {
                     let mut b = Builder::new(opts);
-                    v.decode_tile(&mut b, frames, r, c, (h, w)).map_err(err)?;
+                    v.decode_tile(&mut b, frames, r, c, (h, w), batch).map_err(err)?;
                     let fw = measure(&b.g, batch);
                     let first_peak = if f > 1 {
                         let mut b = Builder::new(opts);
-                        v.decode_tile_first(&mut b, frames, r, c, (h, w)).map_err(err)?;
+                        v.decode_tile_first(&mut b, frames, r, c, (h, w), batch).map_err(err)?;
                         measure(&b.g, batch).peak
                     } else {
                         fw.peak

@@ -122,6 +122,13 @@ impl WanVaeConfig {
         let prev_out = (done > 0).then(|| ops::copy(b, z, frame(done)));
         // a tile's chunks are a list: the last chunk's `decoded` is in it, no `out_` beside
         let prev_last = (last > 0 && tile.is_none()).then(|| ops::copy(b, z, frame(last)));
+        // block-level group offload (`AutoencoderKLWan._group_offload_block_modules`: `encoder`,
+        // `decoder`, `quant_conv`, `post_quant_conv`, each grouped by its own blocks):
+        // `post_quant_conv` is a group of its own, onloaded for its forward; in the decoder each
+        // of `up_blocks` is one, the rest (`conv_in`, `mid_block`, `norm_out`, `conv_out`) one
+        // onloaded for the decoder's forward; a decode never onloads the encoder
+        let n = self.dim_mult.len();
+        b.set_layer(n as u32 + 1);
         let (zq, chunk) = match tile {
             Some(_) => {
                 let v = b.view(z, Shape::new([self.z_dim, 1, h, w]));
@@ -133,17 +140,18 @@ impl WanVaeConfig {
                 (zq, b.view(zq, Shape::new([self.z_dim, 1, h, w])))
             }
         };
+        b.set_layer(0);
         let dims = self.decoder_dims();
         let mut x = conv3d(b, chunk, self.z_dim, dims[0], [3, 3, 3], Some(caches))?;
         // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
         let mid_in = x;
         x = resblock(b, x, dims[0], dims[0], caches)?;
-        x = attention(b, x, dims[0])?;
+        x = attention(b, x, dims[0], caches.batched)?;
         x = resblock(b, x, dims[0], dims[0], caches)?;
         ops::keep(b, &[mid_in]);
-        let n = self.dim_mult.len();
         let tu: Vec<bool> = self.temperal_downsample.iter().rev().copied().collect();
         for i in 0..n {
+            b.set_layer(1 + i as u32);
             let mut cin = if i > 0 { dims[i] / 2 } else { dims[i] };
             let cout = dims[i + 1];
             let input = x;
@@ -156,6 +164,7 @@ impl WanVaeConfig {
             }
             ops::keep(b, &[input]);
         }
+        b.set_layer(0);
         let c = dims[n];
         x = rms_norm(b, x, c);
         x = ops::silu(b, x);
@@ -177,31 +186,38 @@ impl WanVaeConfig {
         Ok(clamped)
     }
 
-    /// The decode graph of a `frames`-frame video (`h × w` pixels): its last chunk.
+    /// The decode graph of a `frames`-frame video (`h × w` pixels) at a batch of one: its last
+    /// chunk.
     pub fn decode(&self, b: &mut Builder, frames: u64, height: u64, width: u64) -> LayerResult<ValueId> {
-        self.decode_chunks(b, wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1), None)
+        self.decode_at(b, frames, height, width, 1)
+    }
+
+    /// That decode at `batch` (the graph is per sample; a batch of one takes views where a
+    /// larger one copies: `frames_of`).
+    pub fn decode_at(&self, b: &mut Builder, frames: u64, height: u64, width: u64, batch: u64) -> LayerResult<ValueId> {
+        self.decode_chunks(b, wan_latent_frames(frames), (height / 8).max(1), (width / 8).max(1), None, batch > 1)
     }
 
     /// One `th × tw` latent tile of `tiled_decode` over a `full` `(height, width)` latent of
-    /// `frames` video frames: its last chunk and the `torch.cat` of its chunks.
-    pub fn decode_tile(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
+    /// `frames` video frames at `batch`: its last chunk and the `torch.cat` of its chunks.
+    pub fn decode_tile(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64), batch: u64) -> LayerResult<ValueId> {
         let f = wan_latent_frames(frames);
-        self.decode_chunks(b, f, th, tw, Some((f, full.0, full.1)))
+        self.decode_chunks(b, f, th, tw, Some((f, full.0, full.1)), batch > 1)
     }
 
     /// The first chunk of that tile (no caches yet; its output not concatenated).
-    pub fn decode_tile_first(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64)) -> LayerResult<ValueId> {
-        self.decode_chunks(b, 1, th, tw, Some((wan_latent_frames(frames), full.0, full.1)))
+    pub fn decode_tile_first(&self, b: &mut Builder, frames: u64, th: u64, tw: u64, full: (u64, u64), batch: u64) -> LayerResult<ValueId> {
+        self.decode_chunks(b, 1, th, tw, Some((wan_latent_frames(frames), full.0, full.1)), batch > 1)
     }
 
-    fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>) -> LayerResult<ValueId> {
+    fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>, batched: bool) -> LayerResult<ValueId> {
         // a first build of the chunk before (a first chunk when it is the first) on a scratch
         // builder lists the caches it leaves (`_conv_num` of them)
-        let mut before = Caches { first: f <= 2, ..Caches::default() };
+        let mut before = Caches { first: f <= 2, batched, ..Caches::default() };
         if f > 1 {
             self.decode_video(&mut Builder::new(b.opts), f, h, w, tile, &mut before)?;
         }
-        let mut caches = Caches { first: f == 1, prev: before.made, ..Caches::default() };
+        let mut caches = Caches { first: f == 1, batched, prev: before.made, ..Caches::default() };
         self.decode_video(b, f, h, w, tile, &mut caches)
     }
 
@@ -229,6 +245,8 @@ pub fn wan_latent_frames(frames: u64) -> u64 {
 struct Caches {
     /// The first chunk: every cache still `None`, `upsample3d` only marks its slot `"Rep"`.
     first: bool,
+    /// A batch of more than one (`frames_of` copies).
+    batched: bool,
     prev: Vec<Option<Shape>>,
     old: Vec<Option<ValueId>>,
     new: Vec<ValueId>,
@@ -355,21 +373,24 @@ fn resblock(b: &mut Builder, x: ValueId, cin: u64, cout: u64, caches: &mut Cache
     Ok(ops::add(b, h, short))
 }
 
-/// `x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)`: a copy, or a view of one frame.
-fn frames_of(b: &mut Builder, x: ValueId) -> ValueId {
+/// `x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)`: a copy, or a view when it can be one —
+/// one frame, or a batch of one (the permuted `[1, T, C, H, W]` merges into `[T, C, H, W]`
+/// with strides `(H·W, T·H·W, W, 1)`: `reshape` returns a view). Measured: a 96 px, 9-frame
+/// decode at batch 1, 2 and 3 (`tests/data/diffusion_forward.jsonl`, `wanvae-decode-tiled`).
+fn frames_of(b: &mut Builder, x: ValueId, batched: bool) -> ValueId {
     let s = b.shape(x).0.clone();
     let shape = Shape::new([s[0], s[1].saturating_mul(s[2]), s[3]]);
-    if s[1] == 1 { b.view(x, shape) } else { ops::copy(b, x, shape) }
+    if s[1] == 1 || !batched { b.view(x, shape) } else { ops::copy(b, x, shape) }
 }
 
 /// `WanAttentionBlock` (per frame, one head over `H·W`): frames (`frames_of`), norm, `to_qkv`
 /// 1×1 conv, the `[HW, 3C]` permute made contiguous, SDPA, the permute back (a view: the 1×1
 /// `proj` reads it strided), `proj`, `x + identity`.
-fn attention(b: &mut Builder, x: ValueId, c: u64) -> LayerResult<ValueId> {
+fn attention(b: &mut Builder, x: ValueId, c: u64, batched: bool) -> LayerResult<ValueId> {
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
     let hw = h.saturating_mul(w);
-    let frames = frames_of(b, x);
+    let frames = frames_of(b, x, batched);
     let n = rms_norm(b, frames, c);
     let qkv = ops::conv(b, n, c, 3 * c, 1, 1, 0)?;
     let qkv = ops::copy(b, qkv, Shape::new([t.saturating_mul(hw), 3 * c]));
@@ -402,11 +423,13 @@ fn upsample(b: &mut Builder, x: ValueId, c: u64, temporal: bool, caches: &mut Ca
     }
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
-    let frames = frames_of(b, x);
+    let frames = frames_of(b, x, caches.batched);
     let f32 = b.cast(frames, DType::F32);
     let up = ops::upsample2x(b, f32);
     let up = b.cast(up, dt);
     let conv = ops::conv(b, up, c, c / 2, 3, 1, 1)?;
-    ops::keep(b, &[input]);
+    // `x = self.resample(x)`: the frames are `resample`'s (`nn.Sequential`) argument until it
+    // returns, through the upsample and the conv
+    ops::keep(b, &[input, frames]);
     Ok(b.view(conv, Shape::new([c / 2, t, h * 2, w * 2])))
 }
