@@ -8,14 +8,169 @@
 //! (`name.endswith(key)`). compressed-tensors (`utils/match.py`, `match_name`) reads an `ignore`
 //! entry `re:<regex>` with `re.match` and any other entry as the exact module name.
 //!
-//! The formats place quantised tensors by role (block linears, expert stacks; the head, the
-//! embeddings, routers and norms stay in the compute dtype), not by name. A pattern that names
-//! only what they keep anyway changes nothing; one that keeps attention, an MLP, shared experts
-//! or a vision tower unquantised is reported by [`unmodelled`] so a view can say so.
+//! The importer keeps a checkpoint's list in the spec ([`SkipList`], `ModelSpec::unquantised`)
+//! and `formats::apply` counts the linears it keeps in the model dtype, by module name
+//! ([`super::modules`]). [`unmodelled`] says what a list would keep in a model whose layers have
+//! no names (the CLI's note).
 
 use super::WeightFormat;
+use crate::error::{Error, Result};
 use regex_lite::Regex;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// How a skip list's entries match module names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipRule {
+    /// transformers' `should_convert_module` (`modules_to_not_convert`, `llm_int8_skip_modules`).
+    #[default]
+    Transformers,
+    /// compressed-tensors' `ignore`: `re:<regex>` by `re.match`, else the exact module name.
+    CompressedTensors,
+    /// The entries name the only linears quantised, by suffix: GPTQ's
+    /// `modules_in_block_to_quantize` (optimum `GPTQQuantizer.convert_model`: a block's layer
+    /// stays `nn.Linear` unless `name.endswith(entry)` for one of them); the rest are kept.
+    QuantiseOnly,
+}
+
+/// The modules a quantised checkpoint keeps in the model dtype (the spec's `unquantised`): the
+/// importer writes its `quantization_config`'s skip list here, and `formats::apply` counts the
+/// linears these entries match in the compute dtype, by the layers' module names
+/// (`crate::layer_names`, [`super::modules`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipList {
+    pub modules: Vec<String>,
+    #[serde(default)]
+    pub rule: SkipRule,
+}
+
+/// One compiled entry of a [`SkipList`].
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// transformers: the key (for `endswith`) and `^(?:key)$`, tried on each boundary prefix.
+    Prefix(String, Regex),
+    /// compressed-tensors `re:`: `^(?:regex)` (`re.match` anchors at the start only).
+    Start(Regex),
+    /// compressed-tensors: the exact name, or `Linear` (`_match_class`: the module's class).
+    Exact(String),
+}
+
+/// A [`SkipList`] ready to match module names.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// Keeps what an entry matches.
+    Skip(Vec<Entry>),
+    /// Keeps what no suffix matches ([`SkipRule::QuantiseOnly`]).
+    Only(Vec<String>),
+}
+
+/// The longest pattern read (transformers and compressed-tensors set none; a bound keeps a
+/// hostile config from compiling megabytes of regex).
+const MAX_PATTERN: usize = 4096;
+
+impl SkipList {
+    /// The skip list of a `quantization_config` (`None` without one), each entry checked: a
+    /// pattern the loader could not compile is an error naming the field and the entry.
+    pub fn of_quantization_config(q: &Value) -> Result<Option<SkipList>> {
+        let (field, rule) = match q.get("quant_method").and_then(Value::as_str) {
+            Some("compressed-tensors") => ("ignore", SkipRule::CompressedTensors),
+            Some("bitsandbytes") => ("llm_int8_skip_modules", SkipRule::Transformers),
+            // `GPTQConfig` has no `modules_to_not_convert`; optimum reads this list of lists
+            Some("gptq") => ("modules_in_block_to_quantize", SkipRule::QuantiseOnly),
+            _ => ("modules_to_not_convert", SkipRule::Transformers),
+        };
+        let err = |m: String| Error::Import(format!("field `quantization_config.{field}`: {m}"));
+        let list = match q.get(field) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Array(a)) => a,
+            Some(other) => return Err(err(format!("expected a list of module names, got {other}"))),
+        };
+        // GPTQ's is a list of lists (`sum(modules_in_block_to_quantize, [])`); vLLM also reads it flat
+        let flat: Vec<&Value> = match rule {
+            SkipRule::QuantiseOnly => list.iter().flat_map(|v| v.as_array().map_or_else(|| vec![v], |a| a.iter().collect())).collect(),
+            _ => list.iter().collect(),
+        };
+        let modules = flat
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.as_str().map(str::to_string).ok_or_else(|| err(format!("entry {i} is {v}, not a module name"))))
+            .collect::<Result<Vec<_>>>()?;
+        let skip = SkipList { modules, rule };
+        skip.compile().map_err(err)?;
+        Ok(Some(skip))
+    }
+
+    /// Compiles the entries; an invalid one is an error naming it.
+    pub fn matcher(&self) -> Result<Matcher> {
+        self.compile().map_err(|m| Error::Config(format!("spec field `unquantised`: {m}")))
+    }
+
+    fn compile(&self) -> std::result::Result<Matcher, String> {
+        let bad = |i: usize, p: &str, why: String| format!("entry {i} `{p}`: {why}");
+        let compile = |i: usize, p: &str, re: String| {
+            if p.len() > MAX_PATTERN {
+                let head: String = p.chars().take(64).collect();
+                return Err(bad(i, &format!("{head}…"), format!("longer than {MAX_PATTERN} bytes")));
+            }
+            Regex::new(&re).map_err(|e| bad(i, p, format!("not a regular expression this matcher reads ({e})")))
+        };
+        if self.rule == SkipRule::QuantiseOnly {
+            return Ok(Matcher::Only(self.modules.clone()));
+        }
+        self.modules
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match self.rule {
+                SkipRule::CompressedTensors => match p.strip_prefix("re:") {
+                    Some(re) => Ok(Entry::Start(compile(i, p, format!("^(?:{re})"))?)),
+                    None => Ok(Entry::Exact(p.clone())),
+                },
+                _ => Ok(Entry::Prefix(p.clone(), compile(i, p, format!("^(?:{p})$"))?)),
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map(Matcher::Skip)
+    }
+}
+
+impl Matcher {
+    /// Whether the loader keeps linear module `name` unquantised.
+    pub fn keeps(&self, name: &str) -> bool {
+        let entries = match self {
+            Matcher::Only(only) => return !only.iter().any(|o| name.ends_with(o.as_str())),
+            Matcher::Skip(entries) => entries,
+        };
+        entries.iter().any(|e| match e {
+            Entry::Prefix(key, re) => name.ends_with(key.as_str()) || at_boundary(re, name),
+            Entry::Start(re) => re.is_match(name),
+            Entry::Exact(n) => n == name || n == "Linear",
+        })
+    }
+
+    /// Whether the loader keeps every linear inside module `parent` (whose own names are not
+    /// known) unquantised: a transformers key that matches `parent` to a boundary, a
+    /// compressed-tensors regex that matches its start, or `Linear`.
+    pub fn keeps_within(&self, parent: &str) -> bool {
+        // GPTQ quantises the decoder blocks' linears only, which have their names here
+        let Matcher::Skip(entries) = self else { return false };
+        entries.iter().any(|e| match e {
+            Entry::Prefix(_, re) => at_boundary(re, parent),
+            Entry::Start(re) => re.is_match(parent),
+            Entry::Exact(n) => n == "Linear",
+        })
+    }
+}
+
+/// transformers' `re.match(rf"(?:{key})(?:(?<=\.)|(?=\.|$))", name)`: the key matches `name`
+/// from its start to a module boundary (the end, before a `.`, or just after one).
+fn at_boundary(whole: &Regex, name: &str) -> bool {
+    (0..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
+        let b = name.as_bytes();
+        let boundary = i == name.len() || b[i] == b'.' || (i > 0 && b[i - 1] == b'.');
+        boundary && whole.is_match(&name[..i])
+    })
+}
 
 /// The skip patterns of a `quantization_config`, and whether they are compressed-tensors'.
 pub fn patterns(q: &Value) -> (Vec<String>, bool) {

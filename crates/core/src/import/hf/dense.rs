@@ -81,6 +81,7 @@ impl Decoder {
             layers,
             loss: Loss::CrossEntropy,
             names,
+            unquantised: None,
         }
     }
 }

@@ -72,6 +72,7 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: LLAMA_MODULES.names(1..2, Some(2), lm.then_some(3)),
+        unquantised: None,
     })
 }
 
@@ -170,5 +171,6 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: LLAMA_MODULES.names(first..last, Some(last), lm.then_some(last + 1)),
+        unquantised: None,
     })
 }

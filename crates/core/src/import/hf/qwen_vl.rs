@@ -204,5 +204,6 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
         layers,
         loss: decoder.loss,
         names: Default::default(),
+        unquantised: None,
     })
 }
