@@ -100,6 +100,12 @@ pub struct MultiheadAttention {
     /// `BloomAttention`, MPT's `MptAttention`: transformers refuses SDPA for both).
     #[serde(default, skip_serializing_if = "is_false")]
     pub eager_only: bool,
+    /// With `rotary`: the layer reads the model's second cos/sin pair, the local one. Gemma 3
+    /// (`modeling_gemma3.py`, `Gemma3TextModel.forward`) computes one pair per layer type
+    /// (`for layer_type in set(config.layer_types)`) before its first layer, the sliding layers'
+    /// from `rope_local_base_freq`, and keeps both to the end of the forward.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rotary_local: bool,
 }
 
 impl MultiheadAttention {
@@ -214,8 +220,8 @@ impl MultiheadAttention {
         }
         if self.rotary {
             let rd = self.rotary_dim.unwrap_or(hd);
-            q = rotary(b, q, rd);
-            k = rotary(b, k, rd);
+            q = rotary(b, q, rd, self.rotary_local);
+            k = rotary(b, k, rd, self.rotary_local);
         }
         // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
         // modelled (`kv_cache::attend` attends as without sinks)
@@ -399,16 +405,16 @@ fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<
 /// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`) on the first
 /// `dim` features of each head; with `dim < head_dim` (partial rotary) the rotated part is
 /// concatenated with the rest, a new `[H, S, hd]` tensor.
-fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
+fn rotary(b: &mut Builder, x: ValueId, dim: u64, local: bool) -> ValueId {
     let full = b.shape(x).0.clone();
     if dim < full[2] {
         let part = b.view(x, Shape::new([full[0], full[1], dim]));
-        let r = rotary(b, part, dim);
+        let r = rotary(b, part, dim, local);
         let dt = b.dtype(x);
         return b.op("cat", &[r, x], &[(Shape(full), dt)], &[], false, &[], GradRule::Alloc)[0];
     }
     let s = full;
-    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]));
+    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]), local);
     let a = mul(b, x, cos);
     let half = Shape::new([s[0], s[1], s[2] / 2]);
     let dt = b.dtype(x);
@@ -424,8 +430,10 @@ fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
 /// entering the decoder, so the tables are in the model's dtype: bf16 after
 /// `model.to(torch.bfloat16)`, fp32 under autocast (the embedding output is fp32 there).
 /// Every layer reads the same pair (`position_embeddings`), and checkpointed layers get it as
-/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
-fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
+/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`). A model
+/// with local layers ([`MultiheadAttention::rotary_local`]) has a second pair, made with the
+/// first (Gemma 3 makes both before its first layer), whichever kind of layer comes first.
+fn rope_tables(b: &mut Builder, table: Shape, local: bool) -> (ValueId, ValueId) {
     let dt = b.float_dtype();
     // `generate()` passes `position_ids` of shape `[b, S]`: one table per sample
     let per_sample = b.opts.generation.is_some();
@@ -438,7 +446,11 @@ fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
             t
         })
     };
-    (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
+    let global = (table_op(b, "rope_cos"), table_op(b, "rope_sin"));
+    if !local {
+        return global;
+    }
+    (table_op(b, "rope_cos_local"), table_op(b, "rope_sin_local"))
 }
 
 /// The additive causal mask eager attention adds to its scores. transformers 5.24

@@ -34,7 +34,7 @@ use {
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
 
 /// Points the decode series keeps (enough for a chart).
 const SERIES_POINTS: usize = 600;

@@ -50,6 +50,7 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         attention_chunk: None,
         output_gate: false,
         eager_only: false,
+        rotary_local: false,
     });
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
     let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };
@@ -140,6 +141,7 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             attention_chunk: None,
             output_gate: false,
             eager_only: false,
+            rotary_local: false,
         })
     };
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 16384)?, bias: false, gelu_new_dropout: None });
