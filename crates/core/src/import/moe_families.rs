@@ -149,6 +149,7 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
             output_gate: false,
             eager_only: false,
             rotary_local: false,
+            windows: None,
         })
     };
     c.prob("attention_dropout", 0.0)?;

@@ -106,6 +106,11 @@ pub struct MultiheadAttention {
     /// from `rope_local_base_freq`, and keeps both to the end of the forward.
     #[serde(default, skip_serializing_if = "is_false")]
     pub rotary_local: bool,
+    /// The attention runs separately over consecutive spans of these many tokens, which sum to
+    /// the sequence: Qwen2.5-VL's vision blocks, windows of `window_size` pixels, or one span per
+    /// image in its full-attention blocks (`cu_seqlens`). Non-causal encoders only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Vec<u64>>,
 }
 
 impl MultiheadAttention {
@@ -212,7 +217,7 @@ impl MultiheadAttention {
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
         let mut k = b.view(k, Shape::new([kvh, seq, hd]));
-        let mut v = b.view(v, Shape::new([kvh, seq, hd]));
+        let v = b.view(v, Shape::new([kvh, seq, hd]));
         if let Some(kind) = self.qk_norm {
             // `q_norm(q.view(..., head_dim))`: per-head norms with `head_dim` weights
             q = qk_norm(b, kind, q, hd)?;
@@ -234,6 +239,40 @@ impl MultiheadAttention {
             a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
             return Ok((out, a.weights));
         }
+        let (out, weights) = match &self.windows {
+            None => {
+                let out = self.attend(b, (q, k, v), seq, (h, kvh, hd), sinks)?;
+                if !b.training() {
+                    // outside autograd nothing saves them, but the attention module's locals
+                    // (`query_states`, …) and its caller's `hidden_states` live until it returns
+                    for l in [q, k, v, x] {
+                        b.hold(l);
+                    }
+                }
+                out
+            }
+            Some(spans) => {
+                let out = self.attend_windows(b, (q, k, v), seq, (h, kvh, hd), sinks, spans)?;
+                // `query_states`, `key_states`, `value_states` (the rotary outputs) and the
+                // caller's `hidden_states` are Python locals until the spans are concatenated
+                for l in [q, k, v, x] {
+                    b.hold(l);
+                }
+                out
+            }
+        };
+        let out = output_gate(b, out, gate);
+        let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
+        b.role = Some(LinearRole::O);
+        Ok((o.lower(b, out)?, weights))
+    }
+
+    /// The attention of one span of `seq` tokens (the whole sequence, or one window): `q` is
+    /// `[H, seq, hd]`, `k` and `v` `[kvH, seq, hd]`; the output `[seq, H·hd]` and, eager, the
+    /// probabilities.
+    pub(super) fn attend(&self, b: &mut Builder, (q, k, v): (ValueId, ValueId, ValueId), seq: u64, (h, kvh, hd): (u64, u64, u64), sinks: Option<ValueId>) -> LayerResult<(ValueId, Option<ValueId>)> {
+        let (mut q, mut k, mut v) = (q, k, v);
+        let q_dim = h.saturating_mul(hd);
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
@@ -359,11 +398,9 @@ impl MultiheadAttention {
                 if self.contiguous_heads && fused == SdpaBackend::Flash { copy(b, out, Shape::new([seq, q_dim])) } else { b.view(out, Shape::new([seq, q_dim])) }
             }
         };
-        let out = output_gate(b, out, gate);
-        let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
-        b.role = Some(LinearRole::O);
-        Ok((o.lower(b, out)?, weights))
+        Ok((out, weights))
     }
+
 }
 
 /// `attn_output * torch.sigmoid(gate)` (sigmoid saves its output, the product both operands).

@@ -55,5 +55,6 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         attn_out_dropout: None,
         eager_only: false,
         rotary_local: false,
+        windows: None,
     }
 }

@@ -51,6 +51,7 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         output_gate: false,
         eager_only: false,
         rotary_local: false,
+        windows: None,
     });
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
     let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };
@@ -142,6 +143,7 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             output_gate: false,
             eager_only: false,
             rotary_local: false,
+            windows: None,
         })
     };
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 16384)?, bias: false, gelu_new_dropout: None });
