@@ -129,12 +129,8 @@ pub fn notes(hf_config: Option<&PathBuf>, weights: Option<vramcalc_core::formats
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let Some(q) = v.get("quantization_config").filter(|q| !q.is_null()) else { return Ok(Vec::new()) };
     let unnamed = if spec.names.is_empty() { vramcalc_core::formats::skip::unmodelled(q, format) } else { Vec::new() };
-    let mut notes: Vec<String> = unnamed
+    Ok(unnamed
         .into_iter()
         .map(|(p, what)| format!("quantization_config keeps `{p}` ({what}) unquantised; this model's layers have no module names here, so the weights figure counts it as {format}"))
-        .collect();
-    if vramcalc_core::formats::skip::head_quantised(q) {
-        notes.push("the quantization_config's skip list leaves out lm_head, so the loader quantises it; the weights figure keeps it in the compute dtype (not modelled)".into());
-    }
-    Ok(notes)
+        .collect())
 }

@@ -165,12 +165,12 @@ fn bad_patterns_are_errors_naming_them() {
 #[test]
 fn a_spec_field_with_a_bad_pattern_is_an_error() {
     let mut spec = vramcalc_core::import::hf::from_config_json(&llama(Value::Null).to_string()).unwrap();
-    spec.unquantised = Some(SkipList { modules: vec!["model.layers.[".into()], rule: SkipRule::Transformers });
+    spec.unquantised = Some(SkipList { modules: vec!["model.layers.[".into()], rule: SkipRule::Transformers, head: false });
     let c = TrainConfig { batch: 1, seq_len: Some(8), mode: Mode::Infer, precision: Precision::Bf16, weights: Some(vramcalc_core::formats::WeightFormat::Awq { group_size: 128 }), ..TrainConfig::default() };
     let e = vramcalc_core::estimate(&spec, &c).unwrap_err().to_string();
     assert!(e.contains("model.layers.["), "{e}");
     // and it round-trips through the spec's JSON
-    spec.unquantised = Some(SkipList { modules: vec!["lm_head".into(), "re:.*gate$".into()], rule: SkipRule::CompressedTensors });
+    spec.unquantised = Some(SkipList { modules: vec!["lm_head".into(), "re:.*gate$".into()], rule: SkipRule::CompressedTensors, head: false });
     let back = vramcalc_core::ModelSpec::from_json(&spec.to_json_pretty()).unwrap();
     assert_eq!(back.unquantised, spec.unquantised);
 }

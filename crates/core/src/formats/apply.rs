@@ -196,6 +196,16 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
             }
         }
     }
+    // a skip list that replaces the loader's default skips quantises an untied head it does not
+    // keep (`SkipList::head`; a tied head is the embedding, which no format here quantises)
+    let head_quantised = keep.is_some_and(|(m, _)| m.head) && matches!(format, WeightFormat::Bnb4 { .. } | WeightFormat::BnbInt8 | WeightFormat::Fp8 { .. } | WeightFormat::Ct(_));
+    let roles: Vec<(ValueId, TensorRole)> = roles
+        .into_iter()
+        .map(|(p, role)| match role {
+            TensorRole::Output { model } if head_quantised && !kept[p as usize] => (p, TensorRole::BlockLinear { category: C::Output, index: 0, model }),
+            _ => (p, role),
+        })
+        .collect();
     let mut block_linear = vec![false; g.values.len()];
     for &(p, role) in &roles {
         if matches!(role, TensorRole::BlockLinear { .. }) && !kept[p as usize] {

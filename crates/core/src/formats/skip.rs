@@ -44,11 +44,17 @@ pub struct SkipList {
     pub modules: Vec<String>,
     #[serde(default)]
     pub rule: SkipRule,
+    /// The loader quantises the (untied) output head too unless an entry keeps it: a
+    /// bitsandbytes or fp8 list replaces transformers' default skips
+    /// (`HfQuantizer.get_modules_to_not_convert` adds `get_keys_to_not_convert`, `lm_head`,
+    /// only without one), and compressed-tensors quantises every `Linear` its `ignore` leaves.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub head: bool,
 }
 
 /// One compiled entry of a [`SkipList`].
 #[derive(Debug, Clone)]
-pub enum Entry {
+enum Entry {
     /// transformers: the key (for `endswith`) and `^(?:key)$`, tried on each boundary prefix.
     Prefix(String, Regex),
     /// compressed-tensors `re:`: `^(?:regex)` (`re.match` anchors at the start only).
@@ -59,7 +65,14 @@ pub enum Entry {
 
 /// A [`SkipList`] ready to match module names.
 #[derive(Debug, Clone)]
-pub enum Matcher {
+pub struct Matcher {
+    entries: Entries,
+    /// [`SkipList::head`].
+    pub head: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Entries {
     /// Keeps what an entry matches.
     Skip(Vec<Entry>),
     /// Keeps what no suffix matches ([`SkipRule::QuantiseOnly`]).
@@ -82,7 +95,10 @@ impl SkipList {
             _ => ("modules_to_not_convert", SkipRule::Transformers),
         };
         let err = |m: String| Error::Import(format!("field `quantization_config.{field}`: {m}"));
+        let none = Vec::new();
         let list = match q.get(field) {
+            // compressed-tensors without `ignore` still quantises the head
+            None | Some(Value::Null) if rule == SkipRule::CompressedTensors => &none,
             None | Some(Value::Null) => return Ok(None),
             Some(Value::Array(a)) => a,
             Some(other) => return Err(err(format!("expected a list of module names, got {other}"))),
@@ -97,7 +113,7 @@ impl SkipList {
             .enumerate()
             .map(|(i, v)| v.as_str().map(str::to_string).ok_or_else(|| err(format!("entry {i} is {v}, not a module name"))))
             .collect::<Result<Vec<_>>>()?;
-        let skip = SkipList { modules, rule };
+        let skip = SkipList { modules, rule, head: head_quantised(q) };
         skip.compile().map_err(err)?;
         Ok(Some(skip))
     }
@@ -116,8 +132,9 @@ impl SkipList {
             }
             Regex::new(&re).map_err(|e| bad(i, p, format!("not a regular expression this matcher reads ({e})")))
         };
+        let head = self.head;
         if self.rule == SkipRule::QuantiseOnly {
-            return Ok(Matcher::Only(self.modules.clone()));
+            return Ok(Matcher { entries: Entries::Only(self.modules.clone()), head });
         }
         self.modules
             .iter()
@@ -130,16 +147,16 @@ impl SkipList {
                 _ => Ok(Entry::Prefix(p.clone(), compile(i, p, format!("^(?:{p})$"))?)),
             })
             .collect::<std::result::Result<Vec<_>, String>>()
-            .map(Matcher::Skip)
+            .map(|e| Matcher { entries: Entries::Skip(e), head })
     }
 }
 
 impl Matcher {
     /// Whether the loader keeps linear module `name` unquantised.
     pub fn keeps(&self, name: &str) -> bool {
-        let entries = match self {
-            Matcher::Only(only) => return !only.iter().any(|o| name.ends_with(o.as_str())),
-            Matcher::Skip(entries) => entries,
+        let entries = match &self.entries {
+            Entries::Only(only) => return !only.iter().any(|o| name.ends_with(o.as_str())),
+            Entries::Skip(entries) => entries,
         };
         entries.iter().any(|e| match e {
             Entry::Prefix(key, re) => name.ends_with(key.as_str()) || at_boundary(re, name),
@@ -153,7 +170,7 @@ impl Matcher {
     /// compressed-tensors regex that matches its start, or `Linear`.
     pub fn keeps_within(&self, parent: &str) -> bool {
         // GPTQ quantises the decoder blocks' linears only, which have their names here
-        let Matcher::Skip(entries) = self else { return false };
+        let Entries::Skip(entries) = &self.entries else { return false };
         entries.iter().any(|e| match e {
             Entry::Prefix(_, re) => at_boundary(re, parent),
             Entry::Start(re) => re.is_match(parent),
@@ -246,7 +263,7 @@ pub fn unmodelled(q: &Value, format: WeightFormat) -> Vec<(String, &'static str)
         .collect()
 }
 
-/// Whether the loader quantises the output head that the formats keep: transformers'
+/// Whether the loader quantises the output head ([`SkipList::head`]): transformers'
 /// `HfQuantizer.get_modules_to_not_convert` adds its default skips (`get_keys_to_not_convert`:
 /// `lm_head`, tied and last modules) only when the config gives no list, so a bitsandbytes
 /// `llm_int8_skip_modules` or an fp8 `modules_to_not_convert` that leaves `lm_head` out quantises
