@@ -198,3 +198,55 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Through the importer and the estimate: a config with random skip patterns imports and
+    /// estimates, or is refused with an error naming the field; never a panic.
+    #[test]
+    fn random_patterns_through_the_importer(pats in proptest::collection::vec("(re:)?[a-z._*+?()\\[\\]|0-9]{0,16}", 0..4), ct in any::<bool>()) {
+        let q = if ct {
+            json!({"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": pats,
+                "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": true, "strategy": "group", "group_size": 128}}}})
+        } else {
+            json!({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm", "modules_to_not_convert": pats})
+        };
+        let text = llama(q).to_string();
+        match vramcalc_core::import::hf::from_config_json(&text) {
+            Ok(spec) => {
+                let weights = weights_of_config_json(&text).unwrap();
+                let c = TrainConfig { batch: 1, seq_len: Some(8), mode: Mode::Infer, precision: Precision::Bf16, weights, ..TrainConfig::default() };
+                prop_assert!(vramcalc_core::estimate(&spec, &c).is_ok());
+            }
+            Err(e) => prop_assert!(e.to_string().contains(if ct { "ignore" } else { "modules_to_not_convert" }), "{e}"),
+        }
+    }
+}
+
+/// The matcher against the loaders' own functions (`tools/skip_match_cases.py`: transformers
+/// 5.24 `should_convert_module`, compressed-tensors 0.20 `match_name`) on the patterns hub
+/// checkpoints use and random compositions of their parts, over LLaMA, MoE and VLM module names;
+/// a pattern Python's `re` refuses is refused here too.
+#[test]
+fn matching_is_the_loaders() {
+    let v: Value = serde_json::from_str(include_str!("data/skip_match_cases.json")).unwrap();
+    let names: Vec<&str> = v["names"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    let mut checked = 0;
+    for case in v["cases"].as_array().unwrap() {
+        let pattern = case[0].as_str().unwrap();
+        for (rule, expected) in [(SkipRule::Transformers, case[1].as_str().unwrap()), (SkipRule::CompressedTensors, case[2].as_str().unwrap())] {
+            let list = SkipList { modules: vec![pattern.to_string()], rule, head: false };
+            match list.matcher() {
+                Err(e) => assert!(expected.chars().all(|c| c == 'e'), "{rule:?} `{pattern}` refused here ({e}), read by Python: {expected}"),
+                Ok(m) => {
+                    assert!(!expected.contains('e'), "{rule:?} `{pattern}` read here, refused by Python");
+                    for (name, want) in names.iter().zip(expected.chars()) {
+                        assert_eq!(m.keeps(name), want == '1', "{rule:?} `{pattern}` on `{name}`");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 4000, "{checked}");
+}

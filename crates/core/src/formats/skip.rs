@@ -55,8 +55,9 @@ pub struct SkipList {
 /// One compiled entry of a [`SkipList`].
 #[derive(Debug, Clone)]
 enum Entry {
-    /// transformers: the key (for `endswith`) and `^(?:key)$`, tried on each boundary prefix.
-    Prefix(String, Regex),
+    /// transformers: the key (for `endswith`), `^(?:key)$` for the whole name and the same with
+    /// the key's `$` never matching, for a prefix of it (Python's `$` is the name's end).
+    Prefix(String, Regex, Regex),
     /// compressed-tensors `re:`: `^(?:regex)` (`re.match` anchors at the start only).
     Start(Regex),
     /// compressed-tensors: the exact name, or `Linear` (`_match_class`: the module's class).
@@ -144,7 +145,7 @@ impl SkipList {
                     Some(re) => Ok(Entry::Start(compile(i, p, format!("^(?:{re})"))?)),
                     None => Ok(Entry::Exact(p.clone())),
                 },
-                _ => Ok(Entry::Prefix(p.clone(), compile(i, p, format!("^(?:{p})$"))?)),
+                _ => Ok(Entry::Prefix(p.clone(), compile(i, p, format!("^(?:{p})$"))?, compile(i, p, format!("^(?:{})$", no_end(p)))?)),
             })
             .collect::<std::result::Result<Vec<_>, String>>()
             .map(|e| Matcher { entries: Entries::Skip(e), head })
@@ -159,7 +160,7 @@ impl Matcher {
             Entries::Skip(entries) => entries,
         };
         entries.iter().any(|e| match e {
-            Entry::Prefix(key, re) => name.ends_with(key.as_str()) || at_boundary(re, name),
+            Entry::Prefix(key, whole, inner) => name.ends_with(key.as_str()) || at_boundary(whole, inner, name),
             Entry::Start(re) => re.is_match(name),
             Entry::Exact(n) => n == name || n == "Linear",
         })
@@ -172,7 +173,8 @@ impl Matcher {
         // GPTQ quantises the decoder blocks' linears only, which have their names here
         let Entries::Skip(entries) = &self.entries else { return false };
         entries.iter().any(|e| match e {
-            Entry::Prefix(_, re) => at_boundary(re, parent),
+            // a child's name goes on past `parent`: only the prefix form
+            Entry::Prefix(_, _, inner) => at_boundary(inner, inner, parent),
             Entry::Start(re) => re.is_match(parent),
             Entry::Exact(n) => n == "Linear",
         })
@@ -180,13 +182,47 @@ impl Matcher {
 }
 
 /// transformers' `re.match(rf"(?:{key})(?:(?<=\.)|(?=\.|$))", name)`: the key matches `name`
-/// from its start to a module boundary (the end, before a `.`, or just after one).
-fn at_boundary(whole: &Regex, name: &str) -> bool {
+/// from its start to a module boundary (the end, before a `.`, or just after one). `whole` is
+/// tried on the whole name, `inner` (the key's `$` never matching) on a shorter prefix.
+fn at_boundary(whole: &Regex, inner: &Regex, name: &str) -> bool {
     (0..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
         let b = name.as_bytes();
         let boundary = i == name.len() || b[i] == b'.' || (i > 0 && b[i - 1] == b'.');
-        boundary && whole.is_match(&name[..i])
+        boundary && if i == name.len() { whole.is_match(name) } else { inner.is_match(&name[..i]) }
     })
+}
+
+/// `pattern` with each `$` that is an anchor (not escaped, not in a class) made a class that
+/// matches nothing.
+fn no_end(pattern: &str) -> String {
+    let (mut out, mut escaped, mut class) = (String::with_capacity(pattern.len()), false, false);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !class => {
+                class = true;
+                out.push(c);
+                // a `]` (after an optional `^`) first in a class is a literal
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next().unwrap_or('^'));
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(chars.next().unwrap_or(']'));
+                }
+                continue;
+            }
+            ']' if class => class = false,
+            '$' if !class => {
+                out.push_str("[^\\s\\S]");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The skip patterns of a `quantization_config`, and whether they are compressed-tensors'.
@@ -197,6 +233,8 @@ pub fn patterns(q: &Value) -> (Vec<String>, bool) {
     match q.get("quant_method").and_then(Value::as_str) {
         Some("compressed-tensors") => (list("ignore"), true),
         Some("bitsandbytes") => (list("llm_int8_skip_modules"), false),
+        // `GPTQConfig` reads no skip list (`modules_in_block_to_quantize` names what it quantises)
+        Some("gptq") => (Vec::new(), false),
         _ => (list("modules_to_not_convert"), false),
     }
 }
@@ -204,21 +242,8 @@ pub fn patterns(q: &Value) -> (Vec<String>, bool) {
 /// Whether `pattern` keeps module `name` unquantised (`ct`: compressed-tensors' `ignore`
 /// rules, else transformers' `should_convert_module`). An invalid regex matches nothing.
 pub fn matches(pattern: &str, name: &str, ct: bool) -> bool {
-    if ct {
-        return match pattern.strip_prefix("re:") {
-            Some(re) => Regex::new(&format!("^(?:{re})")).is_ok_and(|r| r.is_match(name)),
-            None => pattern == name,
-        };
-    }
-    if name.ends_with(pattern) {
-        return true;
-    }
-    let Ok(re) = Regex::new(&format!("^(?:{pattern})$")) else { return false };
-    // the boundary: the match ends before a `.` or at the end, or just after a `.`
-    (1..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
-        let at_boundary = i == name.len() || name.as_bytes()[i] == b'.' || name.as_bytes()[i - 1] == b'.';
-        at_boundary && re.is_match(&name[..i])
-    })
+    let rule = if ct { SkipRule::CompressedTensors } else { SkipRule::Transformers };
+    SkipList { modules: vec![pattern.to_string()], rule, head: false }.matcher().is_ok_and(|m| m.keeps(name))
 }
 
 /// Module names (transformers' naming, Llama-style decoders and the usual vision towers) that a
