@@ -188,6 +188,7 @@ impl Model {
                 layers: Vec::new(),
                 loss: Default::default(),
                 names: Default::default(),
+                unquantised: None,
             },
             preset: None,
             unedited: false,

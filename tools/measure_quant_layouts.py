@@ -220,6 +220,15 @@ def main():
                                       "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token", "dynamic": True}}},
     }
     cases.append(ct_case("ct-w8a8-int8-llama", LLAMA, w8a8))
+    # skip lists that keep modules the role-based formats would quantise (issue 25): a regex
+    # prefix, an exact name, a transformers key that matches by suffix and one that matches nothing
+    cases.append(ct_case("ct-w4a16-llama-ignore", LLAMA, dict(w4a16(True), ignore=["lm_head", "re:model\\.layers\\.0\\..*", "model.layers.1.mlp.up_proj"])))
+    cases.append(ct_case("ct-w4a16-moe-ignore-attn", QWEN3_MOE, dict(w4a16(True), ignore=["lm_head", "re:.*mlp.gate$", "re:.*self_attn.*"])))
+    cases.append(fp8_case("fp8-block-llama-skip", LLAMA, dict(fp8, modules_to_not_convert=["lm_head", "model.layers.0.self_attn", "down_proj"])))
+    # a list without `lm_head`: the loader quantises the head too (no default skips then)
+    cases.append(ct_case("ct-w4a16-llama-head", LLAMA, dict(w4a16(True), ignore=["re:.*mlp.down_proj$"])))
+    cases.append(fp8_case("fp8-block-llama-head", LLAMA, dict(fp8, modules_to_not_convert=["model.layers.0.self_attn"])))
+    cases.append(fp8_case("fp8-block-qwen3moe-skip-experts", QWEN3_MOE, dict(fp8, modules_to_not_convert=["lm_head", "mlp.gate", "model.layers.1.mlp.experts"])))
     fp8dyn = {
         "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed", "ignore": ["lm_head"],
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel", "dynamic": False, "observer": "minmax"},
@@ -236,6 +245,9 @@ def main():
         ("bnb-nf4-llama", {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": False, "bnb_4bit_compute_dtype": "bfloat16"}),
         ("bnb-nf4-dq-llama", {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}),
         ("bnb-int8-llama", {"quant_method": "bitsandbytes", "load_in_8bit": True}),
+        ("bnb-nf4-llama-skip", {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": False, "bnb_4bit_compute_dtype": "bfloat16", "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp", "mlp"]}),
+        ("bnb-nf4-llama-head", {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": False, "bnb_4bit_compute_dtype": "bfloat16", "llm_int8_skip_modules": ["model.layers.1.mlp"]}),
+        ("bnb-int8-llama-head", {"quant_method": "bitsandbytes", "load_in_8bit": True, "llm_int8_skip_modules": ["model.layers.0.self_attn"]}),
         ("bnb-nf4-moe", {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": False, "bnb_4bit_compute_dtype": "bfloat16"}),
     ]:
         try:

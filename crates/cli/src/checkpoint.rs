@@ -120,18 +120,17 @@ pub fn annotate(mut text: String, args: &CheckpointArgs, notes: &[String], est: 
 }
 
 /// What a `--hf-config`'s `quantization_config` keeps unquantised that the weights figure counts
-/// quantised (`formats::skip::unmodelled`), one sentence each.
-pub fn notes(hf_config: Option<&PathBuf>, weights: Option<vramcalc_core::formats::WeightFormat>) -> Result<Vec<String>> {
+/// quantised, one sentence each: the skip list is applied by module name (the spec's
+/// `unquantised`), so only where the importer gives the layers no names
+/// (`formats::skip::unmodelled` then says what the patterns would keep).
+pub fn notes(hf_config: Option<&PathBuf>, weights: Option<vramcalc_core::formats::WeightFormat>, spec: &vramcalc_core::ModelSpec) -> Result<Vec<String>> {
     let (Some(path), Some(format)) = (hf_config, weights) else { return Ok(Vec::new()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let Some(q) = v.get("quantization_config").filter(|q| !q.is_null()) else { return Ok(Vec::new()) };
-    let mut notes: Vec<String> = vramcalc_core::formats::skip::unmodelled(q, format)
+    let unnamed = if spec.names.is_empty() { vramcalc_core::formats::skip::unmodelled(q, format) } else { Vec::new() };
+    Ok(unnamed
         .into_iter()
-        .map(|(p, what)| format!("quantization_config keeps `{p}` ({what}) unquantised; the weights figure counts it as {format} (not modelled)"))
-        .collect();
-    if vramcalc_core::formats::skip::head_quantised(q) {
-        notes.push("the quantization_config's skip list leaves out lm_head, so the loader quantises it; the weights figure keeps it in the compute dtype (not modelled)".into());
-    }
-    Ok(notes)
+        .map(|(p, what)| format!("quantization_config keeps `{p}` ({what}) unquantised; this model's layers have no module names here, so the weights figure counts it as {format}"))
+        .collect())
 }

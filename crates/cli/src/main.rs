@@ -103,7 +103,7 @@ fn run() -> Result<ExitCode> {
             let tuning = if what_if { vramcalc_core::whatif::finetune::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let gen_what_ifs = if what_if { vramcalc_core::whatif_gen::what_ifs(&spec, &est.config)? } else { Vec::new() };
             let text = table::estimate(&spec, &est, what_ifs.as_deref(), &tuning, &gen_what_ifs, settings.unit(), json)?;
-            let notes = checkpoint::notes(model.hf_config.as_ref(), est.config.weights)?;
+            let notes = checkpoint::notes(model.hf_config.as_ref(), est.config.weights, &spec)?;
             let text = checkpoint::annotate(text, &checkpoint, &notes, &est, settings.unit(), json)?;
             match fits {
                 Some(g) => reverse::fits_verdict(text, json, est.device_total_bytes, &g, settings.unit()).map(|(t, c)| {

@@ -64,21 +64,35 @@ fn a_published_quantization_counts_as_stored() {
     assert_eq!(v["param_bytes"], 2 * 20_914_757_184u64);
 }
 
-/// Skip patterns the role-based formats do not apply are named in a note (and in `--json`).
+/// A skip list is applied per module (the spec's `unquantised`): bitsandbytes keeps layer 0's
+/// attention in bf16 and, with a list that leaves out `lm_head`, quantises the head; nothing is
+/// left to note. A model whose importer gives no module names (Qwen2.5-VL) gets the note.
 #[test]
-fn unmodelled_skip_patterns_are_noted() {
-    let mut cfg: Value = serde_json::from_slice(&std::fs::read(data("llama-bf16.config.json")).unwrap()).unwrap();
-    cfg["quantization_config"] = serde_json::json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "llm_int8_skip_modules": ["model.layers.0.self_attn"]});
+fn skip_lists_apply_per_module() {
     let dir = std::env::temp_dir().join(format!("vramcalc-skip-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("config.json");
-    std::fs::write(&path, cfg.to_string()).unwrap();
-    let (code, out, err) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("note: quantization_config keeps `model.layers.0.self_attn` (attention) unquantised"), "{out}");
-    assert!(out.contains("leaves out lm_head"), "{out}");
-    let (_, out, _) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer", "--json"]);
-    let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["quantization_notes"].as_array().map(Vec::len), Some(2));
+    let run = |cfg: &Value, name: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, cfg.to_string()).unwrap();
+        let (code, out, err) = vramcalc(&["estimate", "--hf-config", path.to_str().unwrap(), "--mode", "infer", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(data("llama-bf16.config.json")).unwrap()).unwrap();
+    let nf4 = serde_json::json!({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4"});
+    cfg["quantization_config"] = nf4.clone();
+    let plain = run(&cfg, "plain.json");
+    cfg["quantization_config"]["llm_int8_skip_modules"] = serde_json::json!(["model.layers.0.self_attn", "lm_head"]);
+    let kept = run(&cfg, "kept.json");
+    assert!(kept.get("quantization_notes").is_none(), "{kept}");
+    assert!(kept["param_bytes"].as_u64() > plain["param_bytes"].as_u64());
+    cfg["quantization_config"]["llm_int8_skip_modules"] = serde_json::json!(["model.layers.0.self_attn"]);
+    let head = run(&cfg, "head.json");
+    assert!(head["param_bytes"].as_u64() < kept["param_bytes"].as_u64());
+    let vl = serde_json::json!({"model_type": "qwen2_5_vl", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 300, "vision_config": {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64},
+        "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 32, "version": "gemm", "modules_to_not_convert": ["visual"]}});
+    let v = run(&vl, "vl.json");
+    assert_eq!(v["quantization_notes"].as_array().map(Vec::len), Some(1), "{v}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -564,7 +564,7 @@ mod tests {
                     ],
                     _ => vec![layer.clone()],
                 };
-                let spec = ModelSpec { version: 1, name: None, input, layers, loss: Loss::Mse, names: Default::default() };
+                let spec = ModelSpec { version: 1, name: None, input, layers, loss: Loss::Mse, names: Default::default(), unquantised: None };
                 resolve(&spec, None, LowerOptions::default()).is_ok()
             });
             assert!(lowers, "{kind}: its example lowers on none of the test inputs");

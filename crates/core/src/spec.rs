@@ -64,6 +64,11 @@ pub struct ModelSpec {
     /// `{"layers[0]": "model.embed_tokens"}` (`crate::layer_names`).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub names: LayerNames,
+    /// The modules a quantised checkpoint keeps in the model dtype, matched by their names
+    /// (its `quantization_config`'s skip list, written by the importer): an inference
+    /// `--weights` format counts them unquantised (`formats::skip::SkipList`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unquantised: Option<crate::formats::skip::SkipList>,
 }
 
 /// Layers' own names (JSON strings) by spec path (`layers[1].body[0]`): see

@@ -84,6 +84,7 @@ pub fn clip(c: &Cfg, projection: bool) -> Result<TextEncoder> {
             layers,
             loss: Loss::CrossEntropy,
             names: Default::default(),
+            unquantised: None,
         },
         max_len: Some(pos),
         t5: None,

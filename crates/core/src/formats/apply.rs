@@ -9,6 +9,7 @@
 //! (or fused `qkv, o`), then `gate, up, down` (or `up, down`).
 
 use super::ggml::{MixModel, TensorCategory as C};
+use super::skip::Matcher;
 use super::{TensorRole, WeightFormat};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, Lin, ValueId};
@@ -167,9 +168,16 @@ fn categories(kind: &str, n: usize) -> Vec<C> {
     if list.len() == n { list.to_vec() } else { vec![C::Other; n] }
 }
 
+/// The modules a checkpoint keeps unquantised: the skip list and each row's module name
+/// (`LayerInfo::name`, by row).
+pub type Kept<'a> = (&'a Matcher, &'a [Option<&'a str>]);
+
 /// Rewrites the parameter storages of an inference graph to `format`'s bytes and adds the
 /// dequantisation workspaces. `dtype` is the compute dtype (the parameters' dtype before).
-pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype: DType) -> Result<()> {
+/// `keep`: the matrix weights whose module the checkpoint's skip list names stay in `dtype`
+/// (transformers' quantizers leave such a module as it is, `should_convert_module`;
+/// compressed-tensors gives it no scheme) — for the Hugging Face formats, not GGUF's recipes.
+pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype: DType, keep: Option<Kept>) -> Result<()> {
     if let WeightFormat::Float(d) = format {
         if d != dtype {
             return Err(Error::Config(format!(
@@ -180,16 +188,39 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         return Ok(());
     }
     let roles = roles(g, layers);
+    let mut kept = vec![false; g.values.len()];
+    if let (Some((matcher, names)), false) = (keep, matches!(format, WeightFormat::Gguf(_))) {
+        for (w, module) in super::modules::of_weights(g, layers, names) {
+            if module.kept_by(matcher) {
+                kept[w as usize] = true;
+            }
+        }
+    }
+    // a skip list that replaces the loader's default skips quantises an untied head it does not
+    // keep (`SkipList::head`; a tied head is the embedding, which no format here quantises)
+    let head_quantised = keep.is_some_and(|(m, _)| m.head) && matches!(format, WeightFormat::Bnb4 { .. } | WeightFormat::BnbInt8 | WeightFormat::Fp8 { .. } | WeightFormat::Ct(_));
+    let roles: Vec<(ValueId, TensorRole)> = roles
+        .into_iter()
+        .map(|(p, role)| match role {
+            TensorRole::Output { model } if head_quantised && !kept[p as usize] => (p, TensorRole::BlockLinear { category: C::Output, index: 0, model }),
+            _ => (p, role),
+        })
+        .collect();
     let mut block_linear = vec![false; g.values.len()];
     for &(p, role) in &roles {
-        if matches!(role, TensorRole::BlockLinear { .. }) {
+        if matches!(role, TensorRole::BlockLinear { .. }) && !kept[p as usize] {
             block_linear[p as usize] = true;
         }
     }
     for &(p, role) in &roles {
         let shape = g.value(p).shape.0.clone();
         let s = g.storage_of(p) as usize;
-        g.storages[s].bytes = Lin { fixed: format.tensor_bytes(role, &shape, dtype), per_sample: 0 };
+        let bytes = if kept[p as usize] {
+            shape.iter().product::<u64>().saturating_mul(dtype.size())
+        } else {
+            format.tensor_bytes(role, &shape, dtype)
+        };
+        g.storages[s].bytes = Lin { fixed: bytes, per_sample: 0 };
     }
     if format == WeightFormat::Mxfp4 {
         // `Mxfp4GptOssExperts` declares `gate_up_proj_bias` / `down_proj_bias` float32
@@ -197,10 +228,12 @@ pub fn apply(g: &mut Graph, layers: &[(&str, u32)], format: WeightFormat, dtype:
         // checkpoint tensor (`core_model_loading.py`: `_dtype = empty_param.dtype`;
         // `HfQuantizer.get_new_dtype`): the `[E, out]` expert biases, gathered per routed row
         // (`index`) in a `sparse_moe` row, are fp32
+        // (the experts a skip list keeps are `GptOssExperts`, biases in the model dtype)
+        let kept_rows: Vec<u32> = g.ops.iter().filter(|o| o.name == "grouped_mm" && o.inputs.get(1).is_some_and(|&w| kept[w as usize])).map(|o| o.layer).collect();
         let biases: Vec<ValueId> = g
             .ops
             .iter()
-            .filter(|o| o.name == "index" && layers.get(o.layer as usize).is_some_and(|l| l.0 == "sparse_moe"))
+            .filter(|o| o.name == "index" && layers.get(o.layer as usize).is_some_and(|l| l.0 == "sparse_moe") && !kept_rows.contains(&o.layer))
             .filter_map(|o| o.inputs.first().copied())
             .filter(|&v| g.params.contains(&v) && g.value(v).shape.0.len() == 2)
             .collect();

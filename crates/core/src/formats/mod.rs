@@ -24,6 +24,7 @@ pub mod apply;
 pub mod ct;
 pub mod ggml;
 pub mod hf;
+pub mod modules;
 pub mod skip;
 
 use crate::error::{Error, Result};

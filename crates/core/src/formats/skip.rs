@@ -8,14 +8,222 @@
 //! (`name.endswith(key)`). compressed-tensors (`utils/match.py`, `match_name`) reads an `ignore`
 //! entry `re:<regex>` with `re.match` and any other entry as the exact module name.
 //!
-//! The formats place quantised tensors by role (block linears, expert stacks; the head, the
-//! embeddings, routers and norms stay in the compute dtype), not by name. A pattern that names
-//! only what they keep anyway changes nothing; one that keeps attention, an MLP, shared experts
-//! or a vision tower unquantised is reported by [`unmodelled`] so a view can say so.
+//! The importer keeps a checkpoint's list in the spec ([`SkipList`], `ModelSpec::unquantised`)
+//! and `formats::apply` counts the linears it keeps in the model dtype, by module name
+//! ([`super::modules`]). [`unmodelled`] says what a list would keep in a model whose layers have
+//! no names (the CLI's note).
 
 use super::WeightFormat;
+use crate::error::{Error, Result};
 use regex_lite::Regex;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// How a skip list's entries match module names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipRule {
+    /// transformers' `should_convert_module` (`modules_to_not_convert`, `llm_int8_skip_modules`).
+    #[default]
+    Transformers,
+    /// compressed-tensors' `ignore`: `re:<regex>` by `re.match`, else the exact module name.
+    CompressedTensors,
+    /// The entries name the only linears quantised, by suffix: GPTQ's
+    /// `modules_in_block_to_quantize` (optimum `GPTQQuantizer.convert_model`: a block's layer
+    /// stays `nn.Linear` unless `name.endswith(entry)` for one of them); the rest are kept.
+    QuantiseOnly,
+}
+
+/// The modules a quantised checkpoint keeps in the model dtype (the spec's `unquantised`): the
+/// importer writes its `quantization_config`'s skip list here, and `formats::apply` counts the
+/// linears these entries match in the compute dtype, by the layers' module names
+/// (`crate::layer_names`, [`super::modules`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipList {
+    pub modules: Vec<String>,
+    #[serde(default)]
+    pub rule: SkipRule,
+    /// The loader quantises the (untied) output head too unless an entry keeps it: a
+    /// bitsandbytes or fp8 list replaces transformers' default skips
+    /// (`HfQuantizer.get_modules_to_not_convert` adds `get_keys_to_not_convert`, `lm_head`,
+    /// only without one), and compressed-tensors quantises every `Linear` its `ignore` leaves.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub head: bool,
+}
+
+/// One compiled entry of a [`SkipList`].
+#[derive(Debug, Clone)]
+enum Entry {
+    /// transformers: the key (for `endswith`), `^(?:key)$` for the whole name and the same with
+    /// the key's `$` never matching, for a prefix of it (Python's `$` is the name's end).
+    Prefix(String, Regex, Regex),
+    /// compressed-tensors `re:`: `^(?:regex)` (`re.match` anchors at the start only).
+    Start(Regex),
+    /// compressed-tensors: the exact name, or `Linear` (`_match_class`: the module's class).
+    Exact(String),
+}
+
+/// A [`SkipList`] ready to match module names.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    entries: Entries,
+    /// [`SkipList::head`].
+    pub head: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Entries {
+    /// Keeps what an entry matches.
+    Skip(Vec<Entry>),
+    /// Keeps what no suffix matches ([`SkipRule::QuantiseOnly`]).
+    Only(Vec<String>),
+}
+
+/// The longest pattern read (transformers and compressed-tensors set none; a bound keeps a
+/// hostile config from compiling megabytes of regex).
+const MAX_PATTERN: usize = 4096;
+
+impl SkipList {
+    /// The skip list of a `quantization_config` (`None` without one), each entry checked: a
+    /// pattern the loader could not compile is an error naming the field and the entry.
+    pub fn of_quantization_config(q: &Value) -> Result<Option<SkipList>> {
+        let (field, rule) = match q.get("quant_method").and_then(Value::as_str) {
+            Some("compressed-tensors") => ("ignore", SkipRule::CompressedTensors),
+            Some("bitsandbytes") => ("llm_int8_skip_modules", SkipRule::Transformers),
+            // `GPTQConfig` has no `modules_to_not_convert`; optimum reads this list of lists
+            Some("gptq") => ("modules_in_block_to_quantize", SkipRule::QuantiseOnly),
+            _ => ("modules_to_not_convert", SkipRule::Transformers),
+        };
+        let err = |m: String| Error::Import(format!("field `quantization_config.{field}`: {m}"));
+        let none = Vec::new();
+        let list = match q.get(field) {
+            // compressed-tensors without `ignore` still quantises the head
+            None | Some(Value::Null) if rule == SkipRule::CompressedTensors => &none,
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Array(a)) => a,
+            Some(other) => return Err(err(format!("expected a list of module names, got {other}"))),
+        };
+        // GPTQ's is a list of lists (`sum(modules_in_block_to_quantize, [])`); vLLM also reads it flat
+        let flat: Vec<&Value> = match rule {
+            SkipRule::QuantiseOnly => list.iter().flat_map(|v| v.as_array().map_or_else(|| vec![v], |a| a.iter().collect())).collect(),
+            _ => list.iter().collect(),
+        };
+        let modules = flat
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.as_str().map(str::to_string).ok_or_else(|| err(format!("entry {i} is {v}, not a module name"))))
+            .collect::<Result<Vec<_>>>()?;
+        let skip = SkipList { modules, rule, head: head_quantised(q) };
+        skip.compile().map_err(err)?;
+        Ok(Some(skip))
+    }
+
+    /// Compiles the entries; an invalid one is an error naming it.
+    pub fn matcher(&self) -> Result<Matcher> {
+        self.compile().map_err(|m| Error::Config(format!("spec field `unquantised`: {m}")))
+    }
+
+    fn compile(&self) -> std::result::Result<Matcher, String> {
+        let bad = |i: usize, p: &str, why: String| format!("entry {i} `{p}`: {why}");
+        let compile = |i: usize, p: &str, re: String| {
+            if p.len() > MAX_PATTERN {
+                let head: String = p.chars().take(64).collect();
+                return Err(bad(i, &format!("{head}…"), format!("longer than {MAX_PATTERN} bytes")));
+            }
+            Regex::new(&re).map_err(|e| bad(i, p, format!("not a regular expression this matcher reads ({e})")))
+        };
+        let head = self.head;
+        if self.rule == SkipRule::QuantiseOnly {
+            return Ok(Matcher { entries: Entries::Only(self.modules.clone()), head });
+        }
+        self.modules
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match self.rule {
+                SkipRule::CompressedTensors => match p.strip_prefix("re:") {
+                    Some(re) => Ok(Entry::Start(compile(i, p, format!("^(?:{re})"))?)),
+                    None => Ok(Entry::Exact(p.clone())),
+                },
+                _ => Ok(Entry::Prefix(p.clone(), compile(i, p, format!("^(?:{p})$"))?, compile(i, p, format!("^(?:{})$", no_end(p)))?)),
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map(|e| Matcher { entries: Entries::Skip(e), head })
+    }
+}
+
+impl Matcher {
+    /// Whether the loader keeps linear module `name` unquantised.
+    pub fn keeps(&self, name: &str) -> bool {
+        let entries = match &self.entries {
+            Entries::Only(only) => return !only.iter().any(|o| name.ends_with(o.as_str())),
+            Entries::Skip(entries) => entries,
+        };
+        entries.iter().any(|e| match e {
+            Entry::Prefix(key, whole, inner) => name.ends_with(key.as_str()) || at_boundary(whole, inner, name),
+            Entry::Start(re) => re.is_match(name),
+            Entry::Exact(n) => n == name || n == "Linear",
+        })
+    }
+
+    /// Whether the loader keeps every linear inside module `parent` (whose own names are not
+    /// known) unquantised: a transformers key that matches `parent` to a boundary, a
+    /// compressed-tensors regex that matches its start, or `Linear`.
+    pub fn keeps_within(&self, parent: &str) -> bool {
+        // GPTQ quantises the decoder blocks' linears only, which have their names here
+        let Entries::Skip(entries) = &self.entries else { return false };
+        entries.iter().any(|e| match e {
+            // a child's name goes on past `parent`: only the prefix form
+            Entry::Prefix(_, _, inner) => at_boundary(inner, inner, parent),
+            Entry::Start(re) => re.is_match(parent),
+            Entry::Exact(n) => n == "Linear",
+        })
+    }
+}
+
+/// transformers' `re.match(rf"(?:{key})(?:(?<=\.)|(?=\.|$))", name)`: the key matches `name`
+/// from its start to a module boundary (the end, before a `.`, or just after one). `whole` is
+/// tried on the whole name, `inner` (the key's `$` never matching) on a shorter prefix.
+fn at_boundary(whole: &Regex, inner: &Regex, name: &str) -> bool {
+    (0..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
+        let b = name.as_bytes();
+        let boundary = i == name.len() || b[i] == b'.' || (i > 0 && b[i - 1] == b'.');
+        boundary && if i == name.len() { whole.is_match(name) } else { inner.is_match(&name[..i]) }
+    })
+}
+
+/// `pattern` with each `$` that is an anchor (not escaped, not in a class) made a class that
+/// matches nothing.
+fn no_end(pattern: &str) -> String {
+    let (mut out, mut escaped, mut class) = (String::with_capacity(pattern.len()), false, false);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' if !class => {
+                class = true;
+                out.push(c);
+                // a `]` (after an optional `^`) first in a class is a literal
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next().unwrap_or('^'));
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(chars.next().unwrap_or(']'));
+                }
+                continue;
+            }
+            ']' if class => class = false,
+            '$' if !class => {
+                out.push_str("[^\\s\\S]");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// The skip patterns of a `quantization_config`, and whether they are compressed-tensors'.
 pub fn patterns(q: &Value) -> (Vec<String>, bool) {
@@ -25,6 +233,8 @@ pub fn patterns(q: &Value) -> (Vec<String>, bool) {
     match q.get("quant_method").and_then(Value::as_str) {
         Some("compressed-tensors") => (list("ignore"), true),
         Some("bitsandbytes") => (list("llm_int8_skip_modules"), false),
+        // `GPTQConfig` reads no skip list (`modules_in_block_to_quantize` names what it quantises)
+        Some("gptq") => (Vec::new(), false),
         _ => (list("modules_to_not_convert"), false),
     }
 }
@@ -32,21 +242,8 @@ pub fn patterns(q: &Value) -> (Vec<String>, bool) {
 /// Whether `pattern` keeps module `name` unquantised (`ct`: compressed-tensors' `ignore`
 /// rules, else transformers' `should_convert_module`). An invalid regex matches nothing.
 pub fn matches(pattern: &str, name: &str, ct: bool) -> bool {
-    if ct {
-        return match pattern.strip_prefix("re:") {
-            Some(re) => Regex::new(&format!("^(?:{re})")).is_ok_and(|r| r.is_match(name)),
-            None => pattern == name,
-        };
-    }
-    if name.ends_with(pattern) {
-        return true;
-    }
-    let Ok(re) = Regex::new(&format!("^(?:{pattern})$")) else { return false };
-    // the boundary: the match ends before a `.` or at the end, or just after a `.`
-    (1..=name.len()).filter(|&i| name.is_char_boundary(i)).any(|i| {
-        let at_boundary = i == name.len() || name.as_bytes()[i] == b'.' || name.as_bytes()[i - 1] == b'.';
-        at_boundary && re.is_match(&name[..i])
-    })
+    let rule = if ct { SkipRule::CompressedTensors } else { SkipRule::Transformers };
+    SkipList { modules: vec![pattern.to_string()], rule, head: false }.matcher().is_ok_and(|m| m.keeps(name))
 }
 
 /// Module names (transformers' naming, Llama-style decoders and the usual vision towers) that a
@@ -91,7 +288,7 @@ pub fn unmodelled(q: &Value, format: WeightFormat) -> Vec<(String, &'static str)
         .collect()
 }
 
-/// Whether the loader quantises the output head that the formats keep: transformers'
+/// Whether the loader quantises the output head ([`SkipList::head`]): transformers'
 /// `HfQuantizer.get_modules_to_not_convert` adds its default skips (`get_keys_to_not_convert`:
 /// `lm_head`, tied and last modules) only when the config gives no list, so a bitsandbytes
 /// `llm_int8_skip_modules` or an fp8 `modules_to_not_convert` that leaves `lm_head` out quantises

@@ -80,6 +80,19 @@ pub fn from_config_json(text: &str) -> Result<ModelSpec> {
 
 /// [`from_config_json`] for an already parsed object.
 pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
+    with_skip_list(obj, model_of(obj)?)
+}
+
+/// `spec` with the modules its `quantization_config` keeps unquantised
+/// (`formats::skip::SkipList`).
+fn with_skip_list(obj: &Map<String, Value>, mut spec: ModelSpec) -> Result<ModelSpec> {
+    if let Some(q) = obj.get("quantization_config").filter(|q| !q.is_null()) {
+        spec.unquantised = crate::formats::skip::SkipList::of_quantization_config(q)?;
+    }
+    Ok(spec)
+}
+
+fn model_of(obj: &Map<String, Value>) -> Result<ModelSpec> {
     let c = Fields::new(obj);
     let arch = c.architecture()?;
     let model_type = match c.str("model_type")? {
@@ -151,7 +164,7 @@ pub fn from_config_with_image(obj: &Map<String, Value>, image: (u64, u64)) -> Re
     let c = Fields::new(obj);
     let arch = c.architecture()?;
     match c.str("model_type")? {
-        Some("qwen2_5_vl") => qwen_vl::qwen2_5_vl(&c, arch, image),
+        Some("qwen2_5_vl") => with_skip_list(obj, qwen_vl::qwen2_5_vl(&c, arch, image)?),
         other => Err(Error::Import(format!(
             "an image size is read by Qwen2.5-VL's dynamic resolution only (model_type `qwen2_5_vl`), not `{}`",
             other.unwrap_or("(none)")
@@ -289,6 +302,7 @@ fn llama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: if class == "LlamaForCausalLM" { Loss::CausalLm } else { Loss::CrossEntropy },
         names: LLAMA_MODULES.names(1..2, Some(2), (class == "LlamaForCausalLM").then_some(3)),
+        unquantised: None,
     })
 }
 
@@ -358,6 +372,7 @@ fn vit(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         version: SPEC_VERSION,
         name: Some(name),
         names: vit_names(class == "ViTForImageClassification", layers.len()),
+        unquantised: None,
         input: InputSpec { shape: vec![channels, image[0], image[1]], dtype: InputDType::Float32, vocab_size: None },
         layers,
         loss: Loss::CrossEntropy,

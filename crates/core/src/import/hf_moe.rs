@@ -162,6 +162,7 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
         layers: spec_layers,
         loss: Loss::CrossEntropy,
         names,
+        unquantised: None,
     })
 }
 

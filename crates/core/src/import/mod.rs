@@ -28,6 +28,10 @@ pub fn preset(id: &str) -> Result<ModelSpec> {
         (Some(text), Some(info)) => {
             let mut spec = from_config_json(text)?;
             spec.name = Some(info.title.to_string());
+            // the published checkpoint's skip list (its `quantization_config` is kept apart)
+            if let Some(q) = presets::published_quantization(id).and_then(|q| serde_json::from_str(q).ok()) {
+                spec.unquantised = crate::formats::skip::SkipList::of_quantization_config(&q)?;
+            }
             Ok(spec)
         }
         _ => presets::build(id),

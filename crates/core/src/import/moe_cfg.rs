@@ -109,6 +109,8 @@ pub(super) fn gqa_attention(h: u64, heads: u64, kv: u64, hd: u64, bias: bool) ->
         attention_chunk: None,
         output_gate: false,
         eager_only: false,
+        rotary_local: false,
+        windows: None,
     }
 }
 

@@ -148,6 +148,8 @@ pub(super) fn gpt_oss(c: &Cfg, d: &Defaults, h: u64, n_layers: u64) -> Result<Ve
             attention_chunk: None,
             output_gate: false,
             eager_only: false,
+            rotary_local: false,
+            windows: None,
         })
     };
     c.prob("attention_dropout", 0.0)?;

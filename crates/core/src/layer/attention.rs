@@ -100,6 +100,17 @@ pub struct MultiheadAttention {
     /// `BloomAttention`, MPT's `MptAttention`: transformers refuses SDPA for both).
     #[serde(default, skip_serializing_if = "is_false")]
     pub eager_only: bool,
+    /// With `rotary`: the layer reads the model's second cos/sin pair, the local one. Gemma 3
+    /// (`modeling_gemma3.py`, `Gemma3TextModel.forward`) computes one pair per layer type
+    /// (`for layer_type in set(config.layer_types)`) before its first layer, the sliding layers'
+    /// from `rope_local_base_freq`, and keeps both to the end of the forward.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rotary_local: bool,
+    /// The attention runs separately over consecutive spans of these many tokens, which sum to
+    /// the sequence: Qwen2.5-VL's vision blocks, windows of `window_size` pixels, or one span per
+    /// image in its full-attention blocks (`cu_seqlens`). Non-causal encoders only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Vec<u64>>,
 }
 
 impl MultiheadAttention {
@@ -206,7 +217,7 @@ impl MultiheadAttention {
         // [S, H·hd] → [H, S, hd]: views.
         let mut q = b.view(q, Shape::new([h, seq, hd]));
         let mut k = b.view(k, Shape::new([kvh, seq, hd]));
-        let mut v = b.view(v, Shape::new([kvh, seq, hd]));
+        let v = b.view(v, Shape::new([kvh, seq, hd]));
         if let Some(kind) = self.qk_norm {
             // `q_norm(q.view(..., head_dim))`: per-head norms with `head_dim` weights
             q = qk_norm(b, kind, q, hd)?;
@@ -214,8 +225,8 @@ impl MultiheadAttention {
         }
         if self.rotary {
             let rd = self.rotary_dim.unwrap_or(hd);
-            q = rotary(b, q, rd);
-            k = rotary(b, k, rd);
+            q = rotary(b, q, rd, self.rotary_local);
+            k = rotary(b, k, rd, self.rotary_local);
         }
         // a parameter in generation too; there the sink column's [H, Q, L + 1] scores are not
         // modelled (`kv_cache::attend` attends as without sinks)
@@ -228,6 +239,40 @@ impl MultiheadAttention {
             a.locals.iter().chain([&x]).for_each(|&l| b.hold(l));
             return Ok((out, a.weights));
         }
+        let (out, weights) = match &self.windows {
+            None => {
+                let out = self.attend(b, (q, k, v), seq, (h, kvh, hd), sinks)?;
+                if !b.training() {
+                    // outside autograd nothing saves them, but the attention module's locals
+                    // (`query_states`, …) and its caller's `hidden_states` live until it returns
+                    for l in [q, k, v, x] {
+                        b.hold(l);
+                    }
+                }
+                out
+            }
+            Some(spans) => {
+                let out = self.attend_windows(b, (q, k, v), seq, (h, kvh, hd), sinks, spans)?;
+                // `query_states`, `key_states`, `value_states` (the rotary outputs) and the
+                // caller's `hidden_states` are Python locals until the spans are concatenated
+                for l in [q, k, v, x] {
+                    b.hold(l);
+                }
+                out
+            }
+        };
+        let out = output_gate(b, out, gate);
+        let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
+        b.role = Some(LinearRole::O);
+        Ok((o.lower(b, out)?, weights))
+    }
+
+    /// The attention of one span of `seq` tokens (the whole sequence, or one window): `q` is
+    /// `[H, seq, hd]`, `k` and `v` `[kvH, seq, hd]`; the output `[seq, H·hd]` and, eager, the
+    /// probabilities.
+    pub(super) fn attend(&self, b: &mut Builder, (q, k, v): (ValueId, ValueId, ValueId), seq: u64, (h, kvh, hd): (u64, u64, u64), sinks: Option<ValueId>) -> LayerResult<(ValueId, Option<ValueId>)> {
+        let (mut q, mut k, mut v) = (q, k, v);
+        let q_dim = h.saturating_mul(hd);
         let mut weights = None;
         // no attention mask: BERT is given none, decoders pass `is_causal=True`
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
@@ -353,11 +398,9 @@ impl MultiheadAttention {
                 if self.contiguous_heads && fused == SdpaBackend::Flash { copy(b, out, Shape::new([seq, q_dim])) } else { b.view(out, Shape::new([seq, q_dim])) }
             }
         };
-        let out = output_gate(b, out, gate);
-        let o = Linear { in_features: q_dim, out_features: d, bias: self.out_bias.unwrap_or(self.bias), tied_weight: false };
-        b.role = Some(LinearRole::O);
-        Ok((o.lower(b, out)?, weights))
+        Ok((out, weights))
     }
+
 }
 
 /// `attn_output * torch.sigmoid(gate)` (sigmoid saves its output, the product both operands).
@@ -399,16 +442,16 @@ fn qk_norm(b: &mut Builder, kind: NormKind, x: ValueId, hd: u64) -> LayerResult<
 /// `q * cos + rotate_half(q) * sin` (Hugging Face's `apply_rotary_pos_emb`) on the first
 /// `dim` features of each head; with `dim < head_dim` (partial rotary) the rotated part is
 /// concatenated with the rest, a new `[H, S, hd]` tensor.
-fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
+fn rotary(b: &mut Builder, x: ValueId, dim: u64, local: bool) -> ValueId {
     let full = b.shape(x).0.clone();
     if dim < full[2] {
         let part = b.view(x, Shape::new([full[0], full[1], dim]));
-        let r = rotary(b, part, dim);
+        let r = rotary(b, part, dim, local);
         let dt = b.dtype(x);
         return b.op("cat", &[r, x], &[(Shape(full), dt)], &[], false, &[], GradRule::Alloc)[0];
     }
     let s = full;
-    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]));
+    let (cos, sin) = rope_tables(b, Shape::new([s[1], s[2]]), local);
     let a = mul(b, x, cos);
     let half = Shape::new([s[0], s[1], s[2] / 2]);
     let dt = b.dtype(x);
@@ -424,8 +467,10 @@ fn rotary(b: &mut Builder, x: ValueId, dim: u64) -> ValueId {
 /// entering the decoder, so the tables are in the model's dtype: bf16 after
 /// `model.to(torch.bfloat16)`, fp32 under autocast (the embedding output is fp32 there).
 /// Every layer reads the same pair (`position_embeddings`), and checkpointed layers get it as
-/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`).
-fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
+/// an argument (transformers `models/llama/modeling_llama.py`, `LlamaModel.forward`). A model
+/// with local layers ([`MultiheadAttention::rotary_local`]) has a second pair, made with the
+/// first (Gemma 3 makes both before its first layer), whichever kind of layer comes first.
+fn rope_tables(b: &mut Builder, table: Shape, local: bool) -> (ValueId, ValueId) {
     let dt = b.float_dtype();
     // `generate()` passes `position_ids` of shape `[b, S]`: one table per sample
     let per_sample = b.opts.generation.is_some();
@@ -438,7 +483,11 @@ fn rope_tables(b: &mut Builder, table: Shape) -> (ValueId, ValueId) {
             t
         })
     };
-    (table_op(b, "rope_cos"), table_op(b, "rope_sin"))
+    let global = (table_op(b, "rope_cos"), table_op(b, "rope_sin"));
+    if !local {
+        return global;
+    }
+    (table_op(b, "rope_cos_local"), table_op(b, "rope_sin_local"))
 }
 
 /// The additive causal mask eager attention adds to its scores. transformers 5.24

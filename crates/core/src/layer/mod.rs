@@ -4,6 +4,7 @@
 pub mod activation;
 pub mod args;
 pub mod attention;
+mod attention_windows;
 pub mod bnb;
 pub mod conv;
 pub mod embedding;

@@ -87,6 +87,12 @@ pub struct TransformerLayer {
     /// The attention runs eagerly whatever `attention` says (see `multihead_attention`'s).
     #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
     pub eager_only: bool,
+    /// The attention reads the model's local rotary pair (see `multihead_attention`'s).
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub rotary_local: bool,
+    /// The attention runs over consecutive spans of these lengths (see `multihead_attention`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Vec<u64>>,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -141,6 +147,8 @@ impl TransformerLayer {
             attention_chunk: None,
             output_gate: false,
             eager_only: self.eager_only,
+            rotary_local: self.rotary_local,
+            windows: self.windows.clone(),
         };
         let out = if let Some(p) = self.parallel {
             let n = self.norm(b, x)?;

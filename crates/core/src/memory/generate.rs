@@ -34,7 +34,7 @@ use {
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
 
 /// Points the decode series keeps (enough for a chart).
 const SERIES_POINTS: usize = 600;
@@ -143,9 +143,7 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     // `--weights`: every forward runs the stored format, the decode steps as much as the prefill
     // (a kernel's dequantised temporary depends on the forward's tokens: `formats/apply.rs`)
     if let Some(w) = c.weights {
-        let dtype = resolved.graph.params.first().map(|&p| resolved.graph.value(p).dtype).unwrap_or_default();
-        let rows: Vec<(&str, u32)> = resolved.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
-        crate::formats::apply::apply(&mut resolved.graph, &rows, w, dtype)?;
+        super::weights::weights_in(spec, &mut resolved, w)?;
     }
     let g = &mut resolved.graph;
     // The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`) keeps

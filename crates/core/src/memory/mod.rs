@@ -12,6 +12,7 @@ pub mod optimizer;
 mod rule_of_thumb;
 pub use rule_of_thumb::param_copies;
 pub mod simulate;
+mod weights;
 pub(crate) mod timeline;
 
 use crate::error::{Error, Result};
@@ -117,7 +118,7 @@ impl Prepared {
         let resolved = match config.weights {
             // generate mode's forwards take the format as they are built (`generate::stage`)
             Some(_) if config.mode == Mode::Generate => resolved,
-            Some(w) => apply_weights(resolved, w, training)?,
+            Some(w) => apply_weights(spec, resolved, w, training)?,
             None => resolved,
         };
         let g = &resolved.graph;
@@ -323,15 +324,14 @@ fn with_base_precision(mut c: TrainConfig) -> TrainConfig {
 }
 
 /// `--weights`: the parameters' storage in that format (`formats::apply`), for inference only.
-fn apply_weights(mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
+fn apply_weights(spec: &ModelSpec, mut r: Resolved, w: crate::formats::WeightFormat, training: bool) -> Result<Resolved> {
     if training {
         return Err(Error::Config(format!("weights `{w}` apply to inference (--mode infer); training keeps --precision")));
     }
-    let dtype = r.graph.params.first().map(|&p| r.graph.value(p).dtype).unwrap_or_default();
-    let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
-    crate::formats::apply::apply(&mut r.graph, &rows, w, dtype)?;
+    weights::weights_in(spec, &mut r, w)?;
     Ok(r)
 }
+
 
 /// The largest batch in `1..=MAX_BATCH` for which `fits` holds, assuming it holds up to some
 /// batch and not beyond (None if not even batch 1).

@@ -15,13 +15,13 @@ pub(crate) fn layer(v: serde_json::Value) -> Layer {
 /// A model with a float input of `shape` (per sample) and cross-entropy loss.
 pub(crate) fn image_model(name: &str, shape: Vec<u64>, layers: Vec<Layer>) -> ModelSpec {
     let input = InputSpec { shape, dtype: Default::default(), vocab_size: None };
-    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
+    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default(), unquantised: None }
 }
 
 /// A model over `seq_len` token ids from a vocabulary of `vocab_size`, with cross-entropy loss.
 pub(crate) fn token_model(name: &str, seq_len: u64, vocab_size: u64, layers: Vec<Layer>) -> ModelSpec {
     let input = InputSpec { shape: vec![seq_len], dtype: InputDType::Int64, vocab_size: Some(vocab_size) };
-    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
+    ModelSpec { version: SPEC_VERSION, name: Some(name.to_string()), input, layers, loss: Loss::CrossEntropy, names: Default::default(), unquantised: None }
 }
 
 /// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward)` with PyTorch's defaults
@@ -54,5 +54,7 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         post_norms: false,
         attn_out_dropout: None,
         eager_only: false,
+        rotary_local: false,
+        windows: None,
     }
 }

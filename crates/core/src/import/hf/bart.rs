@@ -90,5 +90,6 @@ pub(super) fn bart(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: Default::default(),
+        unquantised: None,
     })
 }

@@ -120,5 +120,6 @@ pub(super) fn clip(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: Default::default(),
+        unquantised: None,
     })
 }

@@ -81,6 +81,7 @@ impl Decoder {
             layers,
             loss: Loss::CrossEntropy,
             names,
+            unquantised: None,
         }
     }
 }
@@ -317,7 +318,13 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         logit_softcap: attn_cap,
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", inter)?)
     };
-    let layers = windows.into_iter().map(|w| TransformerLayer { sliding_window: w, ..layer.clone() }).collect();
+    // Gemma 3's sliding layers read the local rotary pair (`rope_local_base_freq`), made beside
+    // the global one when both layer types are there (`Gemma3TextModel.forward`)
+    let two_tables = model_type == "gemma3_text" && windows.iter().any(Option::is_some) && windows.iter().any(Option::is_none);
+    let layers = windows
+        .into_iter()
+        .map(|w| TransformerLayer { sliding_window: w, rotary_local: two_tables && w.is_some(), ..layer.clone() })
+        .collect();
     let mut after_embed = Vec::new();
     if gemma {
         // `hidden_states * normalizer` (Gemma 3: `embed_tokens` scales by `embed_scale`)

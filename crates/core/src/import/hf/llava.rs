@@ -79,6 +79,7 @@ fn assemble(name: &str, input: Vec<u64>, mut layers: Vec<Layer>, text: Text, tok
         layers,
         loss: crate::spec::Loss::CausalLm,
         names: Default::default(),
+        unquantised: None,
     })
 }
 

@@ -185,5 +185,6 @@ pub(super) fn mllama(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CausalLm,
         names: Default::default(),
+        unquantised: None,
     })
 }

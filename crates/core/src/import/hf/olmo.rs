@@ -50,6 +50,8 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         attention_chunk: None,
         output_gate: false,
         eager_only: false,
+        rotary_local: false,
+        windows: None,
     });
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 11008)?, bias: false, gelu_new_dropout: None });
     let res = |l: Layer| Layer::Residual { body: vec![l, norm()], shortcut: None, inplace: false };
@@ -72,6 +74,7 @@ pub(super) fn olmo2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: LLAMA_MODULES.names(1..2, Some(2), lm.then_some(3)),
+        unquantised: None,
     })
 }
 
@@ -139,6 +142,8 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             attention_chunk: None,
             output_gate: false,
             eager_only: false,
+            rotary_local: false,
+            windows: None,
         })
     };
     let mlp = Layer::GatedMlp(GatedMlp { hidden_size: h, intermediate_size: c.size("intermediate_size", 16384)?, bias: false, gelu_new_dropout: None });
@@ -170,5 +175,6 @@ pub(super) fn exaone4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: LLAMA_MODULES.names(first..last, Some(last), lm.then_some(last + 1)),
+        unquantised: None,
     })
 }

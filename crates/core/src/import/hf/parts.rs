@@ -52,5 +52,6 @@ pub(super) fn image_model(name: String, channels: u64, image: u64, layers: Vec<L
         layers,
         loss: Loss::CrossEntropy,
         names: Default::default(),
+        unquantised: None,
     }
 }

@@ -23,10 +23,10 @@
 //! - `Qwen2_5_VLPatchMerger`: `ln_q` (RMSNorm), `view(-1, D·merge²)` (`merge_tokens`),
 //!   `Linear(D·m², D·m²)`, GELU, `Linear(D·m², out_hidden_size)`: `H·W / (P·m)²` image tokens.
 //!
-//! Modelled approximately (memory only, the parameters are exact): the blocks outside
-//! `fullatt_block_indexes` attend within windows of `window_size` pixels, here over the whole
-//! image (SDPA's memory barely differs; eager attention's scores are over-counted), and the
-//! multimodal rotary positions (`mrope_section`) are the decoder's plain rotary.
+//! The blocks outside `fullatt_block_indexes` attend within windows of `window_size` pixels, the
+//! others over the whole image, each span in turn and the outputs concatenated (`windows`, from
+//! `get_vision_window_index`). Modelled approximately (memory only, the parameters are exact):
+//! the multimodal rotary positions (`mrope_section`) are the decoder's plain rotary.
 
 use super::parts::layer;
 use super::vlm::sub;
@@ -109,8 +109,10 @@ fn tower(obj: &Map<String, Value>, image: (u64, u64)) -> Result<(Vec<Layer>, Vec
     let out = t.size("out_hidden_size", 3584)?;
     let inter = t.size("intermediate_size", 3420)?;
     let act = t.activation("hidden_act", FfnActivation::Silu)?;
-    // read, not modelled: the windows (see the module docs), the video positions
-    for key in ["window_size", "fullatt_block_indexes", "tokens_per_second", "in_chans", "spatial_patch_size"] {
+    let window = t.size("window_size", 112)?;
+    let full_blocks = full_attention_blocks(&t)?;
+    // read, not modelled: the video positions
+    for key in ["tokens_per_second", "in_chans", "spatial_patch_size"] {
         t.get(key);
     }
     t.refuse_unknown("qwen2_5_vl vision_config", &["model_type", "initializer_range", "rope_parameters"])?;
@@ -134,18 +136,57 @@ fn tower(obj: &Map<String, Value>, image: (u64, u64)) -> Result<(Vec<Layer>, Vec
         ..presets::transformer_layer(h, heads, inter)
     };
     let wide = h.saturating_mul(merge.saturating_mul(merge));
-    let layers = vec![
+    let (gh, gw) = (rh / patch, rw / patch);
+    let spans = windows((gh / merge, gw / merge), merge, window / merge / patch.max(1))?;
+    let mut layers = vec![
         layer(json!({"kind": "conv2d", "in_channels": channels.saturating_mul(temporal), "out_channels": h, "kernel_size": patch, "stride": patch, "bias": false}))?,
         layer(json!({"kind": "flatten", "start_dim": 2}))?,
         layer(json!({"kind": "transpose", "dim0": 1, "dim1": 2}))?,
-        Layer::Repeat { times: depth, body: vec![Layer::TransformerEncoderLayer(block)] },
+    ];
+    // runs of blocks alike: windowed, or one span over the image (`fullatt_block_indexes`)
+    let mut runs: Vec<(u64, bool)> = Vec::new();
+    for i in 0..depth {
+        let full = full_blocks.contains(&i);
+        match runs.last_mut() {
+            Some((n, f)) if *f == full => *n += 1,
+            _ => runs.push((1, full)),
+        }
+    }
+    for (times, full) in runs {
+        let windows = Some(if full { vec![gh.saturating_mul(gw)] } else { spans.clone() });
+        layers.push(Layer::Repeat { times, body: vec![Layer::TransformerEncoderLayer(TransformerLayer { windows, ..block.clone() })] });
+    }
+    layers.extend([
         layer(json!({"kind": "rms_norm", "normalized_shape": h, "eps": 1e-6}))?,
         layer(json!({"kind": "merge_tokens", "group": merge.saturating_mul(merge)}))?,
         layer(json!({"kind": "linear", "in_features": wide, "out_features": wide}))?,
         layer(json!({"kind": "gelu"}))?,
         layer(json!({"kind": "linear", "in_features": wide, "out_features": out}))?,
-    ];
+    ]);
     Ok((layers, vec![channels.saturating_mul(temporal), rh, rw], tokens, out))
+}
+
+/// `fullatt_block_indexes` (`Qwen2_5_VLVisionConfig`'s default `(7, 15, 23, 31)`): the blocks
+/// that attend over the whole image. An index past the depth matches no block, as there.
+fn full_attention_blocks(t: &Fields) -> Result<Vec<u64>> {
+    match t.get("fullatt_block_indexes") {
+        None | Some(Value::Null) => Ok(vec![7, 15, 23, 31]),
+        Some(Value::Array(a)) => a.iter().map(|v| v.as_u64().ok_or_else(|| Fields::wrong("vision_config.fullatt_block_indexes", "a list of block indexes", v))).collect(),
+        Some(v) => Err(Fields::wrong("vision_config.fullatt_block_indexes", "a list of block indexes", v)),
+    }
+}
+
+/// The windows' lengths in patches, in the order the tower attends them
+/// (`vision_utils.get_vision_window_index`, transformers 5.24): the `(h, w)` grid of merged
+/// tokens cut into `side × side` windows row by row (the last row and column shorter; the
+/// padding's empty windows dropped by `unique_consecutive`), `merge²` patches per merged token.
+fn windows((h, w): (u64, u64), merge: u64, side: u64) -> Result<Vec<u64>> {
+    if side == 0 {
+        return Err(Error::Import("vision_config: `window_size` must be at least patch_size · spatial_merge_size (transformers divides by window_size // spatial_merge_size // patch_size)".into()));
+    }
+    let cuts = |n: u64| (0..n.div_ceil(side)).map(move |i| side.min(n - i * side));
+    let unit = merge.saturating_mul(merge);
+    Ok(cuts(h).flat_map(|r| cuts(w).map(move |c| r * c * unit)).collect())
 }
 
 /// `Qwen2_5_VLConfig` (transformers 5.24) for an image of `image` = `(width, height)` pixels.
@@ -204,5 +245,6 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
         layers,
         loss: decoder.loss,
         names: Default::default(),
+        unquantised: None,
     })
 }

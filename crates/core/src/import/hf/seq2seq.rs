@@ -47,7 +47,7 @@ fn layers(c: &Fields, key: &str, default: u64) -> Result<u64> {
 }
 
 fn model(name: String, input: InputSpec, layers: Vec<Layer>) -> ModelSpec {
-    ModelSpec { version: SPEC_VERSION, name: Some(name), input, layers, loss: Loss::CrossEntropy, names: Default::default() }
+    ModelSpec { version: SPEC_VERSION, name: Some(name), input, layers, loss: Loss::CrossEntropy, names: Default::default(), unquantised: None }
 }
 
 /// Fields of `T5Config` that change neither parameters nor training memory (`dense_act_fn`,

@@ -73,6 +73,7 @@ fn stack(name: String, lm: bool, vocab: u64, norm: RmsNorm, n: u64, mixer: Layer
         layers,
         loss: Loss::CrossEntropy,
         names: modules.names(1..2, Some(2), lm.then_some(3)),
+        unquantised: None,
     }
 }
 

@@ -116,5 +116,6 @@ pub(super) fn swin(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: Default::default(),
+        unquantised: None,
     })
 }

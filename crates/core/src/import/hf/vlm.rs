@@ -129,5 +129,6 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss,
         names: Default::default(),
+        unquantised: None,
     })
 }

@@ -147,5 +147,6 @@ pub(super) fn wav2vec2(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         layers,
         loss: Loss::CrossEntropy,
         names: Default::default(),
+        unquantised: None,
     })
 }
