@@ -50,7 +50,7 @@ pub fn fits_table(p: &FitsProps) -> Html {
                         if stop() {
                             return;
                         }
-                        let Ok(spec) = vramcalc_core::import::preset(id) else { continue };
+                        let Ok(spec) = crate::presets::preset(id) else { continue };
                         for format in w.formats() {
                             yield_to_page(Priority::Background).await;
                             if stop() {
