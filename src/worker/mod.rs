@@ -1,5 +1,5 @@
-//! The app's worker (issue 23, load times): the code no PyTorch link needs — the importers first —
-//! runs in a second wasm module, `src/bin/worker.rs`, in a Web Worker the app starts on first use
+//! The app's worker (issue 23, load times): the code no PyTorch link needs — the importers, and
+//! llama.cpp's estimate (`llama`) — runs in a second wasm module, `src/bin/worker.rs`, in a Web Worker the app starts on first use
 //! ([`call`]), so the app's own bundle, which every link loads, leaves it out. The two talk in
 //! typed requests and answers, the core's own types ([`Request`], [`Response`]), sent as JSON
 //! text over `postMessage`, each request with an id its answer carries ([`Envelope`]).
@@ -9,8 +9,13 @@
 
 #[cfg(target_arch = "wasm32")]
 mod client;
+pub mod llama;
 
 use crate::import::paste::{self, Pasted};
+use crate::local::Answer;
+use crate::state::local::{GgufSource, LocalSettings};
+use vramcalc_core::gguf::Header;
+use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
 use serde::{Deserialize, Serialize};
 use vramcalc_core::hub::{HubError, HubRef};
 use vramcalc_core::spec::ModelSpec;
@@ -24,6 +29,14 @@ pub enum Request {
     /// The hub's answer to `hub`'s `config.json` (the app fetched it: the token is the tab's,
     /// the worker never sees it): `vramcalc_core::hub::read_answer`.
     HubConfig { hub: HubRef, status: u16, body: String, with_token: bool },
+    /// The llama.cpp panel's answer (`crate::local::answer`) for the header named `key`, sent
+    /// along when the worker may not have it (`llama`).
+    LlamaCpp { key: u64, header: Option<Header>, settings: LocalSettings, source: GgufSource },
+    /// Whether built-in model `model` as `llama-quantize` type `quant` fits (`crate::local::quant_fit`).
+    QuantFit { model: String, quant: String, settings: LocalSettings },
+    /// One preset's rows of "what fits" (`crate::reverse::fits::rows_of`: its llama.cpp rows
+    /// need llama.cpp's estimate).
+    FitsRows { id: String, workload: Workload, capacity: u64, options: FitsOptions },
 }
 
 /// The worker's answer to a [`Request`] of the same name.
@@ -31,6 +44,11 @@ pub enum Request {
 pub enum Response {
     ReadPaste(Result<Pasted, String>),
     HubConfig(Result<ModelSpec, HubError>),
+    LlamaCpp(Result<Answer, String>),
+    /// The worker does not have the header a [`Request::LlamaCpp`] names: ask again with it.
+    NeedHeader,
+    QuantFit(Option<bool>),
+    FitsRows(Vec<Row>),
     /// The request could not be read (a worker of another build, say): the message says what.
     Refused(String),
 }
@@ -47,6 +65,9 @@ pub fn handle(r: Request) -> Response {
     match r {
         Request::ReadPaste { text } => Response::ReadPaste(paste::read_now(&text)),
         Request::HubConfig { hub, status, body, with_token } => Response::HubConfig(vramcalc_core::hub::read_answer(&hub, status, &body, with_token)),
+        Request::LlamaCpp { key, header, settings, source } => llama::handle(key, header, &settings, &source),
+        Request::QuantFit { model, quant, settings } => Response::QuantFit(crate::local::quant_fit(&model, &quant, &settings)),
+        Request::FitsRows { id, workload, capacity, options } => Response::FitsRows(crate::reverse::fits::rows_of(&id, workload, capacity, &options)),
     }
 }
 
@@ -84,6 +105,15 @@ pub async fn call(r: Request) -> Result<Response, String> {
     read_answer(&answer(&text)).map(|e| e.body)
 }
 
+/// One preset's rows of "what fits", by the worker (none when it fails: the table leaves the
+/// model out, as it leaves out one that does not build).
+pub async fn fits_rows(id: &str, workload: Workload, capacity: u64, options: FitsOptions) -> Vec<Row> {
+    match call(Request::FitsRows { id: id.into(), workload, capacity, options }).await {
+        Ok(Response::FitsRows(rows)) => rows,
+        _ => Vec::new(),
+    }
+}
+
 /// The answer `what` expected was another kind: a worker of another build.
 pub fn unexpected(what: &str, r: Response) -> String {
     match r {
@@ -112,6 +142,18 @@ mod tests {
         let hub = HubRef::parse("Qwen/Qwen2.5-0.5B").unwrap();
         let r = block_on(call(Request::HubConfig { hub: hub.clone(), status: 404, body: String::new(), with_token: false })).unwrap();
         assert_eq!(r, Response::HubConfig(Err(HubError::NotFound(hub.to_string()))));
+    }
+
+    /// "What fits" rows cross as the core's own rows, the llama.cpp workload's too.
+    #[test]
+    fn fits_rows_are_the_cores() {
+        use vramcalc_core::solve::fits::{FitsOptions, Workload};
+        for w in [Workload::Qlora, Workload::LlamaCpp] {
+            let (o, cap) = (FitsOptions::default(), 24 << 30);
+            let rows = block_on(fits_rows("qwen2.5-0.5b", w, cap, o));
+            assert!(!rows.is_empty(), "{w:?}");
+            assert_eq!(rows, crate::reverse::fits::rows_of("qwen2.5-0.5b", w, cap, &o), "{w:?}");
+        }
     }
 
     #[test]
