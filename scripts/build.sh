@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 export TRUNK_SKIP_VERSION_CHECK=true
 source scripts/wasm-env.sh
-# Trunk builds its three Rust assets (index.html's links) as cargo processes at once on one
+# Trunk builds its four Rust assets (index.html's links) as cargo processes at once on one
 # target directory. Under load one of them once failed with exit 101 and no message while the
 # others compiled the same std and host crates; concurrent cross builds sharing host artifacts are
 # a known source of such failures (rust-lang/cargo#5968). Built one after another first, with the
 # arguments Trunk passes, Trunk's own cargo calls find everything fresh and only package.
-for asset in "Cargo.toml --bin vramcalc-web" "Cargo.toml --bin vramcalc-embed" "Cargo.toml --bin vramcalc-card"; do
+for asset in "Cargo.toml --bin vramcalc-web" "Cargo.toml --bin vramcalc-embed" "Cargo.toml --bin vramcalc-card" "Cargo.toml --bin vramcalc-worker"; do
   # shellcheck disable=SC2086 # the manifest and its --bin are two words on purpose
   env "${VRAMCALC_WASM_ENV[@]}" cargo build --target=wasm32-unknown-unknown --profile wasm-release --offline --manifest-path $asset
 done

@@ -1,9 +1,9 @@
 //! Building a preset in the browser without the importer (issue 23, load times). The presets of
 //! published Hugging Face configs are built at compile time by the core's importer (`build.rs`)
 //! and read here as specs; the others by their constructors (`vramcalc_core::presets::build`).
-//! The result equals `vramcalc_core::import::preset` (tested below), which the embed card's small
-//! bundle (`src/bin/card.rs`) then need not link: the importer is only for a user's own config
-//! (hub id, paste), and the app, which has the import panel, keeps building presets with it.
+//! The result equals `vramcalc_core::import::preset` (tested below), which the app and the embed
+//! card's small bundle (`src/bin/card.rs`) then need not link: the importer is only for a user's
+//! own config (hub id, paste), which the app's worker reads (`crate::worker`).
 
 use vramcalc_core::error::Result;
 use vramcalc_core::spec::ModelSpec;

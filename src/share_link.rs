@@ -79,14 +79,13 @@ pub async fn from_share(s: ShareState, base: Prefs) -> Result<Linked, String> {
         ModelSource::Hub(id) => Some(crate::import::hub::load(id, "").await.map_err(|e| field("h", e.to_string()))?.1),
         _ => None,
     };
-    link_model(s, base, hub, vramcalc_core::import::preset)
+    link_model(s, base, hub, crate::presets::preset)
 }
 
-/// [`from_share`] once a hub model's spec is fetched (`hub`), with `preset` building a preset: the
-/// importer's [`vramcalc_core::import::preset`] in the app, `crate::presets::preset` (the same
-/// specs, imported at compile time) on the embed card's small bundle (`src/bin/card.rs`), which
-/// reads no user's config and so links no importer: a hub model's link there (no `hub`) is an
-/// error. Not async, and the builder a plain argument, so that bundle links only what it calls.
+/// [`from_share`] once a hub model's spec is fetched (`hub`), with `preset` building a preset
+/// (`crate::presets::preset` in the app and the cards: the importer's specs, imported at compile
+/// time). The embed card's small bundle (`src/bin/card.rs`) reads no user's config and so links
+/// no importer: a hub model's link there (no `hub`) is an error. Not async, and the builder a plain argument, so that bundle links only what it calls.
 fn link_model(s: ShareState, base: Prefs, hub: Option<ModelSpec>, preset: fn(&str) -> vramcalc_core::error::Result<ModelSpec>) -> Result<Linked, String> {
     let mut model = match s.model {
         ModelSource::Preset { id } => {

@@ -156,13 +156,14 @@ impl Model {
         SetupMode::of(&self.config, self.engine)
     }
 
-    /// A preset with the default training setup (a published model's from its `config.json`:
-    /// `import::preset`). The error names an unknown id.
+    /// A preset with the default training setup (a published model's from its `config.json`,
+    /// imported at compile time: `crate::presets::preset`, so the app links no importer for
+    /// it). The error names an unknown id.
     pub async fn load_preset(id: &str) -> Result<Model, String> {
         if presets::info(id).is_none() {
             return Err(format!("unknown preset `{id}`"));
         }
-        Ok(Model::of_preset(id, vramcalc_core::import::preset(id).map_err(|e| e.to_string())?))
+        Ok(Model::of_preset(id, crate::presets::preset(id).map_err(|e| e.to_string())?))
     }
 
     /// The `torch_dtype` of the published config the model is (a preset from `config.json`).
@@ -175,7 +176,7 @@ impl Model {
     /// A preset built synchronously (tests only: the app loads presets with [`Model::load_preset`]).
     #[cfg(test)]
     pub fn preset(id: &str) -> Option<Model> {
-        Some(Model::of_preset(id, vramcalc_core::import::preset(id).ok()?))
+        Some(Model::of_preset(id, crate::presets::preset(id).ok()?))
     }
 
     /// An image model with no layers yet.

@@ -10,10 +10,12 @@ const DIST = process.env.VRAMCALC_DIST ?? 'dist';
 test('index.html loads the app only; the embed page\'s two bundles are built beside it; there is no second module', () => {
   const b = bundles(DIST);
   const list = (g) => g.files.map((f) => `${f.name} ${f.gz}`).join(', ');
-  console.log(`app ${b.app.gz} B (${list(b.app)}); embed ${b.embed.gz} B; its card for PyTorch links ${b.card.gz} B`);
+  console.log(`app ${b.app.gz} B (${list(b.app)}); its worker ${b.worker.gz} B; embed ${b.embed.gz} B; its card for PyTorch links ${b.card.gz} B`);
   assert.ok(b.app.files.some((f) => f.name.endsWith('.wasm')) && b.app.files.some((f) => f.name.endsWith('.js')), list(b.app));
   const index = readFileSync(`${DIST}/index.html`, 'utf8');
-  assert.ok(!index.includes('vramcalc-embed') && !index.includes('vramcalc-card'), 'index.html loads only the app');
+  assert.ok(!index.includes('vramcalc-embed') && !index.includes('vramcalc-card') && !index.includes('vramcalc-worker'), 'index.html loads only the app');
+  // the app's worker (the importers) is built beside it and loaded on first use
+  assert.ok(b.worker.files.length === 3, list(b.worker));
   assert.ok(b.extras.files.length === 0 && b.embed.files.length === 2 && b.card.files.length === 2, 'the embed bundles are built, no second module');
   // the card's bundle is the small one: no importer, llama.cpp or pipeline code
   assert.ok(b.card.gz < b.embed.gz, `card ${b.card.gz} B, embed ${b.embed.gz} B`);

@@ -69,7 +69,11 @@ async function useQuant(page, model, quant) {
   await status(page, 'loaded');
 }
 
+/** Waits until the answer for the current settings is on the page (the app's worker computes it). */
+const settled = (page) => page.waitForFunction(() => !document.querySelector('[data-testid=llama-pending]'));
+
 async function checkAgainstCli(page, args) {
+  await settled(page);
   const want = cli(...args);
   assert.equal(await num(page, 'llama-total'), want.total_bytes);
   assert.equal(await num(page, 'llama-model'), want.model_buffer_bytes);
@@ -130,6 +134,8 @@ test('a hybrid GGUF (jamba): the recurrent state is its own column, each device\
   // a model without recurrent layers has no such column
   await page.getByTestId('gguf-file').setInputFiles(FILE);
   await page.waitForFunction(() => document.querySelector('[data-testid=gguf-model]')?.dataset.arch === 'qwen3moe');
+  await page.getByTestId('llama-total').waitFor();
+  await settled(page);
   assert.equal(await page.getByTestId('dev-state').count(), 0);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
@@ -295,6 +301,7 @@ test('-ot with the core\'s errors where typed and presets, mixed GPUs with -ts a
   await page.getByTestId('card-remove-1').click();
   await page.waitForFunction(() => document.querySelector('[data-testid=cards]')?.dataset.count === '1');
   assert.equal(await page.getByTestId('ts').count(), 0);
+  await settled(page);
   assert.equal(await page.getByTestId('device-row').count(), 2);
   assert.deepEqual(realErrors(errors), []);
   await context.close();

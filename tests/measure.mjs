@@ -14,7 +14,7 @@ const RUNS = Number(process.env.RUNS ?? 7);
 const MARKDOWN = process.argv.includes('--markdown');
 const log = (line) => { if (!MARKDOWN) console.log(line); };
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
-const labels = { app: 'APP (index.html)', extras: 'EXTRAS (none since issue 23)', embed: 'EMBED (embed.html, full)', card: 'CARD (embed.html, PyTorch links)' };
+const labels = { app: 'APP (index.html)', extras: 'EXTRAS (none since issue 23)', worker: 'WORKER (the importers, on first use)', embed: 'EMBED (embed.html, full)', card: 'CARD (embed.html, PyTorch links)' };
 const sizes = bundles(DIST);
 for (const [name, g] of Object.entries(sizes)) {
   for (const f of g.files) log(`  ${f.name}: ${kb(f.raw)} raw, ${kb(f.gz)} gzip -9, ${kb(f.br)} brotli`);
@@ -107,6 +107,7 @@ if (MARKDOWN) {
     '| | measured | target |',
     '|---|---:|---:|',
     `| app bundle: wasm + JS gzipped (\`gzip -9\`) | **${bytes(sizes.app.gz)}** (${kb(sizes.app.gz)}) | load times: tests/loadtime.mjs |`,
+    `| the app's worker, loaded when a config is pasted or fetched (\`vramcalc-worker\`) | ${bytes(sizes.worker.gz)} | |`,
     `| embed page: a PyTorch link's card (\`vramcalc-card\`) | ${bytes(sizes.card.gz)} | |`,
     `| embed page: other links and the snippet builder (\`vramcalc-embed\`) | ${bytes(sizes.embed.gz)} | |`,
     `| navigation → first chart (localhost, unthrottled), median of ${RUNS} loads | ${median(first).toFixed(0)} ms | |`,

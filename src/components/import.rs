@@ -57,14 +57,26 @@ pub fn import_panel() -> Html {
         let text = text.clone();
         Callback::from(move |e: InputEvent| text.set(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
     };
+    let reading = use_state(|| false);
     let on_paste = {
-        let (text, pasted, d) = (text.clone(), pasted.clone(), ctx.dispatch.clone());
-        Callback::from(move |_: MouseEvent| match paste::read(&text) {
-            Ok(p) => {
-                pasted.set(Some(Ok(matches!(p, paste::Pasted::Hf(..)))));
-                d.dispatch(pasted_action(p));
-            }
-            Err(e) => pasted.set(Some(Err(e))),
+        let (text, pasted, d, reading) = (text.clone(), pasted.clone(), ctx.dispatch.clone(), reading.clone());
+        Callback::from(move |_: MouseEvent| {
+            let (text, pasted, d) = ((*text).clone(), pasted.clone(), d.clone());
+            reading.set(true);
+            pasted.set(None);
+            // read by the worker (the importer is not in the app's bundle)
+            let reading = reading.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let answer = paste::read(&text).await;
+                reading.set(false);
+                match answer {
+                    Ok(p) => {
+                        pasted.set(Some(Ok(matches!(p, paste::Pasted::Hf(..)))));
+                        d.dispatch(pasted_action(p));
+                    }
+                    Err(e) => pasted.set(Some(Err(e))),
+                }
+            });
         })
     };
     let (details, area) = (use_node_ref(), use_node_ref());
@@ -127,7 +139,7 @@ pub fn import_panel() -> Html {
                 <label for="paste-text" class="sr-only">{ t.paste }</label>
                 <textarea id="paste-text" rows="6" data-testid="paste-text" spellcheck="false" {placeholder} ref={area}
                     value={(*text).clone()} oninput={on_text} />
-                <button type="button" data-testid="paste-load" onclick={on_paste}>{ t.paste_load }</button>
+                <button type="button" data-testid="paste-load" data-status={if *reading { "loading" } else { "" }} disabled={*reading} onclick={on_paste}>{ t.paste_load }</button>
                 <div class="paste-status">
                     { match &*pasted {
                         Some(Ok(hf)) => html! { <p class="ok" role="status" data-testid="paste-ok">{ if *hf { t.pasted_hf } else { t.pasted_spec } }</p> },

@@ -280,6 +280,36 @@ where
     (*value).clone()
 }
 
+/// The answer of `f(deps)`, an async computation (the app's worker), for the current `deps`
+/// only: `None` from the render in which `deps` change until their answer has arrived (the view
+/// then shows its pending state, never the previous settings' answer); an answer for older
+/// `deps` is dropped.
+#[hook]
+pub fn use_answer_of<D, T, F, Fut>(deps: D, f: F) -> Option<std::rc::Rc<T>>
+where
+    D: PartialEq + Clone + 'static,
+    T: 'static,
+    F: Fn(D) -> Fut + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+{
+    let value = use_state(|| None::<(D, std::rc::Rc<T>)>);
+    {
+        let value = value.clone();
+        use_effect_with(deps.clone(), move |deps| {
+            let (deps, stale) = (deps.clone(), std::rc::Rc::new(std::cell::Cell::new(false)));
+            let live = stale.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let v = f(deps.clone()).await;
+                if !live.get() {
+                    value.set(Some((deps, std::rc::Rc::new(v))));
+                }
+            });
+            move || stale.set(true)
+        });
+    }
+    value.as_ref().filter(|(d, _)| *d == deps).map(|(_, v)| v.clone())
+}
+
 /// Whether the window is phone-narrow (charts then use a narrower viewBox so their text stays
 /// readable); follows resizes.
 #[hook]

@@ -1,6 +1,6 @@
 //! Loading a model from the Hugging Face hub by id, in the browser: parse what the user typed
 //! ([`vramcalc_core::hub::HubRef::parse`]), fetch `config.json` from huggingface.co (no server of
-//! ours), import it. The request:
+//! ours), import it (in the app's worker, `crate::worker`). The request:
 //!
 //! - goes only to `https://huggingface.co/<id>/resolve/<revision>/config.json`;
 //! - sends no referrer (`referrerPolicy: "no-referrer"`) and no cookies (`credentials: "omit"`);
@@ -11,7 +11,7 @@
 //! A failure is a [`HubError`]: its kind tells the import panel what to offer (a token field, a
 //! retry, the JSON paste).
 
-use vramcalc_core::hub::{read_answer, HubError, HubRef};
+use vramcalc_core::hub::{check_status, HubError, HubRef};
 #[cfg(target_arch = "wasm32")]
 use vramcalc_core::hub::TIMEOUT_SECS;
 use vramcalc_core::spec::ModelSpec;
@@ -22,9 +22,25 @@ use vramcalc_core::spec::ModelSpec;
 pub async fn load(input: &str, token: &str) -> Result<(HubRef, ModelSpec, Option<u64>, Option<String>), HubError> {
     let hub = HubRef::parse(input)?;
     let token = token_for(token);
+    // the worker imports the config: its wasm loads while the config is fetched
+    crate::worker::warm_up();
     let (status, body) = fetch(&hub.config_url(), &token).await?;
-    let spec = read_answer(&hub, status, &body, !token.is_empty())?;
-    Ok((hub, spec, super::paste::context_of(&body), super::paste::dtype_of(&body)))
+    // the status first: a refusal needs no worker
+    check_status(&hub, status, !token.is_empty())?;
+    let (context, dtype) = (super::paste::context_of(&body), super::paste::dtype_of(&body));
+    let spec = import(&hub, status, body, !token.is_empty()).await?;
+    Ok((hub, spec, context, dtype))
+}
+
+/// The hub's answer imported by the app's worker (`vramcalc_core::hub::read_answer`: the
+/// importer is not in the app's bundle); a failed worker is a [`HubError::Import`].
+async fn import(hub: &HubRef, status: u16, body: String, with_token: bool) -> Result<ModelSpec, HubError> {
+    use crate::worker::{call, unexpected, Request, Response};
+    let failed = |message: String| HubError::Import { id: hub.to_string(), message };
+    match call(Request::HubConfig { hub: hub.clone(), status, body, with_token }).await.map_err(failed)? {
+        Response::HubConfig(r) => r,
+        other => Err(failed(unexpected("the hub's config", other))),
+    }
 }
 
 /// The token a request sends: `typed` (kept for this tab), or when empty the tab's, if any.

@@ -27,13 +27,14 @@ pub fn hub_action(hub: &HubRef, spec: ModelSpec, context: Option<u64>, dtype: Op
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::block_on;
 
     #[test]
     fn what_the_panel_reads_becomes_actions() {
         let spec = vramcalc_core::presets::build("vgg11").unwrap();
-        assert!(matches!(pasted_action(paste::read(&spec.to_json_pretty()).unwrap()), Action::LoadSpec(s) if s == spec));
+        assert!(matches!(pasted_action(block_on(paste::read(&spec.to_json_pretty())).unwrap()), Action::LoadSpec(s) if s == spec));
         let bert = include_str!("../../tests/data/bert-base-uncased.config.json");
-        assert!(matches!(pasted_action(paste::read(bert).unwrap()), Action::ImportHf(_, Some(512), None, _)));
+        assert!(matches!(pasted_action(block_on(paste::read(bert)).unwrap()), Action::ImportHf(_, Some(512), None, _)));
         let hub = HubRef::parse("Qwen/Qwen2.5-0.5B@v2").unwrap();
         assert!(matches!(hub_action(&hub, spec, Some(512), None), Action::ImportHf(_, Some(512), Some(h), None) if h == "Qwen/Qwen2.5-0.5B@v2"));
     }

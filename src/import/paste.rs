@@ -1,7 +1,9 @@
 //! The paste box's reader: a vramcalc JSON spec or a Hugging Face `config.json` (recognised by
 //! its `model_type`), checked with the core, so a pasted MoE model is read like any other. Errors
-//! name the problem.
+//! name the problem. The reading runs in the app's worker ([`read`] asks it: the importer is not
+//! in the app's bundle); [`read_now`] is the worker's side.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vramcalc_core::spec::ModelSpec;
 
@@ -22,14 +24,24 @@ pub fn dtype_of(config_json: &str) -> Option<String> {
 
 /// What the paste box read: a Hugging Face config (with the context and the dtype it gives) or
 /// a spec.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Pasted {
     Hf(ModelSpec, Option<u64>, Option<String>),
     Spec(ModelSpec),
 }
 
-/// Pasted text → what it was read as; the error says what is wrong and where.
-pub fn read(text: &str) -> Result<Pasted, String> {
+/// Pasted text → what it was read as, by the worker; the error says what is wrong and where
+/// (or that the worker failed).
+pub async fn read(text: &str) -> Result<Pasted, String> {
+    use crate::worker::{call, unexpected, Request, Response};
+    match call(Request::ReadPaste { text: text.to_string() }).await? {
+        Response::ReadPaste(r) => r,
+        other => Err(unexpected("the paste", other)),
+    }
+}
+
+/// [`read`] in place (the worker's side: it links the importer).
+pub fn read_now(text: &str) -> Result<Pasted, String> {
     let answer = read_paste(text)?;
     let (kind, json) = answer.split_once('\n').unwrap_or_default();
     let spec = ModelSpec::from_json(json).map_err(|e| e.to_string())?;

@@ -268,8 +268,8 @@ pub fn model_path(src: &GgufSource) -> String {
     }
 }
 
-/// The answer for one header and settings.
-#[derive(Debug, Clone, PartialEq)]
+/// The answer for one header and settings (computed in the app's worker: `crate::worker::llama`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Answer {
     pub estimate: Estimate,
     /// The largest `-c` at which every device fits (up to the training context); `None` when

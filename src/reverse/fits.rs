@@ -41,7 +41,7 @@ pub fn options(mode: SetupMode, spec: &ModelSpec, c: &TrainConfig) -> FitsOption
 
 /// One preset's rows (built by the core, as the CLI builds it); none if it does not build.
 pub fn rows_of(id: &str, w: Workload, capacity: u64, o: &FitsOptions) -> Vec<Row> {
-    match vramcalc_core::import::preset(id) {
+    match crate::presets::preset(id) {
         Ok(spec) => w.formats().iter().filter_map(|f| row_of(id, &spec, w, f, capacity, o)).collect(),
         Err(_) => Vec::new(),
     }

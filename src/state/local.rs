@@ -32,7 +32,7 @@ impl Workload {
 }
 
 /// A file on the Hugging Face hub: `https://huggingface.co/<repo>/resolve/<revision>/<path>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HubFile {
     pub repo: String,
     pub revision: String,
@@ -40,7 +40,7 @@ pub struct HubFile {
 }
 
 /// Where the header came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum GgufSource {
     /// A file on this computer, read through `File.slice` (its name and size only).
     File { name: String, size: u64 },
@@ -61,7 +61,7 @@ pub enum Load {
 
 /// Which program runs the GGUF: llama.cpp itself, or Ollama or LM Studio on top of it (their
 /// settings by their own names: `vramcalc_core::llama_cpp::ollama`, `local::lmstudio`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum LocalEngine {
     #[default]
     LlamaCpp,
@@ -92,7 +92,7 @@ impl LocalEngine {
 
 /// The settings (the core's own [`Params`] as llama.cpp's flags name them, and its [`Ollama`]
 /// by Ollama's names) and the machine.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LocalSettings {
     pub engine: LocalEngine,
     pub params: Params,

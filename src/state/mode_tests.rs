@@ -82,7 +82,7 @@ fn a_pasted_configs_dtype_is_its_precision() {
     v["torch_dtype"] = "float16".into();
     let text = v.to_string();
     assert_eq!(crate::import::paste::dtype_of(&text).as_deref(), Some("float16"));
-    let pasted = crate::import::paste::read(&text).unwrap();
+    let pasted = crate::test_util::block_on(crate::import::paste::read(&text)).unwrap();
     let s = reduce(State::default(), crate::import::pasted_action(pasted));
     assert_eq!(s.model.config.precision, vramcalc_core::Precision::Fp16);
     // `dtype`, transformers' newer name, reads the same

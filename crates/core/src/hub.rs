@@ -60,7 +60,7 @@ impl TryFrom<String> for HubRef {
 }
 
 /// Why a model could not be loaded from the hub. Messages say what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
 pub enum HubError {
     #[error("{0}")]
     Invalid(String),

@@ -149,13 +149,13 @@ pub struct QuantFitsProps {
 pub fn quant_fits(p: &QuantFitsProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.local();
-    // one quant per task, after the answer is drawn (a 30B MoE under Ollama fits its layers
-    // for each of the twelve)
+    // after the answer is drawn, one quant per request to the app's worker (a 30B MoE under
+    // Ollama fits its layers for each of the twelve)
     let fits = crate::hooks::use_deferred_future((p.model.clone(), p.settings.clone()), 150, |(m, s)| async move {
         let mut out = Vec::new();
         for q in crate::local::QUANTS {
-            out.push((*q, crate::local::quant_fit(&m, q, &s)));
-            crate::dom::yield_to_page(crate::dom::Priority::Background).await;
+            // by the app's worker, one type per request
+            out.push((*q, crate::worker::llama::quant_fit(&m, q, &s).await));
         }
         Some(out)
     });

@@ -68,19 +68,32 @@ pub fn local_panel(p: &LocalProps) -> Html {
         Some(GgufSource::Quant { model, .. }) => Some(model.clone()),
         _ => None,
     };
+    // computed by the app's worker (llama.cpp's code is not in the app's bundle), whose wasm
+    // starts loading when the panel shows, while the header is read
+    use_effect_with((), |_| crate::worker::warm_up());
     let answer = {
         let key = (s.model.as_ref().map(|(src, h)| (src.clone(), Rc::as_ptr(h) as usize)), s.settings.clone());
         let model = s.model.clone();
-        use_memo(key, move |(_, settings)| model.as_ref().map(|(src, h)| local::answer(h, settings, src)))
+        crate::hooks::use_answer_of(key, move |(_, settings)| {
+            let model = model.clone();
+            async move {
+                match &model {
+                    Some((src, h)) => Some(crate::worker::llama::answer(h, &settings, src).await),
+                    None => None,
+                }
+            }
+        })
     };
     // the address bar carries the hub file or model, and the settings (`#gguf.…`)
     use_effect_with((s.model.as_ref().map(|m| m.0.clone()), s.settings.clone()), |(src, set)| {
         crate::dom::replace_fragment(&local::link::to_fragment(src.as_ref(), set), false)
     });
-    let body = match &*answer {
-        None => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
-        Some(Err(e)) => html! { <p class="error" role="alert" data-testid="llama-error">{ e }</p> },
-        Some(Ok(a)) => html! { <LocalAnswer answer={Rc::new(a.clone())} /> },
+    let body = match answer.as_deref() {
+        _ if s.model.is_none() => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
+        None => html! { <p class="muted small" role="status" data-testid="llama-pending">{ ctx.tr().computing }</p> },
+        Some(None) => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
+        Some(Some(Err(e))) => html! { <p class="error" role="alert" data-testid="llama-error">{ e }</p> },
+        Some(Some(Ok(a))) => html! { <LocalAnswer answer={Rc::new(a.clone())} /> },
     };
     html! {
         <section class="panel local" aria-labelledby="local-h" data-testid="local-panel">

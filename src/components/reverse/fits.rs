@@ -1,11 +1,10 @@
 //! "What fits my GPU": the presets × six formats for the page's GPU and a workload (the page's
-//! mode's by default), computed one row per task after the panel is opened, so the page stays
-//! responsive; each row links to its full estimate.
+//! mode's by default), computed by the app's worker one model per request after the panel is
+//! opened, so the page stays responsive; each row links to its full estimate.
 
-use crate::dom::{yield_to_page, Priority};
 use crate::components::use_ctx;
 use crate::i18n::fill;
-use crate::reverse::fits::{link, models, row_of};
+use crate::reverse::fits::{link, models};
 use crate::state::GpuChoice;
 use std::rc::Rc;
 use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
@@ -46,18 +45,13 @@ pub fn fits_table(p: &FitsProps) -> Html {
                     let mut rows = Vec::new();
                     let stop = || *issued.borrow() != n;
                     for (done, id) in ids.iter().enumerate() {
-                        yield_to_page(Priority::Background).await; // the model built in one task, then a row per task
+                        // a model's rows per request to the app's worker (its llama.cpp rows
+                        // need llama.cpp's estimate, which is not in the app's bundle)
+                        let model_rows = crate::worker::fits_rows(id, w, cap, o).await;
                         if stop() {
                             return;
                         }
-                        let Ok(spec) = vramcalc_core::import::preset(id) else { continue };
-                        for format in w.formats() {
-                            yield_to_page(Priority::Background).await;
-                            if stop() {
-                                return;
-                            }
-                            rows.extend(row_of(id, &spec, w, format, cap, &o));
-                        }
+                        rows.extend(model_rows);
                         table.set((Rc::new(rows.clone()), done + 1, ids.len()));
                     }
                 });

@@ -101,7 +101,7 @@ pub fn t5(obj: &Map<String, Value>, umt5: bool) -> Result<TextEncoder> {
     for k in ["num_decoder_layers", "scalable_attention", "tokenizer_class", "is_encoder_decoder", "use_cache", "decoder_start_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "transformers_version", "_name_or_path"] {
         o.remove(k);
     }
-    let mut spec = crate::import::hf::from_config(&o)?;
+    let mut spec = crate::import::hf::t5_from_config(&o)?;
     if umt5 {
         let at = spec.layers.iter().position(|l| l.kind() == "relative_position_bias").ok_or_else(|| Error::Import("UMT5: no position bias in the T5 stack".into()))?;
         let bias = spec.layers.remove(at);

@@ -39,7 +39,7 @@ pub enum GgufError {
 }
 
 /// One tensor's entry in the header.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TensorInfo {
     pub name: String,
     /// `ne`: the dimensions, innermost first (ggml's order), `n_dims` of them.
@@ -67,7 +67,7 @@ impl TensorInfo {
 }
 
 /// A GGUF file's header: everything before the tensor data.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Header {
     pub version: u32,
     /// The KV pairs in file order (keys are unique).

@@ -20,6 +20,21 @@ pub struct GgmlType {
     pub bytes: u64,
 }
 
+/// A type crosses serde as its `ggml_type` id (the web app's worker); an id ggml does not have
+/// is an error.
+impl serde::Serialize for GgmlType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u32(self.id)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GgmlType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let id = u32::deserialize(d)?;
+        GgmlType::from_id(id).ok_or_else(|| serde::de::Error::custom(format!("no ggml type has id {id}")))
+    }
+}
+
 macro_rules! types {
     ($($konst:ident = $id:literal, $name:literal, $blck:literal, $bytes:literal;)*) => {
         impl GgmlType {

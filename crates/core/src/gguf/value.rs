@@ -2,7 +2,7 @@
 
 /// A metadata value. Arrays hold one element type and never nest (`gguf.cpp` refuses an array
 /// of arrays).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     U8(u8),
     I8(i8),
@@ -20,14 +20,14 @@ pub enum Value {
 }
 
 /// An array value: its element type and the elements.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Array {
     pub elem: ValueType,
     pub items: Vec<Value>,
 }
 
 /// `enum gguf_type`: the type tag before each value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueType {
     U8 = 0,
     I8 = 1,

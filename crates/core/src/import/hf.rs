@@ -157,6 +157,14 @@ fn model_of(obj: &Map<String, Value>) -> Result<ModelSpec> {
     }
 }
 
+/// [`from_config`] of a T5 config (`model_type` `t5`), the T5 importer alone: the pipelines' text
+/// encoders (`diffusion::text::t5`) call it, so a bundle with the pipelines links no other
+/// importer (issue 23, docs/loadtime.md).
+pub fn t5_from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
+    let c = Fields::new(obj);
+    seq2seq::t5(&c, c.architecture()?)
+}
+
 /// [`from_config`] of a Qwen2.5-VL config for an image of `image` = `(width, height)` pixels,
 /// resized as its image processor does ([`smart_resize`]): the spec's input and image tokens
 /// follow it. Other types have no dynamic resolution: an error.

@@ -12,7 +12,7 @@ use super::gallocr::BufType;
 use super::build::WeightSlots;
 
 /// One device: the host (system RAM) or a GPU.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceReport {
     /// `CPU` (host memory) or `CUDA<i>`.
     pub backend: String,
@@ -54,7 +54,7 @@ impl DeviceReport {
 }
 
 /// What llama.cpp allocates for one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
     pub arch: String,
     pub n_layer: u32,

@@ -22,7 +22,7 @@ fn pad256(x: u64) -> u64 {
 }
 
 /// The context as llama.cpp sizes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Context {
     /// `cparams.n_ctx` after padding.
     pub n_ctx: u64,

@@ -19,7 +19,7 @@ use crate::gguf::GgmlType;
 use super::params::{FlashAttn, Params};
 
 /// Ollama's settings (a Modelfile's `PARAMETER`s and the server's environment); `None` = default.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ollama {
     /// `num_ctx` (per request, i.e. per parallel slot).
     pub num_ctx: Option<u64>,

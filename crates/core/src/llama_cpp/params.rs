@@ -3,7 +3,7 @@
 use crate::gguf::GgmlType;
 
 /// `-fa on|off|auto`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FlashAttn {
     On,
     Off,
@@ -13,7 +13,7 @@ pub enum FlashAttn {
 }
 
 /// `-sm none|layer|row`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SplitMode {
     /// One GPU (the first) holds every offloaded layer.
     None,
@@ -28,7 +28,7 @@ pub enum SplitMode {
 }
 
 /// Where `-ot` sends a tensor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Target {
     Cpu,
     Gpu(usize),
@@ -36,7 +36,7 @@ pub enum Target {
 
 /// One `-ot PATTERN=BUFFER` entry (patterns are searched in the tensor name, first match wins:
 /// `llama_model_loader::create_tensor`, `std::regex_search`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Override {
     pub pattern: String,
     pub target: Target,
@@ -52,7 +52,7 @@ pub struct GpuDevice {
 /// The settings of one llama.cpp run. Defaults are llama.cpp's (`common/common.h`), except the
 /// context: `n_ctx` 0 there means the model's training context, and `--fit` then shrinks it to
 /// the memory; here 0 means the training context as well, and the CLI's default is 4096.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     /// `-c`: 0 takes the model's `context_length`.
     pub n_ctx: u64,

@@ -24,7 +24,7 @@ use crate::spec::ModelSpec;
 use serde::Serialize;
 
 /// What the GPU is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
     Qlora,

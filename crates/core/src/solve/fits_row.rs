@@ -5,7 +5,7 @@ use super::Variable;
 use serde::Serialize;
 
 /// The settings every row shares.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct FitsOptions {
     /// Samples per step (training, inference, generation).
     pub batch: u64,
@@ -23,7 +23,7 @@ impl Default for FitsOptions {
 }
 
 /// One model × format.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Row {
     pub model: String,
     pub format: String,

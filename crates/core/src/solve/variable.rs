@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// The variable to maximise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variable {
     /// Samples per optimizer step (per GPU in a multi-GPU job).
