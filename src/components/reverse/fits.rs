@@ -5,10 +5,10 @@
 use crate::dom::{yield_to_page, Priority};
 use crate::components::use_ctx;
 use crate::i18n::fill;
-use crate::reverse::fits::{link, models, row_of};
+use crate::reverse::fits::{link, models};
 use crate::state::GpuChoice;
 use std::rc::Rc;
-use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
+use vramcalc_core::solve::fits::{FitsOptions, Row, RowSteps, Workload};
 use vramcalc_core::thousands;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
@@ -52,11 +52,20 @@ pub fn fits_table(p: &FitsProps) -> Html {
                         }
                         let Ok(spec) = vramcalc_core::import::preset(id) else { continue };
                         for format in w.formats() {
-                            yield_to_page(Priority::Background).await;
-                            if stop() {
-                                return;
-                            }
-                            rows.extend(row_of(id, &spec, w, format, cap, &o));
+                            // a row in up to three tasks (resolved, enveloped, read): a large
+                            // model's full-training row is over 200 ms in one
+                            let gpus = [cap];
+                            let mut steps = RowSteps::new(id, &spec, w, format, &gpus, &o);
+                            let row = loop {
+                                yield_to_page(Priority::Background).await;
+                                if stop() {
+                                    return;
+                                }
+                                if let Some(row) = steps.step() {
+                                    break row.ok();
+                                }
+                            };
+                            rows.extend(row);
                         }
                         table.set((Rc::new(rows.clone()), done + 1, ids.len()));
                     }
