@@ -140,7 +140,7 @@ pub fn input_shape_for(
     let len = crate::tree::list(spec, list)?.len();
     let at = index.unwrap_or(len).min(len);
     if at > 0 {
-        return rows.get(&list.node(at - 1).to_string()).map(|r| r.output_shape.0.clone());
+        return rows.get(&list.node(at - 1).to_string()).map(|r| r.output_shape.0.to_vec());
     }
     if list.parent.is_empty() {
         let mut shape = spec.input.shape.clone();

@@ -406,6 +406,8 @@ mod tests {
                 c.checkpointing = true;
                 (*d, *g) = (DistConfig { gpus: 8, strategy: Strategy::Fsdp, ..Default::default() }, h100());
             })),
+            // does not fit one H100: the cheapest fixes are searched
+            ("llama-70b-fixes", llm("llama-3.1-70b", &|_, _, g| *g = h100())),
         ];
         let text: String = want.iter().map(|(n, l)| format!("{n} {l}\n")).collect();
         let file = include_str!("../tests/data/bench_links.txt");

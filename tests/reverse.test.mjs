@@ -61,12 +61,13 @@ test('a setup that does not fit lists the cheapest fixes (the CLI\'s `vramcalc f
   await setBatch(page, 64);
   await page.waitForFunction(() => document.querySelector('[data-testid=fit-status]')?.dataset.fits === 'false');
   const gpu = await page.getByTestId('gpu-select').inputValue();
-  const want = cli('fix', '--gpu', gpu, '--preset', 'gpt2', '--batch', '64', '--seq-len', '1024');
+  const want = cli('fix', '--gpu', gpu, '--preset', 'gpt2', '--batch', '64', '--seq-len', '1024', '--top', '5');
   await page.getByTestId('fixes').waitFor({ timeout: 30000 });
+  // searched one estimate per task (`fix::FixSearch`): the whole list is the CLI's, in order
+  const shown = await page.$$eval('[data-testid=fixes] [data-changes]', (els) => els.map((e) => [e.dataset.changes, Number(e.dataset.deviceTotal)]));
+  assert.equal(shown.length, 5);
+  assert.deepEqual(shown, want.fixes.map((f) => [f.changes.map((c) => c.id).join('+'), f.device_total_bytes]));
   const first = page.getByTestId('fix-0');
-  const ids = want.fixes[0].changes.map((c) => c.id).join('+');
-  assert.equal(await first.getAttribute('data-changes'), ids);
-  assert.equal(Number(await first.getAttribute('data-device-total')), want.fixes[0].device_total_bytes);
   // one what-if system: the fixes sit in the what-if panel with the single changes
   assert.equal(await page.getByTestId('whatif').getByTestId('fixes').count(), 1);
   await first.click();
@@ -114,6 +115,29 @@ test('"what fits my GPU" fills row by row with the CLI\'s rows; a row opens its 
   await row.getByTestId('fits-open').click();
   await page.waitForFunction(() => document.querySelector('[data-testid=finetune]')?.value === 'qlora', null, { timeout: 30000 });
   assert.equal(await page.getByTestId('preset-select').inputValue(), 'qwen2.5-0.5b');
+  assert.deepEqual(errors, []);
+});
+
+test('the full-training table, a row in up to three tasks (`fits::RowSteps`), has the CLI\'s rows', async () => {
+  const { page, errors } = await open(browser);
+  await pickPreset(page, 'qwen2.5-0.5b');
+  const gpu = await page.getByTestId('gpu-select').inputValue();
+  await page.getByTestId('fits-table').locator('summary').click();
+  await page.getByTestId('fits-workload').selectOption('full');
+  await page.waitForFunction(() => {
+    const p = document.querySelector('[data-testid=fits-progress]');
+    return p && p.dataset.all !== '0' && p.dataset.done === p.dataset.all;
+  }, null, { timeout: 300000 });
+  const seq = await page.getByTestId('seq-input').inputValue();
+  const batch = await page.getByTestId('batch-input').inputValue();
+  for (const model of ['qwen2.5-0.5b', 'resnet50']) {
+    // the page's batch and length, for every row (as `reverse::fits::options` gives them)
+    const want = cli('fits', '--gpu', gpu, '--workload', 'full', '--batch', batch, '--seq-len', seq, '--presets', model);
+    const rows = await page.$$eval(`[data-testid=fits-row][data-model="${model}"]`, (els) => els.map((e) =>
+      [e.dataset.format, e.dataset.fits, Number(e.dataset.margin), e.dataset.reverse]));
+    assert.equal(rows.length, 6, model);
+    assert.deepEqual(rows, want.rows.map((r) => [r.format, String(r.fits), r.margin_bytes, String(r.reverse_value ?? '')]), model);
+  }
   assert.deepEqual(errors, []);
 });
 

@@ -65,6 +65,26 @@ pub fn fixes(spec: &ModelSpec, c: &TrainConfig, d: &DistConfig, capacity: u64) -
     fix::fixes(&Setup { spec, config: *c, dist: *d }, capacity, &options).ok()
 }
 
+/// [`fixes`] one estimate at a time (the core's `fix::FixSearch`), awaiting `pause` before
+/// each: the page yields between them (one per task), the same list in the end.
+pub async fn fixes_stepped<F: std::future::Future<Output = ()>>(
+    spec: &ModelSpec,
+    c: &TrainConfig,
+    d: &DistConfig,
+    capacity: u64,
+    pause: impl Fn() -> F,
+) -> Option<Vec<Fix>> {
+    let options = FixOptions { top: FIXES_SHOWN, ..FixOptions::default() };
+    pause().await;
+    let mut search = fix::FixSearch::new(&Setup { spec, config: *c, dist: *d }, capacity, &options).ok()?;
+    loop {
+        pause().await;
+        if !search.step() {
+            return Some(search.fixes());
+        }
+    }
+}
+
 /// How many fixes the page lists.
 pub const FIXES_SHOWN: usize = 5;
 
@@ -75,6 +95,24 @@ mod tests {
 
     fn gpt2() -> ModelSpec {
         vramcalc_core::presets::build("gpt2").unwrap()
+    }
+
+    /// One estimate per step gives the one-shot list (a setup no single change makes fit).
+    #[test]
+    fn the_stepped_fixes_are_the_one_shot_ones() {
+        let spec = gpt2();
+        let c = TrainConfig { batch: 8, seq_len: Some(1024), precision: vramcalc_core::Precision::Fp32, ..TrainConfig::default() };
+        let d = DistConfig::default();
+        let total = Setup::new(&spec, c).totals().unwrap().1;
+        let steps = std::cell::Cell::new(0);
+        for cap in [total / 2, total / 4, total + 1] {
+            let stepped = crate::test_util::block_on(fixes_stepped(&spec, &c, &d, cap, || {
+                steps.set(steps.get() + 1);
+                std::future::ready(())
+            }));
+            assert_eq!(stepped, fixes(&spec, &c, &d, cap), "cap {cap}");
+        }
+        assert!(steps.get() > 6, "{}", steps.get());
     }
 
     #[test]

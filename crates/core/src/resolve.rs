@@ -69,7 +69,7 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
             shape[0] = s;
         }
     }
-    let input_shape = Shape(shape);
+    let input_shape = Shape::from(shape);
     if input_shape.numel() >= 1 << 40 {
         return Err(Error::TooLarge(format!("an input of {} values per sample", input_shape.numel())));
     }

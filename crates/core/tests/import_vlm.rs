@@ -55,7 +55,7 @@ fn qwen_vl_image_tokens_follow_the_dynamic_resolution() {
     let spec = import(QWEN_TINY);
     assert_eq!(spec.input.shape, vec![6, 980, 980]);
     let r = vramcalc_core::resolve::resolve(&spec, None, Default::default()).unwrap();
-    let merged = r.layers.iter().find(|l| l.kind == "merge_tokens").map(|l| l.output_shape.0.clone());
+    let merged = r.layers.iter().find(|l| l.kind == "merge_tokens").map(|l| l.output_shape.0.to_vec());
     assert_eq!(merged, Some(vec![1225, 128]));
     // another image: 640 × 480 → 644 × 476 pixels, (476/28)·(644/28) = 17 · 23 merged tokens
     let obj: serde_json::Value = serde_json::from_str(QWEN_TINY).unwrap();

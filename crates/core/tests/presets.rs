@@ -195,7 +195,7 @@ fn vgg16_layer_shapes_match_cs231n() {
         .layers
         .iter()
         .filter(|l| matches!(l.info.kind.as_str(), "conv2d" | "max_pool2d" | "linear"))
-        .map(|l| (l.info.kind.as_str(), l.info.output_shape.0.clone(), l.info.activation_values))
+        .map(|l| (l.info.kind.as_str(), l.info.output_shape.0.to_vec(), l.info.activation_values))
         .collect();
     let expected: Vec<(&str, Vec<u64>)> = vec![
         ("conv2d", vec![64, 224, 224]),

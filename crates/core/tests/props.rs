@@ -46,7 +46,7 @@ fn naive_windows(input: u64, k: u64, stride: u64, pad: u64, dil: u64, ceil: bool
 
 fn out_shape(spec: &ModelSpec) -> Option<Vec<u64>> {
     let r = resolve(spec, None, LowerOptions::default()).ok()?;
-    r.layers.last().map(|l| l.output_shape.0.clone())
+    r.layers.last().map(|l| l.output_shape.0.to_vec())
 }
 
 proptest! {

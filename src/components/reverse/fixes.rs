@@ -22,8 +22,8 @@ pub fn use_fixes(spec: Shared<ModelSpec>, config: TrainConfig, dist: DistConfig,
         if !search {
             return None;
         }
-        crate::dom::yield_to_page(crate::dom::Priority::UserVisible).await;
-        crate::reverse::fixes(&spec, &c, &d, cap)
+        // one estimate per task: a 70B setup's search is seconds of estimates
+        crate::reverse::fixes_stepped(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible)).await
     })
     .filter(|_| search)
 }

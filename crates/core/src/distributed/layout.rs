@@ -67,7 +67,7 @@ impl Layout {
                 let v = g.value(p);
                 let first = first_uses.get(p as usize).copied().flatten().unwrap_or(0);
                 Param {
-                    shape: v.shape.0.clone(),
+                    shape: v.shape.0.to_vec(),
                     numel: v.shape.numel(),
                     elem: v.dtype.size(),
                     stored: g.storages[g.storage_of(p) as usize].bytes.fixed,

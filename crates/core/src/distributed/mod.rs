@@ -23,6 +23,7 @@ mod zero;
 
 use crate::config::{Precision, TrainConfig};
 use crate::error::Result;
+use crate::memory::peak::PeakSummary;
 use crate::memory::{Estimate, Overlay, Prepared};
 use crate::spec::ModelSpec;
 pub use layout::Layout;
@@ -51,17 +52,31 @@ pub struct DistPrepared {
 
 impl DistPrepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
+        let p = DistPrepared::lazy(spec, config, dist)?;
+        p.check_batch(config.batch)?;
+        Ok(p)
+    }
+
+    /// [`DistPrepared::new`] resolved and planned, the batch not checked yet: its check (which
+    /// builds the batch envelope, several simulations) is [`DistPrepared::check_batch`], a step of
+    /// its own for a caller that yields between them (`solve::fits::RowSteps`).
+    pub fn lazy(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
         dist.validate(config)?;
         if dist.is_single() {
-            return Ok(DistPrepared { prepared: Prepared::new(spec, config)?, dist: *dist, rank: None, config: *config, compute: *config });
+            return Ok(DistPrepared { prepared: Prepared::lazy(spec, config, 1)?, dist: *dist, rank: None, config: *config, compute: *config });
         }
         let t = dist.tp_degree();
         let spec = if t > 1 { tp::split(spec, t)? } else { spec.clone() };
         let cfg = compute_config(config, dist);
         let sp = if dist.sequence_parallel { t } else { 1 };
-        let prepared = Prepared::with_sequence_parallel(&spec, &cfg, sp)?;
+        let prepared = Prepared::lazy(&spec, &cfg, sp)?;
         let rank = rank_of(&prepared, &cfg, config, dist);
         Ok(DistPrepared { prepared, dist: *dist, rank, config: *config, compute: cfg })
+    }
+
+    /// Whether `batch` is valid for the job (`Prepared::check_batch`).
+    pub fn check_batch(&self, batch: u64) -> Result<()> {
+        self.prepared.check_batch(batch)
     }
 
     /// The same job on `gpus` GPUs. The resolved model is kept when the tensor-parallel degree
@@ -105,6 +120,22 @@ impl DistPrepared {
                 (p, d.total)
             }
         }
+    }
+
+    /// Rank 0's peak at `batch` and where it is: [`DistPrepared::peak_at`]'s figures from the
+    /// same simulation, with the estimate's phase, `peak_at` and breakdown there (the batch
+    /// unchecked, as `peak_at` leaves it).
+    pub fn peak_summary(&self, batch: u64) -> PeakSummary {
+        match &self.rank {
+            None => self.prepared.summary_at(batch),
+            Some(r) => self.prepared.summary_overlaid(batch, r.optimizer(), r.as_ref() as &dyn Overlay),
+        }
+    }
+
+    /// [`DistPrepared::peak_summary`] of a batch checked as [`DistPrepared::estimate_at`] checks it.
+    pub fn summary_at(&self, batch: u64) -> Result<PeakSummary> {
+        self.check_batch(batch)?;
+        Ok(self.peak_summary(batch))
     }
 
     /// Largest batch (per GPU) whose device total fits `capacity`.

@@ -63,6 +63,13 @@ pub struct Zero {
     kept: Vec<bool>,
     /// Whole parameters under the persistence threshold (stage 3), bytes.
     persistent: u64,
+    /// The trainable parameters' first uses, ascending, and the gradient bytes of those from
+    /// each on (a suffix sum, one entry more): the gradients promoted after an op in a binary
+    /// search instead of a pass over every parameter at every sample.
+    first_uses: Vec<u32>,
+    grads_from: Vec<u64>,
+    /// The root's parameters above the persistence threshold: `(first use, elements, bytes)`.
+    roots: Vec<(u32, u64, u64)>,
 }
 
 #[derive(Default)]
@@ -110,7 +117,38 @@ impl Zero {
                 live = live.saturating_add(unit_numel[v]);
             }
         }
-        Zero { layout, stage, offload: dist.offload, accumulating, elem, part, param_part, master, state, unit_numel, unit_bytes, kept, persistent }
+        let mut uses: Vec<(u32, u64)> = layout.trainable().map(|p| (p.first_use, p.grad_bytes())).collect();
+        uses.sort_unstable_by_key(|u| u.0);
+        let mut grads_from = vec![0u64; uses.len() + 1];
+        for k in (0..uses.len()).rev() {
+            grads_from[k] = grads_from[k + 1].saturating_add(uses[k].1);
+        }
+        let first_uses = uses.iter().map(|u| u.0).collect();
+        let roots = layout.of(None).filter(|p| p.numel > PARAM_PERSISTENCE_THRESHOLD).map(|p| (p.first_use, p.numel, p.stored)).collect();
+        Zero {
+            layout,
+            stage,
+            offload: dist.offload,
+            accumulating,
+            elem,
+            part,
+            param_part,
+            master,
+            state,
+            unit_numel,
+            unit_bytes,
+            kept,
+            persistent,
+            first_uses,
+            grads_from,
+            roots,
+        }
+    }
+
+    /// Gradient bytes of the trainable parameters first used after op `i` (`None`: all).
+    fn promoted(&self, i: Option<u32>) -> u64 {
+        let k = i.map_or(0, |i| self.first_uses.partition_point(|&u| u <= i));
+        self.grads_from[k]
     }
 
     fn base_total(&self) -> u64 {
@@ -123,9 +161,9 @@ impl Zero {
     fn gathered(&self, phase: Phase, i: u32) -> u64 {
         let units = &self.layout.units;
         let cur = self.layout.unit_of_op(i);
-        let root_params = || self.layout.of(None).filter(|p| p.first_use == i && p.numel > PARAM_PERSISTENCE_THRESHOLD);
-        let root: u64 = root_params().map(|p| p.numel).sum();
-        let root_bytes: u64 = root_params().map(|p| p.stored).sum();
+        let root_params = || self.roots.iter().filter(|r| r.0 == i);
+        let root: u64 = root_params().map(|r| r.1).sum();
+        let root_bytes: u64 = root_params().map(|r| r.2).sum();
         let mut live = vec![false; units.len()];
         let forward = phase == Phase::Forward;
         let step = |u: usize| if forward { (u + 1 < units.len()).then_some(u + 1) } else { u.checked_sub(1) };
@@ -167,9 +205,7 @@ impl Zero {
         let offload_opt = self.offload != Offload::None;
         let partition = if offload_opt { 0 } else { self.part.saturating_mul(self.elem) };
         let bucket = REDUCE_BUCKET_SIZE.saturating_mul(self.elem);
-        let promoted = |i: Option<u32>| -> u64 {
-            self.layout.trainable().filter(|p| i.is_none_or(|i| p.first_use > i)).map(|p| p.grad_bytes()).sum()
-        };
+        let promoted = |i: Option<u32>| self.promoted(i);
         if self.stage == 3 {
             s.gathered = match (phase, op) {
                 (Phase::Optimizer, _) | (_, None) => 0,

@@ -84,7 +84,7 @@ pub(crate) mod test_util {
         let resolved = resolve(&spec, None, LowerOptions::default())?;
         let row = &resolved.layers[0];
         Ok(One {
-            shape: row.output_shape.0.clone(),
+            shape: row.output_shape.0.to_vec(),
             params: row.params,
             buffer_bytes: resolved.graph.buffer_bytes(1),
             resolved,

@@ -80,7 +80,7 @@ fn window(
             format!("kernel {} does not fit the input size {} in dimension {i}", k.0[i], s[i + 1])
         })?);
     }
-    Ok(Shape(out))
+    Ok(Shape::from(out))
 }
 
 impl MaxPool2d {

@@ -45,7 +45,7 @@ impl Flatten {
         let mut out: Vec<u64> = s[..start].to_vec();
         out.push(s[start..=end].iter().fold(1u64, |a, &d| a.saturating_mul(d)));
         out.extend_from_slice(&s[end + 1..]);
-        Ok(b.view(x, Shape(out)))
+        Ok(b.view(x, Shape::from(out)))
     }
 }
 
@@ -68,7 +68,7 @@ impl SelectToken {
         if self.index >= n || self.index < -n {
             return Err(format!("index {} is out of range for {n} positions", self.index));
         }
-        Ok(b.view_with_grad(x, Shape(s[1..].to_vec()), GradRule::Alloc))
+        Ok(b.view_with_grad(x, Shape::new(s[1..].iter().copied()), GradRule::Alloc))
     }
 }
 

@@ -286,6 +286,6 @@ mod tests {
             &[64],
             5,
         );
-        assert_eq!((r.layers[3].params, r.layers[3].output_shape.0.clone()), (1, vec![1]));
+        assert_eq!((r.layers[3].params, r.layers[3].output_shape.0.to_vec()), (1, vec![1]));
     }
 }

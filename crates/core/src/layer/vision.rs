@@ -213,7 +213,7 @@ mod tests {
         let text = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "linear", "in_features": 8, "out_features": 8},
             {"kind": "layer_scale", "dim": 8}, {"kind": "cls_mean_pool"}]}"#;
         let r = resolve(&ModelSpec::from_json(text).unwrap(), None, LowerOptions::default()).unwrap();
-        assert_eq!((r.layers[1].params, r.layers[1].output_shape.0.clone()), (8, vec![5, 8]));
+        assert_eq!((r.layers[1].params, r.layers[1].output_shape.0.to_vec()), (8, vec![5, 8]));
         assert_eq!(r.layers[2].output_shape.0, vec![16]);
         let bad = r#"{"input": {"shape": [5, 8]}, "layers": [{"kind": "layer_scale", "dim": 4}]}"#;
         assert!(resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).is_err());

@@ -247,23 +247,33 @@ impl GenPlan {
             let _ = b;
             return (peak, device);
         }
+        let (r, last) = self.simulate(prefill, plan, batch);
+        self.device_of(&r, last.as_ref(), batch)
+    }
+
+    /// The prefill's and the last decode step's simulations at `batch` (no timeline).
+    pub fn simulate(&self, prefill: &Graph, plan: &Plan, batch: u64) -> (StepResult, Option<StepResult>) {
+        let one = |g: &Graph, plan: &Plan| plan.simulate(g, batch, OptimizerCost::default(), false, None);
+        (one(prefill, plan), self.last.as_ref().map(|s| one(&s.resolved.graph, &s.plan)))
+    }
+
+    /// The generation's peak and device total from its two simulations ([`GenPlan::simulate`]),
+    /// remembered for `batch` as [`GenPlan::device_at`] remembers them.
+    pub fn device_of(&self, prefill: &StepResult, last: Option<&StepResult>, batch: u64) -> (u64, DeviceTotal) {
         // The rounded totals are the largest over the forward's samples, not those at its
         // allocated peak: the allocator keeps the segments it reserved, and a sample just before
         // the peak can hold more rounding than the peak does (Qwen3-Next: from prompt 305 to 306
         // the peak moved to a sample holding 655,360 B less rounding). The largest is also
         // monotone in the lengths (each sample's sizes are), which the solver relies on.
-        let one = |g: &Graph, plan: &Plan| {
-            let r = plan.simulate(g, batch, OptimizerCost::default(), false, None);
-            (r.peak, DeviceTotal::new(r.max_rounded.0, r.max_rounded.1))
-        };
-        let mut best = one(prefill, plan);
-        if let Some(s) = &self.last {
+        let one = |r: &StepResult| (r.peak, DeviceTotal::new(r.max_rounded.0, r.max_rounded.1));
+        let mut best = one(prefill);
+        if let Some(r) = last {
             // The caching allocator keeps the segments it reserved (`generate()` never calls
             // `torch.cuda.empty_cache()`), so after the decode the device holds at least the
             // larger reserve of the two phases, whichever has the higher allocated peak: the
             // prefill's many large activations can reserve more than a decode step whose
             // allocated peak is higher (GLM-4.5-Air at short prompts).
-            let (p, d) = one(&s.resolved.graph, &s.plan);
+            let (p, d) = one(r);
             let rounded = best.1.allocated_rounded.max(d.allocated_rounded);
             best = (best.0.max(p), DeviceTotal::new(rounded, best.1.reserved.max(d.reserved)));
         }

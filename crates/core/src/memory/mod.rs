@@ -7,6 +7,7 @@ pub mod candle;
 pub mod device;
 pub mod envelope;
 mod estimate;
+pub mod peak;
 pub mod generate;
 pub mod optimizer;
 mod rule_of_thumb;
@@ -64,29 +65,13 @@ impl Prepared {
     /// caller that prepares the model once per value of a setting (`solve`), where the envelope
     /// would be built and thrown away. The same figures as `Prepared::new(..)?.peak_at(batch)`.
     pub fn peak_once(spec: &ModelSpec, config: &TrainConfig) -> Result<(u64, u64)> {
-        let p = Prepared::unchecked(spec, config, 1)?;
-        let (peak, d) = p.device_direct(config.batch);
-        if d.total == u64::MAX {
-            return Err(Error::TooLarge(format!("at batch {} the step needs more than 2^64 bytes (18.4 EB)", config.batch)));
-        }
-        Ok((peak, d.total))
+        Prepared::measure(spec, config).map(|s| (s.peak_bytes, s.device_total_bytes))
     }
 
-    /// [`Prepared::device_at`] by direct simulation at `batch` (no envelope).
-    fn device_direct(&self, batch: u64) -> (u64, DeviceTotal) {
-        #[cfg(feature = "candle")]
-        if self.candle.is_some() {
-            return self.device_at(batch);
-        }
-        if self.generation.is_some() {
-            return self.device_at(batch);
-        }
-        let (g, micro) = (&self.resolved.graph, self.micro(batch));
-        // the rounding of the tensors live at the last sample of the peak (the envelope keeps
-        // the last of equal lines), counted as the simulation goes: `envelope::device_total` of
-        // that sample's snapshot, in one simulation instead of two
-        let r = self.plan.simulate(g, micro, self.opt, false, None);
-        (r.peak, DeviceTotal::new(r.peak_rounded.0, r.peak_rounded.1))
+    /// [`Prepared::with_sequence_parallel`] without its check of the batch
+    /// ([`Prepared::check_batch`], which builds the batch envelope).
+    pub fn lazy(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
+        Prepared::unchecked(spec, config, t)
     }
 
     fn unchecked(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
@@ -250,28 +235,17 @@ impl Prepared {
         self.report(cfg, r, device)
     }
 
-    fn report(&self, cfg: TrainConfig, mut r: StepResult, device: DeviceTotal) -> Estimate {
+    fn report(&self, cfg: TrainConfig, r: StepResult, device: DeviceTotal) -> Estimate {
         let layers = estimate::layer_reports(&self.resolved, &r.saved_by_op);
         // generation: the peak may be in the last decode step, a graph of its own
-        let (mut prefix, mut at) = ("", &self.resolved);
+        let mut decode = None;
         let generation = self.generation.as_ref().map(|gen| {
-            let (report, decode) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
-            prefix = "prefill: ";
-            if let (Some(d), Some(last)) = (decode.filter(|d| d.peak > r.peak), &gen.last) {
-                r = d;
-                (prefix, at) = ("last decode step: ", &last.resolved);
-            }
+            let (report, last) = gen.report(&self.resolved.graph, &r, self.micro(cfg.batch));
+            decode = last;
             report
         });
+        let (r, peak_at) = self.peak_place(r, decode, &cfg);
         let g = &self.resolved.graph;
-        let peak_at = match r.peak_op {
-            Some(i) => {
-                let op = &at.graph.ops[i as usize];
-                let l = &at.layers[op.layer as usize];
-                format!("{prefix}{} ({}): {}, {}", l.path, l.kind, op.name, r.peak_phase.name())
-            }
-            None => format!("optimizer step ({})", cfg.optimizer),
-        };
         let mut breakdown = r.breakdown;
         breakdown.frozen_parameters = g.frozen_param_bytes();
         breakdown.adapter_parameters = g.adapter_bytes();

@@ -278,61 +278,99 @@ pub fn candidates(setup: &Setup, options: &FixOptions) -> Vec<Change> {
 
 /// The cheapest minimal sets of changes that make `setup` fit `capacity` bytes, cheapest first;
 /// empty when it fits already or nothing within the options does. An error when the setup itself
-/// is refused.
+/// is refused. [`FixSearch`] run to its end.
 pub fn fixes(setup: &Setup, capacity: u64, options: &FixOptions) -> Result<Vec<Fix>> {
-    setup.totals()?;
-    if setup.totals()?.1 <= capacity {
-        return Ok(Vec::new());
-    }
-    // the changes that can combine: those that apply alone, and offload (which needs a ZeRO job)
-    let pool: Vec<Change> = Change::all(options.max_gpus)
-        .into_iter()
-        .filter(|ch| *ch == Change::OffloadOptimizer || ch.apply(setup.spec, &setup.config, &setup.dist).is_some())
-        .collect();
-    let mut sets: Vec<Vec<usize>> = Vec::new();
-    let n = pool.len();
-    let k = options.max_changes.clamp(1, 3);
-    for i in 0..n {
-        sets.push(vec![i]);
-        for j in (i + 1..n).filter(|_| k >= 2) {
-            sets.push(vec![i, j]);
-            for l in (j + 1..n).filter(|_| k >= 3) {
-                sets.push(vec![i, j, l]);
+    let mut search = FixSearch::new(setup, capacity, options)?;
+    while search.step() {}
+    Ok(search.fixes())
+}
+
+/// [`fixes`] one estimate at a time: [`FixSearch::step`] tries candidate sets until it has
+/// estimated one (or the search is over), so a caller can yield between steps (the web app runs
+/// one per task); the same fixes as [`fixes`] in the end.
+pub struct FixSearch<'a> {
+    setup: Setup<'a>,
+    capacity: u64,
+    top: usize,
+    /// The changes that can combine, and the sets of them still to try, cheapest first.
+    pool: Vec<Change>,
+    sets: std::vec::IntoIter<Vec<usize>>,
+    found: Vec<(Vec<usize>, Fix)>,
+}
+
+impl<'a> FixSearch<'a> {
+    /// The search for `setup` (one estimate: whether it fits already, when there is nothing to
+    /// search); an error when the setup itself is refused.
+    pub fn new(setup: &Setup<'a>, capacity: u64, options: &FixOptions) -> Result<FixSearch<'a>> {
+        let mut search = FixSearch { setup: *setup, capacity, top: options.top, pool: Vec::new(), sets: Vec::new().into_iter(), found: Vec::new() };
+        if setup.totals()?.1 <= capacity {
+            return Ok(search);
+        }
+        // the changes that can combine: those that apply alone, and offload (which needs a ZeRO job)
+        let pool: Vec<Change> = Change::all(options.max_gpus)
+            .into_iter()
+            .filter(|ch| *ch == Change::OffloadOptimizer || ch.apply(setup.spec, &setup.config, &setup.dist).is_some())
+            .collect();
+        let mut sets: Vec<Vec<usize>> = Vec::new();
+        let n = pool.len();
+        let k = options.max_changes.clamp(1, 3);
+        for i in 0..n {
+            sets.push(vec![i]);
+            for j in (i + 1..n).filter(|_| k >= 2) {
+                sets.push(vec![i, j]);
+                for l in (j + 1..n).filter(|_| k >= 3) {
+                    sets.push(vec![i, j, l]);
+                }
             }
         }
+        sets.retain(|s| s.iter().enumerate().all(|(a, &x)| s[a + 1..].iter().all(|&y| pool[x].group() != pool[y].group())));
+        sets.sort_by_key(|s| key(&pool, s));
+        (search.pool, search.sets) = (pool, sets.into_iter());
+        Ok(search)
     }
-    sets.retain(|s| s.iter().enumerate().all(|(a, &x)| s[a + 1..].iter().all(|&y| pool[x].group() != pool[y].group())));
-    let key = |s: &Vec<usize>| {
-        let tier = s.iter().map(|&i| pool[i].tier()).max();
-        let cost: u32 = s.iter().map(|&i| pool[i].cost()).sum();
-        (tier, cost, s.len())
-    };
-    sets.sort_by_key(key);
-    let mut found: Vec<(Vec<usize>, Fix)> = Vec::new();
-    for s in sets {
-        if found.len() >= options.top {
-            break;
+
+    /// Tries the next sets until one is estimated; `false` when the search is over.
+    pub fn step(&mut self) -> bool {
+        let pool = &self.pool;
+        while self.found.len() < self.top {
+            let Some(s) = self.sets.next() else { break };
+            // not minimal: a found set is in it, change for change or by a weaker change of the
+            // same kind (2× accumulation for 4×, 2 GPUs for 4 of the same strategy, LoRA for QLoRA)
+            if self.found.iter().any(|(f, _)| f.iter().all(|&i| s.iter().any(|&j| covers(pool[i], pool[j])))) {
+                continue;
+            }
+            // GPUs first: offload needs the ZeRO job
+            let mut order = s.clone();
+            order.sort_by_key(|&i| !matches!(pool[i], Change::Gpus(..)));
+            let setup = &self.setup;
+            let Some((config, dist)) = order.iter().try_fold((setup.config, setup.dist), |(c, d), &i| pool[i].apply(setup.spec, &c, &d)) else {
+                continue;
+            };
+            if let Ok((peak, total)) = (Setup { config, dist, ..*setup }).totals() {
+                if total <= self.capacity {
+                    let (tier, cost, _) = key(pool, &s);
+                    let changes = s.iter().map(|&i| pool[i]).collect();
+                    let margin_bytes = self.capacity - total;
+                    let fix = Fix { changes, tier: tier.unwrap_or(Tier::SameResult), cost, config, dist, peak_bytes: peak, device_total_bytes: total, margin_bytes };
+                    self.found.push((s, fix));
+                }
+            }
+            return true;
         }
-        // not minimal: a found set is in it, change for change or by a weaker change of the
-        // same kind (2× accumulation for 4×, 2 GPUs for 4 of the same strategy, LoRA for QLoRA)
-        if found.iter().any(|(f, _)| f.iter().all(|&i| s.iter().any(|&j| covers(pool[i], pool[j])))) {
-            continue;
-        }
-        // GPUs first: offload needs the ZeRO job
-        let mut order = s.clone();
-        order.sort_by_key(|&i| !matches!(pool[i], Change::Gpus(..)));
-        let Some((config, dist)) = order.iter().try_fold((setup.config, setup.dist), |(c, d), &i| pool[i].apply(setup.spec, &c, &d)) else {
-            continue;
-        };
-        let Ok((peak, total)) = (Setup { config, dist, ..*setup }).totals() else { continue };
-        if total <= capacity {
-            let (tier, cost, _) = key(&s);
-            let changes = s.iter().map(|&i| pool[i]).collect();
-            let fix = Fix { changes, tier: tier.unwrap_or(Tier::SameResult), cost, config, dist, peak_bytes: peak, device_total_bytes: total, margin_bytes: capacity - total };
-            found.push((s, fix));
-        }
+        false
     }
-    Ok(found.into_iter().map(|(_, f)| f).collect())
+
+    /// The fixes found so far, cheapest first (all of them once [`FixSearch::step`] is `false`).
+    pub fn fixes(self) -> Vec<Fix> {
+        self.found.into_iter().map(|(_, f)| f).collect()
+    }
+}
+
+/// A set's rank: its highest tier, its summed cost, its size.
+fn key(pool: &[Change], s: &[usize]) -> (Option<Tier>, u32, usize) {
+    let tier = s.iter().map(|&i| pool[i].tier()).max();
+    let cost: u32 = s.iter().map(|&i| pool[i].cost()).sum();
+    (tier, cost, s.len())
 }
 
 /// Whether `a` saves no more than `b` in the same way at no more cost (a found fix with `a`

@@ -28,6 +28,7 @@ mod variable;
 use crate::error::{Error, Result};
 use crate::serve::{self, ServeConfig};
 use crate::spec::ModelSpec;
+use crate::memory::peak::PeakSummary;
 use serde::Serialize;
 pub use search::{largest_by, Measured};
 pub use setup::Setup;
@@ -116,9 +117,13 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
     let start = setup.current(of).unwrap_or(lo) / step;
     let mut evaluations = 0u32;
     let mut known: Vec<Measured> = Vec::new();
+    // the smallest value measured not to fit, with where its peak is: the answer's limit, which
+    // the search has measured (the answer is a value that fits next to one that does not)
+    let mut above: Option<(u64, PeakSummary)> = None;
+    let mut prepared = None;
     let found = if of == Variable::Batch {
         // one prepared model: the envelope answers every batch without re-simulating
-        let p = setup.at(of, klo)?.prepared()?;
+        let p = prepared.insert(setup.at(of, klo)?.prepared()?);
         largest(klo, khi, start, |b| {
             evaluations += 1;
             Ok(p.peak_at(b).1 <= capacity)
@@ -126,7 +131,14 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
     } else {
         // a value the model refuses (beyond its learned positions, too large for 64 bits) is one
         // it cannot run: the refused values lie above the accepted ones
-        let (found, seen) = largest_by(klo, khi, start, capacity, |k| Ok(setup.at(of, k * step)?.totals().ok()))?;
+        let (found, seen) = largest_by(klo, khi, start, capacity, |k| {
+            let Ok(s) = setup.at(of, k * step)?.measure() else { return Ok(None) };
+            let totals = (s.peak_bytes, s.device_total_bytes);
+            if totals.1 > capacity && above.as_ref().is_none_or(|a| k < a.0) {
+                above = Some((k, s));
+            }
+            Ok(Some(totals))
+        })?;
         evaluations = seen.len() as u32;
         known = seen;
         found
@@ -140,7 +152,22 @@ pub fn max_value(setup: &Setup, of: Variable, capacity: u64) -> Result<Answer> {
         Some((_, Some(m))) => *m,
         _ => setup.at(of, value)?.totals()?,
     };
-    let limit = if k < khi { Some(setup.at(of, value + step)?.limit(value + step)?) } else { None };
+    let next = value + step;
+    // the measurement just above the answer is the estimate's figures there; a refused value
+    // (or one past 64 bits of bytes) takes the estimate's error as its limit
+    let limit = if k < khi {
+        let measured = match (above, &prepared) {
+            (Some((a, s)), _) if a == k + 1 => Some(s),
+            (_, Some(p)) => p.summary_at(next).ok(),
+            _ => None,
+        };
+        Some(match measured.filter(|s| s.device_total_bytes != u64::MAX) {
+            Some(s) => setup::limit_from(next, s),
+            None => setup.at(of, next)?.limit(next)?,
+        })
+    } else {
+        None
+    };
     Ok(Answer {
         of,
         value,

@@ -5,6 +5,9 @@ use super::variable::{Limit, Variable};
 use crate::config::{Mode, TrainConfig};
 use crate::distributed::{DistConfig, DistEstimate, DistPrepared};
 use crate::error::{Error, Result};
+use crate::memory::breakdown::Breakdown;
+use crate::memory::simulate::Phase;
+use crate::memory::peak::PeakSummary;
 use crate::memory::MAX_BATCH;
 use crate::spec::ModelSpec;
 
@@ -40,6 +43,17 @@ impl<'a> Setup<'a> {
             return crate::memory::Prepared::peak_once(self.spec, &self.config);
         }
         Ok(self.prepared()?.peak_at(self.config.batch))
+    }
+
+    /// [`Setup::totals`] with where the peak is, from the same simulations: the estimate's
+    /// phase, `peak_at` and breakdown at that peak, for the answer's [`Limit`] without a second
+    /// estimate. A multi-GPU job's rank without an overlay (inference) simulates once more.
+    pub fn measure(&self) -> Result<PeakSummary> {
+        if self.dist.is_single() {
+            self.dist.validate(&self.config)?;
+            return crate::memory::Prepared::measure(self.spec, &self.config);
+        }
+        Ok(self.prepared()?.peak_summary(self.config.batch))
     }
 
     /// Rank 0's full estimate.
@@ -127,13 +141,22 @@ impl<'a> Setup<'a> {
                 })
             }
         };
-        let b = &e.breakdown;
-        let (category, category_bytes) = b
-            .entries()
-            .into_iter()
-            .map(|(c, v)| (serde_json::to_value(c).ok().and_then(|s| s.as_str().map(str::to_string)).unwrap_or_default(), v))
-            .chain([("kv_cache".to_string(), b.kv_cache)])
-            .fold((String::new(), 0), |best, x| if x.1 > best.1 { x } else { best });
-        Ok(Limit { value, device_total_bytes: e.device_total_bytes, phase: e.peak_phase.name().into(), at: e.peak_at, category, category_bytes })
+        Ok(limit_of(value, e.device_total_bytes, e.peak_phase, e.peak_at, &e.breakdown))
     }
+}
+
+/// The [`Setup::limit`] of a measurement at `value` ([`Setup::measure`], the same figures as the
+/// estimate there).
+pub fn limit_from(value: u64, s: PeakSummary) -> Limit {
+    limit_of(value, s.device_total_bytes, s.peak_phase, s.peak_at, &s.breakdown)
+}
+
+fn limit_of(value: u64, device_total_bytes: u64, phase: Phase, at: String, b: &Breakdown) -> Limit {
+    let (category, category_bytes) = b
+        .entries()
+        .into_iter()
+        .map(|(c, v)| (serde_json::to_value(c).ok().and_then(|s| s.as_str().map(str::to_string)).unwrap_or_default(), v))
+        .chain([("kv_cache".to_string(), b.kv_cache)])
+        .fold((String::new(), 0), |best, x| if x.1 > best.1 { x } else { best });
+    Limit { value, device_total_bytes, phase: phase.name().into(), at, category, category_bytes }
 }
