@@ -280,12 +280,12 @@ where
     (*value).clone()
 }
 
-/// The answer of `f(deps)`, an async computation (the app's worker), for the current `deps`
-/// only: `None` from the render in which `deps` change until their answer has arrived (the view
-/// then shows its pending state, never the previous settings' answer); an answer for older
-/// `deps` is dropped.
+/// The last answer of `f(deps)`, an async computation (the app's worker), and whether it is the
+/// current `deps`' ([`Answered::current`]): from the render in which `deps` change until their
+/// answer arrives the view keeps the previous answer, marked as being recomputed, so typing does
+/// not make the panel jump; an answer for older `deps` is dropped.
 #[hook]
-pub fn use_answer_of<D, T, F, Fut>(deps: D, f: F) -> Option<std::rc::Rc<T>>
+pub fn use_answer_of<D, T, F, Fut>(deps: D, f: F) -> Answered<T>
 where
     D: PartialEq + Clone + 'static,
     T: 'static,
@@ -307,7 +307,14 @@ where
             move || stale.set(true)
         });
     }
-    value.as_ref().filter(|(d, _)| *d == deps).map(|(_, v)| v.clone())
+    Answered { last: value.as_ref().map(|(_, v)| v.clone()), current: value.as_ref().is_some_and(|(d, _)| *d == deps) }
+}
+
+/// What [`use_answer_of`] has: the last answer (none before the first) and whether it answers
+/// the current settings.
+pub struct Answered<T> {
+    pub last: Option<std::rc::Rc<T>>,
+    pub current: bool,
 }
 
 /// Whether the window is phone-narrow (charts then use a narrower viewBox so their text stays

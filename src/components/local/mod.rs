@@ -88,12 +88,19 @@ pub fn local_panel(p: &LocalProps) -> Html {
     use_effect_with((s.model.as_ref().map(|m| m.0.clone()), s.settings.clone()), |(src, set)| {
         crate::dom::replace_fragment(&local::link::to_fragment(src.as_ref(), set), false)
     });
-    let body = match answer.as_deref() {
+    // until the current settings' answer arrives, the last one stays, dimmed, under a status line
+    let pending = (!answer.current).then(|| html! { <p class="muted small" role="status" data-testid="llama-pending">{ ctx.tr().computing }</p> });
+    let shown = match answer.last.as_deref() {
         _ if s.model.is_none() => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
-        None => html! { <p class="muted small" role="status" data-testid="llama-pending">{ ctx.tr().computing }</p> },
+        None => html! {},
         Some(None) => html! { <p class="muted" data-testid="local-empty">{ t.no_model }</p> },
         Some(Some(Err(e))) => html! { <p class="error" role="alert" data-testid="llama-error">{ e }</p> },
         Some(Some(Ok(a))) => html! { <LocalAnswer answer={Rc::new(a.clone())} /> },
+    };
+    let body = html! {
+        <div class={classes!("local-answer", (!answer.current).then_some("is-stale"))} aria-busy={(!answer.current).to_string()}>
+            { for pending }{ shown }
+        </div>
     };
     html! {
         <section class="panel local" aria-labelledby="local-h" data-testid="local-panel">
