@@ -86,7 +86,9 @@ pub fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
 /// `torch.cat` of per-sample tensors into `shape`.
 pub fn cat(b: &mut Builder, xs: &[ValueId], shape: Shape) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Promote, xs);
-    b.op("cat", &ins, &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
+    // backward: each input's gradient a slice of the output's (measured: the skip connections'
+    // gradients keep the whole concatenation's alive until the down path's backward)
+    b.op("cat", &ins, &[(shape, dt)], &[], false, &[], GradRule::Slices)[0]
 }
 
 /// `F.interpolate(x, scale_factor=2.0, mode="nearest")` of `[C, H, W]`.

@@ -217,11 +217,13 @@ impl Ctx {
         let s = b.shape(x).0.clone();
         let hw = s[1].saturating_mul(s[2]);
         let n = ops::group_norm(b, x, self.groups, c, 1e-6)?;
+        // kohya's `LoRANetwork` wraps every Linear and 1×1 Conv2d of a `Transformer2DModel`
+        set_kohya_scope(b, true);
         let mut h = if self.linear {
             let t = ops::copy(b, n, Shape::new([hw, c]));
             ops::linear(b, t, c, c, true)?
         } else {
-            let p = ops::conv(b, n, c, c, 1, 1, 0)?;
+            let p = kohya_conv1x1(b, n, c)?;
             ops::copy(b, p, Shape::new([hw, c]))
         };
         // with gradient checkpointing, `Transformer2DModel.forward` checkpoints each block
@@ -236,8 +238,9 @@ impl Ctx {
             ops::copy(b, p, Shape::new([c, s[1], s[2]]))
         } else {
             let t = ops::copy(b, h, Shape::new([c, s[1], s[2]]));
-            ops::conv(b, t, c, c, 1, 1, 0)?
+            kohya_conv1x1(b, t, c)?
         };
+        set_kohya_scope(b, false);
         let out = ops::add(b, out, x);
         // `residual` and the last block's output are locals until `forward` returns
         ops::keep(b, &[x, h]);
@@ -272,6 +275,20 @@ impl Ctx {
         ops::keep(b, &[input, n, a2, f]);
         Ok(out)
     }
+}
+
+/// Marks the lowering inside (or out of) a `Transformer2DModel` for kohya's LoRA.
+fn set_kohya_scope(b: &mut Builder, on: bool) {
+    if let Some(k) = b.kohya.as_mut() {
+        k.in_scope = on;
+    }
+}
+
+/// `proj_in` / `proj_out` as a 1×1 conv, with kohya's `LoRAModule` (1×1 `lora_down`, `lora_up`)
+/// when its network wraps it.
+fn kohya_conv1x1(b: &mut Builder, x: ValueId, c: u64) -> LayerResult<ValueId> {
+    let p = ops::conv(b, x, c, c, 1, 1, 0)?;
+    Ok(if crate::layer::lora_kohya::is_targeted(b) { crate::layer::lora_kohya::adapt_conv1x1(b, x, p, c, c) } else { p })
 }
 
 /// `Attention(bias=False, out_bias=True)` with `AttnProcessor2_0` on `[S, D]`: Q from `x`, K

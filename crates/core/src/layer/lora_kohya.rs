@@ -1,0 +1,95 @@
+//! kohya-ss/sd-scripts' LoRA (`networks/lora.py`, `LoRAModule`, commit 48d368fa), which
+//! replaces the wrapped module's `forward` rather than the module:
+//!
+//! ```python
+//! org_forwarded = self.org_forward(x)
+//! lx = self.lora_down(x)            # nn.Linear(in, dim, bias=False), or nn.Conv2d for a conv
+//! lx = self.lora_up(lx)             # nn.Linear(dim, out, bias=False), or a 1×1 nn.Conv2d
+//! return org_forwarded + lx * self.multiplier * scale
+//! ```
+//!
+//! No input cast (peft casts `x` to the adapter's dtype): `train_network.py` runs the forward
+//! under `accelerator.autocast()`, whose lists cast `lora_down`'s input and weight. The network
+//! is fp32 unless `--full_bf16` / `--full_fp16` (`network.to(weight_dtype)`). Which modules:
+//! `LoRANetwork.create_modules` wraps every `Linear` and 1×1 `Conv2d` inside each
+//! `Transformer2DModel` (`UNET_TARGET_REPLACE_MODULE`), the 3×3 convs of the resnets only with
+//! `conv_dim` (not modelled); the denoiser marks that scope with [`Kohya::in_scope`].
+
+use super::activation::add;
+use super::linear_op::linear;
+use crate::graph::{GradRule, ValueId};
+use crate::lower::{Builder, CastPolicy};
+use crate::units::{DType, Shape};
+
+/// A kohya training step's lowering state (`Builder::kohya`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kohya {
+    /// The network's dtype: fp32, or the weight dtype under `--full_bf16` / `--full_fp16`.
+    pub adapter: DType,
+    /// The frozen base's dtype (`unet.to(weight_dtype)`); the autocast comes from the precision.
+    pub base: DType,
+    /// Inside a `Transformer2DModel`: its linears and 1×1 convs get a `LoRAModule`.
+    pub in_scope: bool,
+    /// How many of the next model inputs require grad: `noisy_latents.requires_grad_(train_unet)`
+    /// always, the text conds too under `--gradient_checkpointing` (`get_noise_pred_and_target`).
+    pub grad_inputs: u32,
+}
+
+/// Whether the module being lowered gets a kohya `LoRAModule`.
+pub fn is_targeted(b: &Builder) -> bool {
+    b.kohya.is_some_and(|k| k.in_scope)
+}
+
+/// `org_forwarded + lora_up(lora_down(x)) * multiplier * scale` on a linear's input `x`.
+pub fn adapt(b: &mut Builder, x: ValueId, base_out: ValueId, in_features: u64, out_features: u64) -> ValueId {
+    let (down, up) = weights(b, in_features, out_features);
+    let h = linear(b, x, down, None);
+    let y = linear(b, h, up, None);
+    finish(b, base_out, y)
+}
+
+/// The same around a 1×1 `nn.Conv2d` on `[C, H, W]` (`proj_in` / `proj_out` without
+/// `use_linear_projection`): `lora_down` and `lora_up` are 1×1 convs.
+pub fn adapt_conv1x1(b: &mut Builder, x: ValueId, base_out: ValueId, in_channels: u64, out_channels: u64) -> ValueId {
+    let (down, up) = weights(b, in_channels, out_channels);
+    let h = conv1x1(b, x, down);
+    let y = conv1x1(b, h, up);
+    finish(b, base_out, y)
+}
+
+fn weights(b: &mut Builder, i: u64, o: u64) -> (ValueId, ValueId) {
+    let k = b.kohya.expect("kohya lowering");
+    let r = u64::from(b.opts.finetune.lora_r);
+    let down = b.adapter_param(Shape::new([r, i]), k.adapter);
+    let up = b.adapter_param(Shape::new([o, r]), k.adapter);
+    (down, up)
+}
+
+/// `* self.multiplier * scale`: two `mul.Scalar`s (each saves nothing), then the residual add;
+/// the local `lx` (`lora_up`'s output) lives until `forward` returns, so at the second `mul`
+/// the base output, `lx` and both products are live (measured).
+fn finish(b: &mut Builder, base_out: ValueId, lx: ValueId) -> ValueId {
+    let (shape, dt) = (b.shape(lx).clone(), b.dtype(lx));
+    let y = b.op("mul", &[lx], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+    let y = b.op("mul", &[y], &[(shape, dt)], &[], false, &[], GradRule::Alloc)[0];
+    let out = add(b, base_out, y);
+    b.hold(lx);
+    out
+}
+
+/// A bias-free 1×1 convolution over the channels of `[C, H, W]` with weight `[out, C]`: what
+/// `F.linear` is over the last dimension, and saved alike (`convolution_backward` needs the
+/// input for the weight's gradient, the weight for the input's).
+fn conv1x1(b: &mut Builder, x: ValueId, w: ValueId) -> ValueId {
+    let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, w]);
+    let mut shape = b.shape(x).clone();
+    shape.0[0] = b.shape(w).0[0];
+    let mut saved = Vec::new();
+    if b.value(ins[1]).requires_grad {
+        saved.push(ins[0]);
+    }
+    if b.value(ins[0]).requires_grad {
+        saved.push(ins[1]);
+    }
+    b.op("convolution", &ins, &[(shape, dt)], &saved, false, &[], GradRule::Alloc)[0]
+}
