@@ -120,7 +120,7 @@ pub struct Builder {
     /// holds them to the end of each repetition (one decoder layer), see `resolve.rs`.
     pub layer_locals: Vec<ValueId>,
     /// A kohya-ss/sd-scripts LoRA step (`layer/lora_kohya.rs`); `None` otherwise.
-    pub kohya: Option<crate::layer::lora_kohya::Kohya>,
+    pub kohya: Option<crate::finetune::kohya::Kohya>,
 }
 
 impl Builder {

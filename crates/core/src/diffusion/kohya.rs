@@ -32,7 +32,7 @@ use crate::config::{AutocastDevice, Device, OptimizerImpl, OptimizerKind, Precis
 use crate::error::{Error, Result};
 use crate::finetune::{FineTune, Method};
 use crate::graph::GradRule;
-use crate::layer::lora_kohya::Kohya;
+use crate::finetune::kohya::Kohya;
 use crate::lower::{Builder, LowerOptions};
 use crate::memory::optimizer;
 use crate::memory::simulate::Plan;

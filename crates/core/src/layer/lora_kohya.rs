@@ -19,21 +19,9 @@ use super::activation::add;
 use super::linear_op::linear;
 use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
-use crate::units::{DType, Shape};
+use crate::units::Shape;
 
-/// A kohya training step's lowering state (`Builder::kohya`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kohya {
-    /// The network's dtype: fp32, or the weight dtype under `--full_bf16` / `--full_fp16`.
-    pub adapter: DType,
-    /// The frozen base's dtype (`unet.to(weight_dtype)`); the autocast comes from the precision.
-    pub base: DType,
-    /// Inside a `Transformer2DModel`: its linears and 1×1 convs get a `LoRAModule`.
-    pub in_scope: bool,
-    /// How many of the next model inputs require grad: `noisy_latents.requires_grad_(train_unet)`
-    /// always, the text conds too under `--gradient_checkpointing` (`get_noise_pred_and_target`).
-    pub grad_inputs: u32,
-}
+pub use crate::finetune::kohya::Kohya;
 
 /// Whether the module being lowered gets a kohya `LoRAModule`.
 pub fn is_targeted(b: &Builder) -> bool {
