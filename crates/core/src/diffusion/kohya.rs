@@ -28,14 +28,12 @@
 
 use super::component::{Component, Pass};
 use super::train::TrainStep;
-use crate::config::{AutocastDevice, Device, OptimizerImpl, OptimizerKind, Precision};
+use crate::config::{AutocastDevice, Device, OptimizerKind, Precision};
 use crate::error::{Error, Result};
 use crate::finetune::{FineTune, Method};
 use crate::graph::GradRule;
 use crate::finetune::kohya::Kohya;
 use crate::lower::{Builder, LowerOptions};
-use crate::memory::optimizer;
-use crate::memory::simulate::Plan;
 use crate::units::{DType, Shape};
 
 /// kohya's flags that change the step's memory.
@@ -101,14 +99,5 @@ pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, b
     let per_sample = b.op("mean", &[per_elem], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
     let weighted = b.op("mul", &[per_sample], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
     let loss = b.op("mean", &[weighted], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-    let st = b.g.storage_of(loss) as usize;
-    b.g.values[loss as usize].batched = false;
-    b.g.storages[st].bytes = b.g.values[loss as usize].bytes();
-    b.g.output = loss;
-    let g = b.g;
-    let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
-    let cost = optimizer::cost(s.optimizer, OptimizerImpl::Foreach, &shapes, adapter);
-    let plan = Plan::new(&g, true);
-    let r = plan.simulate(&g, batch.max(1), cost, false, None);
-    Ok(TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() })
+    Ok(super::train::backward_and_step(b, loss, s.optimizer, batch))
 }
