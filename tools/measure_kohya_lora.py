@@ -85,6 +85,23 @@ def create_unet_loras(unet, dim, alpha):
     return loras
 
 
+def sd1_port_checkpointing(unet):
+    """The units of kohya's library/original_unet.py (SD 1.x/2.x) on diffusers' UNet: each
+    Transformer2DModel is one `checkpoint(..., use_reentrant=False)` (its blocks not again), and
+    so is the mid block's first resnet (`UNetMidBlock2DCrossAttn.forward`); the down/up blocks'
+    resnets stay diffusers' units, as kohya's."""
+    from torch.utils.checkpoint import checkpoint
+    def wrap(mod):
+        orig = mod.forward
+        mod.forward = lambda *a, **k: checkpoint(orig, *a, use_reentrant=False, **k)
+    for mod in unet.modules():
+        if mod.__class__.__name__ == "Transformer2DModel":
+            mod.gradient_checkpointing = False
+            wrap(mod)
+    if unet.mid_block is not None:
+        wrap(unet.mid_block.resnets[0])
+
+
 def setup(rec):
     cfg, dt = rec["config"], D.DT["bf16"]
     torch.set_default_dtype(dt)  # unet.to(weight_dtype)
@@ -105,6 +122,8 @@ def setup(rec):
     if ck:
         m.enable_gradient_checkpointing()
         m.train()
+        if rec.get("unet_port") == "kohya-sd1":
+            sd1_port_checkpointing(m)
     else:
         m.eval()
     network.train()
@@ -163,13 +182,18 @@ def grid():
         R.append({"name": name, "config": cfg, "batch": 2, "width": 320, "height": 256, "text_len": 77, "lora_r": 16,
                   "checkpointing": name == "unet-sdxl", "full_bf16": False, "trainer": "kohya", "held_out": True,
                   "method": "memtracker_fake_cpu_kohya_lora_step"})
+    # kohya's SD 1.x UNet port's checkpointing units
+    for (w, h) in [(256, 256), (384, 512)]:
+        R.append({"name": "unet-sd", "config": D.UNET, "batch": 1, "width": w, "height": h, "text_len": 77, "lora_r": 4,
+                  "checkpointing": True, "full_bf16": False, "trainer": "kohya", "unet_port": "kohya-sd1",
+                  "method": "memtracker_fake_cpu_kohya_lora_step"})
     return R
 
 
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
     for rec in grid():
-        if only and only != rec["name"]:
+        if only == "sd1-port" and rec.get("unet_port") != "kohya-sd1" or only not in (None, "sd1-port") and only != rec["name"]:
             continue
         try:
             out = measure(rec)

@@ -43,6 +43,8 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         full_half: d.full_bf16 || d.full_fp16,
         network_dim: setup.finetune.lora_r,
         checkpointing: setup.checkpointing,
+        // train_network.py loads SD 1.x/2.x into kohya's `original_unet.py`
+        sd1_port: !sdxl,
         optimizer: setup.optimizer,
     };
     let step = kohya_step(c, setup.pass, ks, setup.device, setup.batch)?;

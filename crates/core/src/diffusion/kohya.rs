@@ -46,6 +46,11 @@ pub struct KohyaSettings {
     /// `--network_dim`.
     pub network_dim: u32,
     pub checkpointing: bool,
+    /// The checkpointing units of kohya's SD 1.x/2.x UNet (`library/original_unet.py`: each
+    /// resnet and each whole `Transformer2DModel`, the mid block's first resnet included) rather
+    /// than diffusers' (each resnet but that one, each `BasicTransformerBlock`), which is also
+    /// what kohya's SDXL UNet (`sdxl_original_unet.py`) checkpoints, bar its up/downsamplers.
+    pub sd1_port: bool,
     pub optimizer: OptimizerKind,
 }
 
@@ -88,7 +93,7 @@ pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, b
     let opts = LowerOptions { training: true, precision, device, autocast_device, checkpointing: s.checkpointing, finetune, ..LowerOptions::default() };
     let mut b = Builder::new(opts);
     let adapter = if s.full_half { weight } else { DType::F32 };
-    b.kohya = Some(Kohya { adapter, base: weight, in_scope: false, grad_inputs: if s.checkpointing { 2 } else { 1 } });
+    b.kohya = Some(Kohya { adapter, base: weight, in_scope: false, grad_inputs: if s.checkpointing { 2 } else { 1 }, sd1_checkpointing: s.sd1_port });
     let out = c.lower_into(&mut b, pass)?;
     // outside autocast: `F.mse_loss(pred.float(), target.float(), reduction="none")`
     let shape = b.shape(out).clone();

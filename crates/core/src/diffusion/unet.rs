@@ -134,7 +134,7 @@ impl UnetConfig {
             for j in 0..self.layers_per_block[i] {
                 hs = b.in_unit(|b| resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.down_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
+                    hs = ctx.attention_block(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
                 }
                 skips.push(hs);
             }
@@ -148,10 +148,11 @@ impl UnetConfig {
         b.set_layer(0);
         let c = boc[n - 1];
         let input = hs;
-        // `UNetMidBlock2DCrossAttn.forward`: `resnets[0]` runs outside checkpointing
-        hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
+        // `UNetMidBlock2DCrossAttn.forward`: `resnets[0]` runs outside checkpointing (inside, in
+        // kohya's `original_unet.py`)
+        hs = if sd1_port(b) { b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))? } else { resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))? };
         if self.mid_attention {
-            hs = ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
+            hs = ctx.attention_block(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
         }
         hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
         ops::keep(b, &[input]);
@@ -178,7 +179,7 @@ impl UnetConfig {
                 let joined = ops::cat(b, &[hs, skip], Shape::new([res_in + skip_c, s[1], s[2]]));
                 hs = b.in_unit(|b| resnet(b, joined, res_in + skip_c, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.up_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
+                    hs = ctx.attention_block(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
                 }
             }
             if i + 1 < n {
@@ -209,7 +210,23 @@ struct Ctx {
     linear: bool,
 }
 
+/// Lowering for kohya's SD 1.x/2.x UNet port and its checkpointing units.
+fn sd1_port(b: &Builder) -> bool {
+    b.kohya.is_some_and(|k| k.sd1_checkpointing)
+}
+
 impl Ctx {
+    /// A `Transformer2DModel` as its block calls it: one checkpointing unit of its own in
+    /// kohya's `original_unet.py` (`torch.utils.checkpoint.checkpoint(create_custom_forward(attn,
+    /// return_dict=False), ..., use_reentrant=False)`), else units per `BasicTransformerBlock`.
+    fn attention_block(&self, b: &mut Builder, x: ValueId, c: u64, heads: u64, layers: u64) -> LayerResult<ValueId> {
+        if sd1_port(b) {
+            b.in_unit(|b| self.transformer(b, x, c, heads, layers))
+        } else {
+            self.transformer(b, x, c, heads, layers)
+        }
+    }
+
     /// `Transformer2DModel` on `[C, H, W]`: group norm, `proj_in` (1×1 conv, or linear after
     /// the permute), `layers` × `BasicTransformerBlock`, `proj_out`, the permute back and the
     /// residual.

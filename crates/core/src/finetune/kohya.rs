@@ -15,4 +15,8 @@ pub struct Kohya {
     /// How many of the next model inputs require grad: `noisy_latents.requires_grad_(train_unet)`
     /// always, the text conds too under `--gradient_checkpointing` (`get_noise_pred_and_target`).
     pub grad_inputs: u32,
+    /// kohya's SD 1.x/2.x UNet (`library/original_unet.py`) checkpoints each whole
+    /// `Transformer2DModel` and the mid block's first resnet too, where diffusers checkpoints
+    /// each `BasicTransformerBlock` and leaves that resnet out.
+    pub sd1_checkpointing: bool,
 }
