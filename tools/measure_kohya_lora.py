@@ -70,18 +70,24 @@ class LoRAModule(torch.nn.Module):
         return org_forwarded + lx * self.multiplier * self.scale
 
 
-def create_unet_loras(unet, dim, alpha):
-    """`LoRANetwork.create_modules(True, None, unet, ["Transformer2DModel"])` without conv_dim."""
+def create_unet_loras(unet, dim, alpha, conv_dim=None):
+    """`LoRANetwork.create_modules(True, None, unet, target_modules)`: ["Transformer2DModel"],
+    plus UNET_TARGET_REPLACE_MODULE_CONV2D_3X3 with conv_dim (its 3x3 convs at conv_dim,
+    conv_alpha 1.0)."""
+    targets = ["Transformer2DModel"] + (["ResnetBlock2D", "Downsample2D", "Upsample2D"] if conv_dim else [])
     loras = []
     for name, module in unet.named_modules():
-        if module.__class__.__name__ in ["Transformer2DModel"]:
+        if module.__class__.__name__ in targets:
             for child_name, child in module.named_modules():
                 is_linear = child.__class__.__name__ == "Linear"
                 is_conv2d = child.__class__.__name__ == "Conv2d"
                 is_conv2d_1x1 = is_conv2d and child.kernel_size == (1, 1)
-                if is_linear or is_conv2d_1x1:
+                if is_linear or is_conv2d:
                     lora_name = ("lora_unet." + name + "." + child_name).replace(".", "_")
-                    loras.append(LoRAModule(lora_name, child, 1.0, dim, alpha))
+                    if is_linear or is_conv2d_1x1:
+                        loras.append(LoRAModule(lora_name, child, 1.0, dim, alpha))
+                    elif conv_dim:
+                        loras.append(LoRAModule(lora_name, child, 1.0, conv_dim, 1.0))
     return loras
 
 
@@ -112,7 +118,7 @@ def setup(rec):
     D.cast_buffers(m, dt)
     m.requires_grad_(False)
     net_dt = dt if rec["full_bf16"] else torch.float32
-    loras = create_unet_loras(m, rec["lora_r"], rec["lora_r"] / 2)
+    loras = create_unet_loras(m, rec["lora_r"], rec["lora_r"] / 2, rec.get("conv_dim"))
     for l in loras:  # network.apply_to(...) comes before network.to(weight_dtype)
         l.apply_to()
     import measure_llm as L  # its fake_safe_module_to: Module.to without tensor swaps
@@ -187,13 +193,21 @@ def grid():
         R.append({"name": "unet-sd", "config": D.UNET, "batch": 1, "width": w, "height": h, "text_len": 77, "lora_r": 4,
                   "checkpointing": True, "full_bf16": False, "trainer": "kohya", "unet_port": "kohya-sd1",
                   "method": "memtracker_fake_cpu_kohya_lora_step"})
+    # --network_args conv_dim=8: the resnets' and samplers' convs too
+    for name, cfg in [("unet-sd", D.UNET), ("unet-sdxl", D.UNETXL)]:
+        for (w, h, ck) in [(256, 256, False), (384, 512, True)]:
+            R.append({"name": name, "config": cfg, "batch": 1, "width": w, "height": h, "text_len": 77, "lora_r": 4,
+                      "conv_dim": 8, "checkpointing": ck, "full_bf16": False, "trainer": "kohya",
+                      "unet_port": "kohya-sd1" if name == "unet-sd" and ck else None,
+                      "method": "memtracker_fake_cpu_kohya_lora_step"})
     return R
 
 
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
     for rec in grid():
-        if only == "sd1-port" and rec.get("unet_port") != "kohya-sd1" or only not in (None, "sd1-port") and only != rec["name"]:
+        if only == "sd1-port" and (rec.get("unet_port") != "kohya-sd1" or rec.get("conv_dim")) or only == "conv-dim" and not rec.get("conv_dim") \
+                or only not in (None, "sd1-port", "conv-dim") and only != rec["name"]:
             continue
         try:
             out = measure(rec)

@@ -64,6 +64,9 @@ pub struct DiffusionArgs {
     /// kohya's --full_fp16.
     #[arg(long)]
     pub full_fp16: bool,
+    /// kohya's `--network_args conv_dim=N`: LoRA on the resnets' and samplers' convs too.
+    #[arg(long, default_value_t = 0)]
+    pub conv_dim: u32,
 }
 
 fn dtype(v: &str, flag: &str) -> Result<WeightDType> {
@@ -178,10 +181,10 @@ enum Trainer {
 }
 
 fn trainer(d: &DiffusionArgs) -> Result<Trainer> {
-    let kohya_only = d.cache_latents || d.cache_text_encoder_outputs || d.network_train_unet_only || d.full_bf16 || d.full_fp16;
+    let kohya_only = d.conv_dim > 0 || d.cache_latents || d.cache_text_encoder_outputs || d.network_train_unet_only || d.full_bf16 || d.full_fp16;
     match d.trainer.as_str() {
         "kohya" => Ok(Trainer::Kohya),
-        "diffusers" if kohya_only => bail!("--cache-latents, --cache-text-encoder-outputs, --network-train-unet-only, --full-bf16 and --full-fp16 are kohya's: add --trainer kohya"),
+        "diffusers" if kohya_only => bail!("--conv-dim, --cache-latents, --cache-text-encoder-outputs, --network-train-unet-only, --full-bf16 and --full-fp16 are kohya's: add --trainer kohya"),
         "diffusers" => Ok(Trainer::Diffusers),
         t => bail!("--trainer {t:?}: one of diffusers, kohya"),
     }

@@ -45,6 +45,7 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         checkpointing: setup.checkpointing,
         // train_network.py loads SD 1.x/2.x into kohya's `original_unet.py`
         sd1_port: !sdxl,
+        conv_dim: d.conv_dim,
         optimizer: setup.optimizer,
     };
     let step = kohya_step(c, setup.pass, ks, setup.device, setup.batch)?;

@@ -183,6 +183,8 @@ fn kohya_lora_step_with_its_flags() {
     assert_eq!(uncached["peak_bytes"].as_u64().unwrap(), cached["peak_bytes"].as_u64().unwrap() + extra);
     let full = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--full-bf16"]);
     assert!(full["peak_bytes"].as_u64().unwrap() < cached["peak_bytes"].as_u64().unwrap());
+    let conv = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--conv-dim", "8"]);
+    assert!(conv["trainable_params"].as_u64().unwrap() > cached["trainable_params"].as_u64().unwrap());
     for (args, want) in [
         (vec!["--trainer", "kohya"], "--network-train-unet-only"),
         (vec!["--cache-latents"], "--trainer kohya"),

@@ -246,11 +246,12 @@ fn kohya_lora_steps_match_measured_within_3_percent() {
         let get = |k: &str| r[k].as_u64().unwrap_or(1);
         let pass = Pass::Denoise { width: get("width"), height: get("height"), frames: 1, text_len: get("text_len") };
         let (ck, full) = (r["checkpointing"].as_bool().unwrap(), r["full_bf16"].as_bool().unwrap());
-        let ks = KohyaSettings { mixed_precision: Precision::AmpBf16, full_half: full, network_dim: get("lora_r") as u32, checkpointing: ck, sd1_port: r["unet_port"] == "kohya-sd1", optimizer: OptimizerKind::Adamw };
+        let ks = KohyaSettings { mixed_precision: Precision::AmpBf16, full_half: full, network_dim: get("lora_r") as u32, checkpointing: ck, sd1_port: r["unet_port"] == "kohya-sd1", conv_dim: r["conv_dim"].as_u64().unwrap_or(0) as u32, optimizer: OptimizerKind::Adamw };
         let s = kohya_step(&c, pass, ks, Device::Cpu, get("batch")).unwrap();
         let want = get("peak_bytes");
         let err = s.peak as f64 / want as f64 - 1.0;
-        let label = format!("{}{} {}x{} b{} r{} ckpt {ck} full_bf16 {full}", r["name"], if ks.sd1_port { " (sd1 port)" } else { "" }, get("width"), get("height"), get("batch"), get("lora_r"));
+        let port = if ks.sd1_port { " sd1-port" } else { "" };
+        let label = format!("{}{port} conv_dim {} {}x{} b{} r{} ckpt {ck} full_bf16 {full}", r["name"], ks.conv_dim, get("width"), get("height"), get("batch"), get("lora_r"));
         println!("{label:<44} measured {want:>11} estimated {:>11} {:+.2}%  trainable {} / {}", s.peak, err * 100.0, s.trainable, get("trainable"));
         if s.trainable != get("trainable") || s.params != get("params") {
             bad.push(format!("{label}: trainable {} != {} or params {} != {}", s.trainable, get("trainable"), s.params, get("params")));

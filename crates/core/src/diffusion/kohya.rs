@@ -5,7 +5,9 @@
 //! - the network (`networks/lora.py`, `create_network`, `LoRANetwork.create_modules`): a
 //!   `LoRAModule` of rank `--network_dim` on every `Linear` and 1×1 `Conv2d` inside each
 //!   `Transformer2DModel` (`UNET_TARGET_REPLACE_MODULE`), its forward in `layer/lora_kohya.rs`;
-//!   the 3×3 convs only with `conv_dim` (not modelled); `--network_alpha` scales, no memory;
+//!   with `conv_dim`, also every Linear and conv of the `ResnetBlock2D`s, `Downsample2D`s and
+//!   `Upsample2D`s (`UNET_TARGET_REPLACE_MODULE_CONV2D_3X3`, 3×3 convs at rank `conv_dim`);
+//!   `--network_alpha` scales, no memory;
 //! - dtypes (`train_network.py`, `train`): `weight_dtype` from `--mixed_precision`
 //!   (`train_util.prepare_dtype`), `unet.requires_grad_(False)`, `unet.to(dtype=weight_dtype)`;
 //!   the network fp32, or `network.to(weight_dtype)` with `--full_bf16` / `--full_fp16`; the
@@ -51,6 +53,8 @@ pub struct KohyaSettings {
     /// than diffusers' (each resnet but that one, each `BasicTransformerBlock`), which is also
     /// what kohya's SDXL UNet (`sdxl_original_unet.py`) checkpoints, bar its up/downsamplers.
     pub sd1_port: bool,
+    /// `--network_args conv_dim=N` (0: none).
+    pub conv_dim: u32,
     pub optimizer: OptimizerKind,
 }
 
@@ -93,7 +97,7 @@ pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, b
     let opts = LowerOptions { training: true, precision, device, autocast_device, checkpointing: s.checkpointing, finetune, ..LowerOptions::default() };
     let mut b = Builder::new(opts);
     let adapter = if s.full_half { weight } else { DType::F32 };
-    b.kohya = Some(Kohya { adapter, base: weight, in_scope: false, grad_inputs: if s.checkpointing { 2 } else { 1 }, sd1_checkpointing: s.sd1_port });
+    b.kohya = Some(Kohya { adapter, base: weight, in_scope: false, grad_inputs: if s.checkpointing { 2 } else { 1 }, sd1_checkpointing: s.sd1_port, conv_dim: s.conv_dim });
     let out = c.lower_into(&mut b, pass)?;
     // outside autocast: `F.mse_loss(pred.float(), target.float(), reduction="none")`
     let shape = b.shape(out).clone();

@@ -6,7 +6,7 @@
 
 use super::cfg::Cfg;
 use super::ops;
-use super::vae::resnet;
+use super::vae;
 use crate::error::{Error, Result};
 use crate::finetune::LinearRole;
 use crate::graph::ValueId;
@@ -139,7 +139,7 @@ impl UnetConfig {
                 skips.push(hs);
             }
             if i + 1 < n {
-                hs = ops::conv(b, hs, cout, cout, 3, 2, 1)?;
+                hs = conv_scope(b, |b| ops::conv(b, hs, cout, cout, 3, 2, 1))?;
                 skips.push(hs);
             }
             ops::keep(b, &[input]);
@@ -185,7 +185,7 @@ impl UnetConfig {
             if i + 1 < n {
                 let before = hs;
                 let u = ops::upsample2x(b, hs);
-                hs = ops::conv(b, u, cout, cout, 3, 1, 1)?;
+                hs = conv_scope(b, |b| ops::conv(b, u, cout, cout, 3, 1, 1))?;
                 ops::keep(b, &[before]);
             }
             ops::keep(b, &used);
@@ -208,6 +208,21 @@ struct Ctx {
     groups: u64,
     cross: u64,
     linear: bool,
+}
+
+/// `ResnetBlock2D` (`vae::resnet`), inside kohya's conv scope.
+fn resnet(b: &mut Builder, x: ValueId, cin: u64, cout: u64, groups: u64, eps: f64, temb: Option<(ValueId, u64)>) -> LayerResult<ValueId> {
+    conv_scope(b, |b| vae::resnet(b, x, cin, cout, groups, eps, temb))
+}
+
+/// A `ResnetBlock2D`, `Downsample2D` or `Upsample2D`: kohya's network wraps its Linear and convs
+/// with `conv_dim` (`UNET_TARGET_REPLACE_MODULE_CONV2D_3X3`).
+fn conv_scope<T>(b: &mut Builder, f: impl FnOnce(&mut Builder) -> T) -> T {
+    let on = b.kohya.is_some_and(|k| k.conv_dim > 0);
+    set_kohya_scope(b, on);
+    let out = f(b);
+    set_kohya_scope(b, false);
+    out
 }
 
 /// Lowering for kohya's SD 1.x/2.x UNet port and its checkpointing units.
@@ -240,7 +255,7 @@ impl Ctx {
             let t = ops::copy(b, n, Shape::new([hw, c]));
             ops::linear(b, t, c, c, true)?
         } else {
-            let p = kohya_conv1x1(b, n, c)?;
+            let p = ops::conv(b, n, c, c, 1, 1, 0)?;
             ops::copy(b, p, Shape::new([hw, c]))
         };
         // with gradient checkpointing, `Transformer2DModel.forward` checkpoints each block
@@ -255,7 +270,7 @@ impl Ctx {
             ops::copy(b, p, Shape::new([c, s[1], s[2]]))
         } else {
             let t = ops::copy(b, h, Shape::new([c, s[1], s[2]]));
-            kohya_conv1x1(b, t, c)?
+            ops::conv(b, t, c, c, 1, 1, 0)?
         };
         set_kohya_scope(b, false);
         let out = ops::add(b, out, x);
@@ -299,13 +314,6 @@ fn set_kohya_scope(b: &mut Builder, on: bool) {
     if let Some(k) = b.kohya.as_mut() {
         k.in_scope = on;
     }
-}
-
-/// `proj_in` / `proj_out` as a 1×1 conv, with kohya's `LoRAModule` (1×1 `lora_down`, `lora_up`)
-/// when its network wraps it.
-fn kohya_conv1x1(b: &mut Builder, x: ValueId, c: u64) -> LayerResult<ValueId> {
-    let p = ops::conv(b, x, c, c, 1, 1, 0)?;
-    Ok(if crate::layer::lora_kohya::is_targeted(b) { crate::layer::lora_kohya::adapt_conv1x1(b, x, p, c, c) } else { p })
 }
 
 /// `Attention(bias=False, out_bias=True)` with `AttnProcessor2_0` on `[S, D]`: Q from `x`, K

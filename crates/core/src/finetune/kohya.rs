@@ -19,4 +19,7 @@ pub struct Kohya {
     /// `Transformer2DModel` and the mid block's first resnet too, where diffusers checkpoints
     /// each `BasicTransformerBlock` and leaves that resnet out.
     pub sd1_checkpointing: bool,
+    /// `--network_args conv_dim=N`: the resnets, downsamplers and upsamplers are wrapped too,
+    /// their 3×3 convs at rank N (0: not).
+    pub conv_dim: u32,
 }

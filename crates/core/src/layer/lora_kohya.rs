@@ -13,7 +13,8 @@
 //! is fp32 unless `--full_bf16` / `--full_fp16` (`network.to(weight_dtype)`). Which modules:
 //! `LoRANetwork.create_modules` wraps every `Linear` and 1×1 `Conv2d` inside each
 //! `Transformer2DModel` (`UNET_TARGET_REPLACE_MODULE`), the 3×3 convs of the resnets only with
-//! `conv_dim` (not modelled); the denoiser marks that scope with [`Kohya::in_scope`].
+//! `conv_dim` (`--network_args conv_dim=N`: then every Linear and conv of the `ResnetBlock2D`s,
+//! `Downsample2D`s and `Upsample2D`s too); the denoiser marks those scopes with [`Kohya::in_scope`].
 
 use super::activation::add;
 use super::linear_op::linear;
@@ -36,13 +37,23 @@ pub fn adapt(b: &mut Builder, x: ValueId, base_out: ValueId, in_features: u64, o
     finish(b, base_out, y)
 }
 
-/// The same around a 1×1 `nn.Conv2d` on `[C, H, W]` (`proj_in` / `proj_out` without
-/// `use_linear_projection`): `lora_down` and `lora_up` are 1×1 convs.
-pub fn adapt_conv1x1(b: &mut Builder, x: ValueId, base_out: ValueId, in_channels: u64, out_channels: u64) -> ValueId {
-    let (down, up) = weights(b, in_channels, out_channels);
-    let h = conv1x1(b, x, down);
-    let y = conv1x1(b, h, up);
-    finish(b, base_out, y)
+/// The same around an `nn.Conv2d` of kernel `k` (`base_out` its `[C_out, H', W']`): `lora_down`
+/// a conv of the same kernel, stride and padding to `dim` channels, `lora_up` a 1×1 conv. A 1×1
+/// conv takes `--network_dim`, a larger one `conv_dim` (`None`: not wrapped).
+pub fn adapt_conv(b: &mut Builder, x: ValueId, base_out: ValueId, in_channels: u64, out_channels: u64, k: u64) -> Option<ValueId> {
+    let kohya = b.kohya?;
+    let dim = if k == 1 { b.opts.finetune.lora_r } else { kohya.conv_dim };
+    if dim == 0 {
+        return None;
+    }
+    let r = u64::from(dim);
+    let down = b.adapter_param(Shape::new([r, in_channels.saturating_mul(k * k)]), kohya.adapter);
+    let up = b.adapter_param(Shape::new([out_channels, r]), kohya.adapter);
+    let mut mid = b.shape(base_out).clone();
+    mid.0[0] = r;
+    let h = conv(b, x, down, mid);
+    let y = conv(b, h, up, b.shape(base_out).clone());
+    Some(finish(b, base_out, y))
 }
 
 fn weights(b: &mut Builder, i: u64, o: u64) -> (ValueId, ValueId) {
@@ -65,13 +76,10 @@ fn finish(b: &mut Builder, base_out: ValueId, lx: ValueId) -> ValueId {
     out
 }
 
-/// A bias-free 1×1 convolution over the channels of `[C, H, W]` with weight `[out, C]`: what
-/// `F.linear` is over the last dimension, and saved alike (`convolution_backward` needs the
-/// input for the weight's gradient, the weight for the input's).
-fn conv1x1(b: &mut Builder, x: ValueId, w: ValueId) -> ValueId {
+/// A bias-free convolution of `x` by `w` into `shape`, saved as `F.linear` is
+/// (`convolution_backward` needs the input for the weight's gradient, the weight for the input's).
+fn conv(b: &mut Builder, x: ValueId, w: ValueId, shape: Shape) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, w]);
-    let mut shape = b.shape(x).clone();
-    shape.0[0] = b.shape(w).0[0];
     let mut saved = Vec::new();
     if b.value(ins[1]).requires_grad {
         saved.push(ins[0]);
