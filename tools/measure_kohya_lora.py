@@ -19,6 +19,11 @@ The step (train_network.py, `get_noise_pred_and_target` and the loop):
 Measured with measure_diffusion_lora.py's method: CPU, FakeTensorMode + MemTracker, iteration 3.
 
     /root/mvenv/bin/python tools/measure_kohya_lora.py > crates/core/tests/data/diffusion_kohya.jsonl
+    (a subset: `... measure_kohya_lora.py unet-sd | unet-sdxl | sd1-port | conv-dim`)
+
+Records with "unet_port": "kohya-sd1" take the checkpointing units of kohya's SD 1.x UNet
+(`library/original_unet.py`, see sd1_port_checkpointing); records with "conv_dim" add
+`--network_args conv_dim=N`.
 """
 import gc, json, math, sys, warnings
 import torch
