@@ -210,18 +210,15 @@ def grid():
 
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
-    for rec in grid():
-        if only == "sd1-port" and (rec.get("unet_port") != "kohya-sd1" or rec.get("conv_dim")) or only == "conv-dim" and not rec.get("conv_dim") \
-                or only not in (None, "sd1-port", "conv-dim") and only != rec["name"]:
-            continue
-        try:
-            out = measure(rec)
-        except Exception as e:
-            import traceback; traceback.print_exc()
-            print(f"{rec['name']}: {type(e).__name__}: {e}", file=sys.stderr)
-            continue
-        print(json.dumps(out, sort_keys=True), flush=True)
-        print(rec["name"], rec["width"], rec["height"], rec["checkpointing"], rec["full_bf16"], out["peak_bytes"], out["trainable"], file=sys.stderr, flush=True)
+
+    def wanted(rec):
+        if only == "sd1-port":
+            return rec.get("unet_port") == "kohya-sd1" and not rec.get("conv_dim")
+        if only == "conv-dim":
+            return bool(rec.get("conv_dim"))
+        return only is None or only == rec["name"]
+
+    DL.run([r for r in grid() if wanted(r)], measure, ("name", "width", "height", "checkpointing", "full_bf16"))
 
 
 if __name__ == "__main__":
