@@ -117,18 +117,21 @@ def grid():
     return R
 
 
-def main():
-    only = sys.argv[1] if len(sys.argv) > 1 else None
-    for rec in grid():
-        if only == "held-out" and not rec.get("held_out") or only not in (None, "held-out") and only != rec["name"]:
-            continue
+def run(records, measure_fn, keys=("name", "width", "height", "checkpointing")):
+    """Measures each record: its JSON line on stdout, a progress line (or the error) on stderr."""
+    for rec in records:
         try:
-            out = measure(rec)
+            out = measure_fn(rec)
         except Exception as e:
             print(f"{rec['name']}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         print(json.dumps(out, sort_keys=True), flush=True)
-        print(rec["name"], rec["width"], rec["height"], rec["checkpointing"], out["peak_bytes"], out["trainable"], file=sys.stderr, flush=True)
+        print(*[rec.get(k) for k in keys], out["peak_bytes"], out["trainable"], file=sys.stderr, flush=True)
+
+
+def main():
+    only = sys.argv[1] if len(sys.argv) > 1 else None
+    run([rec for rec in grid() if not (only == "held-out" and not rec.get("held_out") or only not in (None, "held-out") and only != rec["name"])], measure)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,28 @@ pub struct DiffusionArgs {
     /// Per-component dtypes: `transformer=nf4,text_encoder_2=fp8` (fp32 | fp16 | bf16 | fp8 | nf4).
     #[arg(long)]
     pub component_dtype: Option<String>,
+    /// `--mode train`: whose LoRA script, diffusers (its train_dreambooth_lora*.py) | kohya
+    /// (sd-scripts' train_network.py / sdxl_train_network.py, UNets).
+    #[arg(long, default_value = "diffusers")]
+    pub trainer: String,
+    /// kohya's --cache_latents: the VAE off the GPU after caching.
+    #[arg(long)]
+    pub cache_latents: bool,
+    /// kohya's --cache_text_encoder_outputs (SDXL): the text encoders off the GPU.
+    #[arg(long)]
+    pub cache_text_encoder_outputs: bool,
+    /// kohya's --network_train_unet_only: no text-encoder LoRA.
+    #[arg(long)]
+    pub network_train_unet_only: bool,
+    /// kohya's --full_bf16: the LoRA network (and its gradients and optimizer state) in bf16.
+    #[arg(long)]
+    pub full_bf16: bool,
+    /// kohya's --full_fp16.
+    #[arg(long)]
+    pub full_fp16: bool,
+    /// kohya's `--network_args conv_dim=N`: LoRA on the resnets' and samplers' convs too.
+    #[arg(long, default_value_t = 0)]
+    pub conv_dim: u32,
 }
 
 fn dtype(v: &str, flag: &str) -> Result<WeightDType> {
@@ -124,7 +146,10 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let c = Component::from_json(&text).with_context(|| format!("in {}", path.display()))?;
         if mode == "train" {
-            return train(&c, c.class(), s, dist, d, json);
+            return match trainer(d)? {
+                Trainer::Kohya => crate::kohya::train(&c, c.class(), None, s, dist, d, json),
+                Trainer::Diffusers => train(&c, c.class(), s, dist, d, json),
+            };
         }
         return component(&c, s, dist, d, mode, json);
     }
@@ -135,7 +160,10 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
     };
     if mode == "train" {
         let (name, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?;
-        return train(c, name, s, dist, d, json);
+        return match trainer(d)? {
+            Trainer::Kohya => crate::kohya::train(c, name, Some(&spec), s, dist, d, json),
+            Trainer::Diffusers => train(c, name, s, dist, d, json),
+        };
     }
     let ps = settings(s, dist, d, Some(&spec))?;
     let e = spec.estimate_stages(&ps, mode == "infer")?;
@@ -145,6 +173,21 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
         return Ok(serde_json::to_string_pretty(&pipeline_json(&spec, &e))? + "\n");
     }
     Ok(pipeline_text(&spec, &e, unit))
+}
+
+enum Trainer {
+    Diffusers,
+    Kohya,
+}
+
+fn trainer(d: &DiffusionArgs) -> Result<Trainer> {
+    let kohya_only = d.conv_dim > 0 || d.cache_latents || d.cache_text_encoder_outputs || d.network_train_unet_only || d.full_bf16 || d.full_fp16;
+    match d.trainer.as_str() {
+        "kohya" => Ok(Trainer::Kohya),
+        "diffusers" if kohya_only => bail!("--conv-dim, --cache-latents, --cache-text-encoder-outputs, --network-train-unet-only, --full-bf16 and --full-fp16 are kohya's: add --trainer kohya"),
+        "diffusers" => Ok(Trainer::Diffusers),
+        t => bail!("--trainer {t:?}: one of diffusers, kohya"),
+    }
 }
 
 /// `--mode decode`: the VAE decode stage alone.

@@ -84,6 +84,9 @@ pub fn estimate(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionA
         return Ok((text, ExitCode::SUCCESS));
     }
     if s.mode.as_deref() == Some("train") {
+        if d.trainer == "kohya" {
+            bail!("--what-if and --fits are diffusers' LoRA step's; leave them out with --trainer kohya");
+        }
         return train(model, s, dist, d, as_json, text, what_if, fits);
     }
     mode_is_infer(s)?;

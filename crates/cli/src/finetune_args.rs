@@ -10,11 +10,11 @@ pub struct FineTuneArgs {
     /// full | freeze | lora | qlora
     #[arg(long, default_value = "full")]
     pub finetune: String,
-    /// LoRA rank r (peft's default 8).
-    #[arg(long, default_value_t = 8)]
+    /// LoRA rank r (peft's default 8; kohya's --network_dim).
+    #[arg(long, default_value_t = 8, visible_alias = "network-dim")]
     pub lora_r: u32,
-    /// LoRA alpha (peft's default 8; changes the scaling only, not memory).
-    #[arg(long, default_value_t = 8.0)]
+    /// LoRA alpha (peft's default 8; kohya's --network_alpha; changes the scaling only, not memory).
+    #[arg(long, default_value_t = 8.0, visible_alias = "network-alpha")]
     pub lora_alpha: f64,
     /// Dropout on the adapter input (peft's lora_dropout, default 0).
     #[arg(long, default_value_t = 0.0)]

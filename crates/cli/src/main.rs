@@ -10,6 +10,7 @@ mod reverse;
 mod serve;
 mod diffusion;
 mod diffusion_reverse;
+mod kohya;
 mod dist;
 mod launch;
 #[cfg(test)]

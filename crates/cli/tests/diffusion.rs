@@ -158,3 +158,42 @@ fn lora_what_ifs_and_fits() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("fits"), "{out}");
 }
+
+/// `--trainer kohya`: kohya's flag names, its LoRA targets (every linear of the transformer
+/// blocks: more than diffusers' attention-only default), the VAE and text encoders on the GPU
+/// until cached, and `--full-bf16` halving the network's state.
+#[test]
+fn kohya_lora_step_with_its_flags() {
+    let base = ["estimate", "--pipeline", "sdxl", "--mode", "train", "--finetune", "lora", "--precision", "bf16", "--width", "512", "--height", "512"];
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend(extra);
+        a.push("--json");
+        json(&a)
+    };
+    let diffusers = with(&["--lora-r", "16"]);
+    let cached = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs"]);
+    assert_eq!(cached["trainer"], "kohya");
+    assert!(cached["trainable_params"].as_u64().unwrap() > diffusers["trainable_params"].as_u64().unwrap());
+    assert_eq!(cached["resident"].as_array().unwrap().len(), 0);
+    let uncached = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only"]);
+    let names: Vec<&str> = uncached["resident"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["text_encoder", "text_encoder_2", "vae"]);
+    let extra: u64 = uncached["resident"].as_array().unwrap().iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(uncached["peak_bytes"].as_u64().unwrap(), cached["peak_bytes"].as_u64().unwrap() + extra);
+    let full = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--full-bf16"]);
+    assert!(full["peak_bytes"].as_u64().unwrap() < cached["peak_bytes"].as_u64().unwrap());
+    let conv = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--conv-dim", "8"]);
+    assert!(conv["trainable_params"].as_u64().unwrap() > cached["trainable_params"].as_u64().unwrap());
+    for (args, want) in [
+        (vec!["--trainer", "kohya"], "--network-train-unet-only"),
+        (vec!["--cache-latents"], "--trainer kohya"),
+        (vec!["--trainer", "kohya", "--network-train-unet-only", "--full-fp16"], "--full-fp16"),
+    ] {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend(args);
+        let (code, _, err) = vramcalc(&a);
+        assert_ne!(code, 0);
+        assert!(err.contains(want), "{err}");
+    }
+}

@@ -94,6 +94,9 @@ pub enum GradRule {
     /// The incoming gradient is passed on unchanged (views, `add`): no new memory
     /// where the input has the output's size.
     Alias,
+    /// Each input's gradient is a view of the incoming one (`torch.cat`: `cat_tensors_backward`
+    /// narrows it), which stays alive while any slice does.
+    Slices,
 }
 
 /// One primitive op (an aten op or a fused kernel) in forward order.

@@ -119,11 +119,13 @@ pub struct Builder {
     /// eager attention probabilities of `hidden_states, _ = self.self_attn(...)`): a `repeat`
     /// holds them to the end of each repetition (one decoder layer), see `resolve.rs`.
     pub layer_locals: Vec<ValueId>,
+    /// A kohya-ss/sd-scripts LoRA step (`layer/lora_kohya.rs`); `None` otherwise.
+    pub kohya: Option<crate::finetune::kohya::Kohya>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new(), kohya: None }
     }
 
     pub fn set_layer(&mut self, layer: u32) {
@@ -188,6 +190,9 @@ impl Builder {
     pub fn param_dtype(&self) -> DType {
         if self.kbit_prepared() {
             return DType::F32;
+        }
+        if let Some(k) = self.kohya {
+            return k.base;
         }
         self.compute_dtype()
     }
@@ -257,7 +262,15 @@ impl Builder {
 
     /// The model input (batched, no grad).
     pub fn input(&mut self, shape: Shape, dtype: DType) -> ValueId {
-        self.new_value(shape, true, dtype, false, StorageClass::Input)
+        // kohya's `noisy_latents.requires_grad_(True)` (`layer/lora_kohya.rs`)
+        let rg = match &mut self.kohya {
+            Some(k) if k.grad_inputs > 0 && self.opts.training => {
+                k.grad_inputs -= 1;
+                true
+            }
+            _ => false,
+        };
+        self.new_value(shape, true, dtype, rg, StorageClass::Input)
     }
 
     /// A parameter of `shape`: trainable unless the current context freezes it.

@@ -229,6 +229,42 @@ fn lora_steps_match_measured_within_2_percent() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// LoRA steps as kohya-ss/sd-scripts' `train_network.py` runs them (`tools/measure_kohya_lora.py`:
+/// its `LoRAModule` on every Linear / 1×1 conv of diffusers' `Transformer2DModel`s, bf16 base
+/// under CPU autocast, latents requiring grad, fp32 or `--full_bf16` network; CPU,
+/// FakeTensorMode + MemTracker, iteration 3, AdamW).
+#[test]
+fn kohya_lora_steps_match_measured_within_3_percent() {
+    use vramcalc_core::config::{Device, OptimizerKind, Precision};
+    use vramcalc_core::diffusion::kohya::{kohya_step, KohyaSettings};
+    use vramcalc_core::diffusion::Pass;
+    let mut bad = Vec::new();
+    let mut n = 0;
+    for line in include_str!("data/diffusion_kohya.jsonl").lines().filter(|l| !l.trim().is_empty()) {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let c = Component::from_config(r["config"].as_object().unwrap()).unwrap();
+        let get = |k: &str| r[k].as_u64().unwrap_or(1);
+        let pass = Pass::Denoise { width: get("width"), height: get("height"), frames: 1, text_len: get("text_len") };
+        let (ck, full) = (r["checkpointing"].as_bool().unwrap(), r["full_bf16"].as_bool().unwrap());
+        let ks = KohyaSettings { mixed_precision: Precision::AmpBf16, full_half: full, network_dim: get("lora_r") as u32, checkpointing: ck, sd1_port: r["unet_port"] == "kohya-sd1", conv_dim: r["conv_dim"].as_u64().unwrap_or(0) as u32, optimizer: OptimizerKind::Adamw };
+        let s = kohya_step(&c, pass, ks, Device::Cpu, get("batch")).unwrap();
+        let want = get("peak_bytes");
+        let err = s.peak as f64 / want as f64 - 1.0;
+        let port = if ks.sd1_port { " sd1-port" } else { "" };
+        let label = format!("{}{port} conv_dim {} {}x{} b{} r{} ckpt {ck} full_bf16 {full}", r["name"], ks.conv_dim, get("width"), get("height"), get("batch"), get("lora_r"));
+        println!("{label:<44} measured {want:>11} estimated {:>11} {:+.2}%  trainable {} / {}", s.peak, err * 100.0, s.trainable, get("trainable"));
+        if s.trainable != get("trainable") || s.params != get("params") {
+            bad.push(format!("{label}: trainable {} != {} or params {} != {}", s.trainable, get("trainable"), s.params, get("params")));
+        }
+        if err.abs() > 0.03 {
+            bad.push(format!("{label}: {:+.2}% (tolerance 3%)", err * 100.0));
+        }
+        n += 1;
+    }
+    assert!(n >= 10, "only {n} records");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 /// Whole tiny pipelines' GPU peaks per offload mode (SD, SDXL, Flux, SD3, Wan 2.1; SD3 and Wan
 /// also with `--vae-tiling 64`), measured end to end by
 /// `tools/measure_pipeline_offload.py` (diffusers' and accelerate's real offload hooks moving

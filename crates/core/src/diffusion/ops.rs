@@ -13,8 +13,19 @@ use crate::layer::LayerResult;
 use crate::lower::{Builder, CastPolicy};
 use crate::units::{DType, Shape};
 
-/// `nn.Conv2d(cin, cout, k, stride, padding)` with a bias.
+/// `nn.Conv2d(cin, cout, k, stride, padding)` with a bias (and kohya's `LoRAModule` where its
+/// network wraps it: `layer/lora_kohya.rs`).
 pub fn conv(b: &mut Builder, x: ValueId, cin: u64, cout: u64, k: u64, stride: u64, pad: u64) -> LayerResult<ValueId> {
+    let out = plain_conv(b, x, cin, cout, k, stride, pad)?;
+    if crate::layer::lora_kohya::is_targeted(b) {
+        if let Some(y) = crate::layer::lora_kohya::adapt_conv(b, x, out, cin, cout, k) {
+            return Ok(y);
+        }
+    }
+    Ok(out)
+}
+
+fn plain_conv(b: &mut Builder, x: ValueId, cin: u64, cout: u64, k: u64, stride: u64, pad: u64) -> LayerResult<ValueId> {
     Conv2d {
         in_channels: cin,
         out_channels: cout,
@@ -86,7 +97,9 @@ pub fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
 /// `torch.cat` of per-sample tensors into `shape`.
 pub fn cat(b: &mut Builder, xs: &[ValueId], shape: Shape) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Promote, xs);
-    b.op("cat", &ins, &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
+    // backward: each input's gradient a slice of the output's (measured: the skip connections'
+    // gradients keep the whole concatenation's alive until the down path's backward)
+    b.op("cat", &ins, &[(shape, dt)], &[], false, &[], GradRule::Slices)[0]
 }
 
 /// `F.interpolate(x, scale_factor=2.0, mode="nearest")` of `[C, H, W]`.

@@ -15,7 +15,7 @@ use super::component::{Component, Pass};
 use crate::config::{Device, OptimizerImpl, OptimizerKind, Precision};
 use crate::error::{Error, Result};
 use crate::finetune::FineTune;
-use crate::graph::GradRule;
+use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy, LowerOptions};
 use crate::memory::optimizer;
 use crate::memory::simulate::Plan;
@@ -48,10 +48,15 @@ pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device
     let (ins, _) = b.autocast(CastPolicy::Fp32, &[out, target]);
     let ins: Vec<_> = ins.iter().map(|&v| b.cast(v, DType::F32)).collect();
     let loss = b.op("mse_loss", &ins, &[(Shape::new([]), DType::F32)], &ins, false, &[], GradRule::Alloc)[0];
+    Ok(backward_and_step(b, loss, opt, batch))
+}
+
+/// The step from a scalar `loss` on: `loss.backward()` (which starts from it), the optimizer's
+/// step over the trainable parameters (its state in their dtype), simulated at `batch`.
+pub(super) fn backward_and_step(mut b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64) -> TrainStep {
     let s = b.g.storage_of(loss) as usize;
     b.g.values[loss as usize].batched = false;
     b.g.storages[s].bytes = b.g.values[loss as usize].bytes();
-    // backward starts from the loss (`loss.backward()`)
     b.g.output = loss;
     let g = b.g;
     let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
@@ -59,5 +64,5 @@ pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device
     let cost = optimizer::cost(opt, OptimizerImpl::Foreach, &shapes, state_dtype);
     let plan = Plan::new(&g, true);
     let r = plan.simulate(&g, batch.max(1), cost, false, None);
-    Ok(TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() })
+    TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() }
 }

@@ -6,7 +6,7 @@
 
 use super::cfg::Cfg;
 use super::ops;
-use super::vae::resnet;
+use super::vae;
 use crate::error::{Error, Result};
 use crate::finetune::LinearRole;
 use crate::graph::ValueId;
@@ -134,12 +134,12 @@ impl UnetConfig {
             for j in 0..self.layers_per_block[i] {
                 hs = b.in_unit(|b| resnet(b, hs, if j == 0 { cin } else { cout }, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.down_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
+                    hs = ctx.attention_block(b, hs, cout, self.heads[i], self.transformer_layers[i])?;
                 }
                 skips.push(hs);
             }
             if i + 1 < n {
-                hs = ops::conv(b, hs, cout, cout, 3, 2, 1)?;
+                hs = conv_scope(b, |b| ops::conv(b, hs, cout, cout, 3, 2, 1))?;
                 skips.push(hs);
             }
             ops::keep(b, &[input]);
@@ -148,10 +148,11 @@ impl UnetConfig {
         b.set_layer(0);
         let c = boc[n - 1];
         let input = hs;
-        // `UNetMidBlock2DCrossAttn.forward`: `resnets[0]` runs outside checkpointing
-        hs = resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))?;
+        // `UNetMidBlock2DCrossAttn.forward`: `resnets[0]` runs outside checkpointing (inside, in
+        // kohya's `original_unet.py`)
+        hs = if sd1_port(b) { b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))? } else { resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim)))? };
         if self.mid_attention {
-            hs = ctx.transformer(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
+            hs = ctx.attention_block(b, hs, c, self.heads[n - 1], self.transformer_layers[n - 1])?;
         }
         hs = b.in_unit(|b| resnet(b, hs, c, c, g, eps, Some((ctx.temb, tdim))))?;
         ops::keep(b, &[input]);
@@ -178,13 +179,13 @@ impl UnetConfig {
                 let joined = ops::cat(b, &[hs, skip], Shape::new([res_in + skip_c, s[1], s[2]]));
                 hs = b.in_unit(|b| resnet(b, joined, res_in + skip_c, cout, g, eps, Some((ctx.temb, tdim))))?;
                 if self.up_attn[i] {
-                    hs = ctx.transformer(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
+                    hs = ctx.attention_block(b, hs, cout, self.heads[n - 1 - i], self.transformer_layers[n - 1 - i])?;
                 }
             }
             if i + 1 < n {
                 let before = hs;
                 let u = ops::upsample2x(b, hs);
-                hs = ops::conv(b, u, cout, cout, 3, 1, 1)?;
+                hs = conv_scope(b, |b| ops::conv(b, u, cout, cout, 3, 1, 1))?;
                 ops::keep(b, &[before]);
             }
             ops::keep(b, &used);
@@ -209,7 +210,38 @@ struct Ctx {
     linear: bool,
 }
 
+/// `ResnetBlock2D` (`vae::resnet`), inside kohya's conv scope.
+fn resnet(b: &mut Builder, x: ValueId, cin: u64, cout: u64, groups: u64, eps: f64, temb: Option<(ValueId, u64)>) -> LayerResult<ValueId> {
+    conv_scope(b, |b| vae::resnet(b, x, cin, cout, groups, eps, temb))
+}
+
+/// A `ResnetBlock2D`, `Downsample2D` or `Upsample2D`: kohya's network wraps its Linear and convs
+/// with `conv_dim` (`UNET_TARGET_REPLACE_MODULE_CONV2D_3X3`).
+fn conv_scope<T>(b: &mut Builder, f: impl FnOnce(&mut Builder) -> T) -> T {
+    let on = b.kohya.is_some_and(|k| k.conv_dim > 0);
+    set_kohya_scope(b, on);
+    let out = f(b);
+    set_kohya_scope(b, false);
+    out
+}
+
+/// Lowering for kohya's SD 1.x/2.x UNet port and its checkpointing units.
+fn sd1_port(b: &Builder) -> bool {
+    b.kohya.is_some_and(|k| k.sd1_checkpointing)
+}
+
 impl Ctx {
+    /// A `Transformer2DModel` as its block calls it: one checkpointing unit of its own in
+    /// kohya's `original_unet.py` (`torch.utils.checkpoint.checkpoint(create_custom_forward(attn,
+    /// return_dict=False), ..., use_reentrant=False)`), else units per `BasicTransformerBlock`.
+    fn attention_block(&self, b: &mut Builder, x: ValueId, c: u64, heads: u64, layers: u64) -> LayerResult<ValueId> {
+        if sd1_port(b) {
+            b.in_unit(|b| self.transformer(b, x, c, heads, layers))
+        } else {
+            self.transformer(b, x, c, heads, layers)
+        }
+    }
+
     /// `Transformer2DModel` on `[C, H, W]`: group norm, `proj_in` (1×1 conv, or linear after
     /// the permute), `layers` × `BasicTransformerBlock`, `proj_out`, the permute back and the
     /// residual.
@@ -217,6 +249,8 @@ impl Ctx {
         let s = b.shape(x).0.clone();
         let hw = s[1].saturating_mul(s[2]);
         let n = ops::group_norm(b, x, self.groups, c, 1e-6)?;
+        // kohya's `LoRANetwork` wraps every Linear and 1×1 Conv2d of a `Transformer2DModel`
+        set_kohya_scope(b, true);
         let mut h = if self.linear {
             let t = ops::copy(b, n, Shape::new([hw, c]));
             ops::linear(b, t, c, c, true)?
@@ -238,6 +272,7 @@ impl Ctx {
             let t = ops::copy(b, h, Shape::new([c, s[1], s[2]]));
             ops::conv(b, t, c, c, 1, 1, 0)?
         };
+        set_kohya_scope(b, false);
         let out = ops::add(b, out, x);
         // `residual` and the last block's output are locals until `forward` returns
         ops::keep(b, &[x, h]);
@@ -271,6 +306,13 @@ impl Ctx {
         let out = ops::add(b, f, x);
         ops::keep(b, &[input, n, a2, f]);
         Ok(out)
+    }
+}
+
+/// Marks the lowering inside (or out of) a `Transformer2DModel` for kohya's LoRA.
+fn set_kohya_scope(b: &mut Builder, on: bool) {
+    if let Some(k) = b.kohya.as_mut() {
+        k.in_scope = on;
     }
 }
 

@@ -7,6 +7,7 @@
 //! [`names`]), matched the way peft matches `target_modules` (`tuners/tuners_utils.py`,
 //! `check_target_module_exists`: the full name equals the key or ends with `.key`).
 
+pub mod kohya;
 pub mod names;
 
 pub use names::{LinearRole, NameList, NameStyle};

@@ -26,12 +26,18 @@ pub const ADAPTER_DTYPE: DType = DType::F32;
 
 /// Whether the linear of `role` being lowered gets an adapter.
 pub fn is_targeted(b: &Builder, role: Option<LinearRole>) -> bool {
+    if b.kohya.is_some() {
+        return super::lora_kohya::is_targeted(b);
+    }
     let ft = &b.opts.finetune;
     ft.has_adapters() && role.is_some_and(|r| names::is_target(r, b.style, &ft.lora_targets))
 }
 
 /// Adds the adapter branch to `base_out` (the frozen linear's output of input `x`).
 pub fn adapt(b: &mut Builder, x: ValueId, base_out: ValueId, in_features: u64, out_features: u64) -> ValueId {
+    if b.kohya.is_some() {
+        return super::lora_kohya::adapt(b, x, base_out, in_features, out_features);
+    }
     let ft = b.opts.finetune;
     let r = u64::from(ft.lora_r);
     let a = b.adapter_param(Shape::new([r, in_features]), ADAPTER_DTYPE);

@@ -19,6 +19,7 @@ pub mod kv_cache;
 pub mod linear;
 pub mod linear_op;
 pub mod lora;
+pub mod lora_kohya;
 pub mod mla;
 pub mod moe;
 pub mod norm;

@@ -366,7 +366,7 @@ impl Plan {
                         }
                         continue;
                     }
-                    let alias = op.grad == GradRule::Alias && out_grad.is_some_and(|og| sim.grads[og].bytes == val.bytes());
+                    let alias = out_grad.is_some() && (op.grad == GradRule::Slices || op.grad == GradRule::Alias && out_grad.is_some_and(|og| sim.grads[og].bytes == val.bytes()));
                     let contribution = if alias {
                         let og = out_grad.unwrap_or(usize::MAX);
                         sim.grads[og].refs += 1;
