@@ -19,6 +19,9 @@ use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
 use serde::{Deserialize, Serialize};
 use vramcalc_core::hub::{HubError, HubRef};
 use vramcalc_core::spec::ModelSpec;
+use vramcalc_core::distributed::DistConfig;
+use vramcalc_core::solve::{Answer as SolveAnswer, Variable};
+use vramcalc_core::TrainConfig;
 
 /// What the app asks the worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +40,10 @@ pub enum Request {
     /// One preset's rows of "what fits" (`crate::reverse::fits::rows_of`: its llama.cpp rows
     /// need llama.cpp's estimate).
     FitsRows { id: String, workload: Workload, capacity: u64, options: FitsOptions },
+    /// The largest value of each variable in `of` that fits `capacity` (`crate::reverse::answer`,
+    /// the CLI's `vramcalc max`): each search is several estimates, a new lowering of the model
+    /// per sequence length, so on the page's thread one search was a long task (issue 23).
+    Largest { spec: ModelSpec, config: TrainConfig, dist: DistConfig, capacity: u64, of: Vec<Variable> },
 }
 
 /// The worker's answer to a [`Request`] of the same name.
@@ -49,6 +56,7 @@ pub enum Response {
     NeedHeader,
     QuantFit(Option<bool>),
     FitsRows(Vec<Row>),
+    Largest(Vec<(Variable, Result<SolveAnswer, String>)>),
     /// The request could not be read (a worker of another build, say): the message says what.
     Refused(String),
 }
@@ -68,6 +76,9 @@ pub fn handle(r: Request) -> Response {
         Request::LlamaCpp { key, header, settings, source } => llama::handle(key, header, &settings, &source),
         Request::QuantFit { model, quant, settings } => Response::QuantFit(crate::local::quant_fit(&model, &quant, &settings)),
         Request::FitsRows { id, workload, capacity, options } => Response::FitsRows(crate::reverse::fits::rows_of(&id, workload, capacity, &options)),
+        Request::Largest { spec, config, dist, capacity, of } => {
+            Response::Largest(of.into_iter().map(|v| (v, crate::reverse::answer(&spec, &config, &dist, capacity, v))).collect())
+        }
     }
 }
 
@@ -114,6 +125,21 @@ pub async fn fits_rows(id: &str, workload: Workload, capacity: u64, options: Fit
     }
 }
 
+/// The largest value of each of `of` that fits, by the worker; where the worker fails (it did not
+/// load), computed here, one search per task, so the page still shows every answer.
+pub async fn largest(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, capacity: u64, of: Vec<Variable>) -> Vec<(Variable, Result<SolveAnswer, String>)> {
+    let request = Request::Largest { spec: spec.clone(), config: *config, dist: *dist, capacity, of: of.clone() };
+    if let Ok(Response::Largest(answers)) = call(request).await {
+        return answers;
+    }
+    let mut out = Vec::new();
+    for v in of {
+        crate::dom::yield_to_page(crate::dom::Priority::UserVisible).await;
+        out.push((v, crate::reverse::answer(spec, config, dist, capacity, v)));
+    }
+    out
+}
+
 /// The answer `what` expected was another kind: a worker of another build.
 pub fn unexpected(what: &str, r: Response) -> String {
     match r {
@@ -142,6 +168,24 @@ mod tests {
         let hub = HubRef::parse("Qwen/Qwen2.5-0.5B").unwrap();
         let r = block_on(call(Request::HubConfig { hub: hub.clone(), status: 404, body: String::new(), with_token: false })).unwrap();
         assert_eq!(r, Response::HubConfig(Err(HubError::NotFound(hub.to_string()))));
+    }
+
+    /// The largest values cross as the core's own answers: the same as the page's thread computes
+    /// (`crate::reverse::answer`, the CLI's `vramcalc max`), a refusal's message too.
+    #[test]
+    fn largest_values_are_the_cores() {
+        use vramcalc_core::distributed::Strategy;
+        let spec = vramcalc_core::presets::build("gpt2").unwrap();
+        let c = TrainConfig { batch: 2, seq_len: Some(256), ..Default::default() };
+        let d = DistConfig { gpus: 2, strategy: Strategy::Fsdp, ..Default::default() };
+        let of = vec![Variable::Batch, Variable::SeqLen, Variable::Context, Variable::Concurrency];
+        for cap in [24u64 << 30, 1 << 20] {
+            let got = block_on(largest(&spec, &c, &d, cap, of.clone()));
+            let want: Vec<_> = of.iter().map(|&v| (v, crate::reverse::answer(&spec, &c, &d, cap, v))).collect();
+            assert_eq!(got, want);
+        }
+        assert!(block_on(largest(&spec, &c, &d, 24 << 30, of.clone())).iter().all(|(_, a)| a.is_ok()));
+        assert!(block_on(largest(&spec, &c, &d, 1 << 20, of)).iter().any(|(_, a)| a.is_err()));
     }
 
     /// "What fits" rows cross as the core's own rows, the llama.cpp workload's too.

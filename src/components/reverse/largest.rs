@@ -2,11 +2,10 @@
 //! sequence length, generation's prompt and new tokens, vLLM's context and concurrency, each
 //! with where the memory runs out just above it and a click to use it.
 
-use crate::dom::{yield_to_page, Priority};
 use crate::components::{use_ctx, Shared};
 use crate::hooks::use_deferred_future;
 use crate::i18n::fill;
-use crate::reverse::{answer, current, variables, with_value};
+use crate::reverse::{current, variables, with_value};
 use crate::state::{Action, SetupMode};
 use vramcalc_core::distributed::DistConfig;
 use vramcalc_core::solve::{Answer, Variable};
@@ -29,12 +28,10 @@ type Answers = Vec<(Variable, Result<Answer, String>)>;
 pub fn largest(p: &LargestProps) -> Html {
     let ctx = use_ctx();
     let m = ctx.modes();
+    // in the app's worker (issue 23: a search is several estimates, a lowering of the model per
+    // sequence length: one search was the longest task while a 70B link's sizing ran)
     let answers = use_deferred_future((p.spec.clone(), p.config, p.dist, p.capacity, p.mode), 150, |(spec, c, d, cap, mode)| async move {
-        let mut out: Answers = Vec::new();
-        for of in variables(mode, &spec) {
-            yield_to_page(Priority::UserVisible).await; // one search per task
-            out.push((of, answer(&spec, &c, &d, cap, of)));
-        }
+        let out: Answers = crate::worker::largest(&spec, &c, &d, cap, variables(mode, &spec)).await;
         Some(out)
     });
     let row = |(of, a): &(Variable, Result<Answer, String>)| -> Html {

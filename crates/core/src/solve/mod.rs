@@ -29,13 +29,13 @@ use crate::error::{Error, Result};
 use crate::serve::{self, ServeConfig};
 use crate::spec::ModelSpec;
 use crate::memory::peak::PeakSummary;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 pub use search::{largest_by, Measured};
 pub use setup::Setup;
 pub use variable::{Limit, Variable};
 
 /// The largest value that fits, with its figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub of: Variable,
     pub value: u64,

@@ -64,7 +64,7 @@ impl std::fmt::Display for Variable {
 }
 
 /// Where the memory runs out just above the answer: the first value that does not fit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Limit {
     /// The first value that does not fit.
     pub value: u64,
