@@ -12,6 +12,8 @@ for (const [name, viewport] of [['desktop', { width: 1280, height: 900 }], ['pho
   await page.getByTestId('lora-r').press('Tab');
   await page.getByTestId('trainable').waitFor({ timeout: 30000 });
   await page.waitForTimeout(500);
+  // a full-page picture: panels far below the viewport skip painting (`content-visibility: auto`)
+  await page.addStyleTag({ content: 'section.panel { content-visibility: visible !important; }' });
   await page.screenshot({ path: `${ARTIFACTS}/issue23-${suffix}-${name}.png`, fullPage: true });
   await page.context().close();
 }
