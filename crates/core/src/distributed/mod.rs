@@ -52,24 +52,15 @@ pub struct DistPrepared {
 
 impl DistPrepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
-        let p = DistPrepared::lazy(spec, config, dist)?;
-        p.check_batch(config.batch)?;
-        Ok(p)
-    }
-
-    /// [`DistPrepared::new`] resolved and planned, the batch not checked yet: its check (which
-    /// builds the batch envelope, several simulations) is [`DistPrepared::check_batch`], a step of
-    /// its own for a caller that yields between them (`solve::fits::RowSteps`).
-    pub fn lazy(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
         dist.validate(config)?;
         if dist.is_single() {
-            return Ok(DistPrepared { prepared: Prepared::lazy(spec, config, 1)?, dist: *dist, rank: None, config: *config, compute: *config });
+            return Ok(DistPrepared { prepared: Prepared::new(spec, config)?, dist: *dist, rank: None, config: *config, compute: *config });
         }
         let t = dist.tp_degree();
         let spec = if t > 1 { tp::split(spec, t)? } else { spec.clone() };
         let cfg = compute_config(config, dist);
         let sp = if dist.sequence_parallel { t } else { 1 };
-        let prepared = Prepared::lazy(&spec, &cfg, sp)?;
+        let prepared = Prepared::with_sequence_parallel(&spec, &cfg, sp)?;
         let rank = rank_of(&prepared, &cfg, config, dist);
         Ok(DistPrepared { prepared, dist: *dist, rank, config: *config, compute: cfg })
     }

@@ -68,12 +68,6 @@ impl Prepared {
         Prepared::measure(spec, config).map(|s| (s.peak_bytes, s.device_total_bytes))
     }
 
-    /// [`Prepared::with_sequence_parallel`] without its check of the batch
-    /// ([`Prepared::check_batch`], which builds the batch envelope).
-    pub fn lazy(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
-        Prepared::unchecked(spec, config, t)
-    }
-
     fn unchecked(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
         validate(config)?;
         let config = &with_base_precision(*config);

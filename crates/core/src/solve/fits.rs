@@ -155,85 +155,29 @@ pub fn row(id: &str, spec: &ModelSpec, workload: Workload, format: &str, capacit
     row_on(id, spec, workload, format, &[capacity], o)
 }
 
-/// One row on several cards ([`RowSteps`] run to its end).
+/// One row on several cards.
 pub fn row_on(id: &str, spec: &ModelSpec, workload: Workload, format: &str, gpus: &[u64], o: &FitsOptions) -> Result<Row> {
-    let mut steps = RowSteps::new(id, spec, workload, format, gpus, o);
-    loop {
-        if let Some(row) = steps.step() {
-            return row;
-        }
-    }
-}
-
-/// [`row_on`] in up to three steps, so a caller can yield between them (the web app runs one
-/// per task; a 671 B model's full-training row is several hundred milliseconds in one): the model
-/// resolved and planned, its batch envelope built, then the row read from it. vLLM and llama.cpp
-/// rows are one step.
-pub struct RowSteps<'a> {
-    id: &'a str,
-    spec: &'a ModelSpec,
-    workload: Workload,
-    format: &'a str,
-    gpus: &'a [u64],
-    o: FitsOptions,
-    /// The row's setup and its prepared rank 0, once resolved; whether its envelope is built.
-    prepared: Option<(TrainConfig, DistPrepared, bool)>,
-}
-
-impl<'a> RowSteps<'a> {
-    pub fn new(id: &'a str, spec: &'a ModelSpec, workload: Workload, format: &'a str, gpus: &'a [u64], o: &FitsOptions) -> RowSteps<'a> {
-        RowSteps { id, spec, workload, format, gpus, o: *o, prepared: None }
-    }
-
-    /// The next step: `None` while the row is not done, then the row (or the error that leaves
-    /// it out of the table). Not to be called again after that.
-    pub fn step(&mut self) -> Option<Result<Row>> {
-        let (id, spec, workload, format, gpus, o) = (self.id, self.spec, self.workload, self.format, self.gpus, &self.o);
-        let capacity = match gpus.iter().copied().min() {
-            Some(c) => c,
-            None => return Some(Err(Error::Config("what fits: no GPU given".into()))),
-        };
-        let n = gpus.len() as u64;
-        let Some((c, p, enveloped)) = &mut self.prepared else {
-            let prepared = match workload {
-                Workload::LlamaCpp => return Some(llama_row(id, format, gpus, o)),
-                Workload::Serve => return Some(serve_row(id, spec, format, capacity, n, o)),
-                _ => prepare(spec, workload, format, n, o),
-            };
-            return match prepared {
-                Ok((c, p)) => {
-                    self.prepared = Some((c, p, false));
-                    None
-                }
-                Err(e) => Some(Err(e)),
-            };
-        };
-        if !*enveloped {
-            // the batch checked as `DistPrepared::new` checks it: the envelope is built here
-            if let Err(e) = p.check_batch(c.batch) {
-                return Some(Err(e));
-            }
-            *enveloped = true;
-            return None;
-        }
-        let (peak, total) = p.peak_at(c.batch);
-        let lo = c.grad_accum.max(1);
-        let reverse = match largest(lo, MAX_BATCH, c.batch, |b| Ok(p.peak_at(b).1 <= capacity)) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(Ok(Row {
-            model: id.to_string(),
-            format: format.to_string(),
-            method: method_name(workload, c),
-            fits: total <= capacity,
-            device_total_bytes: total,
-            peak_bytes: peak,
-            margin_bytes: capacity as i64 - total.min(i64::MAX as u64) as i64,
-            reverse_of: Variable::Batch,
-            reverse_value: reverse,
-        }))
-    }
+    let capacity = gpus.iter().copied().min().ok_or_else(|| Error::Config("what fits: no GPU given".into()))?;
+    let n = gpus.len() as u64;
+    let (c, p) = match workload {
+        Workload::LlamaCpp => return llama_row(id, format, gpus, o),
+        Workload::Serve => return serve_row(id, spec, format, capacity, n, o),
+        _ => prepare(spec, workload, format, n, o)?,
+    };
+    let (peak, total) = p.peak_at(c.batch);
+    let lo = c.grad_accum.max(1);
+    let reverse = largest(lo, MAX_BATCH, c.batch, |b| Ok(p.peak_at(b).1 <= capacity))?;
+    Ok(Row {
+        model: id.to_string(),
+        format: format.to_string(),
+        method: method_name(workload, &c),
+        fits: total <= capacity,
+        device_total_bytes: total,
+        peak_bytes: peak,
+        margin_bytes: capacity as i64 - total.min(i64::MAX as u64) as i64,
+        reverse_of: Variable::Batch,
+        reverse_value: reverse,
+    })
 }
 
 fn llama_row(id: &str, format: &str, gpus: &[u64], o: &FitsOptions) -> Result<Row> {
@@ -242,8 +186,7 @@ fn llama_row(id: &str, format: &str, gpus: &[u64], o: &FitsOptions) -> Result<Ro
     super::fits_llama::row(id, &config, format, gpus, o)
 }
 
-/// A training or inference row's setup on `n` cards and its rank 0, resolved and planned (the
-/// batch not checked yet: [`DistPrepared::lazy`]).
+/// A training or inference row's setup on `n` cards and its rank 0, resolved and planned.
 fn prepare(spec: &ModelSpec, workload: Workload, format: &str, n: u64, o: &FitsOptions) -> Result<(TrainConfig, DistPrepared)> {
     let mut c = config_of(workload, format, o)?;
     if c.finetune.has_adapters() && c.finetune.lora_targets.is_empty() {
@@ -252,7 +195,7 @@ fn prepare(spec: &ModelSpec, workload: Workload, format: &str, n: u64, o: &FitsO
     // training: DDP over the cards (rank 0 on the smallest); inference: one model per card
     let training = matches!(workload, Workload::Qlora | Workload::Lora | Workload::Full);
     let dist = DistConfig { gpus: if training { n } else { 1 }, ..DistConfig::default() };
-    let p = DistPrepared::lazy(spec, &c, &dist)?;
+    let p = DistPrepared::new(spec, &c, &dist)?;
     Ok((c, p))
 }
 
