@@ -82,16 +82,18 @@ impl PreparedCache {
 
 /// The whole job's what-ifs (`whatif::job::what_ifs`), one step per change that applies; `pause`
 /// runs before each (in the browser it yields to the page, so a 70B job's list, about a second
-/// of work on a slow phone, never holds the page for long). `None`: the job is rejected.
+/// of work on a slow phone, never holds the page for long). `job` is the job's own `(peak,
+/// device total)` (rank 0's: [`Report`]'s estimate), which the page has already computed: a
+/// second estimate of it was a whole 70B resolve on a link's critical path.
 pub async fn job_what_ifs<F: std::future::Future<Output = ()>>(
     spec: &ModelSpec,
     c: &TrainConfig,
     d: &DistConfig,
     capacity: Option<u64>,
+    job: (u64, u64),
     pause: impl Fn() -> F,
 ) -> Option<JobWhatIfs> {
-    pause().await;
-    let (peak, device_total) = job::job_peak(spec, c, d).ok()?;
+    let (peak, device_total) = job;
     let mut items = Vec::new();
     for change in job::Change::all().filter(|&ch| job::apply(ch, spec, c, d).is_some()) {
         pause().await;
@@ -167,7 +169,11 @@ mod tests {
         let c = TrainConfig { batch: 4, seq_len: Some(256), precision: vramcalc_core::Precision::AmpBf16, ..Default::default() };
         for d in [DistConfig::default(), DistConfig { gpus: 4, strategy: Strategy::Fsdp, ..Default::default() }] {
             let steps = std::cell::Cell::new(0);
-            let stepped = crate::test_util::block_on(job_what_ifs(&spec, &c, &d, Some(8 << 30), || {
+            // the job's figures as the page has them: its report's
+            let report = PreparedCache::default().analyse(&spec, &c, &d, 8 << 30).unwrap();
+            let figures = (report.estimate.peak_bytes, report.estimate.device_total_bytes);
+            assert_eq!(figures, job::job_peak(&spec, &c, &d).unwrap());
+            let stepped = crate::test_util::block_on(job_what_ifs(&spec, &c, &d, Some(8 << 30), figures, || {
                 steps.set(steps.get() + 1);
                 std::future::ready(())
             }));

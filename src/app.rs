@@ -41,9 +41,11 @@ pub fn app(p: &AppProps) -> Html {
     // Derived, never stored: the estimate with its batch analysis (rank 0's for a multi-GPU
     // job), and the what-ifs of the whole job, computed after the main update is drawn.
     let report = use_report(&model.spec, model.config, model.dist, capacity);
-    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.dist, capacity), 0, |(spec, config, dist, cap)| async move {
-        // one change per task, after any step of the multi-GPU sizing (issue 23: no long task)
-        crate::analysis::job_what_ifs(&spec, &config, &dist, Some(cap), || crate::dom::yield_to_page(crate::dom::Priority::Background)).await
+    let job = report.as_ref().ok().map(|r| (r.estimate.peak_bytes, r.estimate.device_total_bytes));
+    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.dist, capacity, job), 0, |(spec, config, dist, cap, job)| async move {
+        // one change per task, after any step of the multi-GPU sizing (issue 23: no long task);
+        // none for a rejected job
+        crate::analysis::job_what_ifs(&spec, &config, &dist, Some(cap), job?, || crate::dom::yield_to_page(crate::dom::Priority::Background)).await
     });
     // The last good report stays on screen while the input has an error.
     let last_good = use_mut_ref(|| None::<Rc<Report>>);

@@ -22,8 +22,11 @@ pub fn use_fixes(spec: Shared<ModelSpec>, config: TrainConfig, dist: DistConfig,
         if !search {
             return None;
         }
-        // one estimate per task: a 70B setup's search is seconds of estimates
-        crate::reverse::fixes_stepped(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible)).await
+        // one estimate per task: a 70B setup's search is seconds of estimates. In the background:
+        // a multi-GPU job that does not fit also sizes itself (the fewest GPUs, the answers'
+        // first figure, at `user-visible`), and a search beside it at the same priority took
+        // every other task (the 70B FSDP×8 link's fewest GPUs came about twice as late)
+        crate::reverse::fixes_stepped(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::Background)).await
     })
     .filter(|_| search)
 }
