@@ -204,4 +204,19 @@ mod tests {
         let vae = p.components.iter().find(|c| c.0 == "vae").unwrap();
         assert_eq!(cl.saves, vramcalc_core::diffusion::pipeline::component_params(&vae.1).unwrap() * 2, "the bf16 VAE off the GPU");
     }
+
+    #[test]
+    fn the_largest_batch_that_fits_is_a_kohya_job_that_fits() {
+        use crate::pipeline::whatif::largest;
+        use vramcalc_core::diffusion::reverse::Knob;
+        let p = spec("sdxl").unwrap();
+        let cap = 24u64 << 30;
+        let s = PipelineState { kohya: KohyaOpts { cache_latents: true, ..KohyaOpts::default() }, ..kohya("sdxl") };
+        let b = largest(&s, &p, Knob::Batch, cap).unwrap().expect("a batch fits 24 GiB");
+        assert!(!b.at_limit && b.state.trainer == Trainer::Kohya && b.state.kohya == s.kohya);
+        let at = pipe::answer(&b.state, &p).unwrap();
+        assert!(at.device_total() <= cap && at.device_total() == b.device_total);
+        let next = pipe::answer(&PipelineState { batch: b.value + 1, ..b.state.clone() }, &p).unwrap();
+        assert!(next.device_total() > cap, "batch {} + 1 fits too", b.value);
+    }
 }
