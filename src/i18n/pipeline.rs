@@ -63,6 +63,19 @@ pub struct PipelineTr {
     pub hub_token: &'static str,
     pub hub_load: &'static str,
     pub hub_loading: &'static str,
+    /// kohya-ss/sd-scripts' trainer (`crate::pipeline::kohya`): its fields,
+    pub trainer: &'static str,
+    pub mixed_precision: &'static str,
+    pub full_half: &'static str,
+    pub network_dim: &'static str,
+    pub conv_dim: &'static str,
+    pub cache_latents: &'static str,
+    pub cache_te: &'static str,
+    pub unet_only: &'static str,
+    /// and its answer: what the job is, the frozen models beside it, or none (all cached).
+    pub kohya_of: &'static str,
+    pub kohya_resident: &'static str,
+    pub kohya_cached: &'static str,
 }
 
 impl PipelineTr {
@@ -88,6 +101,14 @@ impl PipelineTr {
             "checkpointing" => self.checkpointing,
             "optimizer" => self.optimizer,
             "cached" => self.cached,
+            "trainer" => self.trainer,
+            "mixed-precision" => self.mixed_precision,
+            "full-half" => self.full_half,
+            "network-dim" => self.network_dim,
+            "conv-dim" => self.conv_dim,
+            "cache-latents" => self.cache_latents,
+            "cache-te" => self.cache_te,
+            "unet-only" => self.unet_only,
             "gpu" => self.gpu,
             _ => "",
         }
@@ -150,6 +171,17 @@ pub const PIPELINE_EN: PipelineTr = PipelineTr {
     hub_token: "Access token (gated repositories; this tab only)",
     hub_load: "Load",
     hub_loading: "Loading…",
+    trainer: "Trainer (diffusers' train_dreambooth_lora scripts, or kohya-ss/sd-scripts' train_network.py)",
+    mixed_precision: "Mixed precision (--mixed_precision; default bf16, fp32: no)",
+    full_half: "Full half precision (--full_bf16 / --full_fp16: the LoRA network in that dtype)",
+    network_dim: "Network dim (--network_dim)",
+    conv_dim: "Conv dim (--network_args conv_dim; 0: none)",
+    cache_latents: "Cache latents (--cache_latents: the VAE off the GPU)",
+    cache_te: "Cache text-encoder outputs (--cache_text_encoder_outputs: the text encoders off the GPU)",
+    unet_only: "Train the UNet only (--network_train_unet_only; the text-encoder LoRA is not modelled)",
+    kohya_of: "kohya sd-scripts LoRA step of",
+    kohya_resident: "Frozen on the GPU beside the step",
+    kohya_cached: "Latents and text-encoder outputs cached: the VAE and the text encoders are off the GPU.",
 };
 
 pub const PIPELINE_ZH: PipelineTr = PipelineTr {
@@ -208,4 +240,15 @@ pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     hub_token: "访问令牌（受限仓库；仅本标签页）",
     hub_load: "加载",
     hub_loading: "加载中……",
+    trainer: "训练脚本（diffusers 的 train_dreambooth_lora 脚本，或 kohya-ss/sd-scripts 的 train_network.py）",
+    mixed_precision: "混合精度（--mixed_precision；默认 bf16，fp32 即 no）",
+    full_half: "全半精度（--full_bf16 / --full_fp16：LoRA 网络也用该数据类型）",
+    network_dim: "网络维度（--network_dim）",
+    conv_dim: "卷积维度（--network_args conv_dim；0：无）",
+    cache_latents: "缓存潜变量（--cache_latents：VAE 移出 GPU）",
+    cache_te: "缓存文本编码器输出（--cache_text_encoder_outputs：文本编码器移出 GPU）",
+    unet_only: "只训练 UNet（--network_train_unet_only；未建模文本编码器 LoRA）",
+    kohya_of: "kohya sd-scripts LoRA 训练一步：",
+    kohya_resident: "与训练步一同留在 GPU 上的冻结模型",
+    kohya_cached: "已缓存潜变量与文本编码器输出：VAE 与文本编码器不在 GPU 上。",
 };

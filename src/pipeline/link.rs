@@ -27,6 +27,13 @@ const KEYS: &[(&str, &str)] = &[
     ("x", "optimizer"),
     ("l", "cached"),
     ("u", "gpu"),
+    // kohya's trainer (`--mixed_precision` is `d`, `--network_dim` `r`)
+    ("tr", "trainer"),
+    ("fh", "full-half"),
+    ("cd", "conv-dim"),
+    ("cl", "cache-latents"),
+    ("ct", "cache-te"),
+    ("uo", "unet-only"),
 ];
 
 fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
@@ -48,6 +55,12 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
         ("x", s.optimizer.name().to_string()),
         ("l", s.cached.to_string()),
         ("u", s.gpu.clone()),
+        ("tr", s.trainer.name().to_string()),
+        ("fh", s.kohya.full_half.to_string()),
+        ("cd", s.kohya.conv_dim.to_string()),
+        ("cl", s.kohya.cache_latents.to_string()),
+        ("ct", s.kohya.cache_te.to_string()),
+        ("uo", s.kohya.unet_only.to_string()),
     ]
 }
 
@@ -139,7 +152,7 @@ fn read_rest(mut s: PipelineState, p: &vramcalc_core::diffusion::PipelineSpec, r
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::pipeline::PipeMode;
+    use crate::state::pipeline::{KohyaOpts, PipeMode, Trainer};
     use vramcalc_core::diffusion::{Offload, WeightDType};
     use vramcalc_core::OptimizerKind;
 
@@ -163,6 +176,14 @@ mod tests {
                 ..PipelineState::default()
             },
             PipelineState { preset: "wan2.1-t2v-14b".into(), mode: PipeMode::Train, frames: Some(49), lora_r: 64, checkpointing: false, cached: false, optimizer: OptimizerKind::Adam8bit, ..PipelineState::default() },
+            PipelineState {
+                preset: "sdxl".into(),
+                mode: PipeMode::Train,
+                trainer: Trainer::Kohya,
+                dtype: Some(WeightDType::Fp16),
+                kohya: KohyaOpts { full_half: true, conv_dim: 8, cache_latents: true, cache_te: true, unet_only: false },
+                ..PipelineState::default()
+            },
         ];
         for s in states {
             let f = to_fragment(&s);

@@ -3,14 +3,16 @@
 //! pipeline estimate stage by stage (`PipelineSpec::estimate_stages`; `decode` keeps the VAE
 //! stage alone, as `vramcalc estimate --mode decode` does) or a LoRA training step of the
 //! denoiser (`diffusion::train::lora_step`, cached latents and text embeddings, as the CLI's
-//! `--mode train`). `components::pipeline` draws it; `link` writes and reads its share links.
+//! `--mode train`), or kohya sd-scripts' LoRA job (`kohya`, core `diffusion::kohya_job`, as
+//! `--trainer kohya`). `components::pipeline` draws it; `link` writes and reads its share links.
 
 pub mod hub;
+pub mod kohya;
 pub mod link;
 pub mod whatif;
 
 use crate::form::{flag, named, whole, Field};
-use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState};
+use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState, Trainer};
 use vramcalc_core::diffusion::pipeline::{Family, PipelineEstimate};
 use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
@@ -73,6 +75,10 @@ fn dtype_names() -> Vec<&'static str> {
     WeightDType::ALL.iter().map(|d| d.name()).collect()
 }
 
+fn dtype_field(s: &PipelineState) -> Field {
+    Field::select("dtype", with_default(&dtype_names()), opt_name(s.dtype, WeightDType::name))
+}
+
 /// The fields of this setup (the mode decides which apply; frames for video only).
 pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
     let (dw, dh, df) = p.default_size();
@@ -97,8 +103,13 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
     if s.mode == PipeMode::Infer {
         out.push(Field::select("guidance", with_default(&Guidance::ALL.iter().map(|g| g.name()).collect::<Vec<_>>()), opt_name(s.guidance, Guidance::name)));
     }
-    out.push(Field::select("dtype", with_default(&dtype_names()), opt_name(s.dtype, WeightDType::name)));
-    if s.mode != PipeMode::Train {
+    if s.mode == PipeMode::Train {
+        out.insert(2, Field::select("trainer", named(Trainer::ALL.iter().map(|t| t.name())), s.trainer.name()));
+    }
+    if s.mode == PipeMode::Train && s.trainer == Trainer::Kohya {
+        kohya::fields(s, p, &mut out);
+    } else if s.mode != PipeMode::Train {
+        out.push(dtype_field(s));
         for (name, id) in COMPONENT_FIELDS {
             let shown = p.components.iter().any(|c| c.0 == *name && (s.mode == PipeMode::Infer || c.1.kind() == ComponentKind::Vae));
             if shown {
@@ -110,6 +121,7 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
         out.push(Field::text("vae-tiling", s.vae_tiling.map_or(String::new(), |t| t.to_string())));
         out.push(Field::check("vae-slicing", s.vae_slicing));
     } else {
+        out.push(dtype_field(s));
         out.push(Field::number("lora-r", u64::from(s.lora_r)));
         out.push(Field::check("checkpointing", s.checkpointing));
         out.push(Field::select("optimizer", named(OPTIMIZERS.iter().map(|o| o.name())), s.optimizer.name()));
@@ -167,7 +179,14 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
             }
         }
         "vae-slicing" => s.vae_slicing = flag(text),
-        "lora-r" => s.lora_r = whole(text, 1, 1024)? as u32,
+        "lora-r" | "network-dim" => s.lora_r = whole(text, 1, 1024)? as u32,
+        "trainer" => s.trainer = Trainer::parse(text).ok_or_else(|| format!("{text}: diffusers or kohya"))?,
+        "mixed-precision" => s.dtype = parse_opt(text, WeightDType::parse, "dtype")?,
+        "full-half" => s.kohya.full_half = flag(text),
+        "conv-dim" => s.kohya.conv_dim = whole(text, 0, 1024)? as u32,
+        "cache-latents" => s.kohya.cache_latents = flag(text),
+        "cache-te" => s.kohya.cache_te = flag(text),
+        "unet-only" => s.kohya.unet_only = flag(text),
         "checkpointing" => s.checkpointing = flag(text),
         "cached" => s.cached = flag(text),
         "optimizer" => s.optimizer = OPTIMIZERS.iter().copied().find(|o| o.name() == text).ok_or_else(|| format!("{text}: not an optimizer"))?,
@@ -217,6 +236,9 @@ pub struct TrainAnswer {
     pub width: u64,
     pub height: u64,
     pub frames: u64,
+    pub trainer: Trainer,
+    /// kohya's frozen components on the GPU beside the step, `(component, bytes)` (their sum is `frozen`).
+    pub resident: Vec<(String, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -258,20 +280,26 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<Answer, String> {
     match s.mode {
         PipeMode::Infer => p.estimate_stages(&settings(s), true).map(Answer::Stages).map_err(|e| e.to_string()),
         PipeMode::Decode => p.estimate_stages(&settings(s), false).map(|e| Answer::Stages(decode_only(e))).map_err(|e| e.to_string()),
+        PipeMode::Train if s.trainer == Trainer::Kohya => kohya::answer(s, p).map(Answer::Train),
         PipeMode::Train => {
             let ((name, c), setup) = lora_setup(s, p)?;
             let step = setup.step(c).map_err(|e| e.to_string())?;
             // uncached: the VAE and text encoders stay loaded, frozen (as `--what-if` adds them)
             let frozen = if s.cached { 0 } else { frozen_weights(p, &settings(s)).map_err(|e| e.to_string())? };
             let Pass::Denoise { width, height, frames, .. } = setup.pass else { return Err("a LoRA step is of the denoiser".into()) };
-            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames }))
+            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames, trainer: Trainer::Diffusers, resident: Vec::new() }))
         }
     }
 }
 
+/// The pipeline's denoiser, named.
+pub fn denoiser(p: &PipelineSpec) -> Option<&(String, Component)> {
+    p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser)
+}
+
 /// The pipeline's denoiser and the LoRA step the train mode runs on it (as the CLI's `--mode train`).
 pub fn lora_setup<'a>(s: &PipelineState, p: &'a PipelineSpec) -> Result<(&'a (String, Component), LoraSetup), String> {
-    let named = p.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or("the pipeline has no denoiser")?;
+    let named = denoiser(p).ok_or("the pipeline has no denoiser")?;
     let (dw, dh, df) = p.default_size();
     let (width, height) = (s.width.unwrap_or(dw), s.height.unwrap_or(dh));
     let frames = if p.family == Family::Wan { s.frames.unwrap_or(df) } else { 1 };

@@ -33,6 +33,51 @@ impl PipeMode {
     }
 }
 
+/// Whose script trains the LoRA (train mode): diffusers' `train_dreambooth_lora*.py`, or
+/// kohya-ss/sd-scripts' `train_network.py` / `sdxl_train_network.py` (UNets; core
+/// `diffusion::kohya_job`, as `vramcalc estimate --trainer kohya`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trainer {
+    #[default]
+    Diffusers,
+    Kohya,
+}
+
+impl Trainer {
+    pub const ALL: [Trainer; 2] = [Trainer::Diffusers, Trainer::Kohya];
+    pub fn name(self) -> &'static str {
+        match self {
+            Trainer::Diffusers => "diffusers",
+            Trainer::Kohya => "kohya",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Trainer> {
+        Trainer::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+/// kohya's own flags that change memory (with [`Trainer::Kohya`]), beside those it shares with
+/// the panel's other settings: `--mixed_precision` is `dtype`, `--network_dim` `lora_r`,
+/// `--gradient_checkpointing` and `--optimizer_type` theirs. Defaults are sd-scripts' (flags off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KohyaOpts {
+    /// `--full_bf16` / `--full_fp16` (whichever the mixed precision is).
+    pub full_half: bool,
+    /// `--network_args conv_dim=N` (0: none).
+    pub conv_dim: u32,
+    pub cache_latents: bool,
+    /// `--cache_text_encoder_outputs` (SDXL).
+    pub cache_te: bool,
+    /// `--network_train_unet_only` (off: kohya's text-encoder LoRA, not modelled).
+    pub unet_only: bool,
+}
+
+impl Default for KohyaOpts {
+    fn default() -> Self {
+        KohyaOpts { full_half: false, conv_dim: 0, cache_latents: false, cache_te: false, unet_only: true }
+    }
+}
+
 /// A diffusers repository read from the hub by id: its `model_index.json` and each model
 /// component's `config.json`, as fetched (`crate::pipeline::hub`), so the saved work reopens it
 /// without the network.
@@ -74,6 +119,8 @@ pub struct PipelineState {
     /// Training on cached latents and text embeddings (the VAE and text encoders not loaded);
     /// off: they stay loaded, frozen, beside the step.
     pub cached: bool,
+    pub trainer: Trainer,
+    pub kohya: KohyaOpts,
     /// The GPU the answer is checked against (`vramcalc_core::GPUS` id).
     pub gpu: String,
 }
@@ -99,6 +146,8 @@ impl Default for PipelineState {
             checkpointing: true,
             optimizer: OptimizerKind::Adamw,
             cached: true,
+            trainer: Trainer::Diffusers,
+            kohya: KohyaOpts::default(),
             gpu: "rtx-4090".into(),
         }
     }
@@ -130,6 +179,12 @@ impl PipelineState {
             ("checkpointing", a.checkpointing != b.checkpointing),
             ("optimizer", a.optimizer != b.optimizer),
             ("cached", a.cached != b.cached),
+            ("trainer", a.trainer != b.trainer),
+            ("full-half", a.kohya.full_half != b.kohya.full_half),
+            ("conv-dim", a.kohya.conv_dim != b.kohya.conv_dim),
+            ("cache-latents", a.kohya.cache_latents != b.kohya.cache_latents),
+            ("cache-te", a.kohya.cache_te != b.kohya.cache_te),
+            ("unet-only", a.kohya.unet_only != b.kohya.unet_only),
             ("gpu", a.gpu != b.gpu),
         ]
         .into_iter()
@@ -201,6 +256,20 @@ mod tests {
     }
 
     #[test]
+    fn kohya_settings_are_undo_steps() {
+        let s = set(State::default(), |p| (p.mode, p.trainer) = (PipeMode::Train, Trainer::Kohya));
+        let s = set(s, |p| p.kohya.cache_latents = true);
+        let s = set(s, |p| p.kohya.conv_dim = 4);
+        let s = set(s, |p| p.kohya.conv_dim = 8); // the same field: the same step
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.pipeline.kohya.cache_latents, s.model.pipeline.kohya.conv_dim), (true, 0));
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.pipeline.trainer, s.model.pipeline.kohya), (Trainer::Kohya, KohyaOpts::default()));
+        let s = reduce(reduce(s, Action::Redo), Action::Redo);
+        assert_eq!((s.model.pipeline.kohya.cache_latents, s.model.pipeline.kohya.conv_dim), (true, 8));
+    }
+
+    #[test]
     fn saved_work_keeps_the_pipeline_and_hub_files() {
         let (_, repo, index, comps) = vramcalc_core::diffusion::presets::files("sd-1.5").unwrap();
         let hub = HubPipeline { hub: HubRef::parse(repo).unwrap(), index: index.to_string(), configs: comps.iter().map(|c| (c.0.to_string(), c.1.to_string())).collect() };
@@ -208,6 +277,7 @@ mod tests {
             PipelineState { preset: "wan2.1-t2v-1.3b".into(), frames: Some(49), offload: Offload::Group, vae_slicing: true, batch: 2, ..PipelineState::default() },
             crate::pipeline::with_hub(&PipelineState { mode: PipeMode::Train, ..PipelineState::default() }, hub.clone()),
             PipelineState { mode: PipeMode::Train, cached: false, lora_r: 64, optimizer: OptimizerKind::Adam8bit, ..crate::pipeline::with_hub(&PipelineState::default(), hub.clone()) },
+            PipelineState { preset: "sdxl".into(), mode: PipeMode::Train, trainer: Trainer::Kohya, kohya: KohyaOpts { cache_latents: true, conv_dim: 4, ..KohyaOpts::default() }, ..PipelineState::default() },
         ] {
             let s = set(State::default(), |x| *x = p.clone());
             let text = serde_json::to_string(&s.saved()).unwrap();
@@ -230,7 +300,9 @@ mod tests {
     #[test]
     fn links_written_before_open_the_same_settings() {
         use crate::pipeline::link::{from_fragment, to_fragment};
-        for link in ["pipe.p=flux.1-dev", "pipe.p=sdxl,m=decode,w=2048,h=1536,b=4,n=2,d=bf16,o=sequential,t=0,s=true,u=rtx-3060,c.vae=fp32,c.unet=fp8", "pipe.p=wan2.1-t2v-14b,m=train,f=49,r=64,k=false,x=adam8bit", "pipe.p=wan2.1-t2v-1.3b,f=49,o=group"] {
+        for link in ["pipe.p=flux.1-dev", "pipe.p=sdxl,m=decode,w=2048,h=1536,b=4,n=2,d=bf16,o=sequential,t=0,s=true,u=rtx-3060,c.vae=fp32,c.unet=fp8", "pipe.p=wan2.1-t2v-14b,m=train,f=49,r=64,k=false,x=adam8bit", "pipe.p=wan2.1-t2v-1.3b,f=49,o=group",
+            // kohya's trainer (2026-12-01)
+            "pipe.p=sdxl,m=train,w=768,b=2,d=fp16,r=32,k=false,x=adam8bit,tr=kohya,fh=true,cd=8,cl=true,ct=true"] {
             let s = from_fragment(link).unwrap_or_else(|e| panic!("{link}: {e}"));
             assert_eq!(to_fragment(&s), link);
             let saved = SavedPipeline::from(s.clone());

@@ -1,75 +1,44 @@
 //! `vramcalc estimate --mode train --finetune lora --trainer kohya`: one LoRA step of a UNet as
-//! kohya-ss/sd-scripts' `train_network.py` / `sdxl_train_network.py` run it (core
-//! `diffusion::kohya`), with the frozen VAE and text encoders it keeps on the GPU unless cached.
+//! kohya-ss/sd-scripts' `train_network.py` / `sdxl_train_network.py` run it, with the frozen VAE
+//! and text encoders it keeps on the GPU unless cached (core `diffusion::kohya_job`, which the
+//! app's pipeline panel calls too); here the flags and the output.
 
 use crate::args::Settings;
 use crate::diffusion::DiffusionArgs;
 use crate::dist::DistArgs;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_json::json;
-use vramcalc_core::diffusion::kohya::{kohya_step, KohyaSettings};
-use vramcalc_core::diffusion::pipeline::component_params;
-use vramcalc_core::diffusion::{Component, ComponentKind, Pass, PipelineSpec, WeightDType};
+use vramcalc_core::diffusion::kohya_job::{self, KohyaJob, NO_PIPELINE};
+use vramcalc_core::diffusion::{Component, Pass, PipelineSpec, WeightDType};
 use vramcalc_core::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
-use vramcalc_core::{format_bytes, thousands, Precision};
+use vramcalc_core::{format_bytes, thousands, Error};
 
 /// kohya's step of `c` (the denoiser `name`); `spec`, when known, gives the VAE and text encoders.
 pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, json: bool) -> Result<String> {
-    if !d.network_train_unet_only {
-        bail!("--trainer kohya: kohya's text-encoder LoRA (trained unless --network-train-unet-only) is not modelled; pass --network-train-unet-only");
-    }
     let setup = crate::diffusion::lora_setup(c, s, dist, d)?;
-    if !setup.finetune.has_adapters() {
-        bail!("--trainer kohya estimates a LoRA step: add --finetune lora");
-    }
-    let sdxl = matches!(c, Component::Unet(u) if u.text_time.is_some());
-    if d.cache_text_encoder_outputs && !sdxl {
-        bail!("--cache-text-encoder-outputs: train_network.py (SD 1.x/2.x) keeps its text encoder on the GPU (`cache_text_encoder_outputs_if_needed`); sdxl_train_network.py caches");
-    }
-    let weight = crate::diffusion::settings(s, dist, d, None)?.dtype.unwrap_or(WeightDType::Bf16);
-    // `--mixed_precision` (train_util.prepare_dtype): the frozen UNet's `weight_dtype`
-    let mixed = match weight {
-        WeightDType::Bf16 => Precision::AmpBf16,
-        WeightDType::Fp16 => Precision::AmpFp16,
-        WeightDType::Fp32 => Precision::Fp32,
-        other => bail!("--trainer kohya: --precision {} is not a --mixed_precision (bf16, fp16 or fp32); --fp8_base is not modelled", other.name()),
-    };
-    if d.full_bf16 && weight != WeightDType::Bf16 || d.full_fp16 && weight != WeightDType::Fp16 {
-        bail!("--full-bf16 needs --precision bf16 and --full-fp16 --precision fp16 (kohya asserts mixed_precision)");
-    }
-    let Pass::Denoise { width: w, height: h, .. } = setup.pass else { bail!("a LoRA step is of the denoiser") };
-    let ks = KohyaSettings {
-        mixed_precision: mixed,
-        full_half: d.full_bf16 || d.full_fp16,
-        network_dim: setup.finetune.lora_r,
-        checkpointing: setup.checkpointing,
-        // train_network.py loads SD 1.x/2.x into kohya's `original_unet.py`
-        sd1_port: !sdxl,
+    let job = KohyaJob {
+        pass: setup.pass,
+        device: setup.device,
+        batch: setup.batch,
+        mixed_precision: crate::diffusion::settings(s, dist, d, None)?.dtype.unwrap_or(WeightDType::Bf16),
+        full_bf16: d.full_bf16,
+        full_fp16: d.full_fp16,
+        network_dim: if setup.finetune.has_adapters() { setup.finetune.lora_r } else { 0 },
         conv_dim: d.conv_dim,
+        checkpointing: setup.checkpointing,
         optimizer: setup.optimizer,
+        cache_latents: d.cache_latents,
+        cache_text_encoder_outputs: d.cache_text_encoder_outputs,
+        network_train_unet_only: d.network_train_unet_only,
     };
-    let step = kohya_step(c, setup.pass, ks, setup.device, setup.batch)?;
-    // frozen on the GPU beside the step: the VAE without --cache_latents (`vae.to(accelerator.device,
-    // dtype=vae_dtype)`), the text encoders without cached outputs (`t_enc.to(accelerator.device,
-    // dtype=weight_dtype)`); their no-grad encode passes run before the UNet's forward
-    let mut resident: Vec<(String, u64)> = Vec::new();
-    let want = |k: ComponentKind| (k == ComponentKind::Vae && !d.cache_latents) || (k == ComponentKind::TextEncoder && !d.cache_text_encoder_outputs);
-    let size = vramcalc_core::diffusion::component::dtype_of(weight.compute()).size();
-    match spec {
-        Some(spec) => {
-            for (n, comp) in &spec.components {
-                if want(comp.kind()) {
-                    resident.push((n.clone(), component_params(comp)?.saturating_mul(size)));
-                }
-            }
-        }
-        None if !d.cache_latents || !d.cache_text_encoder_outputs && sdxl => {
-            bail!("--diffusers-config has no VAE or text encoders: give --pipeline or --model-index, or --cache-latents (and --cache-text-encoder-outputs for SDXL)")
-        }
-        None => {}
-    }
-    let others: u64 = resident.iter().map(|r| r.1).sum();
-    let peak = step.peak.saturating_add(others);
+    // the flags' refusals as the CLI words them; the step's own errors as the core's
+    kohya_job::check(c, &job).map_err(|e| anyhow!(e))?;
+    let e = kohya_job::job(c, spec, &job).map_err(|e| match e {
+        Error::Config(m) if m == NO_PIPELINE => anyhow!(m),
+        e => anyhow!(e),
+    })?;
+    let Pass::Denoise { width: w, height: h, .. } = job.pass else { bail!("a LoRA step is of the denoiser") };
+    let (step, ks, resident, peak) = (&e.step, &e.settings, &e.resident, e.peak);
     let total = peak + CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES;
     if json {
         let v = json!({"component": name, "class": c.class(), "trainer": "kohya", "peak_bytes": peak, "step_peak_bytes": step.peak,
@@ -90,7 +59,7 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         if ks.full_half { ", full half-precision network" } else { "" },
     );
     o += &format!("parameters      {:>16}\ntrainable       {:>16}\n", thousands(step.params), thousands(step.trainable));
-    for (n, b) in &resident {
+    for (n, b) in resident {
         o += &format!("{:<15} {:>16}  (frozen, on the GPU)\n", n, format_bytes(*b, u));
     }
     o += &format!("peak allocated  {:>16}\ndevice total    {:>16}  (approx.)\n", format_bytes(peak, u), format_bytes(total, u));

@@ -6,6 +6,7 @@ use crate::charts::stacks;
 use crate::components::charts::stacks_chart;
 use crate::components::use_ctx;
 use crate::pipeline::Answer;
+use crate::state::pipeline::Trainer;
 use std::rc::Rc;
 use vramcalc_core::thousands;
 use yew::prelude::*;
@@ -91,11 +92,20 @@ pub fn train_answer(p: &AnswerProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
     let Answer::Train(tr) = &*p.answer else { return html! {} };
+    let kohya = tr.trainer == Trainer::Kohya;
     html! {
-        <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train">
+        <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train" data-trainer={tr.trainer.name()}>
             { verdict(&ctx, &p.answer, p.capacity) }
-            <p>{ format!("{} {} ({}), {}×{}{}", t.train_of, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
-            if tr.frozen == 0 { <p class="muted small">{ t.train_note }</p> }
+            <p>{ format!("{} {} ({}), {}×{}{}", if kohya { t.kohya_of } else { t.train_of }, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
+            if tr.frozen == 0 { <p class="muted small">{ if kohya { t.kohya_cached } else { t.train_note } }</p> }
+            if kohya && !tr.resident.is_empty() {
+                <h3>{ t.kohya_resident }</h3>
+                <ul class="components small">
+                    { for tr.resident.iter().map(|(name, b)| html! {
+                        <li data-testid="train-resident" data-name={name.clone()} data-bytes={b.to_string()}>{ format!("{name}: {}", ctx.bytes(*b)) }</li>
+                    }) }
+                </ul>
+            }
             <dl>
                 <dt>{ t.params }</dt><dd data-testid="train-params" data-count={tr.params.to_string()}>{ thousands(tr.params) }</dd>
                 <dt>{ t.trainable }</dt><dd data-testid="train-trainable" data-count={tr.trainable.to_string()}>{ thousands(tr.trainable) }</dd>

@@ -6,7 +6,7 @@ use super::answer::{stage_chart, verdict};
 use crate::components::use_ctx;
 use crate::dom;
 use crate::pipeline::{self, Answer};
-use crate::state::pipeline::PipelineState;
+use crate::state::pipeline::{PipelineState, Trainer};
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
@@ -14,7 +14,8 @@ pub struct PipelineCardProps {
     pub state: PipelineState,
 }
 
-/// The card's setup line: mode, size, batch, offload, and the LoRA step's rank.
+/// The card's setup line: mode, size, batch, offload, and the LoRA step's rank (kohya's: its
+/// flags that are on, by their names).
 pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
     let size = |w: u64, h: u64, f: u64| if f > 1 { format!("{w}×{h}×{f}") } else { format!("{w}×{h}") };
     match a {
@@ -24,6 +25,15 @@ pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
                 parts.push("VAE tiling".into());
             }
             parts.push(format!("peak at {}", e.peak_stage));
+            parts.join(" · ")
+        }
+        Answer::Train(t) if t.trainer == Trainer::Kohya => {
+            let mut parts = vec![format!("kohya LoRA network_dim={}", s.lora_r), t.component.clone(), size(t.width, t.height, t.frames), format!("batch {}", s.batch), s.optimizer.name().to_string()];
+            for (on, flag) in [(s.checkpointing, "--gradient_checkpointing"), (s.kohya.cache_latents, "--cache_latents"), (s.kohya.cache_te, "--cache_text_encoder_outputs"), (s.kohya.full_half, "--full_bf16/fp16")] {
+                if on {
+                    parts.push(flag.into());
+                }
+            }
             parts.join(" · ")
         }
         Answer::Train(t) => format!("LoRA r={} · {} · {} · batch {} · {}", s.lora_r, t.component, size(t.width, t.height, t.frames), s.batch, s.optimizer.name()),
@@ -75,5 +85,8 @@ mod tests {
         let t = PipelineState { mode: crate::state::pipeline::PipeMode::Train, lora_r: 32, ..PipelineState::default() };
         let line = setup_line(&t, &pipeline::answer(&t, &pipeline::spec_of(&t).unwrap()).unwrap());
         assert!(line.starts_with("LoRA r=32 · transformer · 1024×1024"), "{line}");
+        let k = PipelineState { preset: "sdxl".into(), trainer: Trainer::Kohya, kohya: crate::state::pipeline::KohyaOpts { cache_latents: true, ..Default::default() }, ..t };
+        let line = setup_line(&k, &pipeline::answer(&k, &pipeline::spec_of(&k).unwrap()).unwrap());
+        assert_eq!(line, "kohya LoRA network_dim=32 · unet · 1024×1024 · batch 1 · adamw · --gradient_checkpointing · --cache_latents");
     }
 }

@@ -15,6 +15,7 @@
 //! | `component` | one component: its forward graph and what one forward needs |
 //! | `train`, `train_whatif` | a LoRA training step of the denoiser, and its what-ifs |
 //! | `kohya` | a LoRA step as kohya-ss/sd-scripts runs it |
+//! | `kohya_job` | kohya's flags, checked, and the job: the step and the frozen models beside it (CLI and app) |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
 //! | `family`, `context` | the pipelines' families, and what their `__call__` keeps beside a forward |
 //! | `presets` | the built-in pipelines (their `model_index.json` and configs, `configs/`) |
@@ -26,6 +27,7 @@ pub mod context;
 pub mod dit;
 pub mod family;
 pub mod kohya;
+pub mod kohya_job;
 pub mod offload;
 pub mod ops;
 pub mod pipeline;
