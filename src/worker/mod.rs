@@ -43,7 +43,8 @@ pub enum Request {
     /// The largest value of each variable in `of` that fits `capacity` (`crate::reverse::answer`,
     /// the CLI's `vramcalc max`): each search is several estimates, a new lowering of the model
     /// per sequence length, so on the page's thread one search was a long task (issue 23).
-    Largest { spec: ModelSpec, config: TrainConfig, dist: DistConfig, capacity: u64, of: Vec<Variable> },
+    /// (The spec boxed: the other requests are a few words.)
+    Largest { spec: Box<ModelSpec>, config: TrainConfig, dist: DistConfig, capacity: u64, of: Vec<Variable> },
 }
 
 /// The worker's answer to a [`Request`] of the same name.
@@ -128,7 +129,7 @@ pub async fn fits_rows(id: &str, workload: Workload, capacity: u64, options: Fit
 /// The largest value of each of `of` that fits, by the worker; where the worker fails (it did not
 /// load), computed here, one search per task, so the page still shows every answer.
 pub async fn largest(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, capacity: u64, of: Vec<Variable>) -> Vec<(Variable, Result<SolveAnswer, String>)> {
-    let request = Request::Largest { spec: spec.clone(), config: *config, dist: *dist, capacity, of: of.clone() };
+    let request = Request::Largest { spec: Box::new(spec.clone()), config: *config, dist: *dist, capacity, of: of.clone() };
     if let Ok(Response::Largest(answers)) = call(request).await {
         return answers;
     }
