@@ -118,6 +118,10 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         (false, _) => out,
     };
     check_lora_targets(spec, &opts.finetune, &r.b)?;
+    // `keep`: referenced until the model's forward (its loss included) returns
+    for v in std::mem::take(&mut r.b.forward_locals) {
+        r.b.hold(v);
+    }
     let mut graph = r.b.g;
     graph.output = loss;
     let mut layers = r.layers;
@@ -553,6 +557,11 @@ mod tests {
                 let layers = match *kind {
                     "contrastive" => vec![Layer::example("token_input").unwrap(), serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(), serde_json::from_str(r#"{"kind": "select_token"}"#).unwrap(), layer.clone()],
                     "image_tokens" => vec![
+                        Layer::example("token_input").unwrap(),
+                        serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
+                        layer.clone(),
+                    ],
+                    "image_input" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
                         layer.clone(),

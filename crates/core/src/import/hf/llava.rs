@@ -16,8 +16,9 @@
 //!   3B's by default when `text_config` is absent: `init_kwargs` apply only then), `lm_head` tied
 //!   unless `tie_word_embeddings` is false.
 //!
-//! The spec's input is one image; a `token_input` of the prompt (the estimate's `seq_len`) follows
-//! and the image tokens are written into it (`image_tokens`). Modelled approximately (memory only;
+//! The spec's input is one image; a `token_input` of the prompt (the estimate's `seq_len`) and its
+//! embedding come first, then the tower on the image (`image_input`), and the image tokens are
+//! written into the embeddings (`image_tokens`). Modelled approximately (memory only;
 //! the parameters are exact): CLIP's `post_layernorm` normalises only the pooled `[CLS]` token in
 //! PyTorch (its output is unused by LLaVA), here the whole `[P, D]` output; and the layers after
 //! `vision_feature_layer` (the last one at the default −2) stay on the spec's path, where PyTorch
@@ -64,12 +65,16 @@ fn text_model(build: Build, mut text: Map<String, Value>, default_type: &str, dr
     })
 }
 
-/// The image-text model: the tower and projector, the prompt, the decoder, `lm_head`.
-fn assemble(name: &str, input: Vec<u64>, mut layers: Vec<Layer>, text: Text, tokens: u64, tied: bool) -> Result<ModelSpec> {
-    layers.push(layer(json!({"kind": "token_input", "seq_len": text.seq.max(tokens), "prompt": true}))?);
+/// The image-text model in the order `LlavaModel.forward` and `PaliGemmaModel.forward` run it:
+/// the prompt's embedding, the tower and projector (`get_image_features`; LLaVA then
+/// `torch.cat`s the features, `concat`), the image rows, the decoder, `lm_head`.
+fn assemble(name: &str, input: Vec<u64>, tower: Vec<Layer>, text: Text, tokens: u64, tied: bool, concat: bool) -> Result<ModelSpec> {
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": text.seq.max(tokens), "prompt": true}))?];
     let mut rest = text.layers.into_iter();
     layers.extend(rest.by_ref().take(1));
-    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": text.hidden}))?);
+    layers.push(layer(json!({"kind": "image_input"}))?);
+    layers.extend(tower);
+    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": text.hidden, "concat": concat}))?);
     layers.extend(rest);
     layers.push(layer(json!({"kind": "linear", "in_features": text.hidden, "out_features": text.vocab, "bias": false, "tied_weight": tied}))?);
     Ok(ModelSpec {
@@ -154,7 +159,7 @@ pub(super) fn llava(c: &Fields, arch: Option<&str>, build: Build) -> Result<Mode
         c.get(key);
     }
     c.refuse_unknown("llava", &[])?;
-    assemble(name, input, layers, text, tokens, tied)
+    assemble(name, input, layers, text, tokens, tied, true)
 }
 
 /// `PaliGemmaConfig` (transformers 5.24).
@@ -190,5 +195,5 @@ pub(super) fn paligemma(c: &Fields, arch: Option<&str>, build: Build) -> Result<
         c.get(key);
     }
     c.refuse_unknown("paligemma", &[])?;
-    assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied)
+    assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied, false)
 }

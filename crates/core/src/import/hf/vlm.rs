@@ -8,8 +8,9 @@
 //! patch conv with bias (k = s = `patch_size`), flatten and transpose, learned positions (no class
 //! token), pre-norm layers with the tanh GELU, `post_layernorm` — then the projector:
 //! `token_pool` to `mm_tokens_per_image` tokens, `mm_soft_emb_norm` (RMSNorm) and the
-//! `mm_input_projection_weight [Dv, Dt]` matmul. A `token_input` of the prompt's token ids follows
-//! (the image tokens are its memory), the scaled token embedding, `image_tokens` (the image rows
+//! `mm_input_projection_weight [Dv, Dt]` matmul. As `Gemma3Model.forward` runs them, a
+//! `token_input` of the prompt's token ids and the scaled token embedding come first, then the
+//! tower on the image (`image_input`: the embeddings set aside), `image_tokens` (the image rows
 //! written into the image placeholders) and the decoder. The prompt is [`super::MAX_DEFAULT_SEQ_LEN`]
 //! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included; the
 //! estimate's `seq_len` replaces it (`token_input`'s `prompt`).
@@ -109,16 +110,22 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     c.refuse_unknown("gemma3", &[])?;
     let seq = decoder.input.shape.first().copied().unwrap_or(MAX_DEFAULT_SEQ_LEN).max(tokens);
-    let mut layers = vision;
+    // `Gemma3Model.forward`: the prompt's embedding (`Gemma3TextScaledWordEmbedding`: the
+    // embedding and its `embed_scale`) first, then the tower and projector, then the image rows
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?];
+    let mut text_layers = decoder.layers.into_iter();
+    layers.extend(text_layers.by_ref().take(2));
+    layers.push(layer(json!({"kind": "image_input"}))?);
+    layers.extend(vision);
+    // the tower's `last_hidden_state`, returned in `image_outputs`
+    layers.push(layer(json!({"kind": "keep"}))?);
     layers.push(layer(json!({"kind": "token_pool", "grid": side, "kernel": side / per_side}))?);
     // Gemma3RMSNorm (`x · (1 + w)`): as an RMSNorm's memory and parameters
     layers.push(layer(json!({"kind": "rms_norm", "normalized_shape": hv, "eps": eps}))?);
     // torch.matmul(normed, mm_input_projection_weight): a linear without bias
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": ht, "bias": false}))?);
-    layers.push(layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?);
-    let mut text_layers = decoder.layers.into_iter();
-    // the embedding and its `embed_scale`, then the image rows
-    layers.extend(text_layers.by_ref().take(2));
+    // the projector's output is the `pooler_output`, returned too
+    layers.push(layer(json!({"kind": "keep"}))?);
     layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
     layers.extend(text_layers);
     let name = if lm { "Gemma3ForConditionalGeneration" } else { "Gemma3Model" };
