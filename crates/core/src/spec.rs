@@ -443,11 +443,18 @@ impl ModelSpec {
         self.input.dtype == InputDType::Int64
     }
 
-    /// Whether `generate()` can be simulated: token ids in, or an image model whose text layers
+    /// Whether `generate()` can be simulated: token ids in, an image-text model whose prompt's
+    /// embeddings take the image tokens (`image_input`), or an image model whose text layers
     /// read the image through gated cross-attention (Llama 3.2 Vision: the image is the input,
     /// the prompt is the cache's text).
     pub fn can_generate(&self) -> bool {
-        self.is_token_input() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+        self.is_token_input() || self.image_prompt() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+    }
+
+    /// An image-text model that embeds its prompt before the vision tower (`image_input`): the
+    /// image is the input, the prompt's length is the estimate's sequence length.
+    pub fn image_prompt(&self) -> bool {
+        !self.is_token_input() && self.layers.iter().any(|l| matches!(l, Layer::ImageInput(_)))
     }
 
     /// Token ids, or a `[seq_len, features]` sequence: the first dimension is a sequence length

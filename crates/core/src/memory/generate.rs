@@ -81,7 +81,12 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if !spec.layers.iter().any(|l| l.any(&causal)) {
         return Err(Error::Config("generate mode needs a decoder: causal attention layers to cache (an encoder such as BERT has none)".into()));
     }
-    let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1);
+    // an image-text model's prompt: `--seq-len`, else its `token_input`'s length
+    let image_prompt = || match spec.layers.first() {
+        Some(Layer::TokenInput(t)) if spec.image_prompt() => c.seq_len.or(Some(t.seq_len)),
+        _ => None,
+    };
+    let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).or_else(image_prompt).unwrap_or(1);
     if prompt == 0 {
         return Err(Error::Config("--prompt-len must be at least 1".into()));
     }
