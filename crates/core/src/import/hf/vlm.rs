@@ -25,9 +25,31 @@ use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
 use crate::layer::transformer::FfnActivation;
-use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
+use crate::spec::{InputDType, InputSpec, Layer, LayerNames, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
+
+/// The text model's names (`text`, keyed by its own spec's paths) at their places in an
+/// image-text spec: its top-level layer `j` at `at(j)`. transformers 5.24's image-text classes
+/// hold the text model as `model.language_model` (`Qwen2_5_VLModel`, `LlavaModel`,
+/// `Gemma3Model`, `PaliGemmaModel`: `self.language_model`) beside `lm_head`; a causal LM's
+/// `model.embed_tokens` is `model.language_model.embed_tokens` there, a base model's
+/// `embed_tokens` `language_model.embed_tokens`.
+pub(super) fn text_names(text: &LayerNames, at: impl Fn(usize) -> usize, lm: bool) -> LayerNames {
+    let mut out = LayerNames::new();
+    for (key, name) in text {
+        let (Some(rest), Some(name)) = (key.strip_prefix("layers["), name.as_str()) else { continue };
+        let Some((index, tail)) = rest.split_once(']') else { continue };
+        let Ok(j) = index.parse::<usize>() else { continue };
+        let renamed = match name.strip_prefix("model.") {
+            _ if name.is_empty() || name == "lm_head" => name.to_string(),
+            Some(inner) if lm => format!("model.language_model.{inner}"),
+            _ => format!("language_model.{name}"),
+        };
+        out.insert(format!("layers[{}]{tail}", at(j)), renamed.into());
+    }
+    out
+}
 
 /// A sub-config object (`text_config`, `vision_config`), empty when absent.
 pub(super) fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
