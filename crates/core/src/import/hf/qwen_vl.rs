@@ -41,7 +41,7 @@ use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
 use crate::layer::transformer::{FfnActivation, NormKind, TransformerLayer};
 use crate::presets;
-use crate::spec::{InputDType, InputSpec, Layer, LayerNames, ModelSpec, SPEC_VERSION};
+use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
 /// The image the spec is built for when none is given: 1024 × 1024 pixels (width, height).
@@ -251,7 +251,9 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
     layers.extend(text_layers.by_ref().take(1));
     layers.push(layer(json!({"kind": "image_input"}))?);
     let first = layers.len();
-    let mut names = tower_names(&vision, first, if lm { "model.visual" } else { "visual" });
+    // `Qwen2_5_VisionTransformerPretrainedModel` under `visual`: the Conv3d, `blocks`, the merger
+    let parts = [("conv2d", "visual.patch_embed.proj"), ("rms_norm", "visual.merger.ln_q"), ("linear", "visual.merger.mlp.0"), ("gelu", "visual.merger.mlp.1"), ("linear", "visual.merger.mlp.2")];
+    let mut names = super::vlm::tower_names(&vision, first, &parts, "visual.blocks", lm);
     let after = first + vision.len() + 1;
     layers.extend(vision);
     layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht, "concat": true}))?);
@@ -267,28 +269,4 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
         names,
         unquantised: None,
     })
-}
-
-/// transformers' module names of the tower's layers (`Qwen2_5_VisionTransformerPretrainedModel`
-/// under `visual`): `patch_embed.proj` (the Conv3d), `blocks` (a `ModuleList`: its runs numbered
-/// on), `merger.ln_q`, `merger.mlp.0`/`.1`/`.2`; the flatten, permutations and views are no
-/// modules. `first`: the tower's first index in the spec.
-fn tower_names(tower: &[Layer], first: usize, visual: &str) -> LayerNames {
-    use crate::layer_names::{name_module_list, name_top};
-    let mut names = LayerNames::new();
-    let mut merger = ["merger.mlp.0", "merger.mlp.1", "merger.mlp.2"].into_iter();
-    for (i, l) in tower.iter().enumerate() {
-        let own = match l {
-            Layer::Conv2d(_) => "patch_embed.proj",
-            Layer::Repeat { .. } => {
-                name_module_list(&mut names, first + i, &format!("{visual}.blocks"));
-                continue;
-            }
-            Layer::RmsNorm(_) => "merger.ln_q",
-            Layer::Linear(_) | Layer::Gelu(_) => merger.next().unwrap_or("merger.mlp"),
-            _ => continue,
-        };
-        name_top(&mut names, first + i, &format!("{visual}.{own}"));
-    }
-    names
 }

@@ -41,15 +41,43 @@ pub(super) fn text_names(text: &LayerNames, at: impl Fn(usize) -> usize, lm: boo
         let (Some(rest), Some(name)) = (key.strip_prefix("layers["), name.as_str()) else { continue };
         let Some((index, tail)) = rest.split_once(']') else { continue };
         let Ok(j) = index.parse::<usize>() else { continue };
-        let renamed = match name.strip_prefix("model.") {
+        let inner = name.strip_prefix("model.").unwrap_or(name);
+        let renamed = match lm {
             _ if name.is_empty() || name == "lm_head" => name.to_string(),
-            Some(inner) if lm => format!("model.language_model.{inner}"),
-            _ => format!("language_model.{name}"),
+            true => format!("model.language_model.{inner}"),
+            false => format!("language_model.{inner}"),
         };
         out.insert(format!("layers[{}]{tail}", at(j)), renamed.into());
     }
     out
 }
+
+/// transformers' module names of a tower and projector (`layers`, at `first` in the spec): each
+/// layer whose kind is the next of `parts` (`(kind, module)`, `"*"` any kind) is that module, a
+/// `repeat` is the `ModuleList` `list` (its runs numbered on), the rest (flatten, views) are no
+/// modules. Names sit under `model.` in the `…ForConditionalGeneration` class (`lm`).
+pub(super) fn tower_names(layers: &[Layer], first: usize, parts: &[(&str, &str)], list: &str, lm: bool) -> LayerNames {
+    use crate::layer_names::{name_module_list, name_top};
+    let full = |m: &str| if lm { format!("model.{m}") } else { m.to_string() };
+    let mut names = LayerNames::new();
+    let mut next = parts.iter().peekable();
+    for (i, l) in layers.iter().enumerate() {
+        if matches!(l, Layer::Repeat { .. }) {
+            name_module_list(&mut names, first + i, &full(list));
+        } else if let Some((_, module)) = next.next_if(|(kind, _)| *kind == "*" || *kind == l.kind()) {
+            name_top(&mut names, first + i, &full(module));
+        }
+    }
+    names
+}
+
+/// `SiglipVisionModel` (transformers 5.24: `embeddings`, `encoder.layers`, `post_layernorm`
+/// directly under `vision_tower`) as [`siglip`] lays it out.
+pub(super) const SIGLIP_PARTS: [(&str, &str); 3] = [
+    ("conv2d", "vision_tower.embeddings.patch_embedding"),
+    ("positional_embedding", "vision_tower.embeddings.position_embedding"),
+    ("layer_norm", "vision_tower.post_layernorm"),
+];
 
 /// A sub-config object (`text_config`, `vision_config`), empty when absent.
 pub(super) fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
@@ -148,8 +176,19 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": ht, "bias": false}))?);
     // the projector's output is the `pooler_output`, returned too
     layers.push(layer(json!({"kind": "keep"}))?);
+    let first = layers.iter().position(|l| matches!(l, Layer::ImageInput(_))).map_or(0, |i| i + 1);
+    let tower = &layers[first..];
+    // `Gemma3MultiModalProjector`: `avg_pool`, `mm_soft_emb_norm`, and the projection is its own
+    // `mm_input_projection_weight` parameter (no `nn.Linear`: quantisers leave it as it is)
+    let parts = [
+        SIGLIP_PARTS[0], SIGLIP_PARTS[1], SIGLIP_PARTS[2],
+        ("token_pool", "multi_modal_projector.avg_pool"), ("rms_norm", "multi_modal_projector.mm_soft_emb_norm"), ("linear", "multi_modal_projector"),
+    ];
+    let mut names = tower_names(tower, first, &parts, "vision_tower.encoder.layers", lm);
+    let after = layers.len() + 1;
     layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
     layers.extend(text_layers);
+    names.extend(text_names(&decoder.names, |j| if j < 2 { 1 + j } else { after + j - 2 }, lm));
     let name = if lm { "Gemma3ForConditionalGeneration" } else { "Gemma3Model" };
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -157,7 +196,7 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: Some(dt) },
         layers,
         loss,
-        names: Default::default(),
+        names,
         unquantised: None,
     })
 }
