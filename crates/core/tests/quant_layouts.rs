@@ -119,7 +119,9 @@ fn a_prequantised_double_quant_checkpoint_has_one_nested_code_per_weight() {
 /// model `model.language_model.*`, so bitsandbytes' default skips keep `lm_head` only, `["model.visual",
 /// "lm_head"]` keeps the tower too, and `["visual"]` — no module's name from its start, no suffix
 /// (`should_convert_module`) — keeps nothing, the head quantised as well; compressed-tensors'
-/// `re:model\.visual\..*` keeps the tower.
+/// `re:model\.visual\..*` keeps the tower. The fp8 quantizer first renames its list by the
+/// class's checkpoint renamings (the hub's `visual.blocks.0` is `model.visual.blocks.0`), and so
+/// does the importer.
 #[test]
 fn vlm_skip_lists_keep_what_the_quantiser_keeps() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vlm_quant_layouts.json")).unwrap();
@@ -131,8 +133,14 @@ fn vlm_skip_lists_keep_what_the_quantiser_keeps() {
         let (format, bytes) = modelled_at(case, 2048);
         assert_eq!(bytes, measured(case), "{name} ({format})");
         got.push((name.to_string(), bytes));
+        if let Some(loaded) = case.get("modules_to_not_convert_as_loaded") {
+            let mut cfg = case["config"].clone();
+            cfg["quantization_config"] = case["quantization_config"].clone();
+            let spec = vramcalc_core::import::hf::from_config_json(&cfg.to_string()).unwrap();
+            assert_eq!(serde_json::to_value(&spec.unquantised.unwrap().modules).unwrap(), *loaded, "{name}");
+        }
     }
     let at = |n: &str| got.iter().find(|g| g.0 == n).unwrap().1;
     assert!(at("bnb-nf4-qwen-vl-skip-visual") > at("bnb-nf4-qwen-vl") && at("bnb-nf4-qwen-vl") > at("bnb-nf4-qwen-vl-bare-visual"), "{got:?}");
-    assert_eq!(got.len(), 4);
+    assert_eq!(got.len(), 5);
 }

@@ -270,3 +270,20 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
         unquantised: None,
     })
 }
+
+/// An fp8 checkpoint's `modules_to_not_convert` as the loader reads it: transformers 5.24's
+/// `FineGrainedFP8HfQuantizer._normalize_modules_to_not_convert` puts each entry through the
+/// class's checkpoint renamings (`conversion_mapping.py`, `Qwen2VLForConditionalGeneration`:
+/// `^visual` → `model.visual`, `^model(?!\.(language_model|visual))` → `model.language_model`), so
+/// a hub list's `visual` keeps `model.visual.*` (measured: `tests/data/vlm_quant_layouts.json`).
+/// The other quantisers match the list as written.
+pub(super) fn fp8_skip_names(modules: &mut [String]) {
+    for m in modules.iter_mut() {
+        let renamed = match (m.strip_prefix("visual"), m.strip_prefix("model")) {
+            (Some(rest), _) => format!("model.visual{rest}"),
+            (_, Some(rest)) if !rest.starts_with(".language_model") && !rest.starts_with(".visual") => format!("model.language_model{rest}"),
+            _ => continue,
+        };
+        *m = renamed;
+    }
+}
