@@ -13,7 +13,13 @@ patches as the processor lays them out (`[grid_t·grid_h·grid_w, C·T·P·P]`),
 `--seq-len` tokens: `<vision_start>`, the image's merged tokens, then text. `--mode train`: forward
 with `labels=input_ids`, backward, from `zero_grad(set_to_none=True)` (compare with `vramcalc
 estimate … --optimizer sgd`); `--mode infer`: the forward under `torch.no_grad()` with
-`use_cache=False` (a scoring forward, vramcalc's `--mode infer`; `--mode generate` has the cache).
+`use_cache=False` (a scoring forward, vramcalc's `--mode infer`); `--mode generate --new-tokens N`:
+a real greedy `model.generate()` of N new tokens on the prompt (vramcalc's `--mode generate
+--new-tokens N`: its own dynamic cache, `logits_to_keep=1`), given what `Qwen2_5_VLProcessor` gives
+it — `input_ids`, an all-ones `attention_mask`, `pixel_values`, `image_grid_thw` and
+`mm_token_type_ids` (1 at the image tokens: `return_mm_token_type_ids = True`), so `generate()`
+computes the 3-D rope positions (`get_rope_index`) — with `eos_token_id` unset so that it makes
+all N tokens. The caller's tensors are tracked from the start (compare with `--batch 1`).
 
     /root/mvenv/bin/python tools/trace_qwen_vl.py CONFIG --image 252 196 --seq-len 128 --mode train
 
@@ -56,7 +62,8 @@ def main():
     ap.add_argument("--image", type=int, nargs=2, metavar=("W", "H"), default=[252, 196])
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--mode", choices=["train", "infer"], default="train")
+    ap.add_argument("--mode", choices=["train", "infer", "generate"], default="train")
+    ap.add_argument("--new-tokens", type=int, default=8, help="--mode generate: max_new_tokens")
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="eager")
     a = ap.parse_args()
     cfgd = json.load(open(a.config))
@@ -83,10 +90,22 @@ def main():
     ids[:, 1 + n_tokens] = cfg.vision_end_token_id
     assert 2 + n_tokens <= a.seq_len and max(cfg.image_token_id, cfg.vision_start_token_id) < vocab
     tracker = LiveBytes()
+    mask = torch.ones_like(ids)
+    types = (ids == cfg.image_token_id).long()  # the processor's mm_token_type_ids: 1 = image
     for t in [*model.parameters(), *model.buffers(), pixels, ids, grid]:
         tracker.track(t)
+    if a.mode == "generate":
+        model.generation_config.eos_token_id = None
+        model.generation_config.pad_token_id = 0
+        for t in (mask, types):
+            tracker.track(t)
     with tracker:
-        if a.mode == "train":
+        if a.mode == "generate":
+            with torch.no_grad():
+                out = model.generate(input_ids=ids, attention_mask=mask, pixel_values=pixels, image_grid_thw=grid,
+                                     mm_token_type_ids=types, max_new_tokens=a.new_tokens, do_sample=False)
+            assert out.shape[1] == a.seq_len + a.new_tokens, out.shape
+        elif a.mode == "train":
             loss = model(input_ids=ids, pixel_values=pixels, image_grid_thw=grid, labels=ids).loss
             loss.backward()
         else:
@@ -96,7 +115,9 @@ def main():
         "family": "qwen2_5_vl", "class": "Qwen2_5_VLForConditionalGeneration", "mode": a.mode, "batch": a.batch,
         "seq_len": a.seq_len, "image": a.image, "resized": [w, h], "image_tokens": n_tokens, "attention": a.attn,
         "dtype": "fp32", "measured_peak_bytes": tracker.peak, "config": given,
-        "command": f"python tools/trace_qwen_vl.py CONFIG --image {a.image[0]} {a.image[1]} --seq-len {a.seq_len} --batch {a.batch} --mode {a.mode} --attn {a.attn}",
+        "command": f"python tools/trace_qwen_vl.py CONFIG --image {a.image[0]} {a.image[1]} --seq-len {a.seq_len} --batch {a.batch} --mode {a.mode} --attn {a.attn}"
+                   + (f" --new-tokens {a.new_tokens}" if a.mode == "generate" else ""),
+        **({"new_tokens": a.new_tokens} if a.mode == "generate" else {}),
         "transformers": transformers.__version__, "torch": torch.__version__,
     }, sort_keys=True))
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Qwen2.5-VL training steps and inference forwards (tools/trace_qwen_vl.py) on the tiny config
+# Qwen2.5-VL training steps, inference forwards and generate() (tools/trace_qwen_vl.py) on the tiny config
 # of tools/qwen_vl_configs/, two image sizes, eager (and SDPA on the larger one):
 # crates/core/tests/data/hf/qwen_vl_traces.jsonl.
 set -e
@@ -16,4 +16,7 @@ done
 for mode in train infer; do
   $PY tools/trace_qwen_vl.py tools/qwen_vl_configs/tiny.json --image 448 336 --seq-len 256 --mode $mode --attn sdpa 2>/dev/null | tail -1 >> "$OUT"
 done
+# generate(): 8 new tokens after the 256-token prompt, eager on the smaller image, SDPA on the larger
+$PY tools/trace_qwen_vl.py tools/qwen_vl_configs/tiny.json --image 252 196 --seq-len 256 --mode generate --new-tokens 8 2>/dev/null | tail -1 >> "$OUT"
+$PY tools/trace_qwen_vl.py tools/qwen_vl_configs/tiny.json --image 448 336 --seq-len 256 --mode generate --new-tokens 8 --attn sdpa 2>/dev/null | tail -1 >> "$OUT"
 wc -l "$OUT"

@@ -66,7 +66,9 @@ fn a_published_quantization_counts_as_stored() {
 
 /// A skip list is applied per module (the spec's `unquantised`): bitsandbytes keeps layer 0's
 /// attention in bf16 and, with a list that leaves out `lm_head`, quantises the head; nothing is
-/// left to note. A model whose importer gives no module names (Qwen2.5-VL) gets the note.
+/// left to note. Qwen2.5-VL's layers carry transformers 5.24's names (`model.visual.*`): AWQ's
+/// `["model.visual"]` keeps the tower in the model dtype, `["visual"]` matches no module there
+/// (`should_convert_module`: from the name's start, or a suffix) and the tower is counted packed.
 #[test]
 fn skip_lists_apply_per_module() {
     let dir = std::env::temp_dir().join(format!("vramcalc-skip-{}", std::process::id()));
@@ -92,7 +94,13 @@ fn skip_lists_apply_per_module() {
     let vl = serde_json::json!({"model_type": "qwen2_5_vl", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
         "num_key_value_heads": 2, "vocab_size": 300, "vision_config": {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, "out_hidden_size": 64},
         "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 32, "version": "gemm", "modules_to_not_convert": ["visual"]}});
-    let v = run(&vl, "vl.json");
-    assert_eq!(v["quantization_notes"].as_array().map(Vec::len), Some(1), "{v}");
+    let bare = run(&vl, "vl.json");
+    let mut vl = vl;
+    vl["quantization_config"]["modules_to_not_convert"] = serde_json::json!(["model.visual"]);
+    let kept = run(&vl, "vl-kept.json");
+    for v in [&bare, &kept] {
+        assert!(v["quantization_notes"].as_array().is_none_or(Vec::is_empty), "{v}");
+    }
+    assert!(kept["param_bytes"].as_u64() > bare["param_bytes"].as_u64(), "{kept} {bare}");
     std::fs::remove_dir_all(&dir).ok();
 }

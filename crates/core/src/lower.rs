@@ -121,11 +121,17 @@ pub struct Builder {
     pub layer_locals: Vec<ValueId>,
     /// A kohya-ss/sd-scripts LoRA step (`layer/lora_kohya.rs`); `None` otherwise.
     pub kohya: Option<crate::finetune::kohya::Kohya>,
+    /// `memory` holds the prompt's token embeddings, set aside by `image_input` while the
+    /// vision tower runs (`layer/vision.rs`), not the first stream's output.
+    pub prompt_aside: bool,
+    /// Values the model's forward keeps referenced until it returns (`keep`: a vision tower's
+    /// outputs in the returned `image_outputs`): held to the forward's last op by `resolve`.
+    pub forward_locals: Vec<ValueId>,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new(), kohya: None }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new(), kohya: None, prompt_aside: false, forward_locals: Vec::new() }
     }
 
     pub fn set_layer(&mut self, layer: u32) {

@@ -10,6 +10,8 @@ use crate::spec::{InputDType, Join, Layer, Loss, ModelSpec};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
+mod image_text;
+
 /// Limits that keep an absurd spec from exhausting memory or time (a clear error instead).
 pub const MAX_OPS: usize = 2_000_000;
 pub const MAX_LAYERS: u64 = 200_000;
@@ -118,6 +120,10 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
         (false, _) => out,
     };
     check_lora_targets(spec, &opts.finetune, &r.b)?;
+    // `keep`: referenced until the model's forward (its loss included) returns
+    for v in std::mem::take(&mut r.b.forward_locals) {
+        r.b.hold(v);
+    }
     let mut graph = r.b.g;
     graph.output = loss;
     let mut layers = r.layers;
@@ -198,6 +204,15 @@ fn lm_head_keeps(spec: &ModelSpec, opts: LowerOptions) -> Option<u64> {
     (keep > 0 && matches!(spec.layers.last(), Some(Layer::Linear(_)))).then_some(keep)
 }
 
+/// One list of layers being lowered: the block's path, its slot and repetition, its depth.
+struct List<'a> {
+    layers: &'a [Layer],
+    parent: &'a LayerPath,
+    slot: &'a Slot,
+    repetition: Option<u64>,
+    depth: u32,
+}
+
 struct Resolver {
     b: Builder,
     layers: Vec<LayerInfo>,
@@ -263,10 +278,24 @@ fn path_under(path: &str, prefix: &str) -> bool {
 }
 
 impl Resolver {
+    /// A resolver of layers lowered aside (no fine-tuning landmarks, no fused head).
+    fn new(b: Builder) -> Resolver {
+        Resolver { b, layers: Vec::new(), count: 0, freeze: Freezing { head: None, first_block: 0, first_repeat: None }, fuse_head: None, fused_loss: None, sp: None }
+    }
+
     /// Lowers the list `slot` (repetition `repetition`) of the block at `parent`.
-    fn sequence(&mut self, layers: &[Layer], mut x: ValueId, parent: &LayerPath, slot: Slot, repetition: Option<u64>, depth: u32) -> Result<ValueId> {
-        for (i, layer) in layers.iter().enumerate() {
-            x = self.layer(layer, x, &parent.child_in_repetition(slot.clone(), repetition, i), depth)?;
+    fn sequence(&mut self, layers: &[Layer], x: ValueId, parent: &LayerPath, slot: Slot, repetition: Option<u64>, depth: u32) -> Result<ValueId> {
+        let list = List { layers, parent, slot: &slot, repetition, depth };
+        match self.image_text_generation(&list, x)? {
+            Some(out) => Ok(out),
+            None => self.run(&list, 0..layers.len(), x),
+        }
+    }
+
+    /// Lowers `list.layers[range]` in order on `x`.
+    fn run(&mut self, list: &List, range: std::ops::Range<usize>, mut x: ValueId) -> Result<ValueId> {
+        for i in range {
+            x = self.layer(&list.layers[i], x, &list.parent.child_in_repetition(list.slot.clone(), list.repetition, i), list.depth)?;
         }
         Ok(x)
     }
@@ -553,6 +582,11 @@ mod tests {
                 let layers = match *kind {
                     "contrastive" => vec![Layer::example("token_input").unwrap(), serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(), serde_json::from_str(r#"{"kind": "select_token"}"#).unwrap(), layer.clone()],
                     "image_tokens" => vec![
+                        Layer::example("token_input").unwrap(),
+                        serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
+                        layer.clone(),
+                    ],
+                    "image_input" => vec![
                         Layer::example("token_input").unwrap(),
                         serde_json::from_str(r#"{"kind": "embedding", "num_embeddings": 16, "embedding_dim": 128}"#).unwrap(),
                         layer.clone(),

@@ -35,7 +35,7 @@ use crate::layer::{
     audio::PositionalConv,
     seq2seq::{Contrastive, CrossAttention, RelativePositionBias, TokenInput},
     attention_pool::AttentionPool,
-    vision::{ClsMeanPool, DropTokens, ImageTokens, LayerScale, MergeTokens, TokenPool},
+    vision::{ClsMeanPool, DropTokens, ImageInput, ImageTokens, IndexTokens, Keep, LayerScale, MergeTokens, TokenPool},
     tiled_vision::{TiledPatchEmbed, TiledVisionEncoder},
     gated_cross::GatedCrossAttentionLayer,
 };
@@ -243,6 +243,13 @@ leaves {
     /// Writes the memory a `token_input` set aside (a vision tower's image tokens) into the token
     /// embeddings at the image placeholders (vision-language models).
     ImageTokens(l: ImageTokens) = "image_tokens", r#"{"embed_dim":128}"#, |b, x| l.lower(b, x);
+    /// Sets the prompt's token embeddings aside and takes up the image again (the memory of the
+    /// `token_input` before): the vision tower runs with the embeddings alive, as the model's forward runs it.
+    ImageInput(l: ImageInput) = "image_input", "{}", |b, x| l.lower(b, x);
+    /// Keeps its input referenced until the model's forward returns (a vision tower's outputs in `image_outputs`).
+    Keep(l: Keep) = "keep", "{}", |b, x| l.lower(b, x);
+    /// `x[index]`: the tokens permuted by an int64 index, a copy (Qwen2.5-VL's window order and back).
+    IndexTokens(l: IndexTokens) = "index_tokens", "{}", |b, x| l.lower(b, x);
     /// Average pooling of a square patch grid's tokens (Gemma 3's projector): `[grid², D]` → `[(grid/kernel)², D]`.
     TokenPool(l: TokenPool) = "token_pool", r#"{"grid":4,"kernel":2}"#, |b, x| l.lower(b, x);
     /// Concatenates `group` consecutive tokens into one (Qwen2.5-VL's patch merger): `[N, D]` → `[N/group, group·D]`.
@@ -436,11 +443,18 @@ impl ModelSpec {
         self.input.dtype == InputDType::Int64
     }
 
-    /// Whether `generate()` can be simulated: token ids in, or an image model whose text layers
+    /// Whether `generate()` can be simulated: token ids in, an image-text model whose prompt's
+    /// embeddings take the image tokens (`image_input`), or an image model whose text layers
     /// read the image through gated cross-attention (Llama 3.2 Vision: the image is the input,
     /// the prompt is the cache's text).
     pub fn can_generate(&self) -> bool {
-        self.is_token_input() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+        self.is_token_input() || self.image_prompt() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+    }
+
+    /// An image-text model that embeds its prompt before the vision tower (`image_input`): the
+    /// image is the input, the prompt's length is the estimate's sequence length.
+    pub fn image_prompt(&self) -> bool {
+        !self.is_token_input() && self.layers.iter().any(|l| matches!(l, Layer::ImageInput(_)))
     }
 
     /// Token ids, or a `[seq_len, features]` sequence: the first dimension is a sequence length

@@ -95,3 +95,42 @@ fn vlm_training_steps_match_traced_pytorch() {
     let dead_layer = |r: &serde_json::Value| r["family"] == "llava" && r["config"]["vision_feature_layer"] == -2;
     hf::assert_traces("hf/vlm_traces.jsonl", 8, |r| if dead_layer(r) { 4.0 } else { 3.0 });
 }
+
+/// The image-text importers name their layers as transformers 5.24's classes name their modules
+/// (`tools/vlm_module_names.py`: `named_modules()` of LLaVA, PaliGemma, Qwen2.5-VL and Gemma 3 on
+/// small configs, `data/hf/vlm_module_names.json`): every row's name is one of the model's
+/// modules, and every `nn.Linear` of the model is a weight the spec names (a quantised
+/// checkpoint's skip list applies to it by that name, `formats::modules`) — the tower's too.
+#[test]
+fn vlm_layers_carry_the_module_names() {
+    use vramcalc_core::formats::modules::{of_weights, Module};
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/vlm_module_names.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for case in v["cases"].as_array().unwrap() {
+        let name = case["case"].as_str().unwrap();
+        let modules = case["modules"].as_object().unwrap();
+        let spec = from_config_json(&case["config"].to_string()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let r = vramcalc_core::resolve::resolve(&spec, Some(8192), vramcalc_core::lower::LowerOptions::default()).unwrap();
+        let mut named = 0;
+        for l in &r.layers {
+            if let Some(n) = &l.name {
+                assert!(modules.contains_key(n), "{name}: {} ({}) is named {n}, not a module of the model", l.path, l.kind);
+                named += 1;
+            }
+        }
+        let rows: Vec<(&str, u32)> = r.layers.iter().map(|l| (l.kind.as_str(), l.depth)).collect();
+        let names: Vec<Option<&str>> = r.layers.iter().map(|l| l.name.as_deref()).collect();
+        let weights = of_weights(&r.graph, &rows, &names);
+        for (m, class) in modules {
+            if class != "Linear" {
+                continue;
+            }
+            let found = weights.iter().any(|(_, w)| match w {
+                Module::Named(ns) => ns.contains(m),
+                Module::Within(parent) => m.starts_with(&format!("{parent}.")),
+            });
+            assert!(found, "{name}: the Linear {m} is no weight the spec names");
+        }
+        assert!(named > 10, "{name}: {named} named rows");
+    }
+}

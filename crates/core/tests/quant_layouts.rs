@@ -34,12 +34,17 @@ fn measured(case: &Value) -> u64 {
 }
 
 fn modelled(case: &Value) -> (String, u64) {
+    modelled_at(case, 8)
+}
+
+/// [`modelled`] at a prompt of `seq` tokens (an image-text model's holds its image tokens).
+fn modelled_at(case: &Value, seq: u64) -> (String, u64) {
     let mut cfg = case["config"].clone();
     cfg["quantization_config"] = case["quantization_config"].clone();
     let text = cfg.to_string();
     let format = weights_of_config_json(&text).unwrap().expect("a format");
     let spec = vramcalc_core::import::hf::from_config_json(&text).unwrap();
-    let c = TrainConfig { batch: 1, seq_len: Some(8), mode: Mode::Infer, precision: Precision::Bf16, weights: Some(format), ..TrainConfig::default() };
+    let c = TrainConfig { batch: 1, seq_len: Some(seq), mode: Mode::Infer, precision: Precision::Bf16, weights: Some(format), ..TrainConfig::default() };
     (format.name(), vramcalc_core::estimate(&spec, &c).unwrap().param_bytes)
 }
 
@@ -106,4 +111,36 @@ fn a_prequantised_double_quant_checkpoint_has_one_nested_code_per_weight() {
     assert_eq!(codes, linears);
     let all: u64 = t.iter().filter(|(n, _)| !n.ends_with("inv_freq")).map(|(_, v)| v["bytes"].as_u64().unwrap()).sum();
     assert_eq!(all, modelled(&case).1 + linears * 256 * 4);
+}
+
+/// An image-text model's skip lists by module name (issue 25): the tiny Qwen2.5-VL of
+/// `tools/qwen_vl_configs/tiny.json` through the same replacement (`tools/measure_vlm_quant.py`,
+/// `tests/data/vlm_quant_layouts.json`). The importer names the tower `model.visual.*` and the text
+/// model `model.language_model.*`, so bitsandbytes' default skips keep `lm_head` only, `["model.visual",
+/// "lm_head"]` keeps the tower too, and `["visual"]` — no module's name from its start, no suffix
+/// (`should_convert_module`) — keeps nothing, the head quantised as well; compressed-tensors'
+/// `re:model\.visual\..*` keeps the tower. The fp8 quantizer first renames its list by the
+/// class's checkpoint renamings (the hub's `visual.blocks.0` is `model.visual.blocks.0`), and so
+/// does the importer.
+#[test]
+fn vlm_skip_lists_keep_what_the_quantiser_keeps() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vlm_quant_layouts.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let mut got = Vec::new();
+    for case in v["cases"].as_array().unwrap() {
+        let name = case["case"].as_str().unwrap();
+        // the default image (1024 × 1024): 1,225 image tokens in the prompt
+        let (format, bytes) = modelled_at(case, 2048);
+        assert_eq!(bytes, measured(case), "{name} ({format})");
+        got.push((name.to_string(), bytes));
+        if let Some(loaded) = case.get("modules_to_not_convert_as_loaded") {
+            let mut cfg = case["config"].clone();
+            cfg["quantization_config"] = case["quantization_config"].clone();
+            let spec = vramcalc_core::import::hf::from_config_json(&cfg.to_string()).unwrap();
+            assert_eq!(serde_json::to_value(&spec.unquantised.unwrap().modules).unwrap(), *loaded, "{name}");
+        }
+    }
+    let at = |n: &str| got.iter().find(|g| g.0 == n).unwrap().1;
+    assert!(at("bnb-nf4-qwen-vl-skip-visual") > at("bnb-nf4-qwen-vl") && at("bnb-nf4-qwen-vl") > at("bnb-nf4-qwen-vl-bare-visual"), "{got:?}");
+    assert_eq!(got.len(), 5);
 }

@@ -77,7 +77,11 @@ pub fn of_weights(g: &Graph, layers: &[(&str, u32)], names: &[Option<&str>]) -> 
             }
             continue;
         }
-        match leaves(kind, ws.len()) {
+        // Qwen2.5-VL's vision blocks (`modeling_qwen2_5_vl.py`, `Qwen2_5_VLVisionBlock`): a fused
+        // `attn.qkv` and `attn.proj`, then the gated MLP
+        let qwen_vision = name.contains("visual.blocks.") && kind.starts_with("transformer_") && ws.len() == 5;
+        let list = if qwen_vision { Some(&["attn.qkv", "attn.proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"][..]) } else { leaves(kind, ws.len()) };
+        match list {
             Some(list) => out.extend(ws.iter().zip(list).map(|(w, leaf)| (w.0, Module::Named(vec![join(leaf)])))),
             None => out.extend(ws.iter().map(|w| (w.0, Module::Within(name.to_string())))),
         }

@@ -88,6 +88,10 @@ pub fn from_config(obj: &Map<String, Value>) -> Result<ModelSpec> {
 fn with_skip_list(obj: &Map<String, Value>, mut spec: ModelSpec) -> Result<ModelSpec> {
     if let Some(q) = obj.get("quantization_config").filter(|q| !q.is_null()) {
         spec.unquantised = crate::formats::skip::SkipList::of_quantization_config(q)?;
+        let fp8 = q.get("quant_method").and_then(Value::as_str) == Some("fp8");
+        if let (true, Some(list), Some("Qwen2_5_VLForConditionalGeneration")) = (fp8, spec.unquantised.as_mut(), spec.name.as_deref()) {
+            qwen_vl::fp8_skip_names(&mut list.modules);
+        }
     }
     Ok(spec)
 }

@@ -371,7 +371,14 @@ impl MultiheadAttention {
                     }
                 }
                 // transpose(1, 2).contiguous(): a copy back to [S, H, hd]
-                copy(b, out, Shape::new([seq, q_dim]))
+                let out = copy(b, out, Shape::new([seq, q_dim]));
+                if eager && kvh != h {
+                    // `eager_attention_forward`'s `key_states`, `value_states` (the `repeat_kv`
+                    // copies) are locals until it returns
+                    b.hold(k);
+                    b.hold(v);
+                }
+                out
             }
             false => {
                 // A window shorter than the sequence needs an explicit mask, and transformers'

@@ -166,6 +166,10 @@ impl TransformerLayer {
         } else if self.norm_first {
             let n = self.norm(b, x)?;
             let (mut a, weights) = attn.lower_with_weights(b, n)?;
+            // `hidden_states = self.input_layernorm(hidden_states)`, then `self.self_attn(
+            // hidden_states=hidden_states, ...)`: the local keeps the norm's output until the
+            // attention returns (`LlamaDecoderLayer.forward`, `Qwen2_5_VLDecoderLayer.forward`)
+            b.hold(n);
             if self.post_norms {
                 a = self.norm(b, a)?;
             }

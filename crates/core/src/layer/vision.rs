@@ -1,45 +1,126 @@
 //! What vision-language models add to a decoder: the image tokens a vision tower and its
 //! projector computed, written into the token embeddings at the image placeholders.
 //!
-//! A spec lists the vision tower and the projector on the image input, then `token_input` (the
-//! prompt's token ids; the projected image tokens become the memory), the token embedding, then
-//! `image_tokens`, then the decoder. transformers 5.24 (`modeling_gemma3.py`,
-//! `Gemma3Model.forward`): `special_image_mask = input_ids == image_token_id` (a bool `[S]`,
+//! A spec runs them in the order the model's forward does. transformers 5.24's
+//! `Qwen2_5_VLModel.forward`, `LlavaModel.forward`, `PaliGemmaModel.forward` and
+//! `Gemma3Model.forward` all embed the prompt first (`inputs_embeds =
+//! self.get_input_embeddings()(input_ids)`), then run the tower (`get_image_features`), then
+//! write the image rows: so the spec is `token_input` (the prompt's token ids; the image, the
+//! model's input, becomes the memory), the token embedding, `image_input` (the embeddings set
+//! aside, the image taken up again), the vision tower and the projector, then `image_tokens`, then
+//! the decoder. The embeddings are alive through the tower. (The older order — the tower first,
+//! then `token_input`, the embedding and `image_tokens` — still reads, as Llama 3.2 Vision's
+//! `MllamaModel.forward` runs its tower before the text model embeds.)
+//!
+//! `Gemma3Model.forward`: `special_image_mask = input_ids == image_token_id` (a bool `[S]`,
 //! unsqueezed and expanded: views), `inputs_embeds.masked_scatter(special_image_mask,
 //! image_features)`: a new `[S, D]` tensor; autograd keeps the mask (`masked_scatter`'s
-//! backward: `grad.masked_fill(mask, 0)` and `grad.masked_select(mask)`).
+//! backward: `grad.masked_fill(mask, 0)` and `grad.masked_select(mask)`). The forward's output
+//! carries the tower's (`image_outputs`: its `last_hidden_state` and `pooler_output`), so they
+//! stay referenced until the forward returns: `keep` marks them.
 
 use super::{positive, LayerResult};
 use crate::graph::{GradRule, ValueId};
 use crate::lower::Builder;
+use crate::serde_util::is_false;
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
-/// Writes the memory's `[N, D]` rows into `N` of the `[S, D]` token embeddings (`N ≤ S`).
+/// Writes the `[N, D]` image tokens into `N` of the `[S, D]` token embeddings (`N ≤ S`): the
+/// image tokens are the input and the embeddings the memory after `image_input`, the other way
+/// round in the older order (the memory a `token_input` after the tower set aside).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageTokens {
     pub embed_dim: u64,
+    /// The image tokens are `torch.cat`ed first (`Qwen2_5_VLModel.forward`: `image_embeds =
+    /// torch.cat(pooler_output, dim=0)`; LLaVA's `torch.cat(image_features, dim=0)`): a new
+    /// `[N, D]` copy, referenced by the forward's local until it returns.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub concat: bool,
 }
 
 impl ImageTokens {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
         positive(self.embed_dim, "embed_dim")?;
-        let mem = b.memory.ok_or("image_tokens needs a `token_input` after the vision tower (its output is the image tokens)")?;
-        let (xs, ms) = (b.shape(x).0.clone(), b.shape(mem).0.clone());
+        let mem = b.memory.ok_or("image_tokens needs a `token_input` (and, after it and the embedding, `image_input` before the vision tower)")?;
+        let (embeds, image) = if b.prompt_aside { (mem, x) } else { (x, mem) };
+        let (xs, ms) = (b.shape(embeds).0.clone(), b.shape(image).0.clone());
         if xs.len() != 2 || xs[1] != self.embed_dim || ms.len() != 2 || ms[1] != self.embed_dim {
-            return Err(format!("expected [N, {d}] image tokens and [S, {d}] token embeddings, got {} and {}", b.shape(mem), b.shape(x), d = self.embed_dim));
+            return Err(format!("expected [N, {d}] image tokens and [S, {d}] token embeddings, got {} and {}", b.shape(image), b.shape(embeds), d = self.embed_dim));
         }
         if ms[0] > xs[0] {
             return Err(format!("{} image tokens do not fit a sequence of {} tokens", ms[0], xs[0]));
         }
+        let image = if self.concat {
+            // one tensor's `cat`: its gradient is the incoming one's slice
+            let (shape, dt) = (b.shape(image).clone(), b.dtype(image));
+            let cat = b.op("cat", &[image], &[(shape, dt)], &[], false, &[], GradRule::Slices)[0];
+            b.forward_locals.push(cat);
+            cat
+        } else {
+            image
+        };
         // `image_features.to(inputs_embeds.dtype)`
-        let dt = b.dtype(x);
-        let mem = b.cast(mem, dt);
+        let dt = b.dtype(embeds);
+        let image = b.cast(image, dt);
         let mask = (Shape::new([xs[0]]), true, DType::Bool);
-        let out = b.op("masked_scatter", &[x, mem], &[(Shape::new(xs), dt)], &[], false, &[mask], GradRule::Alloc)[0];
+        let out = b.op("masked_scatter", &[embeds, image], &[(Shape::new(xs), dt)], &[], false, &[mask], GradRule::Alloc)[0];
         b.memory = None;
+        b.prompt_aside = false;
         Ok(out)
+    }
+}
+
+/// Sets the prompt's token embeddings (the input) aside and returns the image (the memory the
+/// `token_input` before set aside): the vision tower runs after the embedding, which stays
+/// alive through it, as `Qwen2_5_VLModel.forward` and `LlavaModel.forward` run them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ImageInput {}
+
+impl ImageInput {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let image = match b.memory {
+            Some(m) if !b.prompt_aside => m,
+            Some(_) => return Err("a model has at most one `image_input`".into()),
+            None => return Err("image_input needs a `token_input` before it (the model's input, the image, is then its memory)".into()),
+        };
+        b.memory = Some(x);
+        b.prompt_aside = true;
+        Ok(image)
+    }
+}
+
+/// Passes its input through and keeps it referenced until the model's forward returns (a
+/// module's output the forward returns or keeps in a local: the vision tower's
+/// `last_hidden_state` and `pooler_output` in `image_outputs`). Nothing is allocated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Keep {}
+
+impl Keep {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        b.forward_locals.push(x);
+        Ok(x)
+    }
+}
+
+/// `x[index, ...]` with an int64 permutation of the `N` tokens of `[N, ...]`: a new copy
+/// (Qwen2.5-VL's tower: `hidden_states[window_index, :, :]` into window order, and
+/// `merged_hidden_states[reverse_indices, :]` back). Autograd keeps the `[N]` index
+/// (`index_backward`: a zeroed gradient of the input, `index_put_`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct IndexTokens {}
+
+impl IndexTokens {
+    pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        let s = b.shape(x).clone();
+        let Some(&n) = s.0.first() else { return Err("expected an [N, ...] input, got a scalar".into()) };
+        let dt = b.dtype(x);
+        let index = (Shape::new([n]), true, DType::I64);
+        Ok(b.op("index", &[x], &[(s, dt)], &[], false, &[index], GradRule::Alloc)[0])
     }
 }
 
@@ -178,6 +259,56 @@ mod tests {
         let bytes: Vec<u64> = op.saved.iter().map(|&s| g.storages[s as usize].bytes.per_sample).collect();
         assert_eq!(bytes, vec![16]);
         assert_eq!(g.storages[op.allocs[0] as usize].bytes.per_sample, 16 * 32 * 4);
+    }
+
+    /// `token_input`, the embedding, `image_input`, a one-linear "tower", `image_tokens`.
+    fn embedded_first(extra: &str) -> String {
+        format!(
+            r#"{{"input": {{"shape": [4, 32]}}, "layers": [{{"kind": "token_input", "seq_len": 16}},
+            {{"kind": "embedding", "num_embeddings": 100, "embedding_dim": 32}}, {{"kind": "image_input"}},
+            {{"kind": "linear", "in_features": 32, "out_features": 32}}{extra}, {{"kind": "image_tokens", "embed_dim": 32, "concat": true}},
+            {{"kind": "linear", "in_features": 32, "out_features": 100}}]}}"#
+        )
+    }
+
+    #[test]
+    fn image_input_runs_the_tower_after_the_embedding() {
+        let opts = LowerOptions { training: false, ..LowerOptions::default() };
+        let r = resolve(&ModelSpec::from_json(&embedded_first("")).unwrap(), None, opts).unwrap();
+        let g = &r.graph;
+        let at = |name: &str| g.ops.iter().position(|o| o.name == name).unwrap();
+        let (embed, tower, scatter) = (at("embedding"), at("linear"), at("masked_scatter"));
+        assert!(embed < tower && tower < scatter);
+        // the embeddings and the [4, 32] image tokens (their `cat` copy) are the scatter's inputs
+        let shapes: Vec<Vec<u64>> = g.ops[scatter].inputs.iter().map(|&v| g.value(v).shape.0.to_vec()).collect();
+        assert_eq!(shapes, vec![vec![16, 32], vec![4, 32]]);
+        assert_eq!(r.layers.last().unwrap().output_shape.0, vec![16, 100]);
+        // the `cat` copy is a local of the forward: held to its last op
+        let cat = g.storage_of(g.ops[at("cat")].outputs[0]);
+        assert!(g.holds.contains(&(cat, g.ops.len() as u32 - 1)));
+        for (bad, want) in [
+            (r#"{"input": {"shape": [4, 32]}, "layers": [{"kind": "image_input"}]}"#, "needs a `token_input`"),
+            (&embedded_first(r#", {"kind": "image_input"}"#), "at most one `image_input`"),
+        ] {
+            let e = resolve(&ModelSpec::from_json(bad).unwrap(), None, LowerOptions::default()).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn keep_holds_to_the_end_and_index_tokens_copies() {
+        let opts = LowerOptions { training: true, ..LowerOptions::default() };
+        let spec = embedded_first(r#", {"kind": "keep"}, {"kind": "index_tokens"}"#);
+        let r = resolve(&ModelSpec::from_json(&spec).unwrap(), None, opts).unwrap();
+        let g = &r.graph;
+        let tower = g.ops.iter().position(|o| o.name == "linear").unwrap();
+        let kept = g.storage_of(g.ops[tower].outputs[0]);
+        assert!(g.holds.contains(&(kept, g.ops.len() as u32 - 1)));
+        // a new [4, 32] fp32 copy; autograd keeps the [4] int64 index
+        let index = g.ops.iter().find(|o| o.name == "index").unwrap();
+        assert_eq!(g.storages[index.allocs[0] as usize].bytes.per_sample, 4 * 32 * 4);
+        let saved: Vec<u64> = index.saved.iter().map(|&s| g.storages[s as usize].bytes.per_sample).collect();
+        assert_eq!(saved, vec![4 * 8]);
     }
 
     #[test]

@@ -81,7 +81,12 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if !spec.layers.iter().any(|l| l.any(&causal)) {
         return Err(Error::Config("generate mode needs a decoder: causal attention layers to cache (an encoder such as BERT has none)".into()));
     }
-    let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).unwrap_or(1);
+    // an image-text model's prompt: `--seq-len`, else its `token_input`'s length
+    let image_prompt = || match spec.layers.first() {
+        Some(Layer::TokenInput(t)) if spec.image_prompt() => c.seq_len.or(Some(t.seq_len)),
+        _ => None,
+    };
+    let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).or_else(image_prompt).unwrap_or(1);
     if prompt == 0 {
         return Err(Error::Config("--prompt-len must be at least 1".into()));
     }
@@ -145,27 +150,8 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     if let Some(w) = c.weights {
         super::weights::weights_in(spec, &mut resolved, w)?;
     }
+    hold_text_model_locals(&mut resolved);
     let g = &mut resolved.graph;
-    // The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`) keeps
-    // `inputs_embeds`, `position_embeds`, `position_embeddings` and the mask in locals until it
-    // returns: up to the LM head, which its caller runs.
-    let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
-    let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
-    if let Some(end) = head_first.checked_sub(1) {
-        let kept: Vec<u32> = g.ops[..=end].iter().filter(|o| PER_FORWARD.contains(&o.name)).flat_map(|o| o.allocs.clone()).collect();
-        g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
-    }
-    // ... and makes them before its first layer (`create_causal_mask`, `self.rotary_emb(...)`
-    // after `embed_tokens`): a hybrid whose first attention layer comes late (Qwen3-Next's
-    // fourth) holds its mask and rotary tables through the recurrent layers before it
-    if let Some(first) = g.ops.iter().position(|o| o.name == "embedding").map(|e| e + 1).filter(|&f| f < head_first) {
-        for i in first + 1..head_first {
-            if PER_FORWARD.contains(&g.ops[i].name) && g.ops[i].name != "embedding" {
-                let allocs = std::mem::take(&mut g.ops[i].allocs);
-                g.ops[first].allocs.extend(allocs);
-            }
-        }
-    }
     let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
     let total = past + tokens;
     // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
@@ -205,6 +191,36 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     });
     let plan = Plan::new(g, false);
     Ok(Stage { resolved, plan })
+}
+
+/// The base model's forward (`LlamaModel.forward`, `GPT2Model.forward`, `Qwen2_5_VLTextModel.forward`)
+/// keeps `inputs_embeds`, `position_embeds`, `position_embeddings` and the mask in locals until it
+/// returns: up to the LM head, which its caller runs. Its `inputs_embeds` is the embedding's
+/// output, or a vision-language model's image rows written into it (`masked_scatter`, after the
+/// vision tower: the tower's own tables are not the text model's). Inference forwards, with or
+/// without a cache (`--mode infer` and each forward of `generate()`).
+pub(crate) fn hold_text_model_locals(resolved: &mut Resolved) {
+    let g = &mut resolved.graph;
+    let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
+    let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
+    let start = g.ops.iter().position(|o| o.name == "masked_scatter").or_else(|| g.ops.iter().position(|o| o.name == "embedding"));
+    let kept_op = |name: &str| PER_FORWARD.contains(&name) || name == "masked_scatter";
+    if let Some(end) = head_first.checked_sub(1) {
+        let from = start.filter(|&s| s <= end && g.ops[s].name == "masked_scatter").unwrap_or(0);
+        let kept: Vec<u32> = g.ops[from..=end].iter().filter(|o| kept_op(o.name)).flat_map(|o| o.allocs.clone()).collect();
+        g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
+    }
+    // ... and makes them before its first layer (`create_causal_mask`, `self.rotary_emb(...)`
+    // after `embed_tokens`): a hybrid whose first attention layer comes late (Qwen3-Next's
+    // fourth) holds its mask and rotary tables through the recurrent layers before it
+    if let Some(first) = start.map(|e| e + 1).filter(|&f| f < head_first) {
+        for i in first + 1..head_first {
+            if PER_FORWARD.contains(&g.ops[i].name) && g.ops[i].name != "embedding" {
+                let allocs = std::mem::take(&mut g.ops[i].allocs);
+                g.ops[first].allocs.extend(allocs);
+            }
+        }
+    }
 }
 
 /// Bytes the cache holds after a forward: its storages that outlive it.

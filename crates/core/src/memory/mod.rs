@@ -100,6 +100,10 @@ impl Prepared {
             Some(w) => apply_weights(spec, resolved, w, training)?,
             None => resolved,
         };
+        let mut resolved = resolved;
+        if config.mode == Mode::Infer {
+            generate::hold_text_model_locals(&mut resolved);
+        }
         let g = &resolved.graph;
         // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
         let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();

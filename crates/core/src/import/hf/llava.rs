@@ -16,8 +16,9 @@
 //!   3B's by default when `text_config` is absent: `init_kwargs` apply only then), `lm_head` tied
 //!   unless `tie_word_embeddings` is false.
 //!
-//! The spec's input is one image; a `token_input` of the prompt (the estimate's `seq_len`) follows
-//! and the image tokens are written into it (`image_tokens`). Modelled approximately (memory only;
+//! The spec's input is one image; a `token_input` of the prompt (the estimate's `seq_len`) and its
+//! embedding come first, then the tower on the image (`image_input`), and the image tokens are
+//! written into the embeddings (`image_tokens`). Modelled approximately (memory only;
 //! the parameters are exact): CLIP's `post_layernorm` normalises only the pooled `[CLS]` token in
 //! PyTorch (its output is unused by LLaVA), here the whole `[P, D]` output; and the layers after
 //! `vision_feature_layer` (the last one at the default −2) stay on the spec's path, where PyTorch
@@ -26,7 +27,7 @@
 //! 2-layer tower with SDPA, 0.3 % at `vision_feature_layer: -1`; `tests/import_vlm.rs`). PaliGemma's bidirectional attention over the image and prefix changes a mask only.
 
 use super::parts::{activation, layer, tower_layer};
-use super::vlm::{siglip, sub};
+use super::vlm::{siglip, sub, text_names, tower_names, SIGLIP_PARTS};
 use crate::error::{Error, Result};
 use crate::import::fields::{invalid, Fields};
 use crate::layer::transformer::FfnActivation;
@@ -36,6 +37,8 @@ use serde_json::{json, Map, Value};
 /// The decoder of `text`: its layers (no head), vocabulary, width and prompt length.
 struct Text {
     layers: Vec<Layer>,
+    /// The text model's module names (a base model's: `embed_tokens`, `layers`, `norm`).
+    names: crate::spec::LayerNames,
     vocab: u64,
     hidden: u64,
     seq: u64,
@@ -60,17 +63,28 @@ fn text_model(build: Build, mut text: Map<String, Value>, default_type: &str, dr
         vocab: spec.input.vocab_size.ok_or_else(|| invalid("text model"))?,
         seq: spec.input.shape.first().copied().unwrap_or(crate::import::decoder::MAX_DEFAULT_SEQ_LEN),
         layers: spec.layers,
+        names: spec.names,
         hidden,
     })
 }
 
-/// The image-text model: the tower and projector, the prompt, the decoder, `lm_head`.
-fn assemble(name: &str, input: Vec<u64>, mut layers: Vec<Layer>, text: Text, tokens: u64, tied: bool) -> Result<ModelSpec> {
-    layers.push(layer(json!({"kind": "token_input", "seq_len": text.seq.max(tokens), "prompt": true}))?);
+/// The image-text model in the order `LlavaModel.forward` and `PaliGemmaModel.forward` run it:
+/// the prompt's embedding, the tower and projector (`get_image_features`; LLaVA then
+/// `torch.cat`s the features, `concat`), the image rows, the decoder, `lm_head`.
+/// `parts`: the tower's and projector's module names ([`tower_names`]).
+#[allow(clippy::too_many_arguments)]
+fn assemble(name: &str, input: Vec<u64>, tower: Vec<Layer>, text: Text, tokens: u64, tied: bool, concat: bool, parts: &[(&str, &str)]) -> Result<ModelSpec> {
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": text.seq.max(tokens), "prompt": true}))?];
     let mut rest = text.layers.into_iter();
     layers.extend(rest.by_ref().take(1));
-    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": text.hidden}))?);
+    layers.push(layer(json!({"kind": "image_input"}))?);
+    let mut names = tower_names(&tower, layers.len(), parts, "vision_tower.encoder.layers", true);
+    let after = layers.len() + tower.len() + 1;
+    layers.extend(tower);
+    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": text.hidden, "concat": concat}))?);
     layers.extend(rest);
+    names.extend(text_names(&text.names, |j| if j == 0 { 1 } else { after + j - 1 }, true));
+    crate::layer_names::name_top(&mut names, layers.len(), "lm_head");
     layers.push(layer(json!({"kind": "linear", "in_features": text.hidden, "out_features": text.vocab, "bias": false, "tied_weight": tied}))?);
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -78,7 +92,7 @@ fn assemble(name: &str, input: Vec<u64>, mut layers: Vec<Layer>, text: Text, tok
         input: InputSpec { shape: input, dtype: InputDType::Float32, vocab_size: Some(text.vocab) },
         layers,
         loss: crate::spec::Loss::CausalLm,
-        names: Default::default(),
+        names,
         unquantised: None,
     })
 }
@@ -154,7 +168,15 @@ pub(super) fn llava(c: &Fields, arch: Option<&str>, build: Build) -> Result<Mode
         c.get(key);
     }
     c.refuse_unknown("llava", &[])?;
-    assemble(name, input, layers, text, tokens, tied)
+    // `CLIPVisionModel` (transformers 5.24: `embeddings`, `pre_layrnorm`, `encoder.layers`,
+    // `post_layernorm` under `vision_tower`), `LlavaMultiModalProjector`
+    let parts = [
+        ("conv2d", "vision_tower.embeddings.patch_embedding"), ("cls_token", "vision_tower.embeddings"),
+        ("positional_embedding", "vision_tower.embeddings.position_embedding"), ("layer_norm", "vision_tower.pre_layrnorm"),
+        ("layer_norm", "vision_tower.post_layernorm"), ("linear", "multi_modal_projector.linear_1"), ("*", "multi_modal_projector.act"),
+        ("linear", "multi_modal_projector.linear_2"),
+    ];
+    assemble(name, input, layers, text, tokens, tied, true, &parts)
 }
 
 /// `PaliGemmaConfig` (transformers 5.24).
@@ -190,5 +212,6 @@ pub(super) fn paligemma(c: &Fields, arch: Option<&str>, build: Build) -> Result<
         c.get(key);
     }
     c.refuse_unknown("paligemma", &[])?;
-    assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied)
+    let parts = [SIGLIP_PARTS[0], SIGLIP_PARTS[1], SIGLIP_PARTS[2], ("linear", "multi_modal_projector.linear")];
+    assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied, false, &parts)
 }

@@ -23,6 +23,12 @@
 //! - `Qwen2_5_VLPatchMerger`: `ln_q` (RMSNorm), `view(-1, D·merge²)` (`merge_tokens`),
 //!   `Linear(D·m², D·m²)`, GELU, `Linear(D·m², out_hidden_size)`: `H·W / (P·m)²` image tokens.
 //!
+//! The layers run as `Qwen2_5_VLModel.forward` runs them: the prompt's `token_input` and
+//! embedding first, then `image_input` and the tower (the embeddings alive through it; the patches
+//! permuted into window order, `index_tokens`), the merger and its output permuted back; the
+//! tower's `last_hidden_state` and `pooler_output` are returned in `image_outputs` (`keep`);
+//! `image_tokens` `torch.cat`s the features (`concat`) and writes them, then the decoder.
+//!
 //! The blocks outside `fullatt_block_indexes` attend within windows of `window_size` pixels, the
 //! others over the whole image, each span in turn and the outputs concatenated (`windows`, from
 //! `get_vision_window_index`). Modelled approximately (memory only, the parameters are exact):
@@ -142,6 +148,8 @@ fn tower(obj: &Map<String, Value>, image: (u64, u64)) -> Result<(Vec<Layer>, Vec
         layer(json!({"kind": "conv2d", "in_channels": channels.saturating_mul(temporal), "out_channels": h, "kernel_size": patch, "stride": patch, "bias": false}))?,
         layer(json!({"kind": "flatten", "start_dim": 2}))?,
         layer(json!({"kind": "transpose", "dim0": 1, "dim1": 2}))?,
+        // `permute_input_for_window_attn`: `hidden_states[window_index, :, :]`, a copy
+        layer(json!({"kind": "index_tokens"}))?,
     ];
     // runs of blocks alike: windowed, or one span over the image (`fullatt_block_indexes`)
     let mut runs: Vec<(u64, bool)> = Vec::new();
@@ -157,11 +165,16 @@ fn tower(obj: &Map<String, Value>, image: (u64, u64)) -> Result<(Vec<Layer>, Vec
         layers.push(Layer::Repeat { times, body: vec![Layer::TransformerEncoderLayer(TransformerLayer { windows, ..block.clone() })] });
     }
     layers.extend([
+        // the last block's output is the tower's `last_hidden_state`, returned in `image_outputs`
+        layer(json!({"kind": "keep"}))?,
         layer(json!({"kind": "rms_norm", "normalized_shape": h, "eps": 1e-6}))?,
         layer(json!({"kind": "merge_tokens", "group": merge.saturating_mul(merge)}))?,
         layer(json!({"kind": "linear", "in_features": wide, "out_features": wide}))?,
         layer(json!({"kind": "gelu"}))?,
         layer(json!({"kind": "linear", "in_features": wide, "out_features": out}))?,
+        // `merged_hidden_states[reverse_indices, :]` (a copy): the `pooler_output`, returned too
+        layer(json!({"kind": "index_tokens"}))?,
+        layer(json!({"kind": "keep"}))?,
     ]);
     Ok((layers, vec![channels.saturating_mul(temporal), rh, rw], tokens, out))
 }
@@ -231,12 +244,21 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
     }
     let vocab = decoder.input.vocab_size.ok_or_else(|| invalid("qwen2_5_vl text model"))?;
     let seq = decoder.input.shape.first().copied().unwrap_or(MAX_DEFAULT_SEQ_LEN).max(tokens);
-    let mut layers = vision;
-    layers.push(layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?);
+    // `Qwen2_5_VLModel.forward`: the prompt's embedding first, then the tower, then the image
+    // rows (`image_embeds = torch.cat(pooler_output)`, `masked_scatter`), then the decoder
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?];
     let mut text_layers = decoder.layers.into_iter();
     layers.extend(text_layers.by_ref().take(1));
-    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
+    layers.push(layer(json!({"kind": "image_input"}))?);
+    let first = layers.len();
+    // `Qwen2_5_VisionTransformerPretrainedModel` under `visual`: the Conv3d, `blocks`, the merger
+    let parts = [("conv2d", "visual.patch_embed.proj"), ("rms_norm", "visual.merger.ln_q"), ("linear", "visual.merger.mlp.0"), ("gelu", "visual.merger.mlp.1"), ("linear", "visual.merger.mlp.2")];
+    let mut names = super::vlm::tower_names(&vision, first, &parts, "visual.blocks", lm);
+    let after = first + vision.len() + 1;
+    layers.extend(vision);
+    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht, "concat": true}))?);
     layers.extend(text_layers);
+    names.extend(super::vlm::text_names(&decoder.names, |j| if j == 0 { 1 } else { after + j - 1 }, lm));
     let name = if lm { "Qwen2_5_VLForConditionalGeneration" } else { "Qwen2_5_VLModel" };
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -244,7 +266,24 @@ pub(super) fn qwen2_5_vl(c: &Fields, arch: Option<&str>, image: (u64, u64)) -> R
         input: InputSpec { shape, dtype: InputDType::Float32, vocab_size: Some(vocab) },
         layers,
         loss: decoder.loss,
-        names: Default::default(),
+        names,
         unquantised: None,
     })
+}
+
+/// An fp8 checkpoint's `modules_to_not_convert` as the loader reads it: transformers 5.24's
+/// `FineGrainedFP8HfQuantizer._normalize_modules_to_not_convert` puts each entry through the
+/// class's checkpoint renamings (`conversion_mapping.py`, `Qwen2VLForConditionalGeneration`:
+/// `^visual` → `model.visual`, `^model(?!\.(language_model|visual))` → `model.language_model`), so
+/// a hub list's `visual` keeps `model.visual.*` (measured: `tests/data/vlm_quant_layouts.json`).
+/// The other quantisers match the list as written.
+pub(super) fn fp8_skip_names(modules: &mut [String]) {
+    for m in modules.iter_mut() {
+        let renamed = match (m.strip_prefix("visual"), m.strip_prefix("model")) {
+            (Some(rest), _) => format!("model.visual{rest}"),
+            (_, Some(rest)) if !rest.starts_with(".language_model") && !rest.starts_with(".visual") => format!("model.language_model{rest}"),
+            _ => continue,
+        };
+        *m = renamed;
+    }
 }

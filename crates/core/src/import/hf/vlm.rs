@@ -8,8 +8,9 @@
 //! patch conv with bias (k = s = `patch_size`), flatten and transpose, learned positions (no class
 //! token), pre-norm layers with the tanh GELU, `post_layernorm` — then the projector:
 //! `token_pool` to `mm_tokens_per_image` tokens, `mm_soft_emb_norm` (RMSNorm) and the
-//! `mm_input_projection_weight [Dv, Dt]` matmul. A `token_input` of the prompt's token ids follows
-//! (the image tokens are its memory), the scaled token embedding, `image_tokens` (the image rows
+//! `mm_input_projection_weight [Dv, Dt]` matmul. As `Gemma3Model.forward` runs them, a
+//! `token_input` of the prompt's token ids and the scaled token embedding come first, then the
+//! tower on the image (`image_input`: the embeddings set aside), `image_tokens` (the image rows
 //! written into the image placeholders) and the decoder. The prompt is [`super::MAX_DEFAULT_SEQ_LEN`]
 //! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included; the
 //! estimate's `seq_len` replaces it (`token_input`'s `prompt`).
@@ -24,9 +25,59 @@ use crate::error::{Error, Result};
 use crate::import::decoder::MAX_DEFAULT_SEQ_LEN;
 use crate::import::fields::{invalid, Fields};
 use crate::layer::transformer::FfnActivation;
-use crate::spec::{InputDType, InputSpec, Layer, ModelSpec, SPEC_VERSION};
+use crate::spec::{InputDType, InputSpec, Layer, LayerNames, ModelSpec, SPEC_VERSION};
 use serde_json::{json, Map, Value};
 
+
+/// The text model's names (`text`, keyed by its own spec's paths) at their places in an
+/// image-text spec: its top-level layer `j` at `at(j)`. transformers 5.24's image-text classes
+/// hold the text model as `model.language_model` (`Qwen2_5_VLModel`, `LlavaModel`,
+/// `Gemma3Model`, `PaliGemmaModel`: `self.language_model`) beside `lm_head`; a causal LM's
+/// `model.embed_tokens` is `model.language_model.embed_tokens` there, a base model's
+/// `embed_tokens` `language_model.embed_tokens`.
+pub(super) fn text_names(text: &LayerNames, at: impl Fn(usize) -> usize, lm: bool) -> LayerNames {
+    let mut out = LayerNames::new();
+    for (key, name) in text {
+        let (Some(rest), Some(name)) = (key.strip_prefix("layers["), name.as_str()) else { continue };
+        let Some((index, tail)) = rest.split_once(']') else { continue };
+        let Ok(j) = index.parse::<usize>() else { continue };
+        let inner = name.strip_prefix("model.").unwrap_or(name);
+        let renamed = match lm {
+            _ if name.is_empty() || name == "lm_head" => name.to_string(),
+            true => format!("model.language_model.{inner}"),
+            false => format!("language_model.{inner}"),
+        };
+        out.insert(format!("layers[{}]{tail}", at(j)), renamed.into());
+    }
+    out
+}
+
+/// transformers' module names of a tower and projector (`layers`, at `first` in the spec): each
+/// layer whose kind is the next of `parts` (`(kind, module)`, `"*"` any kind) is that module, a
+/// `repeat` is the `ModuleList` `list` (its runs numbered on), the rest (flatten, views) are no
+/// modules. Names sit under `model.` in the `…ForConditionalGeneration` class (`lm`).
+pub(super) fn tower_names(layers: &[Layer], first: usize, parts: &[(&str, &str)], list: &str, lm: bool) -> LayerNames {
+    use crate::layer_names::{name_module_list, name_top};
+    let full = |m: &str| if lm { format!("model.{m}") } else { m.to_string() };
+    let mut names = LayerNames::new();
+    let mut next = parts.iter().peekable();
+    for (i, l) in layers.iter().enumerate() {
+        if matches!(l, Layer::Repeat { .. }) {
+            name_module_list(&mut names, first + i, &full(list));
+        } else if let Some((_, module)) = next.next_if(|(kind, _)| *kind == "*" || *kind == l.kind()) {
+            name_top(&mut names, first + i, &full(module));
+        }
+    }
+    names
+}
+
+/// `SiglipVisionModel` (transformers 5.24: `embeddings`, `encoder.layers`, `post_layernorm`
+/// directly under `vision_tower`) as [`siglip`] lays it out.
+pub(super) const SIGLIP_PARTS: [(&str, &str); 3] = [
+    ("conv2d", "vision_tower.embeddings.patch_embedding"),
+    ("positional_embedding", "vision_tower.embeddings.position_embedding"),
+    ("layer_norm", "vision_tower.post_layernorm"),
+];
 
 /// A sub-config object (`text_config`, `vision_config`), empty when absent.
 pub(super) fn sub(c: &Fields, key: &str) -> Result<Map<String, Value>> {
@@ -109,18 +160,35 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     }
     c.refuse_unknown("gemma3", &[])?;
     let seq = decoder.input.shape.first().copied().unwrap_or(MAX_DEFAULT_SEQ_LEN).max(tokens);
-    let mut layers = vision;
+    // `Gemma3Model.forward`: the prompt's embedding (`Gemma3TextScaledWordEmbedding`: the
+    // embedding and its `embed_scale`) first, then the tower and projector, then the image rows
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?];
+    let mut text_layers = decoder.layers.into_iter();
+    layers.extend(text_layers.by_ref().take(2));
+    layers.push(layer(json!({"kind": "image_input"}))?);
+    layers.extend(vision);
+    // the tower's `last_hidden_state`, returned in `image_outputs`
+    layers.push(layer(json!({"kind": "keep"}))?);
     layers.push(layer(json!({"kind": "token_pool", "grid": side, "kernel": side / per_side}))?);
     // Gemma3RMSNorm (`x · (1 + w)`): as an RMSNorm's memory and parameters
     layers.push(layer(json!({"kind": "rms_norm", "normalized_shape": hv, "eps": eps}))?);
     // torch.matmul(normed, mm_input_projection_weight): a linear without bias
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": ht, "bias": false}))?);
-    layers.push(layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?);
-    let mut text_layers = decoder.layers.into_iter();
-    // the embedding and its `embed_scale`, then the image rows
-    layers.extend(text_layers.by_ref().take(2));
+    // the projector's output is the `pooler_output`, returned too
+    layers.push(layer(json!({"kind": "keep"}))?);
+    let first = layers.iter().position(|l| matches!(l, Layer::ImageInput(_))).map_or(0, |i| i + 1);
+    let tower = &layers[first..];
+    // `Gemma3MultiModalProjector`: `avg_pool`, `mm_soft_emb_norm`, and the projection is its own
+    // `mm_input_projection_weight` parameter (no `nn.Linear`: quantisers leave it as it is)
+    let parts = [
+        SIGLIP_PARTS[0], SIGLIP_PARTS[1], SIGLIP_PARTS[2],
+        ("token_pool", "multi_modal_projector.avg_pool"), ("rms_norm", "multi_modal_projector.mm_soft_emb_norm"), ("linear", "multi_modal_projector"),
+    ];
+    let mut names = tower_names(tower, first, &parts, "vision_tower.encoder.layers", lm);
+    let after = layers.len() + 1;
     layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
     layers.extend(text_layers);
+    names.extend(text_names(&decoder.names, |j| if j < 2 { 1 + j } else { after + j - 2 }, lm));
     let name = if lm { "Gemma3ForConditionalGeneration" } else { "Gemma3Model" };
     Ok(ModelSpec {
         version: SPEC_VERSION,
@@ -128,7 +196,7 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         input: InputSpec { shape: vec![channels, image, image], dtype: InputDType::Float32, vocab_size: Some(dt) },
         layers,
         loss,
-        names: Default::default(),
+        names,
         unquantised: None,
     })
 }
