@@ -291,6 +291,7 @@ fn every_family_agrees_within_its_target_and_the_doc_is_current() {
     let doc = std::fs::read_to_string(DOC).unwrap_or_else(|e| panic!("{DOC}: {e}"));
     let start = doc.find(BEGIN).map(|i| i + BEGIN.len()).expect("docs/models.md: the generated section's marker");
     let end = start + doc[start..].find(END).expect("docs/models.md: the end marker");
+    // `FAMILY_TABLE` set (to `docs/models.md`, the one file it writes): rewrite the section
     if std::env::var_os("FAMILY_TABLE").is_some() {
         std::fs::write(DOC, format!("{}{table}{}", &doc[..start], &doc[end..])).unwrap();
     } else {
