@@ -169,33 +169,13 @@ proptest! {
 /// tokens, cached once — are the estimate's, exactly (fp32 and bf16, dynamic and static caches).
 #[test]
 fn mllama_generate_caches_the_image_keys_once() {
-    use vramcalc_core::{AutocastDevice, Device, GenerateConfig, KvCacheKind, Mode, Precision};
     let text = hf::data("hf/mllama_cache.jsonl");
     let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(rows.len() >= 5 && rows.iter().any(|r| r["cache"] == "static"));
     for r in rows {
-        let spec = import(&r["config"].to_string());
-        let generate = GenerateConfig {
-            prompt_len: r["prompt_len"].as_u64(),
-            new_tokens: r["new_tokens"].as_u64().unwrap(),
-            cache: KvCacheKind::parse(r["cache"].as_str().unwrap()).unwrap(),
-            logits_to_keep: 1,
-            kv_dtype: None,
-        };
-        let precision = if r["dtype"] == "bfloat16" { Precision::Bf16 } else { Precision::Fp32 };
-        let cfg = TrainConfig {
-            batch: r["batch"].as_u64().unwrap(),
-            precision,
-            autocast_device: AutocastDevice::Cpu,
-            device: Device::Cpu,
-            mode: Mode::Generate,
-            generate,
-            ..TrainConfig::default()
-        };
-        let est = Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}")).estimate();
-        let g = est.generation.expect("a generation report");
-        assert_eq!(g.kv_cache_bytes_after_prefill, r["kv_cache_bytes_after_prefill"].as_u64().unwrap(), "{r}");
-        assert_eq!(g.kv_cache_bytes, r["kv_cache_bytes_end"].as_u64().unwrap(), "{r}");
+        let (after_prefill, end) = hf::generate_cache_bytes(&r);
+        assert_eq!(after_prefill, r["kv_cache_bytes_after_prefill"].as_u64().unwrap(), "{r}");
+        assert_eq!(end, r["kv_cache_bytes_end"].as_u64().unwrap(), "{r}");
     }
 }
 

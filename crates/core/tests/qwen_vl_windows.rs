@@ -14,43 +14,11 @@
 //! until it returns, and `eager_attention_forward`'s `repeat_kv` copies until it returns (before:
 //! −3.99 %, −0.88 % and −1.55 %).
 
+#[path = "common/qwen_vl.rs"]
+mod qwen_vl;
+use qwen_vl::{compare, records};
 use serde_json::Value;
-use vramcalc_core::{AttentionImpl, GenerateConfig, Mode, OptimizerKind, Precision, TrainConfig};
-
-fn records() -> Vec<Value> {
-    include_str!("data/hf/qwen_vl_traces.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
-/// `(record, estimated, measured, relative error)` of each record.
-fn compare() -> Vec<(String, u64, u64, f64)> {
-    records()
-        .iter()
-        .map(|r| {
-            let image = (r["image"][0].as_u64().unwrap(), r["image"][1].as_u64().unwrap());
-            let spec = vramcalc_core::import::hf::from_config_with_image(r["config"].as_object().unwrap(), image).unwrap();
-            let generate = GenerateConfig { new_tokens: r["new_tokens"].as_u64().unwrap_or(1), ..GenerateConfig::default() };
-            let c = TrainConfig {
-                batch: r["batch"].as_u64().unwrap(),
-                seq_len: r["seq_len"].as_u64(),
-                attention: if r["attention"] == "sdpa" { AttentionImpl::Sdpa } else { AttentionImpl::Eager },
-                device: vramcalc_core::Device::Cpu,
-                precision: Precision::Fp32,
-                optimizer: OptimizerKind::Sgd,
-                mode: match r["mode"].as_str() {
-                    Some("train") => Mode::Train,
-                    Some("generate") => Mode::Generate,
-                    _ => Mode::Infer,
-                },
-                generate,
-                ..TrainConfig::default()
-            };
-            let est = vramcalc_core::estimate(&spec, &c).unwrap().peak_bytes;
-            let measured = r["measured_peak_bytes"].as_u64().unwrap();
-            let label = format!("{} {}x{} {}", r["mode"].as_str().unwrap(), image.0, image.1, r["attention"].as_str().unwrap());
-            (label, est, measured, (est as f64 - measured as f64) / measured as f64)
-        })
-        .collect()
-}
+use vramcalc_core::{GenerateConfig, Mode, Precision, TrainConfig};
 
 #[test]
 fn qwen2_5_vl_against_traced_pytorch() {

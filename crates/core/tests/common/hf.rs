@@ -43,33 +43,66 @@ pub fn assert_reference_counts(models: &[&str]) {
     }
 }
 
-/// Each record of `file` (`tools/trace_hf.py`'s: `config`, `batch`, `seq_len`, `attention`,
-/// `dtype`, `measured_peak_bytes`) imports and its estimated training step with `--optimizer sgd`
-/// is within `tolerance(record)` percent of the measured peak; `expected` records in all.
-pub fn assert_traces(file: &str, expected: usize, tolerance: impl Fn(&serde_json::Value) -> f64) {
+/// The estimate's error, in percent, against one record of `tools/trace_hf.py` (`config`,
+/// `batch`, `seq_len`, `attention`, `dtype`, `measured_peak_bytes`): its training step with
+/// `--optimizer sgd`.
+pub fn trace_error(r: &serde_json::Value) -> f64 {
     use vramcalc_core::{AttentionImpl, OptimizerKind, Precision};
+    let spec = from_config_json(&r["config"].to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = TrainConfig {
+        batch: r["batch"].as_u64().unwrap(),
+        seq_len: r["seq_len"].as_u64(),
+        attention: if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
+        precision: match r["dtype"].as_str() {
+            Some("bf16") => Precision::Bf16,
+            Some("fp16") => Precision::Fp16,
+            _ => Precision::Fp32,
+        },
+        optimizer: OptimizerKind::Sgd,
+        ..TrainConfig::default()
+    };
+    let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
+    let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
+    (est - measured) / measured * 100.0
+}
+
+/// Each record of `file` is within `tolerance(record)` percent of the measured peak
+/// ([`trace_error`]); `expected` records in all.
+pub fn assert_traces(file: &str, expected: usize, tolerance: impl Fn(&serde_json::Value) -> f64) {
     let text = data(file);
     let mut n = 0;
     for line in text.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        let spec = from_config_json(&r["config"].to_string()).unwrap_or_else(|e| panic!("{e}"));
-        let cfg = TrainConfig {
-            batch: r["batch"].as_u64().unwrap(),
-            seq_len: r["seq_len"].as_u64(),
-            attention: if r["attention"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa },
-            precision: match r["dtype"].as_str() {
-                Some("bf16") => Precision::Bf16,
-                Some("fp16") => Precision::Fp16,
-                _ => Precision::Fp32,
-            },
-            optimizer: OptimizerKind::Sgd,
-            ..TrainConfig::default()
-        };
-        let est = Prepared::new(&spec, &cfg).unwrap().estimate().peak_bytes as f64;
-        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
-        let err = (est - measured) / measured * 100.0;
-        assert!(err.abs() <= tolerance(&r), "{} {}: estimated {est}, measured {measured} ({err:+.2} %)", r["family"], r["attention"]);
+        let err = trace_error(&r);
+        assert!(err.abs() <= tolerance(&r), "{} {}: {err:+.2} % against the measured {}", r["family"], r["attention"], r["measured_peak_bytes"]);
         n += 1;
     }
     assert_eq!(n, expected, "{file}");
+}
+
+/// The estimated cache bytes `(after the prefill, at the end)` of one `generate()` record of
+/// `tools/measure_mllama_cache.py` (`config`, `batch`, `prompt_len`, `new_tokens`, `cache`, `dtype`).
+pub fn generate_cache_bytes(r: &serde_json::Value) -> (u64, u64) {
+    use vramcalc_core::{AutocastDevice, Device, GenerateConfig, KvCacheKind, Mode, Precision};
+    let spec = from_config_json(&r["config"].to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let generate = GenerateConfig {
+        prompt_len: r["prompt_len"].as_u64(),
+        new_tokens: r["new_tokens"].as_u64().unwrap(),
+        cache: KvCacheKind::parse(r["cache"].as_str().unwrap()).unwrap(),
+        logits_to_keep: 1,
+        kv_dtype: None,
+    };
+    let precision = if r["dtype"] == "bfloat16" { Precision::Bf16 } else { Precision::Fp32 };
+    let cfg = TrainConfig {
+        batch: r["batch"].as_u64().unwrap(),
+        precision,
+        autocast_device: AutocastDevice::Cpu,
+        device: Device::Cpu,
+        mode: Mode::Generate,
+        generate,
+        ..TrainConfig::default()
+    };
+    let est = Prepared::new(&spec, &cfg).unwrap_or_else(|e| panic!("{e}")).estimate();
+    let g = est.generation.expect("a generation report");
+    (g.kv_cache_bytes_after_prefill, g.kv_cache_bytes)
 }
