@@ -22,7 +22,8 @@
 //! caller's: their weights sit beside the step; their no-grad encode passes run before it.
 //! Checked against measured steps (`tests/diffusion_full.rs`, `tools/measure_diffusion_full.py`).
 
-use super::component::{Component, Pass};
+use super::component::{Component, ComponentKind, Pass};
+use super::pipeline::{component_params, PipelineSpec};
 use super::train::{step_from_loss, TrainStep};
 use crate::config::{AutocastDevice, Device, OptimizerKind, Precision};
 use crate::error::{Error, Result};
@@ -30,13 +31,34 @@ use crate::graph::GradRule;
 use crate::lower::{Builder, LowerOptions};
 use crate::units::{DType, Shape};
 
-/// Which diffusers script, for what `zero_grad` does between steps.
+/// Which diffusers script, for what `zero_grad` does between steps and what stays loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Script {
-    /// `train_dreambooth.py`: `zero_grad(set_to_none=args.set_grads_to_none)`, default False.
+    /// `train_dreambooth.py`: `zero_grad(set_to_none=args.set_grads_to_none)`, default False;
+    /// the VAE and text encoder on the GPU in `weight_dtype`.
     Dreambooth,
-    /// `train_text_to_image.py` (or `--set_grads_to_none`): gradients freed.
+    /// `train_text_to_image.py` (or train_dreambooth.py `--set_grads_to_none`): gradients freed;
+    /// the VAE and text encoder on the GPU in `weight_dtype`.
     TextToImage,
+    /// `train_text_to_image_sdxl.py`: gradients freed; the embeddings and VAE latents are
+    /// precomputed (`train_dataset.map(compute_embeddings_fn)`, `compute_vae_encodings_fn`), then
+    /// `del text_encoders, tokenizers, vae` — nothing frozen stays.
+    TextToImageSdxl,
+}
+
+impl Script {
+    pub fn name(self) -> &'static str {
+        match self {
+            Script::Dreambooth => "train_dreambooth.py",
+            Script::TextToImage => "train_text_to_image.py",
+            Script::TextToImageSdxl => "train_text_to_image_sdxl.py",
+        }
+    }
+
+    /// Whether the frozen VAE and text encoders stay on the GPU during training.
+    pub fn keeps_encoders(self) -> bool {
+        self != Script::TextToImageSdxl
+    }
 }
 
 /// `--use_ema` and where its copy lives.
@@ -78,6 +100,9 @@ impl FullStep {
 
 /// A full fine-tuning step of `c` (a UNet) on `pass`.
 pub fn full_step(c: &Component, pass: Pass, s: FullSettings) -> Result<FullStep> {
+    if s.ema != Ema::None && s.script == Script::Dreambooth {
+        return Err(Error::Config("--use-ema is train_text_to_image.py's: train_dreambooth.py has no EMA".into()));
+    }
     if !matches!(c, Component::Unet(_)) {
         return Err(Error::Config(format!(
             "full fine-tuning is modelled for UNet2DConditionModel (diffusers' train_dreambooth.py, train_text_to_image.py); {} is not: \
@@ -105,4 +130,47 @@ pub fn full_step(c: &Component, pass: Pass, s: FullSettings) -> Result<FullStep>
     let step = step_from_loss(b, loss, s.optimizer, s.batch, s.script == Script::Dreambooth);
     let ema_bytes = if s.ema == Ema::None { 0 } else { step.params * 4 };
     Ok(FullStep { step, ema_bytes, ema_on_gpu: s.ema == Ema::Gpu })
+}
+
+/// A full fine-tuning job: the step, and the frozen components the script keeps on the GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FullJob {
+    pub step: FullStep,
+    /// `(component, bytes)` on the GPU beside the step, in the pipeline's order.
+    pub resident: Vec<(String, u64)>,
+    /// The step's GPU peak plus the resident components.
+    pub peak: u64,
+}
+
+/// The job of `c` with the pipeline `spec` around it when known (its VAE and text encoders in
+/// `weight_dtype`: `vae.to(accelerator.device, dtype=weight_dtype)`,
+/// `text_encoder.to(accelerator.device, dtype=weight_dtype)` in train_dreambooth.py and
+/// train_text_to_image.py); without it, the UNet's step alone.
+pub fn full_job(c: &Component, spec: Option<&PipelineSpec>, pass: Pass, s: FullSettings) -> Result<FullJob> {
+    let step = full_step(c, pass, s)?;
+    let size = match s.mixed_precision {
+        Precision::Fp32 => 4,
+        _ => 2,
+    };
+    let mut resident = Vec::new();
+    if s.script.keeps_encoders() {
+        for (n, comp) in spec.map_or(&[][..], |p| &p.components[..]) {
+            if matches!(comp.kind(), ComponentKind::Vae | ComponentKind::TextEncoder) {
+                resident.push((n.clone(), component_params(comp)?.saturating_mul(size)));
+            }
+        }
+    }
+    let peak = step.peak().saturating_add(resident.iter().map(|r| r.1).sum());
+    Ok(FullJob { step, resident, peak })
+}
+
+/// The script diffusers trains `c` with by default: SDXL's UNet (its text-time embedding) by
+/// train_text_to_image_sdxl.py (train_dreambooth.py has no SDXL path), `--use_ema` by
+/// train_text_to_image.py, else train_dreambooth.py (`set_grads_to_none` frees the gradients).
+pub fn default_script(c: &Component, ema: bool, set_grads_to_none: bool) -> Script {
+    match c {
+        Component::Unet(u) if u.text_time.is_some() => Script::TextToImageSdxl,
+        _ if ema || set_grads_to_none => Script::TextToImage,
+        _ => Script::Dreambooth,
+    }
 }
