@@ -1,17 +1,8 @@
 //! `estimate --mode train` without `--finetune lora`: diffusers' full fine-tune of the UNet.
 
-use std::process::Command;
+mod common;
 
-fn vramcalc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vramcalc")).args(args).output().expect("run vramcalc");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = vramcalc(args);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-}
+use common::{json, vramcalc};
 
 fn refused(args: &[&str], needle: &str) {
     let (code, _, err) = vramcalc(args);
