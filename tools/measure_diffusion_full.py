@@ -17,6 +17,7 @@ examples/dreambooth/train_dreambooth.py and examples/text_to_image/train_text_to
   `ema_unet.step(unet.parameters())` after `zero_grad()`.
 
     /root/mvenv/bin/python tools/measure_diffusion_full.py > crates/core/tests/data/diffusion_full.jsonl
+    /root/mvenv/bin/python tools/measure_diffusion_full.py after >> crates/core/tests/data/diffusion_full.jsonl
 """
 import gc, json, sys, warnings
 import torch
@@ -91,12 +92,18 @@ def grid():
                                         ("unet-sd", D.UNET, 320, 256, True, False, 2), ("unet-sdxl", D.UNETXL, 256, 320, False, False, 2)]:
         R.append(dict(base, name=name, config=cfg, width=w, height=h, checkpointing=ck, script="train_text_to_image.py", ema=ema, batch=b, held_out=True))
     R.append(dict(base, name="unet-sd", config=D.UNET, width=320, height=384, checkpointing=True, script="train_dreambooth.py", batch=2, held_out=True))
+    # measured after the model was settled (`... measure_diffusion_full.py after >> ...jsonl`)
+    for name, cfg, w, h, ck, script, ema, b in [("unet-sd", D.UNET, 448, 320, False, "train_dreambooth.py", False, 3),
+                                                ("unet-sdxl", D.UNETXL, 512, 256, True, "train_text_to_image.py", True, 1),
+                                                ("unet-sdxl", D.UNETXL, 320, 320, True, "train_dreambooth.py", False, 2)]:
+        R.append(dict(base, name=name, config=cfg, width=w, height=h, checkpointing=ck, script=script, ema=ema, batch=b, held_out=True, after=True))
     return R
 
 
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
-    DL.run([r for r in grid() if only in (None, r["name"])], measure, keys=("name", "script", "width", "height", "checkpointing", "batch"))
+    pick = (lambda r: r.get("after")) if only == "after" else (lambda r: only in (None, r["name"]) and not r.get("after"))
+    DL.run([r for r in grid() if pick(r)], measure, keys=("name", "script", "width", "height", "checkpointing", "batch"))
 
 
 if __name__ == "__main__":
