@@ -18,6 +18,7 @@ examples/dreambooth/train_dreambooth.py and examples/text_to_image/train_text_to
 
     /root/mvenv/bin/python tools/measure_diffusion_full.py > crates/core/tests/data/diffusion_full.jsonl
     /root/mvenv/bin/python tools/measure_diffusion_full.py after >> crates/core/tests/data/diffusion_full.jsonl
+    /root/mvenv/bin/python tools/measure_diffusion_full.py flux >> crates/core/tests/data/diffusion_full.jsonl
 """
 import gc, json, sys, warnings
 import torch
@@ -92,6 +93,10 @@ def grid():
                                         ("unet-sd", D.UNET, 320, 256, True, False, 2), ("unet-sdxl", D.UNETXL, 256, 320, False, False, 2)]:
         R.append(dict(base, name=name, config=cfg, width=w, height=h, checkpointing=ck, script="train_text_to_image.py", ema=ema, batch=b, held_out=True))
     R.append(dict(base, name="unet-sd", config=D.UNET, width=320, height=384, checkpointing=True, script="train_dreambooth.py", batch=2, held_out=True))
+    # Flux's transformer as train_dreambooth_flux.py trains it (fp32, autocast, zero_grad() frees the
+    # gradients; its weighted flow-matching loss measured as mse_loss: latent-sized temporaries apart)
+    for (w, h, ck, b) in [(256, 256, False, 1), (256, 256, True, 1), (384, 512, False, 1), (384, 512, True, 1), (320, 256, True, 2)]:
+        R.append(dict(base, name="flux", config=D.FLUX, width=w, height=h, checkpointing=ck, script="train_dreambooth_flux.py", batch=b, text_len=64, held_out=b == 2))
     # measured after the model was settled (`... measure_diffusion_full.py after >> ...jsonl`)
     for name, cfg, w, h, ck, script, ema, b in [("unet-sd", D.UNET, 448, 320, False, "train_dreambooth.py", False, 3),
                                                 ("unet-sdxl", D.UNETXL, 512, 256, True, "train_text_to_image.py", True, 1),
@@ -103,6 +108,7 @@ def grid():
 def main():
     only = sys.argv[1] if len(sys.argv) > 1 else None
     pick = (lambda r: r.get("after")) if only == "after" else (lambda r: only in (None, r["name"]) and not r.get("after"))
+    # the Flux records came later: `measure_diffusion_full.py flux >> ...jsonl`
     DL.run([r for r in grid() if pick(r)], measure, keys=("name", "script", "width", "height", "checkpointing", "batch"))
 
 

@@ -1,6 +1,6 @@
 //! `estimate --mode train` without `--finetune lora` on a pipeline or a `--diffusers-config`
-//! UNet: diffusers' full fine-tuning of the UNet (core `diffusion::full_train`:
-//! train_dreambooth.py, train_text_to_image.py, train_text_to_image_sdxl.py).
+//! UNet or Flux transformer: diffusers' full fine-tuning (core `diffusion::full_train`:
+//! train_dreambooth.py, train_text_to_image.py, train_text_to_image_sdxl.py, train_dreambooth_flux.py).
 
 use crate::args::Settings;
 use crate::diffusion::DiffusionArgs;
@@ -65,7 +65,7 @@ pub fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &Setting
     let u = s.unit();
     let f = |b: u64| format_bytes(b, u);
     let mut o = format!(
-        "{name} ({}): full fine-tune step at {w}×{h}, batch {}, {}{}{} as {} runs it (fp32 UNet under --mixed_precision {}; modelled, see docs/diffusion.md)\n",
+        "{name} ({}): full fine-tune step at {w}×{h}, batch {}, {}{}{} as {} runs it (fp32 weights under --mixed_precision {}; modelled, see docs/diffusion.md)\n",
         c.class(),
         setup.batch,
         setup.optimizer.name(),
@@ -78,7 +78,7 @@ pub fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &Setting
         script.name(),
         s.precision.as_deref().unwrap_or("bf16"),
     );
-    o += &format!("parameters      {:>16}\ntrainable       {:>16}\nUNet step peak  {:>16}\n", thousands(st.params), thousands(st.trainable), f(st.peak));
+    o += &format!("parameters      {:>16}\ntrainable       {:>16}\nstep peak       {:>16}\n", thousands(st.params), thousands(st.trainable), f(st.peak));
     if ema != Ema::None {
         o += &format!("EMA copy        {:>16}  ({})\n", f(job.step.ema_bytes), if ema == Ema::Gpu { "GPU" } else { "CPU RAM" });
     }

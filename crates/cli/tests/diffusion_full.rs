@@ -73,6 +73,12 @@ fn pipelines_keep_their_frozen_encoders_and_ema_adds_a_copy() {
     assert_eq!(xl["script"], "train_text_to_image_sdxl.py");
     assert!(xl["resident"].as_array().unwrap().is_empty());
     assert_eq!(xl["peak_bytes"], xl["step_peak_bytes"]);
+    // Flux: train_dreambooth_flux.py keeps the VAE, deletes the text encoders after the prompt's embeddings
+    let flux = json(&["estimate", "--pipeline", "flux.1-dev", "--mode", "train", "--checkpointing", "--optimizer", "adam8bit", "--json"]);
+    assert_eq!(flux["script"], "train_dreambooth_flux.py");
+    assert_eq!(flux["params"].as_u64().unwrap(), 11_901_408_320);
+    let kept: Vec<&str> = flux["resident"].as_array().unwrap().iter().map(|r| r["component"].as_str().unwrap()).collect();
+    assert_eq!(kept, ["vae"]);
     let (code, text, err) = vramcalc(&["estimate", "--pipeline", "sd-1.5", "--mode", "train"]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("full fine-tune") && text.contains("peak allocated"), "{text}");
@@ -81,8 +87,9 @@ fn pipelines_keep_their_frozen_encoders_and_ema_adds_a_copy() {
 #[test]
 fn what_is_not_modelled_is_refused() {
     let t = ["estimate", "--mode", "train"];
-    refused(&[&t[..], &["--pipeline", "flux.1-dev"]].concat(), "--finetune lora");
-    refused(&[&t[..], &["--pipeline", "sd3.5-medium"]].concat(), "full fine-tuning is modelled for UNet2DConditionModel");
+    refused(&[&t[..], &["--pipeline", "sd3.5-medium"]].concat(), "SD3Transformer2DModel");
+    refused(&[&t[..], &["--pipeline", "wan2.1-t2v-1.3b"]].concat(), "--finetune lora");
+    refused(&[&t[..], &["--pipeline", "flux.1-dev", "--use-ema"]].concat(), "no EMA");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--trainer", "kohya", "--network-train-unet-only"]].concat(), "");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--train-text-encoder"]].concat(), "--train-text-encoder");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--offload-ema"]].concat(), "--use-ema");
