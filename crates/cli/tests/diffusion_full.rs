@@ -90,7 +90,7 @@ fn what_is_not_modelled_is_refused() {
     refused(&[&t[..], &["--pipeline", "sd3.5-medium"]].concat(), "SD3Transformer2DModel");
     refused(&[&t[..], &["--pipeline", "wan2.1-t2v-1.3b"]].concat(), "--finetune lora");
     refused(&[&t[..], &["--pipeline", "flux.1-dev", "--use-ema"]].concat(), "no EMA");
-    refused(&[&t[..], &["--pipeline", "sd-1.5", "--trainer", "kohya", "--network-train-unet-only"]].concat(), "");
+    refused(&[&t[..], &["--pipeline", "sd-1.5", "--trainer", "kohya", "--network-train-unet-only"]].concat(), "add --finetune lora");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--train-text-encoder"]].concat(), "--train-text-encoder");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--offload-ema"]].concat(), "--use-ema");
     refused(&[&t[..], &["--pipeline", "sd-1.5", "--finetune", "lora", "--use-ema"]].concat(), "full fine-tuning's");
