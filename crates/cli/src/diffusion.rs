@@ -45,6 +45,19 @@ pub struct DiffusionArgs {
     /// Per-component dtypes: `transformer=nf4,text_encoder_2=fp8` (fp32 | fp16 | bf16 | fp8 | nf4).
     #[arg(long)]
     pub component_dtype: Option<String>,
+    /// Full fine-tuning (`--mode train` without `--finetune lora`): train_text_to_image.py's
+    /// --use_ema (an fp32 copy of the UNet on the GPU).
+    #[arg(long)]
+    pub use_ema: bool,
+    /// Full fine-tuning: --offload_ema (the EMA copy in CPU RAM between steps).
+    #[arg(long)]
+    pub offload_ema: bool,
+    /// Full fine-tuning: train_dreambooth.py's --set_grads_to_none (gradients freed between steps).
+    #[arg(long)]
+    pub set_grads_to_none: bool,
+    /// Full fine-tuning: train_dreambooth.py's --train_text_encoder (not modelled: refused).
+    #[arg(long)]
+    pub train_text_encoder: bool,
     /// `--mode train`: whose LoRA script, diffusers (its train_dreambooth_lora*.py) | kohya
     /// (sd-scripts' train_network.py / sdxl_train_network.py, UNets).
     #[arg(long, default_value = "diffusers")]
@@ -148,6 +161,7 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
         if mode == "train" {
             return match trainer(d)? {
                 Trainer::Kohya => crate::kohya::train(&c, c.class(), None, s, dist, d, json),
+                Trainer::Diffusers if crate::diffusion_full::is_full(d, s)? => crate::diffusion_full::train(&c, c.class(), None, s, dist, d, json),
                 Trainer::Diffusers => train(&c, c.class(), s, dist, d, json),
             };
         }
@@ -162,6 +176,7 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
         let (name, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?;
         return match trainer(d)? {
             Trainer::Kohya => crate::kohya::train(c, name, Some(&spec), s, dist, d, json),
+            Trainer::Diffusers if crate::diffusion_full::is_full(d, s)? => crate::diffusion_full::train(c, name, Some(&spec), s, dist, d, json),
             Trainer::Diffusers => train(c, name, s, dist, d, json),
         };
     }

@@ -87,6 +87,9 @@ pub fn estimate(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionA
         if d.trainer == "kohya" {
             bail!("--what-if and --fits are diffusers' LoRA step's; leave them out with --trainer kohya");
         }
+        if crate::diffusion_full::is_full(d, s)? {
+            bail!("--what-if and --fits are diffusers' LoRA step's; leave them out for a full fine-tune (no --finetune lora)");
+        }
         return train(model, s, dist, d, as_json, text, what_if, fits);
     }
     mode_is_infer(s)?;

@@ -9,6 +9,7 @@ mod ollama;
 mod reverse;
 mod serve;
 mod diffusion;
+mod diffusion_full;
 mod diffusion_reverse;
 mod kohya;
 mod dist;

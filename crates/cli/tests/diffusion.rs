@@ -106,9 +106,11 @@ fn lora_training_of_the_denoiser() {
     ck.extend(["--checkpointing", "--optimizer", "adam8bit"]);
     let c = json(&ck);
     assert!(c["peak_bytes"].as_u64().unwrap() < v["peak_bytes"].as_u64().unwrap());
-    let (code, _, err) = vramcalc(&["estimate", "--pipeline", "sdxl", "--mode", "train"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--finetune lora"), "{err}");
+    // without --finetune lora: the full fine-tune (tests/diffusion_full.rs), every parameter trains
+    let full = json(&["estimate", "--pipeline", "sdxl", "--mode", "train", "--json"]);
+    assert_eq!(full["finetune"], "full");
+    assert_eq!(full["trainable_params"], full["params"]);
+    assert!(full["params"].as_u64().unwrap() < v["params"].as_u64().unwrap(), "no adapters");
 }
 
 #[test]

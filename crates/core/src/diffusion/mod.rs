@@ -26,6 +26,7 @@ pub mod component;
 pub mod context;
 pub mod dit;
 pub mod family;
+pub mod full_train;
 pub mod kohya;
 pub mod kohya_job;
 pub mod offload;

@@ -53,7 +53,13 @@ pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device
 
 /// The step from a scalar `loss` on: `loss.backward()` (which starts from it), the optimizer's
 /// step over the trainable parameters (its state in their dtype), simulated at `batch`.
-pub(super) fn backward_and_step(mut b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64) -> TrainStep {
+pub(super) fn backward_and_step(b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64) -> TrainStep {
+    step_from_loss(b, loss, opt, batch, false)
+}
+
+/// [`backward_and_step`]; `grads_persist`: the `.grad`s kept (zeroed, not freed) from the step
+/// before (`zero_grad(set_to_none=False)`), so backward accumulates into them.
+pub(super) fn step_from_loss(mut b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64, grads_persist: bool) -> TrainStep {
     let s = b.g.storage_of(loss) as usize;
     b.g.values[loss as usize].batched = false;
     b.g.storages[s].bytes = b.g.values[loss as usize].bytes();
@@ -62,7 +68,7 @@ pub(super) fn backward_and_step(mut b: Builder, loss: ValueId, opt: OptimizerKin
     let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
     let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
     let cost = optimizer::cost(opt, OptimizerImpl::Foreach, &shapes, state_dtype);
-    let plan = Plan::new(&g, true);
+    let plan = Plan::new(&g, true).with_accumulation(grads_persist);
     let r = plan.simulate(&g, batch.max(1), cost, false, None);
     TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() }
 }

@@ -131,13 +131,28 @@ pub fn layer_norm(b: &mut Builder, x: ValueId, w: Option<ValueId>, bias: Option<
     let mut ins = vec![x];
     ins.extend(w);
     ins.extend(bias);
-    let policy = b.norm_policy();
-    let (ins, dt) = b.autocast(policy, &ins);
+    let (ins, dt) = norm_autocast(b, &ins);
     let s = b.shape(x).clone();
     let rows = Shape::new([s.numel() / s.last().max(1)]);
     let batched = b.value(x).batched;
     let extras = [(rows.clone(), batched, DType::F32), (rows, batched, DType::F32)];
     b.op("layer_norm", &ins, &[(s, dt)], &ins[..1], false, &extras, GradRule::Alloc)[0]
+}
+
+/// Autocast of `layer_norm` / `group_norm` (`ins[0]` the input, then the affine parameters):
+/// CUDA's runs them in fp32; CPU autocast leaves them out of its lists, and ATen's CPU kernels
+/// take a half input with fp32 weights as it is (`is_mixed_type`: the output in the input's
+/// dtype, `layer_norm_cpu` / `native_group_norm`) — fp32 master weights under CPU autocast
+/// (measured: `tools/measure_diffusion_full.py`); other inputs promote.
+fn norm_autocast(b: &mut Builder, ins: &[ValueId]) -> (Vec<ValueId>, DType) {
+    let policy = b.norm_policy();
+    let x = b.dtype(ins[0]);
+    let amp = matches!(b.opts.precision, crate::config::Precision::AmpBf16 | crate::config::Precision::AmpFp16);
+    let mixed = ins[1..].iter().all(|&w| b.dtype(w) == DType::F32);
+    if amp && policy == crate::lower::CastPolicy::Promote && matches!(x, DType::Bf16 | DType::F16) && mixed {
+        return (ins.to_vec(), x);
+    }
+    b.autocast(policy, ins)
 }
 
 /// `nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)`.
@@ -167,8 +182,7 @@ impl GroupNorm {
             ins.push(b.param(Shape::new([self.num_channels])));
             ins.push(b.param(Shape::new([self.num_channels])));
         }
-        let policy = b.norm_policy();
-        let (ins, dt) = b.autocast(policy, &ins);
+        let (ins, dt) = norm_autocast(b, &ins);
         let g = Shape::new([self.num_groups]);
         let extras = [(g.clone(), true, DType::F32), (g, true, DType::F32)];
         Ok(b.op("group_norm", &ins, &[(s, dt)], &ins[..1], false, &extras, GradRule::Alloc)[0])
