@@ -7,7 +7,7 @@ use crate::diffusion::DiffusionArgs;
 use crate::dist::DistArgs;
 use anyhow::{bail, Result};
 use serde_json::json;
-use vramcalc_core::diffusion::kohya::{kohya_step, KohyaSettings};
+use vramcalc_core::diffusion::kohya::{kohya_step_with, KohyaSettings};
 use vramcalc_core::diffusion::pipeline::component_params;
 use vramcalc_core::diffusion::{Component, ComponentKind, Pass, PipelineSpec, WeightDType};
 use vramcalc_core::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
@@ -15,8 +15,10 @@ use vramcalc_core::{format_bytes, thousands, Precision};
 
 /// kohya's step of `c` (the denoiser `name`); `spec`, when known, gives the VAE and text encoders.
 pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, json: bool) -> Result<String> {
-    if !d.network_train_unet_only {
-        bail!("--trainer kohya: kohya's text-encoder LoRA (trained unless --network-train-unet-only) is not modelled; pass --network-train-unet-only");
+    // without --network_train_unet_only kohya trains a LoRA on the text encoders too
+    let train_te = !d.network_train_unet_only;
+    if train_te && d.cache_text_encoder_outputs {
+        bail!("--cache-text-encoder-outputs needs --network-train-unet-only (kohya asserts: the text encoders' LoRA cannot train on cached outputs)");
     }
     let setup = crate::diffusion::lora_setup(c, s, dist, d)?;
     if !setup.finetune.has_adapters() {
@@ -48,12 +50,18 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         conv_dim: d.conv_dim,
         optimizer: setup.optimizer,
     };
-    let step = kohya_step(c, setup.pass, ks, setup.device, setup.batch)?;
+    let encoders: Vec<&Component> = match spec {
+        Some(spec) if train_te => spec.components.iter().filter(|(_, comp)| comp.kind() == ComponentKind::TextEncoder).map(|(_, comp)| comp).collect(),
+        None if train_te => bail!("--trainer kohya trains the text encoders' LoRA too (no --network-train-unet-only): give --pipeline or --model-index for them"),
+        _ => Vec::new(),
+    };
+    let step = kohya_step_with(c, &encoders, setup.pass, ks, setup.device, setup.batch)?;
     // frozen on the GPU beside the step: the VAE without --cache_latents (`vae.to(accelerator.device,
     // dtype=vae_dtype)`), the text encoders without cached outputs (`t_enc.to(accelerator.device,
     // dtype=weight_dtype)`); their no-grad encode passes run before the UNet's forward
     let mut resident: Vec<(String, u64)> = Vec::new();
-    let want = |k: ComponentKind| (k == ComponentKind::Vae && !d.cache_latents) || (k == ComponentKind::TextEncoder && !d.cache_text_encoder_outputs);
+    // (the text encoders a text-encoder LoRA trains are in the step's peak already)
+    let want = |k: ComponentKind| (k == ComponentKind::Vae && !d.cache_latents) || (k == ComponentKind::TextEncoder && !d.cache_text_encoder_outputs && !train_te);
     let size = vramcalc_core::diffusion::component::dtype_of(weight.compute()).size();
     match spec {
         Some(spec) => {
@@ -75,19 +83,20 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         let v = json!({"component": name, "class": c.class(), "trainer": "kohya", "peak_bytes": peak, "step_peak_bytes": step.peak,
             "params": step.params, "trainable_params": step.trainable, "param_bytes": step.param_bytes, "batch": setup.batch,
             "width": w, "height": h, "checkpointing": setup.checkpointing, "optimizer": setup.optimizer.name(),
-            "full_half": ks.full_half, "resident": resident.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+            "full_half": ks.full_half, "text_encoder_lora": train_te, "text_encoders_trained": encoders.len(), "resident": resident.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
             "devices": {"gpu_bytes": peak, "gpu_total_bytes_approx": total}});
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let u = s.unit();
     let mut o = format!(
-        "{name} ({}): kohya LoRA step at {w}×{h}, batch {}, network_dim {}, {}{}{} (modelled, see docs/diffusion.md)\n",
+        "{name} ({}): kohya LoRA step at {w}×{h}, batch {}, network_dim {}, {}{}{}{} (modelled, see docs/diffusion.md)\n",
         c.class(),
         setup.batch,
         ks.network_dim,
         setup.optimizer.name(),
         if setup.checkpointing { ", gradient checkpointing" } else { "" },
         if ks.full_half { ", full half-precision network" } else { "" },
+        if train_te { format!(", text-encoder LoRA on {} encoder(s) (in the peak)", encoders.len()) } else { ", UNet only".into() },
     );
     o += &format!("parameters      {:>16}\ntrainable       {:>16}\n", thousands(step.params), thousands(step.trainable));
     for (n, b) in &resident {

@@ -71,12 +71,26 @@ impl KohyaSettings {
 /// A kohya LoRA step of `c` (a UNet) on `pass` at `batch` on cached latents and text encoder
 /// outputs; the frozen VAE and text encoders a run without caching keeps are the caller's.
 pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, batch: u64) -> Result<TrainStep> {
-    if !matches!(c, Component::Unet(_)) {
+    kohya_step_with(c, &[], pass, s, device, batch)
+}
+
+/// [`kohya_step`] with kohya's text-encoder LoRA (`diffusion/kohya_te.rs`) when `encoders` is not
+/// empty (run without `--network_train_unet_only`): the encoders (frozen, in the weight dtype)
+/// run inside the step, their LoRA trains beside the UNet's; the peak includes their weights.
+pub fn kohya_step_with(c: &Component, encoders: &[&Component], pass: Pass, s: KohyaSettings, device: Device, batch: u64) -> Result<TrainStep> {
+    let Component::Unet(unet) = c else {
         return Err(Error::Config(format!(
             "kohya's trainer is modelled for UNet2DConditionModel (train_network.py, sdxl_train_network.py); {} is trained by another script",
             c.class()
         )));
-    }
+    };
+    let tes = encoders
+        .iter()
+        .map(|e| match e {
+            Component::Text(t) => Ok(t),
+            other => Err(Error::Config(format!("{} is not a text encoder", other.class()))),
+        })
+        .collect::<Result<Vec<_>>>()?;
     if s.network_dim == 0 {
         return Err(Error::Config("--network-dim (--lora-r) must be at least 1".into()));
     }
@@ -98,7 +112,18 @@ pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, b
     let mut b = Builder::new(opts);
     let adapter = if s.full_half { weight } else { DType::F32 };
     b.kohya = Some(Kohya { adapter, base: weight, in_scope: false, grad_inputs: if s.checkpointing { 2 } else { 1 }, sd1_checkpointing: s.sd1_port, conv_dim: s.conv_dim });
-    let out = c.lower_into(&mut b, pass)?;
+    let (out, kept, te_group) = if tes.is_empty() {
+        (c.lower_into(&mut b, pass)?, 0, 0)
+    } else {
+        let Pass::Denoise { width, height, text_len, .. } = pass else { return Err(Error::Config("a kohya step is of the denoiser".into())) };
+        let conds = super::kohya_te::encode(&mut b, &tes, text_len, unet.cross_attention_dim)?;
+        // the text encoders' LoRA are the first trainable parameters: their own param group
+        let te_group = b.g.trainable_params().count();
+        b.style = crate::finetune::NameStyle::Diffusers;
+        b.frozen = true;
+        let out = unet.forward_cond(&mut b, (height / 8).max(1), (width / 8).max(1), text_len, Some((conds.text, conds.pool))).map_err(|e| Error::Config(format!("{}: {e}", c.class())))?;
+        (out, conds.embedding_grad_bytes, te_group)
+    };
     // outside autocast: `F.mse_loss(pred.float(), target.float(), reduction="none")`
     let shape = b.shape(out).clone();
     let target = b.input(shape.clone(), b.dtype(out));
@@ -108,5 +133,7 @@ pub fn kohya_step(c: &Component, pass: Pass, s: KohyaSettings, device: Device, b
     let per_sample = b.op("mean", &[per_elem], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
     let weighted = b.op("mul", &[per_sample], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
     let loss = b.op("mean", &[weighted], &[(Shape::new([]), DType::F32)], &[], false, &[], GradRule::Alloc)[0];
-    Ok(super::train::backward_and_step(b, loss, s.optimizer, batch))
+    let mut step = super::train::backward_and_step_groups(b, loss, s.optimizer, batch, te_group);
+    step.peak = step.peak.saturating_add(kept);
+    Ok(step)
 }
