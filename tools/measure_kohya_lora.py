@@ -22,6 +22,8 @@ Measured with measure_diffusion_lora.py's method: CPU, FakeTensorMode + MemTrack
     (a subset: `... measure_kohya_lora.py unet-sd | unet-sdxl | sd1-port | conv-dim`)
     /root/mvenv/bin/python tools/measure_kohya_lora.py te >> crates/core/tests/data/diffusion_kohya.jsonl
     (kohya's text-encoder LoRA too: records with "train_text_encoder", see setup_te)
+    /root/mvenv/bin/python tools/measure_kohya_lora.py fp8 >> crates/core/tests/data/diffusion_kohya.jsonl
+    (--fp8_base: records with "fp8_base", see grid_fp8)
 
 Records with "unet_port": "kohya-sd1" take the checkpointing units of kohya's SD 1.x UNet
 (`library/original_unet.py`, see sd1_port_checkpointing); records with "conv_dim" add
@@ -131,6 +133,8 @@ def setup(rec):
     import measure_llm as L  # its fake_safe_module_to: Module.to without tensor swaps
     with L.fake_safe_module_to():
         network = torch.nn.ModuleList(loras).to(net_dt)
+        if rec.get("fp8_base"):
+            m.to(torch.float8_e4m3fn)  # --fp8_base: `unet.to(dtype=unet_weight_dtype)`, after the network
     ck = rec["checkpointing"]
     if ck:
         m.enable_gradient_checkpointing()
@@ -251,6 +255,13 @@ def setup_te(rec):
     import measure_llm as L
     with L.fake_safe_module_to():
         network = torch.nn.ModuleList(te_loras + unet_loras).to(net_dt)
+        if rec.get("fp8_base"):
+            # --fp8_base: `unet.to(dtype=float8_e4m3fn)`, `t_enc.to(dtype=te_weight_dtype)` and
+            # `prepare_text_encoder_fp8`: `text_model.embeddings.to(dtype=weight_dtype)`
+            m.to(torch.float8_e4m3fn)
+            for te in tes:
+                te.to(torch.float8_e4m3fn)
+                getattr(te, "text_model", te).embeddings.to(dt)
     ck = rec["checkpointing"]
     if ck:
         m.enable_gradient_checkpointing()
@@ -330,6 +341,27 @@ def measure_te(rec):
         return dict(rec, peak_bytes=total, params=params, trainable=sum(p.numel() for p in trainable))
 
 
+def grid_fp8():
+    """--fp8_base (train_network.py: asserts mixed_precision fp16/bf16): the frozen weights in
+    float8_e4m3fn, each Linear / conv weight cast to bf16 by autocast at its use (no autocast
+    cache: they do not require grad). CPU autocast leaves the norms' fp8 weights uncast (real
+    CPU kernels refuse them; FakeTensorMode does not; CUDA's autocast would run them in fp32)."""
+    R = []
+    base = {"text_len": 77, "trainer": "kohya", "fp8_base": True, "method": "memtracker_fake_cpu_kohya_lora_step"}
+    for name, cfg, w, h, b, r, ck, fb in [("unet-sd", D.UNET, 256, 256, 1, 4, False, False), ("unet-sd", D.UNET, 384, 512, 1, 4, True, False),
+                                          ("unet-sdxl", D.UNETXL, 256, 256, 1, 4, False, False), ("unet-sdxl", D.UNETXL, 384, 512, 1, 4, True, False),
+                                          ("unet-sd", D.UNET, 320, 256, 2, 16, True, True)]:
+        R.append(dict(base, name=name, config=cfg, batch=b, width=w, height=h, lora_r=r, checkpointing=ck, full_bf16=fb,
+                      unet_port="kohya-sd1" if name == "unet-sd" and ck else None,
+                      command="/root/mvenv/bin/python tools/measure_kohya_lora.py fp8"))
+    for name, cfg, w, h, ck in [("unet-sd", D.UNET, 256, 256, True), ("unet-sd", D.UNET, 384, 512, False), ("unet-sdxl", D.UNETXL, 256, 256, True)]:
+        R.append(dict(base, name=name, config=cfg, text_encoders=[TE_XL1, TE_XL2] if name == "unet-sdxl" else [TE_SD], train_text_encoder=True,
+                      batch=1, width=w, height=h, lora_r=4, checkpointing=ck, full_bf16=False,
+                      unet_port="kohya-sd1" if name == "unet-sd" and ck else None,
+                      command="/root/mvenv/bin/python tools/measure_kohya_lora.py fp8"))
+    return R
+
+
 def grid_te():
     R = []
     for name, cfg in [("unet-sd", D.UNET), ("unet-sdxl", D.UNETXL)]:
@@ -386,6 +418,10 @@ def main():
     keys = ("name", "width", "height", "batch", "checkpointing", "full_bf16")
     if only == "te":
         DL.run(grid_te(), measure_te, keys)
+        return
+    if only == "fp8":
+        for rec in grid_fp8():
+            DL.run([rec], measure_te if rec.get("train_text_encoder") else measure, keys)
         return
     DL.run([r for r in grid() if wanted(r)], measure, keys)
 

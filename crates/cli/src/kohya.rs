@@ -7,7 +7,7 @@ use crate::diffusion::DiffusionArgs;
 use crate::dist::DistArgs;
 use anyhow::{bail, Result};
 use serde_json::json;
-use vramcalc_core::diffusion::kohya::{kohya_step_with, KohyaSettings};
+use vramcalc_core::diffusion::kohya::{kohya_step_with, Fp8Base, KohyaSettings};
 use vramcalc_core::diffusion::pipeline::component_params;
 use vramcalc_core::diffusion::{Component, ComponentKind, Pass, PipelineSpec, WeightDType};
 use vramcalc_core::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
@@ -34,8 +34,18 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         WeightDType::Bf16 => Precision::AmpBf16,
         WeightDType::Fp16 => Precision::AmpFp16,
         WeightDType::Fp32 => Precision::Fp32,
-        other => bail!("--trainer kohya: --precision {} is not a --mixed_precision (bf16, fp16 or fp32); --fp8_base is not modelled", other.name()),
+        other => bail!("--trainer kohya: --precision {} is not a --mixed_precision (bf16, fp16 or fp32); for fp8 weights pass --fp8-base with --precision bf16 or fp16", other.name()),
     };
+    // --fp8_base / --fp8_base_unet (kohya: "fp8_base requires mixed precision='fp16' or 'bf16'")
+    let fp8 = match (d.fp8_base, d.fp8_base_unet) {
+        (false, false) => Fp8Base::Off,
+        // `te_weight_dtype = weight_dtype if args.fp8_base_unet else torch.float8_e4m3fn`
+        (_, true) => Fp8Base::Unet,
+        (true, false) => Fp8Base::All,
+    };
+    if fp8 != Fp8Base::Off && mixed == Precision::Fp32 {
+        bail!("--fp8-base / --fp8-base-unet need --precision bf16 or fp16 (kohya asserts: fp8_base requires mixed precision='fp16' or 'bf16')");
+    }
     if d.full_bf16 && weight != WeightDType::Bf16 || d.full_fp16 && weight != WeightDType::Fp16 {
         bail!("--full-bf16 needs --precision bf16 and --full-fp16 --precision fp16 (kohya asserts mixed_precision)");
     }
@@ -55,7 +65,7 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         None if train_te => bail!("--trainer kohya trains the text encoders' LoRA too (no --network-train-unet-only): give --pipeline or --model-index for them"),
         _ => Vec::new(),
     };
-    let step = kohya_step_with(c, &encoders, setup.pass, ks, setup.device, setup.batch)?;
+    let step = kohya_step_with(c, &encoders, fp8, setup.pass, ks, setup.device, setup.batch)?;
     // frozen on the GPU beside the step: the VAE without --cache_latents (`vae.to(accelerator.device,
     // dtype=vae_dtype)`), the text encoders without cached outputs (`t_enc.to(accelerator.device,
     // dtype=weight_dtype)`); their no-grad encode passes run before the UNet's forward
@@ -67,7 +77,12 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         Some(spec) => {
             for (n, comp) in &spec.components {
                 if want(comp.kind()) {
-                    resident.push((n.clone(), component_params(comp)?.saturating_mul(size)));
+                    // --fp8_base: the text encoders in fp8 but their embeddings; the VAE not
+                    let bytes = match comp {
+                        Component::Text(t) if fp8 == Fp8Base::All => vramcalc_core::diffusion::kohya_te::fp8_bytes(t, component_params(comp)?, size),
+                        _ => component_params(comp)?.saturating_mul(size),
+                    };
+                    resident.push((n.clone(), bytes));
                 }
             }
         }
@@ -83,19 +98,24 @@ pub(crate) fn train(c: &Component, name: &str, spec: Option<&PipelineSpec>, s: &
         let v = json!({"component": name, "class": c.class(), "trainer": "kohya", "peak_bytes": peak, "step_peak_bytes": step.peak,
             "params": step.params, "trainable_params": step.trainable, "param_bytes": step.param_bytes, "batch": setup.batch,
             "width": w, "height": h, "checkpointing": setup.checkpointing, "optimizer": setup.optimizer.name(),
-            "full_half": ks.full_half, "text_encoder_lora": train_te, "text_encoders_trained": encoders.len(), "resident": resident.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+            "full_half": ks.full_half, "fp8_base": fp8 == Fp8Base::All, "fp8_base_unet": fp8 == Fp8Base::Unet, "text_encoder_lora": train_te, "text_encoders_trained": encoders.len(), "resident": resident.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
             "devices": {"gpu_bytes": peak, "gpu_total_bytes_approx": total}});
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let u = s.unit();
     let mut o = format!(
-        "{name} ({}): kohya LoRA step at {w}×{h}, batch {}, network_dim {}, {}{}{}{} (modelled, see docs/diffusion.md)\n",
+        "{name} ({}): kohya LoRA step at {w}×{h}, batch {}, network_dim {}, {}{}{}{}{} (modelled, see docs/diffusion.md)\n",
         c.class(),
         setup.batch,
         ks.network_dim,
         setup.optimizer.name(),
         if setup.checkpointing { ", gradient checkpointing" } else { "" },
         if ks.full_half { ", full half-precision network" } else { "" },
+        match fp8 {
+            Fp8Base::All => ", fp8 base (UNet and text encoders)",
+            Fp8Base::Unet => ", fp8 base (UNet)",
+            Fp8Base::Off => "",
+        },
         if train_te { format!(", text-encoder LoRA on {} encoder(s) (in the peak)", encoders.len()) } else { ", UNet only".into() },
     );
     o += &format!("parameters      {:>16}\ntrainable       {:>16}\n", thousands(step.params), thousands(step.trainable));

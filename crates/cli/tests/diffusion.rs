@@ -195,7 +195,19 @@ fn kohya_lora_step_with_its_flags() {
     assert!(te["trainable_params"].as_u64().unwrap() > cached["trainable_params"].as_u64().unwrap());
     let unet_only = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents"]);
     assert!(te["peak_bytes"].as_u64().unwrap() > unet_only["peak_bytes"].as_u64().unwrap());
+    // --fp8-base: the frozen UNet and text encoders in fp8 (the step's weights halve; without
+    // checkpointing autocast's bf16 copies of them stay saved for the backward)
+    let fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--fp8-base", "--checkpointing"]);
+    let bf16 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--checkpointing"]);
+    assert_eq!(fp8["fp8_base"], true);
+    assert!(fp8["peak_bytes"].as_u64().unwrap() < bf16["peak_bytes"].as_u64().unwrap());
+    let te_fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--fp8-base"]);
+    let te_unet_fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--fp8-base-unet"]);
+    let te_bytes = |v: &serde_json::Value| v["resident"].as_array().unwrap().iter().map(|r| r["bytes"].as_u64().unwrap()).sum::<u64>();
+    assert!(te_bytes(&te_fp8) < te_bytes(&te_unet_fp8), "{te_fp8} {te_unet_fp8}");
     for (args, want) in [
+        (vec!["--trainer", "kohya", "--precision", "fp32", "--fp8-base"], "--fp8-base"),
+        (vec!["--fp8-base"], "--trainer kohya"),
         (vec!["--trainer", "kohya", "--cache-text-encoder-outputs"], "--network-train-unet-only"),
         (vec!["--cache-latents"], "--trainer kohya"),
         (vec!["--trainer", "kohya", "--network-train-unet-only", "--full-fp16"], "--full-fp16"),

@@ -236,7 +236,7 @@ fn lora_steps_match_measured_within_2_percent() {
 #[test]
 fn kohya_lora_steps_match_measured_within_3_percent() {
     use vramcalc_core::config::{Device, OptimizerKind, Precision};
-    use vramcalc_core::diffusion::kohya::{kohya_step_with, KohyaSettings};
+    use vramcalc_core::diffusion::kohya::{kohya_step_with, Fp8Base, KohyaSettings};
     use vramcalc_core::diffusion::Pass;
     let mut bad = Vec::new();
     let mut n = 0;
@@ -250,11 +250,14 @@ fn kohya_lora_steps_match_measured_within_3_percent() {
         // kohya's text-encoder LoRA (no --network_train_unet_only): the encoders' configs
         let tes: Vec<Component> = r["text_encoders"].as_array().map_or(Vec::new(), |a| a.iter().map(|t| Component::from_config(t.as_object().unwrap()).unwrap()).collect());
         let refs: Vec<&Component> = tes.iter().collect();
-        let s = kohya_step_with(&c, &refs, pass, ks, Device::Cpu, get("batch")).unwrap();
+        // --fp8_base (records with "fp8_base": the UNet and the encoders but their embeddings)
+        let fp8 = if r["fp8_base"].as_bool().unwrap_or(false) { Fp8Base::All } else { Fp8Base::Off };
+        let s = kohya_step_with(&c, &refs, fp8, pass, ks, Device::Cpu, get("batch")).unwrap();
         let want = get("peak_bytes");
         let err = s.peak as f64 / want as f64 - 1.0;
         let port = if ks.sd1_port { " sd1-port" } else { "" };
         let port = if tes.is_empty() { port.to_string() } else { format!("{port} te-lora") };
+        let port = if fp8 == Fp8Base::All { format!("{port} fp8-base") } else { port };
         let label = format!("{}{port} conv_dim {} {}x{} b{} r{} ckpt {ck} full_bf16 {full}", r["name"], ks.conv_dim, get("width"), get("height"), get("batch"), get("lora_r"));
         println!("{label:<44} measured {want:>11} estimated {:>11} {:+.2}%  trainable {} / {}", s.peak, err * 100.0, s.trainable, get("trainable"));
         if s.trainable != get("trainable") || s.params != get("params") {

@@ -43,7 +43,8 @@ pub struct Conds {
 
 /// Lowers kohya's encoding of `text_len` tokens by `encoders` (one: SD 1.x/2.x; two: SDXL) into
 /// `b` (a kohya builder), with the LoRA inside their attention and MLP blocks.
-pub fn encode(b: &mut Builder, encoders: &[&TextEncoder], text_len: u64, cross_dim: u64) -> Result<Conds> {
+/// `weights`: what the encoders but their embeddings are stored in (fp8 under `--fp8_base`).
+pub fn encode(b: &mut Builder, encoders: &[&TextEncoder], weights: DType, text_len: u64, cross_dim: u64) -> Result<Conds> {
     let saved = b.kohya.ok_or_else(|| Error::Config("kohya text encoders need a kohya step".into()))?;
     // the token ids require no grad; the UNet's latents are the next input that does
     if let Some(k) = b.kohya.as_mut() {
@@ -54,7 +55,7 @@ pub fn encode(b: &mut Builder, encoders: &[&TextEncoder], text_len: u64, cross_d
     let mut emb_grads = 0u64;
     let mut outs = Vec::new();
     for te in encoders {
-        let e = lower_encoder(b, te, text_len, checkpointing)?;
+        let e = lower_encoder(b, te, weights, saved.base, text_len, checkpointing)?;
         emb_grads = emb_grads.saturating_add(e.embedding_grad_bytes);
         outs.push(e);
     }
@@ -94,7 +95,7 @@ struct Encoded {
     embedding_grad_bytes: u64,
 }
 
-fn lower_encoder(b: &mut Builder, te: &TextEncoder, text_len: u64, checkpointing: bool) -> Result<Encoded> {
+fn lower_encoder(b: &mut Builder, te: &TextEncoder, weights: DType, base: DType, text_len: u64, checkpointing: bool) -> Result<Encoded> {
     if te.t5.is_some() {
         return Err(Error::Config(format!("kohya's text-encoder LoRA wraps CLIP encoders, not {}", te.class)));
     }
@@ -109,10 +110,17 @@ fn lower_encoder(b: &mut Builder, te: &TextEncoder, text_len: u64, checkpointing
             k.in_scope = on;
         }
     };
+    // the embeddings stay in the weight dtype (`prepare_text_encoder_fp8`), the rest is `weights`
+    let set_weights = |b: &mut Builder, dt: DType| {
+        if let Some(k) = b.kohya.as_mut() {
+            k.weights = dt;
+        }
+    };
     for l in &te.spec.layers {
         match l {
             Layer::Repeat { times, body } => {
                 in_layers = true;
+                set_weights(b, weights);
                 if checkpointing {
                     // `embeddings.requires_grad_(True)`: the first layer's input needs a gradient
                     b.g.values[x as usize].requires_grad = true;
@@ -141,6 +149,7 @@ fn lower_encoder(b: &mut Builder, te: &TextEncoder, text_len: u64, checkpointing
                 }
             }
             leaf => {
+                set_weights(b, if in_layers { weights } else { base });
                 let before = b.param_numel;
                 let input = x;
                 x = leaf.lower_leaf(b, x).map_err(|m| err(leaf, m))?;
@@ -157,7 +166,24 @@ fn lower_encoder(b: &mut Builder, te: &TextEncoder, text_len: u64, checkpointing
         }
     }
     let last = last.ok_or_else(|| Error::Config(format!("{}: no final_layer_norm", te.class)))?;
-    let size = b.param_dtype().size();
+    let size = base.size();
     let embedding_grad_bytes = if checkpointing { emb_params.saturating_mul(size) } else { 0 };
     Ok(Encoded { hidden, last, pool, embedding_grad_bytes })
+}
+
+/// Bytes of a frozen text encoder of `params` parameters kept on the GPU under `--fp8_base`:
+/// fp8, but its token and position embeddings in the weight dtype (`weight_size` bytes).
+pub fn fp8_bytes(te: &TextEncoder, params: u64, weight_size: u64) -> u64 {
+    let emb: u64 = te
+        .spec
+        .layers
+        .iter()
+        .map(|l| match l {
+            Layer::Embedding(e) => e.num_embeddings.saturating_mul(e.embedding_dim),
+            Layer::PositionalEmbedding(e) => e.num_embeddings.saturating_mul(e.embedding_dim),
+            _ => 0,
+        })
+        .sum();
+    let emb = emb.min(params);
+    (params - emb).saturating_add(emb.saturating_mul(weight_size))
 }
