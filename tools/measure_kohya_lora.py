@@ -117,6 +117,33 @@ def sd1_port_checkpointing(unet):
         wrap(unet.mid_block.resnets[0])
 
 
+def backward_and_step(pred, loss_weights, opt):
+    """`conditional_loss(pred.float(), target.float(), "l2", "none")`, `.mean([1, 2, 3])`,
+    `* loss_weights`, `.mean()`, backward, the optimizer's step, `zero_grad(set_to_none=True)`."""
+    target = torch.zeros_like(pred)
+    loss = F.mse_loss(pred.float(), target.float(), reduction="none")
+    loss = loss.mean([1, 2, 3])
+    loss = loss * loss_weights
+    loss = loss.mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def unet_mode(m, rec):
+    """`unet.enable_gradient_checkpointing()` and `unet.train()` under --gradient_checkpointing
+    (kohya's SD 1.x port's units for "kohya-sd1" records), else `unet.eval()`."""
+    ck = rec["checkpointing"]
+    if ck:
+        m.enable_gradient_checkpointing()
+        m.train()
+        if rec.get("unet_port") == "kohya-sd1":
+            sd1_port_checkpointing(m)
+    else:
+        m.eval()
+    return ck
+
+
 def setup(rec):
     cfg, dt = rec["config"], D.DT["bf16"]
     torch.set_default_dtype(dt)  # unet.to(weight_dtype)
@@ -135,14 +162,7 @@ def setup(rec):
         network = torch.nn.ModuleList(loras).to(net_dt)
         if rec.get("fp8_base"):
             m.to(torch.float8_e4m3fn)  # --fp8_base: `unet.to(dtype=unet_weight_dtype)`, after the network
-    ck = rec["checkpointing"]
-    if ck:
-        m.enable_gradient_checkpointing()
-        m.train()
-        if rec.get("unet_port") == "kohya-sd1":
-            sd1_port_checkpointing(m)
-    else:
-        m.eval()
+    ck = unet_mode(m, rec)
     network.train()
     call, ins = D.inputs(cfg, dict(rec, batch=rec["batch"]), dt)
     x, e = ins[0], ins[2]
@@ -156,32 +176,27 @@ def setup(rec):
     def step():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             pred = call(m)
-        target = torch.zeros_like(pred)
-        loss = F.mse_loss(pred.float(), target.float(), reduction="none")
-        loss = loss.mean([1, 2, 3])
-        loss = loss * loss_weights
-        loss = loss.mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        backward_and_step(pred, loss_weights, opt)
 
     return m, network, ins, opt, trainable, step
 
 
-def measure(rec):
+def measure(rec, setup_fn=None):
+    """Iteration 3 of `setup_fn`'s step (default: `setup`, the UNet alone) under MemTracker."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
-        m, network, ins, opt, trainable, step = setup(rec)
+        mods, network, ins, opt, trainable, step = (setup_fn or setup)(rec)
+        mods = mods if isinstance(mods, list) else [mods]
         for _ in range(2):
             step()
         gc.collect()
         mt = DL.tracker_cls()()
-        mt.track_external(m, network, opt, *ins)
+        mt.track_external(*mods, network, opt, *ins)
         with mt:
             step()
         peak = mt.get_tracker_snapshot("peak")
         total = sum(v.get("Total", 0) for v in peak.values() if isinstance(v, dict))
-        params = sum(p.numel() for p in m.parameters()) + sum(p.numel() for p in network.parameters())
+        params = sum(p.numel() for mod in mods for p in mod.parameters()) + sum(p.numel() for p in network.parameters())
         return dict(rec, peak_bytes=total, params=params, trainable=sum(p.numel() for p in trainable))
 
 
@@ -262,12 +277,8 @@ def setup_te(rec):
             for te in tes:
                 te.to(torch.float8_e4m3fn)
                 getattr(te, "text_model", te).embeddings.to(dt)
-    ck = rec["checkpointing"]
+    ck = unet_mode(m, rec)
     if ck:
-        m.enable_gradient_checkpointing()
-        m.train()
-        if rec.get("unet_port") == "kohya-sd1":
-            sd1_port_checkpointing(m)
         for te in tes:
             # kohya pins transformers 4.54.1, whose gradient_checkpointing_enable() defaults to
             # use_reentrant=True (transformers 5 to False)
@@ -275,7 +286,6 @@ def setup_te(rec):
             te.train()
             getattr(te, "text_model", te).embeddings.requires_grad_(True)  # transformers 5: no text_model
     else:
-        m.eval()
         for te in tes:
             te.eval()
     network.train()
@@ -312,33 +322,13 @@ def setup_te(rec):
                 pred = m(x, t, text, added_cond_kwargs={"text_embeds": conds[2].to(dt), "time_ids": time_ids}).sample
             else:
                 pred = m(x, t, conds[0]).sample
-        target = torch.zeros_like(pred)
-        loss = F.mse_loss(pred.float(), target.float(), reduction="none")
-        loss = loss.mean([1, 2, 3])
-        loss = loss * loss_weights
-        loss = loss.mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        backward_and_step(pred, loss_weights, opt)
 
     return [m] + tes, network, [x, t, time_ids] + ids, opt, te_params + unet_params, step
 
 
 def measure_te(rec):
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    with FakeTensorMode():
-        mods, network, ins, opt, trainable, step = setup_te(rec)
-        for _ in range(2):
-            step()
-        gc.collect()
-        mt = DL.tracker_cls()()
-        mt.track_external(*mods, network, opt, *ins)
-        with mt:
-            step()
-        peak = mt.get_tracker_snapshot("peak")
-        total = sum(v.get("Total", 0) for v in peak.values() if isinstance(v, dict))
-        params = sum(p.numel() for mod in mods for p in mod.parameters()) + sum(p.numel() for p in network.parameters())
-        return dict(rec, peak_bytes=total, params=params, trainable=sum(p.numel() for p in trainable))
+    return measure(rec, setup_te)
 
 
 def grid_fp8():

@@ -22,8 +22,9 @@
 //! - `--cache_latents`: the VAE encodes the dataset once, then `vae.to("cpu")`; without it the
 //!   VAE stays on the GPU (`vae.to(accelerator.device, dtype=vae_dtype)`), frozen. The text
 //!   encoders stay on the GPU in `weight_dtype` unless `--cache_text_encoder_outputs` (which
-//!   needs `--network_train_unet_only`); kohya's text-encoder LoRA (trained without
-//!   `--network_train_unet_only`) is not modelled.
+//!   needs `--network_train_unet_only`); without `--network_train_unet_only` their LoRA trains
+//!   too and they run inside the step ([`kohya_step_with`], `diffusion/kohya_te.rs`);
+//! - `--fp8_base` / `--fp8_base_unet`: [`Fp8Base`].
 //!
 //! Checked against measured steps (`tests/diffusion.rs`, `tools/measure_kohya_lora.py`: kohya's
 //! `LoRAModule` on diffusers' `UNet2DConditionModel`, CPU autocast).
