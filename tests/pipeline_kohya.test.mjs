@@ -13,9 +13,10 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-/** `vramcalc estimate` of SDXL's kohya LoRA step; `extra` are the flags beyond the app's defaults. */
+/** `vramcalc estimate` of SDXL's kohya LoRA step; `extra` are the flags beyond the app's defaults
+ * (kohya's own: without --network-train-unet-only the text encoders' LoRA trains too). */
 function kohya(...extra) {
-  const args = ['estimate', '--pipeline', 'sdxl', '--mode', 'train', '--finetune', 'lora', '--trainer', 'kohya', '--network-train-unet-only', ...extra, '--json'];
+  const args = ['estimate', '--pipeline', 'sdxl', '--mode', 'train', '--finetune', 'lora', '--trainer', 'kohya', ...extra, '--json'];
   return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', ...args], { encoding: 'utf8' }));
 }
 
@@ -53,6 +54,8 @@ test('a kohya link opens with the CLI\'s peak, trainable parameters and frozen m
   assert.equal(await page.getByTestId('trainer').inputValue(), 'kohya');
   assert.equal(Number(await page.getByTestId('train-trainable').getAttribute('data-count')), want.trainable_params);
   assert.deepEqual(await resident(page), want.resident);
+  assert.ok(want.text_encoder_lora && want.text_encoders_trained === 2, 'kohya\'s default trains both encoders\' LoRA');
+  assert.deepEqual(want.resident.map((r) => r.name), ['vae'], 'the trained encoders are in the step');
   assert.equal(await bytes(page, 'pipeline-total'), want.devices.gpu_total_bytes_approx);
   assert.equal(await page.getByTestId('cache-te').count(), 1, 'SDXL caches its text encoders');
   assert.deepEqual(await axe(page), []);
@@ -60,14 +63,15 @@ test('a kohya link opens with the CLI\'s peak, trainable parameters and frozen m
   const list = await whatIfs(page);
   const find = (c) => list.find((w) => w.changes === c) ?? assert.fail(`no ${c} in ${JSON.stringify(list)}`);
   assert.equal(find('cache-latents=true').peak, kohya(...flags, '--cache-latents').peak_bytes);
-  assert.equal(find('cache-te=true').peak, kohya(...flags, '--cache-text-encoder-outputs').peak_bytes);
+  assert.equal(find('unet-only=true').peak, kohya(...flags, '--network-train-unet-only').peak_bytes);
+  assert.equal(find('cache-te=true,unet-only=true').peak, kohya(...flags, '--network-train-unet-only', '--cache-text-encoder-outputs').peak_bytes);
   assert.equal(find('optimizer=adam8bit').peak, kohya(...flags.slice(0, -1), 'adam8bit').peak_bytes);
   assert.equal(find('full-half=true').peak, kohya(...flags, '--full-bf16').peak_bytes);
   // Apply cached latents, then kohya's settings by hand: conv_dim 8, fp16 with --full_fp16
   await page.locator('[data-testid=pipe-whatif][data-changes="cache-latents=true"]').click();
   const cached = kohya(...flags, '--cache-latents');
   await peakIs(page, cached.peak_bytes);
-  assert.deepEqual((await resident(page)).map((r) => r.name), ['text_encoder', 'text_encoder_2']);
+  assert.deepEqual(await resident(page), [], 'the VAE cached, the encoders in the step');
   await page.getByTestId('conv-dim').fill('8');
   await peakIs(page, kohya(...flags, '--cache-latents', '--conv-dim', '8').peak_bytes);
   await page.getByTestId('mixed-precision').selectOption('fp16');
@@ -86,10 +90,19 @@ test('a kohya link opens with the CLI\'s peak, trainable parameters and frozen m
   // undo walks back: the full fp16 network, then fp16, then conv_dim
   for (let i = 0; i < 3; i++) await page.getByTestId('undo').click();
   await peakIs(page, cached.peak_bytes);
-  // the text-encoder LoRA is not modelled: the answer says so by the flag's name
+  // the UNet alone keeps the encoders beside the step, frozen; fp8 base weights, the CLI's too
+  await page.getByTestId('unet-only').check();
+  await peakIs(page, kohya(...flags, '--cache-latents', '--network-train-unet-only').peak_bytes);
+  assert.deepEqual((await resident(page)).map((r) => r.name), ['text_encoder', 'text_encoder_2']);
+  await page.getByTestId('fp8-base').selectOption('all');
+  const fp8 = kohya(...flags, '--cache-latents', '--network-train-unet-only', '--fp8-base');
+  await peakIs(page, fp8.peak_bytes);
+  assert.deepEqual(await resident(page), fp8.resident);
+  // caching the encoders' outputs needs the UNet alone (kohya asserts it): the flag's name
   await page.getByTestId('unet-only').uncheck();
+  await page.getByTestId('cache-te').check();
   await page.getByTestId('pipeline-error').waitFor();
-  assert.match(await page.getByTestId('pipeline-error').textContent(), /--network-train-unet-only/);
+  assert.match(await page.getByTestId('pipeline-error').textContent(), /needs --network-train-unet-only/);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });
@@ -110,13 +123,13 @@ test('the trainer switch: diffusers\' script and kohya\'s on the same SDXL setup
   // the embed card of a kohya link
   const card = await context.newPage();
   card.on('pageerror', (e) => errors.push(String(e)));
-  await card.goto(`${URL}embed.html?embed#pipe.p=sdxl,m=train,tr=kohya,cl=true,ct=true,u=rtx-3060`);
+  await card.goto(`${URL}embed.html?embed#pipe.p=sdxl,m=train,tr=kohya,cl=true,ct=true,uo=true,u=rtx-3060`);
   await card.getByTestId('embed-card').waitFor();
-  const cached = kohya('--lora-r', '16', '--checkpointing', '--cache-latents', '--cache-text-encoder-outputs');
+  const cached = kohya('--lora-r', '16', '--checkpointing', '--cache-latents', '--cache-text-encoder-outputs', '--network-train-unet-only');
   assert.equal(await bytes(card, 'pipeline-peak'), cached.peak_bytes);
   assert.equal(await bytes(card, 'pipeline-total'), cached.devices.gpu_total_bytes_approx);
-  assert.match(await card.getByTestId('embed-setup').textContent(), /^kohya LoRA network_dim=16 · unet · 1024×1024 · batch 1 · adamw · --gradient_checkpointing · --cache_latents · --cache_text_encoder_outputs$/);
-  assert.match(await card.getByTestId('open-full').getAttribute('href'), /#pipe\.p=sdxl,m=train,u=rtx-3060,tr=kohya,cl=true,ct=true$/);
+  assert.match(await card.getByTestId('embed-setup').textContent(), /^kohya LoRA network_dim=16 · unet · 1024×1024 · batch 1 · adamw · --gradient_checkpointing · --cache_latents · --cache_text_encoder_outputs · --network_train_unet_only$/);
+  assert.match(await card.getByTestId('open-full').getAttribute('href'), /#pipe\.p=sdxl,m=train,u=rtx-3060,tr=kohya,cl=true,ct=true,uo=true$/);
   assert.deepEqual(realErrors(errors), []);
   await context.close();
 });

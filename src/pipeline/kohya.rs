@@ -8,11 +8,25 @@
 use super::{lora_setup, with_default, TrainAnswer, OPTIMIZERS};
 use crate::form::{named, Field};
 use crate::state::pipeline::{PipelineState, Trainer};
+use vramcalc_core::diffusion::kohya::Fp8Base;
 use vramcalc_core::diffusion::kohya_job::{self, is_sdxl, KohyaJob};
 use vramcalc_core::diffusion::{Component, Pass, PipelineSpec, WeightDType};
 
 /// `--mixed_precision`'s values (as the weights' dtype; fp32 is `no`).
 const MIXED: [WeightDType; 3] = [WeightDType::Bf16, WeightDType::Fp16, WeightDType::Fp32];
+
+/// The fp8 field's values: off, `--fp8_base` (UNet and text encoders), `--fp8_base_unet`.
+const FP8: [(Fp8Base, &str); 3] = [(Fp8Base::Off, "off"), (Fp8Base::All, "all"), (Fp8Base::Unet, "unet")];
+
+/// The fp8 field's value of `f` (and the link's).
+pub fn fp8_name(f: Fp8Base) -> &'static str {
+    FP8.iter().find(|x| x.0 == f).map_or("off", |x| x.1)
+}
+
+/// [`fp8_name`]'s inverse.
+pub fn fp8_parse(text: &str) -> Option<Fp8Base> {
+    FP8.iter().find(|x| x.1 == text.trim()).map(|x| x.0)
+}
 
 /// kohya's fields in train mode, after the shared ones (size, batch).
 pub fn fields(s: &PipelineState, p: &PipelineSpec, out: &mut Vec<Field>) {
@@ -33,6 +47,7 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec, out: &mut Vec<Field>) {
         out.push(Field::check("cache-te", s.kohya.cache_te));
     }
     out.push(Field::check("unet-only", s.kohya.unet_only));
+    out.push(Field::select("fp8-base", named(FP8.iter().map(|x| x.1)), fp8_name(s.kohya.fp8).to_string()));
 }
 
 /// The pipeline's denoiser and the kohya job the state sets on it.
@@ -55,6 +70,8 @@ pub fn job_of<'a>(s: &PipelineState, p: &'a PipelineSpec) -> Result<(&'a (String
         cache_latents: k.cache_latents,
         cache_text_encoder_outputs: k.cache_te,
         network_train_unet_only: k.unet_only,
+        fp8_base: k.fp8 == Fp8Base::All,
+        fp8_base_unet: k.fp8 == Fp8Base::Unet,
     };
     Ok((named, job))
 }
@@ -86,6 +103,8 @@ fn state_of(s: &PipelineState, j: &KohyaJob) -> PipelineState {
     out.kohya.conv_dim = j.conv_dim;
     out.kohya.cache_latents = j.cache_latents;
     out.kohya.cache_te = j.cache_text_encoder_outputs;
+    out.kohya.unet_only = j.network_train_unet_only;
+    out.kohya.fp8 = j.fp8();
     out
 }
 
@@ -110,7 +129,8 @@ mod tests {
     }
 
     /// The job as `vramcalc estimate --pipeline sdxl --mode train --finetune lora --trainer kohya
-    /// --network-train-unet-only --width W --height H --batch B --lora-r R …` builds it
+    /// --width W --height H --batch B --lora-r R …` builds it (kohya's default: the text
+    /// encoders' LoRA trains too)
     /// (`crates/cli/src/kohya.rs`), written out here rather than read from the state.
     #[allow(clippy::too_many_arguments)]
     fn cli_job(w: u64, h: u64, batch: u64, r: u32, ck: bool, opt: OptimizerKind, mixed: WeightDType, full: bool, conv: u32, cl: bool, ct: bool) -> KohyaJob {
@@ -127,7 +147,9 @@ mod tests {
             optimizer: opt,
             cache_latents: cl,
             cache_text_encoder_outputs: ct,
-            network_train_unet_only: true,
+            network_train_unet_only: false,
+            fp8_base: false,
+            fp8_base_unet: false,
         }
     }
 
@@ -141,7 +163,16 @@ mod tests {
                 PipelineState { width: Some(768), height: Some(512), batch: 2, lora_r: 32, checkpointing: false, optimizer: OptimizerKind::Adam8bit, dtype: Some(WeightDType::Fp16), kohya: KohyaOpts { full_half: true, conv_dim: 8, cache_latents: true, ..KohyaOpts::default() }, ..kohya("sdxl") },
                 cli_job(768, 512, 2, 32, false, OptimizerKind::Adam8bit, WeightDType::Fp16, true, 8, true, false),
             ),
-            (PipelineState { kohya: KohyaOpts { cache_latents: true, cache_te: true, ..KohyaOpts::default() }, ..kohya("sdxl") }, cli_job(1024, 1024, 1, 16, true, OptimizerKind::Adamw, WeightDType::Bf16, false, 0, true, true)),
+            (
+                PipelineState { kohya: KohyaOpts { cache_latents: true, cache_te: true, unet_only: true, ..KohyaOpts::default() }, ..kohya("sdxl") },
+                KohyaJob { network_train_unet_only: true, ..cli_job(1024, 1024, 1, 16, true, OptimizerKind::Adamw, WeightDType::Bf16, false, 0, true, true) },
+            ),
+            // --fp8_base with the text encoders' LoRA, and --fp8_base_unet on the UNet alone
+            (PipelineState { kohya: KohyaOpts { fp8: Fp8Base::All, ..KohyaOpts::default() }, ..kohya("sdxl") }, KohyaJob { fp8_base: true, ..cli_job(1024, 1024, 1, 16, true, OptimizerKind::Adamw, WeightDType::Bf16, false, 0, false, false) }),
+            (
+                PipelineState { kohya: KohyaOpts { fp8: Fp8Base::Unet, unet_only: true, ..KohyaOpts::default() }, ..kohya("sdxl") },
+                KohyaJob { fp8_base_unet: true, network_train_unet_only: true, ..cli_job(1024, 1024, 1, 16, true, OptimizerKind::Adamw, WeightDType::Bf16, false, 0, false, false) },
+            ),
         ];
         for (s, j) in cases {
             let want = job(unet, Some(&p), &j).unwrap();
@@ -159,9 +190,9 @@ mod tests {
     fn kohya_fields_read_back_and_refusals_are_the_cores() {
         for id in ["sdxl", "sd-1.5"] {
             let p = spec(id).unwrap();
-            for s in [kohya(id), PipelineState { dtype: Some(WeightDType::Fp8), kohya: KohyaOpts { full_half: true, conv_dim: 4, cache_latents: true, cache_te: true, unet_only: false }, ..kohya(id) }] {
+            for s in [kohya(id), PipelineState { dtype: Some(WeightDType::Fp8), kohya: KohyaOpts { full_half: true, conv_dim: 4, cache_latents: true, cache_te: true, unet_only: true, fp8: Fp8Base::Unet }, ..kohya(id) }] {
                 let f = pipe::fields(&s, &p);
-                for want in ["trainer", "mixed-precision", "full-half", "network-dim", "conv-dim", "cache-latents", "unet-only"] {
+                for want in ["trainer", "mixed-precision", "full-half", "network-dim", "conv-dim", "cache-latents", "unet-only", "fp8-base"] {
                     assert!(f.iter().any(|x| x.id == want), "{id}: {want}");
                 }
                 assert!(!f.iter().any(|x| x.id == "dtype" || x.id == "cached" || x.id == "lora-r"), "{id}: diffusers' fields");
@@ -173,8 +204,9 @@ mod tests {
         let p = spec("sd-1.5").unwrap();
         assert!(!pipe::fields(&kohya("sd-1.5"), &p).iter().any(|x| x.id == "cache-te"), "SD 1.x keeps its text encoder");
         let err = |s: PipelineState| pipe::answer(&s, &p).unwrap_err();
-        assert!(err(PipelineState { kohya: KohyaOpts { cache_te: true, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).starts_with("--cache-text-encoder-outputs: train_network.py"));
-        assert!(err(PipelineState { kohya: KohyaOpts { unet_only: false, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).contains("--network-train-unet-only"));
+        assert!(err(PipelineState { kohya: KohyaOpts { cache_te: true, unet_only: true, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).starts_with("--cache-text-encoder-outputs: train_network.py"));
+        assert!(err(PipelineState { kohya: KohyaOpts { cache_te: true, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).contains("needs --network-train-unet-only"));
+        assert!(err(PipelineState { dtype: Some(WeightDType::Fp32), kohya: KohyaOpts { fp8: Fp8Base::All, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).contains("--fp8-base"));
         assert!(err(PipelineState { dtype: Some(WeightDType::Fp32), kohya: KohyaOpts { full_half: true, ..KohyaOpts::default() }, ..kohya("sd-1.5") }).contains("--full-bf16"));
         assert!(pipe::answer(&kohya("flux.1-dev"), &spec("flux.1-dev").unwrap()).unwrap_err().contains("UNet2DConditionModel"));
     }
@@ -192,7 +224,8 @@ mod tests {
         assert_eq!(w.iter().map(|x| x.peak).collect::<Vec<_>>(), lowering);
         for want in [
             PipelineState { kohya: KohyaOpts { cache_latents: true, ..s.kohya }, ..s.clone() },
-            PipelineState { kohya: KohyaOpts { cache_te: true, ..s.kohya }, ..s.clone() },
+            PipelineState { kohya: KohyaOpts { unet_only: true, ..s.kohya }, ..s.clone() },
+            PipelineState { kohya: KohyaOpts { cache_te: true, unet_only: true, ..s.kohya }, ..s.clone() },
             PipelineState { checkpointing: true, ..s.clone() },
             PipelineState { optimizer: OptimizerKind::Adam8bit, ..s.clone() },
             PipelineState { kohya: KohyaOpts { full_half: true, ..s.kohya }, ..s.clone() },

@@ -34,6 +34,7 @@ const KEYS: &[(&str, &str)] = &[
     ("cl", "cache-latents"),
     ("ct", "cache-te"),
     ("uo", "unet-only"),
+    ("f8", "fp8-base"),
 ];
 
 fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
@@ -61,6 +62,7 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
         ("cl", s.kohya.cache_latents.to_string()),
         ("ct", s.kohya.cache_te.to_string()),
         ("uo", s.kohya.unet_only.to_string()),
+        ("f8", super::kohya::fp8_name(s.kohya.fp8).to_string()),
     ]
 }
 
@@ -181,7 +183,7 @@ mod tests {
                 mode: PipeMode::Train,
                 trainer: Trainer::Kohya,
                 dtype: Some(WeightDType::Fp16),
-                kohya: KohyaOpts { full_half: true, conv_dim: 8, cache_latents: true, cache_te: true, unet_only: false },
+                kohya: KohyaOpts { full_half: true, conv_dim: 8, cache_latents: true, cache_te: true, unet_only: true, fp8: vramcalc_core::diffusion::kohya::Fp8Base::Unet },
                 ..PipelineState::default()
             },
         ];

@@ -187,6 +187,7 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         "cache-latents" => s.kohya.cache_latents = flag(text),
         "cache-te" => s.kohya.cache_te = flag(text),
         "unet-only" => s.kohya.unet_only = flag(text),
+        "fp8-base" => s.kohya.fp8 = kohya::fp8_parse(text).ok_or_else(|| format!("{text}: off, all (--fp8_base) or unet (--fp8_base_unet)"))?,
         "checkpointing" => s.checkpointing = flag(text),
         "cached" => s.cached = flag(text),
         "optimizer" => s.optimizer = OPTIMIZERS.iter().copied().find(|o| o.name() == text).ok_or_else(|| format!("{text}: not an optimizer"))?,

@@ -2,6 +2,7 @@
 //! settings people change, as the core's types (`vramcalc_core::diffusion`). Plain data, tested
 //! natively; share links carry it (`crate::pipeline::link`).
 
+use vramcalc_core::diffusion::kohya::Fp8Base;
 use vramcalc_core::config::OptimizerKind;
 use serde::{Deserialize, Serialize};
 use vramcalc_core::diffusion::{Guidance, Offload, WeightDType};
@@ -68,13 +69,15 @@ pub struct KohyaOpts {
     pub cache_latents: bool,
     /// `--cache_text_encoder_outputs` (SDXL).
     pub cache_te: bool,
-    /// `--network_train_unet_only` (off: kohya's text-encoder LoRA, not modelled).
+    /// `--network_train_unet_only` (off, kohya's default: the text encoders' LoRA trains too).
     pub unet_only: bool,
+    /// `--fp8_base` / `--fp8_base_unet`: the frozen weights stored in fp8.
+    pub fp8: Fp8Base,
 }
 
 impl Default for KohyaOpts {
     fn default() -> Self {
-        KohyaOpts { full_half: false, conv_dim: 0, cache_latents: false, cache_te: false, unet_only: true }
+        KohyaOpts { full_half: false, conv_dim: 0, cache_latents: false, cache_te: false, unet_only: false, fp8: Fp8Base::Off }
     }
 }
 
@@ -185,6 +188,7 @@ impl PipelineState {
             ("cache-latents", a.kohya.cache_latents != b.kohya.cache_latents),
             ("cache-te", a.kohya.cache_te != b.kohya.cache_te),
             ("unet-only", a.kohya.unet_only != b.kohya.unet_only),
+            ("fp8-base", a.kohya.fp8 != b.kohya.fp8),
             ("gpu", a.gpu != b.gpu),
         ]
         .into_iter()
@@ -301,8 +305,10 @@ mod tests {
     fn links_written_before_open_the_same_settings() {
         use crate::pipeline::link::{from_fragment, to_fragment};
         for link in ["pipe.p=flux.1-dev", "pipe.p=sdxl,m=decode,w=2048,h=1536,b=4,n=2,d=bf16,o=sequential,t=0,s=true,u=rtx-3060,c.vae=fp32,c.unet=fp8", "pipe.p=wan2.1-t2v-14b,m=train,f=49,r=64,k=false,x=adam8bit", "pipe.p=wan2.1-t2v-1.3b,f=49,o=group",
-            // kohya's trainer (2026-12-01)
-            "pipe.p=sdxl,m=train,w=768,b=2,d=fp16,r=32,k=false,x=adam8bit,tr=kohya,fh=true,cd=8,cl=true,ct=true"] {
+            // kohya's trainer (2026-12-01; `uo` defaults to kohya's own default, off, since the
+            // text encoders' LoRA is modelled — before any kohya link was published)
+            "pipe.p=sdxl,m=train,w=768,b=2,d=fp16,r=32,k=false,x=adam8bit,tr=kohya,fh=true,cd=8,cl=true,ct=true,uo=true",
+            "pipe.p=sd-1.5,m=train,tr=kohya,f8=all", "pipe.p=sdxl,m=train,tr=kohya,uo=true,f8=unet"] {
             let s = from_fragment(link).unwrap_or_else(|e| panic!("{link}: {e}"));
             assert_eq!(to_fragment(&s), link);
             let saved = SavedPipeline::from(s.clone());

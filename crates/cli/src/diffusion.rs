@@ -80,6 +80,12 @@ pub struct DiffusionArgs {
     /// kohya's `--network_args conv_dim=N`: LoRA on the resnets' and samplers' convs too.
     #[arg(long, default_value_t = 0)]
     pub conv_dim: u32,
+    /// kohya's --fp8_base: the frozen UNet and text encoders stored in float8_e4m3fn.
+    #[arg(long)]
+    pub fp8_base: bool,
+    /// kohya's --fp8_base_unet: the frozen UNet alone in float8_e4m3fn.
+    #[arg(long)]
+    pub fp8_base_unet: bool,
 }
 
 fn dtype(v: &str, flag: &str) -> Result<WeightDType> {
@@ -196,10 +202,10 @@ enum Trainer {
 }
 
 fn trainer(d: &DiffusionArgs) -> Result<Trainer> {
-    let kohya_only = d.conv_dim > 0 || d.cache_latents || d.cache_text_encoder_outputs || d.network_train_unet_only || d.full_bf16 || d.full_fp16;
+    let kohya_only = d.conv_dim > 0 || d.cache_latents || d.cache_text_encoder_outputs || d.network_train_unet_only || d.full_bf16 || d.full_fp16 || d.fp8_base || d.fp8_base_unet;
     match d.trainer.as_str() {
         "kohya" => Ok(Trainer::Kohya),
-        "diffusers" if kohya_only => bail!("--conv-dim, --cache-latents, --cache-text-encoder-outputs, --network-train-unet-only, --full-bf16 and --full-fp16 are kohya's: add --trainer kohya"),
+        "diffusers" if kohya_only => bail!("--conv-dim, --cache-latents, --cache-text-encoder-outputs, --network-train-unet-only, --full-bf16, --full-fp16, --fp8-base and --fp8-base-unet are kohya's: add --trainer kohya"),
         "diffusers" => Ok(Trainer::Diffusers),
         t => bail!("--trainer {t:?}: one of diffusers, kohya"),
     }

@@ -163,7 +163,8 @@ fn lora_what_ifs_and_fits() {
 
 /// `--trainer kohya`: kohya's flag names, its LoRA targets (every linear of the transformer
 /// blocks: more than diffusers' attention-only default), the VAE and text encoders on the GPU
-/// until cached, and `--full-bf16` halving the network's state.
+/// until cached, `--full-bf16` halving the network's state, and the text encoders' LoRA
+/// (kohya's default without `--network-train-unet-only`).
 #[test]
 fn kohya_lora_step_with_its_flags() {
     let base = ["estimate", "--pipeline", "sdxl", "--mode", "train", "--finetune", "lora", "--precision", "bf16", "--width", "512", "--height", "512"];
@@ -187,8 +188,29 @@ fn kohya_lora_step_with_its_flags() {
     assert!(full["peak_bytes"].as_u64().unwrap() < cached["peak_bytes"].as_u64().unwrap());
     let conv = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--conv-dim", "8"]);
     assert!(conv["trainable_params"].as_u64().unwrap() > cached["trainable_params"].as_u64().unwrap());
+    // kohya's default: the text encoders' LoRA trains too, the encoders inside the step
+    let te = with(&["--trainer", "kohya", "--network-dim", "16", "--cache-latents"]);
+    assert_eq!(te["text_encoder_lora"], true);
+    assert_eq!(te["text_encoders_trained"], 2);
+    assert_eq!(cached["text_encoder_lora"], false);
+    assert!(te["resident"].as_array().unwrap().is_empty(), "{te}");
+    assert!(te["trainable_params"].as_u64().unwrap() > cached["trainable_params"].as_u64().unwrap());
+    let unet_only = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents"]);
+    assert!(te["peak_bytes"].as_u64().unwrap() > unet_only["peak_bytes"].as_u64().unwrap());
+    // --fp8-base: the frozen UNet and text encoders in fp8 (the step's weights halve; without
+    // checkpointing autocast's bf16 copies of them stay saved for the backward)
+    let fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--fp8-base", "--checkpointing"]);
+    let bf16 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--cache-text-encoder-outputs", "--checkpointing"]);
+    assert_eq!(fp8["fp8_base"], true);
+    assert!(fp8["peak_bytes"].as_u64().unwrap() < bf16["peak_bytes"].as_u64().unwrap());
+    let te_fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--fp8-base"]);
+    let te_unet_fp8 = with(&["--trainer", "kohya", "--network-dim", "16", "--network-train-unet-only", "--cache-latents", "--fp8-base-unet"]);
+    let te_bytes = |v: &serde_json::Value| v["resident"].as_array().unwrap().iter().map(|r| r["bytes"].as_u64().unwrap()).sum::<u64>();
+    assert!(te_bytes(&te_fp8) < te_bytes(&te_unet_fp8), "{te_fp8} {te_unet_fp8}");
     for (args, want) in [
-        (vec!["--trainer", "kohya"], "--network-train-unet-only"),
+        (vec!["--trainer", "kohya", "--precision", "fp32", "--fp8-base"], "--fp8-base"),
+        (vec!["--fp8-base"], "--trainer kohya"),
+        (vec!["--trainer", "kohya", "--cache-text-encoder-outputs"], "--network-train-unet-only"),
         (vec!["--cache-latents"], "--trainer kohya"),
         (vec!["--trainer", "kohya", "--network-train-unet-only", "--full-fp16"], "--full-fp16"),
     ] {

@@ -198,7 +198,7 @@ impl Builder {
             return DType::F32;
         }
         if let Some(k) = self.kohya {
-            return k.base;
+            return k.weights;
         }
         self.compute_dtype()
     }
@@ -219,6 +219,10 @@ impl Builder {
 
     /// Floating dtype of activations entering the network.
     pub fn float_dtype(&self) -> DType {
+        if let Some(k) = self.kohya {
+            // kohya's `weight_dtype`, whatever the frozen weights are stored in (`--fp8_base`)
+            return k.base;
+        }
         self.param_dtype()
     }
 
@@ -487,7 +491,10 @@ impl Builder {
         }
         // autocast caches casts of leaf tensors that require grad (`cached_cast` in
         // aten/src/ATen/autocast_mode.cpp), when `cache_enabled`
-        let is_param = self.opts.autocast_cache && self.g.storages[self.g.storage_of(x) as usize].class == StorageClass::Param;
+        let is_param = self.opts.autocast_cache
+            && self.g.storages[self.g.storage_of(x) as usize].class == StorageClass::Param
+            // kohya's frozen fp8 weights (`--fp8_base`) do not require grad: cast at each use
+            && (self.kohya.is_none() || self.g.value(x).requires_grad);
         if is_param {
             if let Some(&c) = self.cast_cache.get(&(x, dtype)) {
                 return c;
@@ -525,5 +532,6 @@ impl Builder {
 }
 
 pub fn is_float(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::F16 | DType::Bf16)
+    // fp8 is a floating type to autocast (`is_autocast_eligible`: `is_floating_point()`)
+    matches!(d, DType::F32 | DType::F16 | DType::Bf16 | DType::F8E4m3)
 }

@@ -18,6 +18,8 @@ pub enum DType {
     I32,
     U8,
     Bool,
+    /// `torch.float8_e4m3fn` (kohya's `--fp8_base` weights).
+    F8E4m3,
 }
 
 impl DType {
@@ -26,7 +28,7 @@ impl DType {
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::Bf16 => 2,
             DType::I64 => 8,
-            DType::U8 | DType::Bool => 1,
+            DType::U8 | DType::Bool | DType::F8E4m3 => 1,
         }
     }
 }

@@ -232,14 +232,15 @@ fn lora_steps_match_measured_within_2_percent() {
 /// LoRA steps as kohya-ss/sd-scripts' `train_network.py` runs them (`tools/measure_kohya_lora.py`:
 /// its `LoRAModule` on every Linear / 1×1 conv of diffusers' `Transformer2DModel`s, bf16 base
 /// under CPU autocast, latents requiring grad, fp32 or `--full_bf16` network; CPU,
-/// FakeTensorMode + MemTracker, iteration 3, AdamW).
+/// FakeTensorMode + MemTracker, iteration 3, AdamW). Records with `text_encoders` train kohya's
+/// text-encoder LoRA too (the CLIP encoders inside the step), with `fp8_base` on fp8 weights.
 #[test]
 fn kohya_lora_steps_match_measured_within_3_percent() {
     use vramcalc_core::config::{Device, OptimizerKind, Precision};
-    use vramcalc_core::diffusion::kohya::{kohya_step, KohyaSettings};
+    use vramcalc_core::diffusion::kohya::{kohya_step_with, Fp8Base, KohyaSettings};
     use vramcalc_core::diffusion::Pass;
     let mut bad = Vec::new();
-    let mut n = 0;
+    let (mut n, mut te, mut fp8s) = (0, 0, 0);
     for line in include_str!("data/diffusion_kohya.jsonl").lines().filter(|l| !l.trim().is_empty()) {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let c = Component::from_config(r["config"].as_object().unwrap()).unwrap();
@@ -247,10 +248,19 @@ fn kohya_lora_steps_match_measured_within_3_percent() {
         let pass = Pass::Denoise { width: get("width"), height: get("height"), frames: 1, text_len: get("text_len") };
         let (ck, full) = (r["checkpointing"].as_bool().unwrap(), r["full_bf16"].as_bool().unwrap());
         let ks = KohyaSettings { mixed_precision: Precision::AmpBf16, full_half: full, network_dim: get("lora_r") as u32, checkpointing: ck, sd1_port: r["unet_port"] == "kohya-sd1", conv_dim: r["conv_dim"].as_u64().unwrap_or(0) as u32, optimizer: OptimizerKind::Adamw };
-        let s = kohya_step(&c, pass, ks, Device::Cpu, get("batch")).unwrap();
+        // kohya's text-encoder LoRA (no --network_train_unet_only): the encoders' configs
+        let tes: Vec<Component> = r["text_encoders"].as_array().map_or(Vec::new(), |a| a.iter().map(|t| Component::from_config(t.as_object().unwrap()).unwrap()).collect());
+        let refs: Vec<&Component> = tes.iter().collect();
+        // --fp8_base (records with "fp8_base": the UNet and the encoders but their embeddings)
+        let fp8 = if r["fp8_base"].as_bool().unwrap_or(false) { Fp8Base::All } else { Fp8Base::Off };
+        let s = kohya_step_with(&c, &refs, fp8, pass, ks, Device::Cpu, get("batch")).unwrap();
         let want = get("peak_bytes");
         let err = s.peak as f64 / want as f64 - 1.0;
         let port = if ks.sd1_port { " sd1-port" } else { "" };
+        let port = if tes.is_empty() { port.to_string() } else { format!("{port} te-lora") };
+        let port = if fp8 == Fp8Base::All { format!("{port} fp8-base") } else { port };
+        te += usize::from(!tes.is_empty());
+        fp8s += usize::from(fp8 == Fp8Base::All);
         let label = format!("{}{port} conv_dim {} {}x{} b{} r{} ckpt {ck} full_bf16 {full}", r["name"], ks.conv_dim, get("width"), get("height"), get("batch"), get("lora_r"));
         println!("{label:<44} measured {want:>11} estimated {:>11} {:+.2}%  trainable {} / {}", s.peak, err * 100.0, s.trainable, get("trainable"));
         if s.trainable != get("trainable") || s.params != get("params") {
@@ -262,6 +272,7 @@ fn kohya_lora_steps_match_measured_within_3_percent() {
         n += 1;
     }
     assert!(n >= 10, "only {n} records");
+    assert!(te >= 6 && fp8s >= 3, "{te} text-encoder LoRA and {fp8s} fp8 records");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

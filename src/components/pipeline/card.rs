@@ -2,6 +2,7 @@
 //! setup, the verdict against the GPU, the peak stage and the stage timeline, and "Open in
 //! vramcalc". A component on the pipeline state alone, so any embed page can draw it.
 
+use vramcalc_core::diffusion::kohya::Fp8Base;
 use super::answer::{stage_chart, verdict};
 use crate::components::use_ctx;
 use crate::dom;
@@ -29,7 +30,7 @@ pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
         }
         Answer::Train(t) if t.trainer == Trainer::Kohya => {
             let mut parts = vec![format!("kohya LoRA network_dim={}", s.lora_r), t.component.clone(), size(t.width, t.height, t.frames), format!("batch {}", s.batch), s.optimizer.name().to_string()];
-            for (on, flag) in [(s.checkpointing, "--gradient_checkpointing"), (s.kohya.cache_latents, "--cache_latents"), (s.kohya.cache_te, "--cache_text_encoder_outputs"), (s.kohya.full_half, "--full_bf16/fp16")] {
+            for (on, flag) in [(s.checkpointing, "--gradient_checkpointing"), (s.kohya.cache_latents, "--cache_latents"), (s.kohya.cache_te, "--cache_text_encoder_outputs"), (s.kohya.unet_only, "--network_train_unet_only"), (s.kohya.full_half, "--full_bf16/fp16"), (s.kohya.fp8 == Fp8Base::All, "--fp8_base"), (s.kohya.fp8 == Fp8Base::Unet, "--fp8_base_unet")] {
                 if on {
                     parts.push(flag.into());
                 }

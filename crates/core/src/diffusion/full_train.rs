@@ -150,7 +150,7 @@ pub fn full_step(c: &Component, pass: Pass, s: FullSettings) -> Result<FullStep>
     let pred = b.cast(out, DType::F32);
     let target = b.input(shape, DType::F32);
     let loss = b.op("mse_loss", &[pred, target], &[(Shape::new([]), DType::F32)], &[pred, target], false, &[], GradRule::Alloc)[0];
-    let step = step_from_loss(b, loss, s.optimizer, s.batch, s.script == Script::Dreambooth);
+    let step = step_from_loss(b, loss, s.optimizer, s.batch, s.script == Script::Dreambooth, 0);
     let ema_bytes = if s.ema == Ema::None { 0 } else { step.params * 4 };
     Ok(FullStep { step, ema_bytes, ema_on_gpu: s.ema == Ema::Gpu })
 }

@@ -12,11 +12,14 @@
 //!
 //! Their no-grad encode passes run before the UNet's forward and are not the step's peak; each is
 //! held as its parameters in the `--mixed_precision` dtype (modelled, read from the source; the
-//! step itself is checked against measured steps in `tests/diffusion.rs`). [`what_ifs`] re-runs
+//! step itself is checked against measured steps in `tests/diffusion.rs`). Without
+//! `--network_train_unet_only` (kohya's default) the text encoders' LoRA trains too: the encoders
+//! run inside the step (`kohya_te`) and are in its peak, not beside it. `--fp8_base` /
+//! `--fp8_base_unet` store the frozen weights in fp8 (`kohya::Fp8Base`). [`what_ifs`] re-runs
 //! [`job`] with one flag changed.
 
 use super::component::{dtype_of, Component, ComponentKind, Pass};
-use super::kohya::{kohya_step, KohyaSettings};
+use super::kohya::{kohya_step_with, Fp8Base, KohyaSettings};
 use super::pipeline::{component_params, PipelineSpec, WeightDType};
 use super::train::TrainStep;
 use crate::config::{Device, OptimizerKind, Precision};
@@ -43,7 +46,24 @@ pub struct KohyaJob {
     pub optimizer: OptimizerKind,
     pub cache_latents: bool,
     pub cache_text_encoder_outputs: bool,
+    /// Off (kohya's default): the text encoders' LoRA trains beside the UNet's.
     pub network_train_unet_only: bool,
+    /// `--fp8_base`: the frozen UNet and text encoders (but their embeddings) in fp8.
+    pub fp8_base: bool,
+    /// `--fp8_base_unet`: the frozen UNet only in fp8 (wins over `fp8_base` for the encoders).
+    pub fp8_base_unet: bool,
+}
+
+impl KohyaJob {
+    /// What `--fp8_base` / `--fp8_base_unet` store in fp8 (`train_network.py`:
+    /// `te_weight_dtype = weight_dtype if args.fp8_base_unet else torch.float8_e4m3fn`).
+    pub fn fp8(&self) -> Fp8Base {
+        match (self.fp8_base, self.fp8_base_unet) {
+            (false, false) => Fp8Base::Off,
+            (_, true) => Fp8Base::Unet,
+            (true, false) => Fp8Base::All,
+        }
+    }
 }
 
 /// The job's figures.
@@ -55,6 +75,8 @@ pub struct KohyaEstimate {
     pub step: TrainStep,
     /// The frozen components on the GPU beside the step: `(component, bytes)`, in the pipeline's order.
     pub resident: Vec<(String, u64)>,
+    /// The text encoders whose LoRA trains in the step (0: `--network_train_unet_only`).
+    pub trained_encoders: usize,
     /// The step's peak plus the resident components.
     pub peak: u64,
 }
@@ -68,8 +90,8 @@ pub fn is_sdxl(c: &Component) -> bool {
 /// checked in the order the CLI always checked them (`kohya_step` then refuses what is not a
 /// UNet, and [`job`] a job without its pipeline: [`NO_PIPELINE`]).
 pub fn check(c: &Component, j: &KohyaJob) -> std::result::Result<(), String> {
-    if !j.network_train_unet_only {
-        return Err("--trainer kohya: kohya's text-encoder LoRA (trained unless --network-train-unet-only) is not modelled; pass --network-train-unet-only".into());
+    if !j.network_train_unet_only && j.cache_text_encoder_outputs {
+        return Err("--cache-text-encoder-outputs needs --network-train-unet-only (kohya asserts: the text encoders' LoRA cannot train on cached outputs)".into());
     }
     if j.network_dim == 0 {
         return Err("--trainer kohya estimates a LoRA step: add --finetune lora".into());
@@ -80,7 +102,11 @@ pub fn check(c: &Component, j: &KohyaJob) -> std::result::Result<(), String> {
     }
     let weight = j.mixed_precision;
     if !matches!(weight, WeightDType::Bf16 | WeightDType::Fp16 | WeightDType::Fp32) {
-        return Err(format!("--trainer kohya: --precision {} is not a --mixed_precision (bf16, fp16 or fp32); --fp8_base is not modelled", weight.name()));
+        return Err(format!("--trainer kohya: --precision {} is not a --mixed_precision (bf16, fp16 or fp32); for fp8 weights pass --fp8-base with --precision bf16 or fp16", weight.name()));
+    }
+    // kohya: "fp8_base requires mixed precision='fp16' or 'bf16'"
+    if j.fp8() != Fp8Base::Off && weight == WeightDType::Fp32 {
+        return Err("--fp8-base / --fp8-base-unet need --precision bf16 or fp16 (kohya asserts: fp8_base requires mixed precision='fp16' or 'bf16')".into());
     }
     if j.full_bf16 && weight != WeightDType::Bf16 || j.full_fp16 && weight != WeightDType::Fp16 {
         return Err("--full-bf16 needs --precision bf16 and --full-fp16 --precision fp16 (kohya asserts mixed_precision)".into());
@@ -94,6 +120,9 @@ pub fn check(c: &Component, j: &KohyaJob) -> std::result::Result<(), String> {
 /// [`job`]'s error when no pipeline is given and the job needs its VAE or text encoders (checked
 /// after the step, as the CLI always did).
 pub const NO_PIPELINE: &str = "--diffusers-config has no VAE or text encoders: give --pipeline or --model-index, or --cache-latents (and --cache-text-encoder-outputs for SDXL)";
+
+/// [`job`]'s error when the text encoders' LoRA trains and no pipeline gives the encoders.
+pub const NO_ENCODERS: &str = "--trainer kohya trains the text encoders' LoRA too (no --network-train-unet-only): give --pipeline or --model-index for them";
 
 /// The settings `kohya_step` takes for `j` on `c` (after [`check`]).
 pub fn settings(c: &Component, j: &KohyaJob) -> KohyaSettings {
@@ -120,20 +149,32 @@ pub fn settings(c: &Component, j: &KohyaJob) -> KohyaSettings {
 pub fn job(c: &Component, spec: Option<&PipelineSpec>, j: &KohyaJob) -> Result<KohyaEstimate> {
     check(c, j).map_err(Error::Config)?;
     let ks = settings(c, j);
-    let step = kohya_step(c, j.pass, ks, j.device, j.batch)?;
+    let (train_te, fp8) = (!j.network_train_unet_only, j.fp8());
+    let components = spec.map_or(&[][..], |s| &s.components[..]);
+    if train_te && spec.is_none() {
+        return Err(Error::Config(NO_ENCODERS.into()));
+    }
+    let encoders: Vec<&Component> = components.iter().map(|(_, comp)| comp).filter(|comp| train_te && comp.kind() == ComponentKind::TextEncoder).collect();
+    let step = kohya_step_with(c, &encoders, fp8, j.pass, ks, j.device, j.batch)?;
     if spec.is_none() && (!j.cache_latents || !j.cache_text_encoder_outputs && is_sdxl(c)) {
         return Err(Error::Config(NO_PIPELINE.into()));
     }
-    let want = |k: ComponentKind| (k == ComponentKind::Vae && !j.cache_latents) || (k == ComponentKind::TextEncoder && !j.cache_text_encoder_outputs);
+    // (the text encoders a text-encoder LoRA trains are in the step's peak already)
+    let want = |k: ComponentKind| (k == ComponentKind::Vae && !j.cache_latents) || (k == ComponentKind::TextEncoder && !j.cache_text_encoder_outputs && !train_te);
     let size = dtype_of(j.mixed_precision.compute()).size();
     let mut resident = Vec::new();
-    for (n, comp) in spec.map_or(&[][..], |s| &s.components[..]) {
+    for (n, comp) in components {
         if want(comp.kind()) {
-            resident.push((n.clone(), component_params(comp)?.saturating_mul(size)));
+            // --fp8_base: the text encoders in fp8 but their embeddings; the VAE not
+            let bytes = match comp {
+                Component::Text(t) if fp8 == Fp8Base::All => super::kohya_te::fp8_bytes(t, component_params(comp)?, size),
+                _ => component_params(comp)?.saturating_mul(size),
+            };
+            resident.push((n.clone(), bytes));
         }
     }
     let peak = step.peak.saturating_add(resident.iter().map(|r| r.1).sum());
-    Ok(KohyaEstimate { settings: ks, step, resident, peak })
+    Ok(KohyaEstimate { settings: ks, step, resident, trained_encoders: encoders.len(), peak })
 }
 
 /// One flag changed and the job's peak after it.
@@ -148,9 +189,11 @@ pub struct KohyaWhatIf {
 }
 
 /// Each change of one of kohya's flags alone on `j` that sd-scripts accepts, re-run by [`job`]:
-/// `--cache_latents`, `--cache_text_encoder_outputs` (SDXL), gradient checkpointing on or off,
-/// 8-bit AdamW (`--optimizer_type AdamW8bit`), `--full_bf16` / `--full_fp16`, half the
-/// `--network_dim`, no `conv_dim`, batch 1.
+/// `--cache_latents`, `--network_train_unet_only` (with the text encoders' LoRA),
+/// `--cache_text_encoder_outputs` (SDXL; with `--network_train_unet_only`, which it needs),
+/// gradient checkpointing on or off, 8-bit AdamW (`--optimizer_type AdamW8bit`), `--full_bf16` /
+/// `--full_fp16`, `--fp8_base` (half-precision mixed precision), half the `--network_dim`, no
+/// `conv_dim`, batch 1.
 pub fn what_ifs(c: &Component, spec: Option<&PipelineSpec>, j: &KohyaJob) -> Result<Vec<KohyaWhatIf>> {
     let base = job(c, spec, j)?.peak;
     let with = |f: &dyn Fn(&mut KohyaJob)| {
@@ -162,8 +205,12 @@ pub fn what_ifs(c: &Component, spec: Option<&PipelineSpec>, j: &KohyaJob) -> Res
     if !j.cache_latents {
         tries.push(("--cache_latents".into(), with(&|t| t.cache_latents = true)));
     }
+    if !j.network_train_unet_only {
+        tries.push(("--network_train_unet_only".into(), with(&|t| t.network_train_unet_only = true)));
+    }
     if !j.cache_text_encoder_outputs && is_sdxl(c) {
-        tries.push(("--cache_text_encoder_outputs".into(), with(&|t| t.cache_text_encoder_outputs = true)));
+        let name = if j.network_train_unet_only { "--cache_text_encoder_outputs" } else { "--network_train_unet_only --cache_text_encoder_outputs" };
+        tries.push((name.into(), with(&|t| (t.cache_text_encoder_outputs, t.network_train_unet_only) = (true, true))));
     }
     let ck = if j.checkpointing { "no gradient checkpointing" } else { "--gradient_checkpointing" };
     tries.push((ck.into(), with(&|t| t.checkpointing = !t.checkpointing)));
@@ -174,6 +221,9 @@ pub fn what_ifs(c: &Component, spec: Option<&PipelineSpec>, j: &KohyaJob) -> Res
         WeightDType::Bf16 if !j.full_bf16 => tries.push(("--full_bf16".into(), with(&|t| t.full_bf16 = true))),
         WeightDType::Fp16 if !j.full_fp16 => tries.push(("--full_fp16".into(), with(&|t| t.full_fp16 = true))),
         _ => {}
+    }
+    if j.fp8() == Fp8Base::Off && j.mixed_precision != WeightDType::Fp32 {
+        tries.push(("--fp8_base".into(), with(&|t| t.fp8_base = true)));
     }
     if j.network_dim >= 2 {
         tries.push((format!("--network_dim {}", j.network_dim / 2), with(&|t| t.network_dim = j.network_dim / 2)));
@@ -217,6 +267,8 @@ mod tests {
             cache_latents: false,
             cache_text_encoder_outputs: false,
             network_train_unet_only: true,
+            fp8_base: false,
+            fp8_base_unet: false,
         }
     }
 
@@ -225,13 +277,33 @@ mod tests {
         let (spec, unet) = sdxl();
         let j = base();
         let e = job(&unet, Some(&spec), &j).unwrap();
-        assert_eq!(e.step, kohya_step(&unet, j.pass, settings(&unet, &j), j.device, j.batch).unwrap());
+        assert_eq!(e.step, super::super::kohya::kohya_step(&unet, j.pass, settings(&unet, &j), j.device, j.batch).unwrap());
         assert_eq!(e.resident.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["text_encoder", "text_encoder_2", "vae"]);
         assert_eq!(e.resident[2].1, component_params(&spec.components.iter().find(|c| c.0 == "vae").unwrap().1).unwrap() * 2, "bf16");
         assert_eq!(e.peak, e.step.peak + e.resident.iter().map(|r| r.1).sum::<u64>());
         let cached = job(&unet, Some(&spec), &KohyaJob { cache_latents: true, cache_text_encoder_outputs: true, ..j }).unwrap();
         assert_eq!((cached.peak, cached.resident.len()), (cached.step.peak, 0));
         assert_eq!(cached.step, e.step, "caching changes what sits beside the step, not the step");
+    }
+
+    /// kohya's default (no `--network_train_unet_only`): the encoders train in the step, so they
+    /// are in its peak and not beside it; `--fp8_base` stores a resident encoder in fp8.
+    #[test]
+    fn a_text_encoder_lora_is_in_the_step_and_fp8_shrinks_what_stays() {
+        use super::super::kohya::{kohya_step_with, Fp8Base};
+        let (spec, unet) = sdxl();
+        let j = KohyaJob { network_train_unet_only: false, ..base() };
+        let e = job(&unet, Some(&spec), &j).unwrap();
+        let encoders: Vec<&Component> = spec.components.iter().filter(|c| c.1.kind() == ComponentKind::TextEncoder).map(|c| &c.1).collect();
+        assert_eq!(e.step, kohya_step_with(&unet, &encoders, Fp8Base::Off, j.pass, settings(&unet, &j), j.device, j.batch).unwrap());
+        assert_eq!((e.trained_encoders, e.resident.iter().map(|r| r.0.as_str()).collect::<Vec<_>>()), (2, vec!["vae"]));
+        let unet_only = job(&unet, Some(&spec), &base()).unwrap();
+        assert!(e.step.trainable > unet_only.step.trainable, "the encoders' LoRA trains too");
+        let fp8 = job(&unet, Some(&spec), &KohyaJob { fp8_base: true, ..base() }).unwrap();
+        let fp8_unet = job(&unet, Some(&spec), &KohyaJob { fp8_base_unet: true, ..base() }).unwrap();
+        assert_eq!(fp8_unet.resident, unet_only.resident, "--fp8_base_unet leaves the encoders in the weight dtype");
+        assert!(fp8.resident[0].1 < unet_only.resident[0].1, "{:?} vs {:?}", fp8.resident, unet_only.resident);
+        assert_eq!(fp8.resident[2], unet_only.resident[2], "the VAE is not fp8");
     }
 
     #[test]
@@ -241,14 +313,16 @@ mod tests {
         let sd_unet = sd.components.iter().find(|c| c.0 == "unet").unwrap().1.clone();
         let j = base();
         let err = |c: &Component, j: KohyaJob| check(c, &j).unwrap_err();
-        assert!(err(&unet, KohyaJob { network_train_unet_only: false, ..j }).contains("--network-train-unet-only"));
+        assert!(err(&unet, KohyaJob { network_train_unet_only: false, cache_text_encoder_outputs: true, ..j }).contains("--network-train-unet-only"));
+        assert!(err(&unet, KohyaJob { mixed_precision: WeightDType::Fp32, fp8_base: true, ..j }).contains("--fp8-base"));
         assert!(err(&unet, KohyaJob { network_dim: 0, ..j }).contains("--finetune lora"));
         assert!(err(&sd_unet, KohyaJob { cache_text_encoder_outputs: true, ..j }).contains("train_network.py"));
-        assert!(err(&unet, KohyaJob { mixed_precision: WeightDType::Fp8, ..j }).contains("--fp8_base"));
+        assert!(err(&unet, KohyaJob { mixed_precision: WeightDType::Fp8, ..j }).contains("--fp8-base"));
         assert!(err(&unet, KohyaJob { full_fp16: true, ..j }).contains("--full-fp16"));
         assert_eq!(job(&unet, None, &j), Err(Error::Config(NO_PIPELINE.into())));
         assert!(job(&unet, None, &KohyaJob { cache_latents: true, cache_text_encoder_outputs: true, ..j }).is_ok());
         assert!(job(&sd_unet, Some(&sd), &j).is_ok());
+        assert_eq!(job(&unet, None, &KohyaJob { network_train_unet_only: false, cache_latents: true, ..j }), Err(Error::Config(NO_ENCODERS.into())));
         assert!(matches!(job(&unet, Some(&spec), &KohyaJob { full_fp16: true, ..j }), Err(Error::Config(m)) if m.contains("--full-fp16")));
     }
 

@@ -14,7 +14,7 @@
 //! | `text` | CLIP, T5 and UMT5 text encoders |
 //! | `component` | one component: its forward graph and what one forward needs |
 //! | `train`, `train_whatif` | a LoRA training step of the denoiser, and its what-ifs |
-//! | `kohya` | a LoRA step as kohya-ss/sd-scripts runs it |
+//! | `kohya`, `kohya_te` | a LoRA step as kohya-ss/sd-scripts runs it, and its text-encoder LoRA |
 //! | `kohya_job` | kohya's flags, checked, and the job: the step and the frozen models beside it (CLI and app) |
 //! | `pipeline`, `offload` | a pipeline's stages and what each offload mode keeps where |
 //! | `family`, `context` | the pipelines' families, and what their `__call__` keeps beside a forward |
@@ -29,6 +29,7 @@ pub mod family;
 pub mod full_train;
 pub mod kohya;
 pub mod kohya_job;
+pub mod kohya_te;
 pub mod offload;
 pub mod ops;
 pub mod pipeline;

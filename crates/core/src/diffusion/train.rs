@@ -54,12 +54,15 @@ pub fn lora_step(c: &Component, pass: Pass, precision: Precision, device: Device
 /// The step from a scalar `loss` on: `loss.backward()` (which starts from it), the optimizer's
 /// step over the trainable parameters (its state in their dtype), simulated at `batch`.
 pub(super) fn backward_and_step(b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64) -> TrainStep {
-    step_from_loss(b, loss, opt, batch, false)
+    step_from_loss(b, loss, opt, batch, false, 0)
 }
 
 /// [`backward_and_step`]; `grads_persist`: the `.grad`s kept (zeroed, not freed) from the step
-/// before (`zero_grad(set_to_none=False)`), so backward accumulates into them.
-pub(super) fn step_from_loss(mut b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64, grads_persist: bool) -> TrainStep {
+/// before (`zero_grad(set_to_none=False)`), so backward accumulates into them; `first_group`:
+/// the first trainable parameters in a param group of their own (kohya's text-encoder LoRA):
+/// `torch.optim`'s step runs group by group, so a foreach step's temporaries are the larger
+/// group's, not both groups'.
+pub(super) fn step_from_loss(mut b: Builder, loss: ValueId, opt: OptimizerKind, batch: u64, grads_persist: bool, first_group: usize) -> TrainStep {
     let s = b.g.storage_of(loss) as usize;
     b.g.values[loss as usize].batched = false;
     b.g.storages[s].bytes = b.g.values[loss as usize].bytes();
@@ -67,7 +70,9 @@ pub(super) fn step_from_loss(mut b: Builder, loss: ValueId, opt: OptimizerKind, 
     let g = b.g;
     let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
     let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
-    let cost = optimizer::cost(opt, OptimizerImpl::Foreach, &shapes, state_dtype);
+    let (one, two) = shapes.split_at(first_group.min(shapes.len()));
+    let (a, c) = (optimizer::cost(opt, OptimizerImpl::Foreach, one, state_dtype), optimizer::cost(opt, OptimizerImpl::Foreach, two, state_dtype));
+    let cost = crate::memory::simulate::OptimizerCost { state: a.state.saturating_add(c.state), step_temporaries: a.step_temporaries.max(c.step_temporaries) };
     let plan = Plan::new(&g, true).with_accumulation(grads_persist);
     let r = plan.simulate(&g, batch.max(1), cost, false, None);
     TrainStep { peak: r.peak, params: g.param_numel(), trainable: g.trainable_numel(), param_bytes: g.param_bytes() }

@@ -100,11 +100,21 @@ impl UnetConfig {
 
     /// One denoiser forward on a `[C, h, w]` latent with `text_len` tokens of text embeddings.
     pub fn forward(&self, b: &mut Builder, h: u64, w: u64, text_len: u64) -> LayerResult<ValueId> {
+        self.forward_cond(b, h, w, text_len, None)
+    }
+
+    /// [`UnetConfig::forward`] on conditioning computed in the same graph (kohya's text-encoder
+    /// LoRA, `diffusion/kohya_te.rs`): `cond` is the `[L, cross_attention_dim]` text embeddings
+    /// and, for `text_time`, the pooled text embeds that `add_embedding` reads beside the time ids.
+    pub fn forward_cond(&self, b: &mut Builder, h: u64, w: u64, text_len: u64, cond: Option<(ValueId, Option<ValueId>)>) -> LayerResult<ValueId> {
         let boc = &self.block_out_channels;
         let n = boc.len();
         let dt = b.float_dtype();
         let x = b.input(Shape::new([self.in_channels, h, w]), dt);
-        let text = b.input(Shape::new([text_len, self.cross_attention_dim]), dt);
+        let text = match cond {
+            Some((text, _)) => text,
+            None => b.input(Shape::new([text_len, self.cross_attention_dim]), dt),
+        };
         let tdim = boc[0].saturating_mul(4);
         // `time_proj` (sinusoids, no parameters) then `time_embedding`
         let t = ops::vector_input(b, boc[0]);
@@ -112,7 +122,15 @@ impl UnetConfig {
         if let Some((time_dim, proj_in)) = self.text_time {
             // `add_time_proj(time_ids.flatten())` concatenated with the pooled `text_embeds`
             let _ = time_dim;
-            let added = ops::vector_input(b, proj_in);
+            let added = match cond.and_then(|c| c.1) {
+                // `torch.concat([text_embeds, time_embeds], dim=-1)`
+                Some(pool) => {
+                    let p = b.shape(pool).last();
+                    let time = ops::vector_input(b, proj_in.saturating_sub(p));
+                    ops::cat(b, &[pool, time], Shape::new([proj_in]))
+                }
+                None => ops::vector_input(b, proj_in),
+            };
             let aug = ops::timestep_embedding(b, added, proj_in, tdim)?;
             temb = ops::add(b, temb, aug);
         }

@@ -10,6 +10,9 @@ pub struct Kohya {
     pub adapter: DType,
     /// The frozen base's dtype (`unet.to(weight_dtype)`); the autocast comes from the precision.
     pub base: DType,
+    /// What the frozen weights being lowered are stored in: `base`, or fp8 under `--fp8_base`
+    /// (`unet.to(dtype=torch.float8_e4m3fn)`; the text encoders but their embeddings too).
+    pub weights: DType,
     /// Inside a `Transformer2DModel`: its linears and 1×1 convs get a `LoRAModule`.
     pub in_scope: bool,
     /// How many of the next model inputs require grad: `noisy_latents.requires_grad_(train_unet)`

@@ -135,15 +135,17 @@ impl Plan {
         for &(s, until) in &g.holds {
             last_use[s as usize] = last_use[s as usize].max(until);
         }
-        let mut units: Vec<UnitPlan> = Vec::new();
+        let (mut units, mut first_rec): (Vec<UnitPlan>, Vec<Option<usize>>) = (Vec::new(), Vec::new());
         for (i, op) in g.ops.iter().enumerate() {
             if let Some(u) = op.unit {
                 let u = u as usize;
                 if units.len() <= u {
                     units.resize(u + 1, UnitPlan { first: i, last: i, recompute_frees: vec![] });
+                    first_rec.resize(u + 1, None);
                     units[u].first = i;
                 }
                 units[u].last = i;
+                first_rec[u] = first_rec[u].or(op.recorded.then_some(i)); // its inputs' release: not at an unrecorded op (a frozen fp8 weight's cast)
             }
         }
         // Saved storages: in a checkpointing unit nothing is kept but the unit's inputs.
@@ -158,7 +160,7 @@ impl Plan {
                     }
                 }
                 Some(u) => {
-                    let first = units[u as usize].first;
+                    let first = first_rec[u as usize].unwrap_or(units[u as usize].first);
                     for &v in &op.inputs {
                         let s = g.storage_of(v) as usize;
                         let from_outside = unit_of_alloc[s] != u || matches!(g.storages[s].class, StorageClass::Input);
