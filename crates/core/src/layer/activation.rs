@@ -25,6 +25,9 @@ pub enum FfnActivation {
     /// written in Python ops, saving `x`; its forward and backward build their polynomials from
     /// out-of-place temporaries ([`bloom_gelu`]).
     BloomGelu,
+    /// transformers' `ReLUSquaredActivation` (`activations.py`, `hidden_act: relu2`, Nemotron):
+    /// `torch.square(relu(x))` ([`relu2`]).
+    Relu2,
 }
 
 /// `GeLUFunction.apply(x)` of `modeling_bloom.py`: saves `x`. `bloom_gelu_forward` evaluates
@@ -85,6 +88,16 @@ pub fn quick_gelu(b: &mut Builder, x: ValueId) -> ValueId {
     let scaled = unary(b, "mul_scalar", x, Saves::Nothing);
     let sig = unary(b, "sigmoid", scaled, Saves::Output);
     mul(b, x, sig)
+}
+
+/// `ReLUSquaredActivation.forward` (transformers `activations.py`): `relu(input)` saves its
+/// output, `torch.square` (`pow(x, 2)`) saves its input — that same tensor — and its own
+/// `[.., I]` output is the one the down projection saves: two intermediate-sized tensors per
+/// layer stay for the backward (read from the source; Nemotron's traces,
+/// `tests/generate_dense2.rs`, measure them).
+pub fn relu2(b: &mut Builder, x: ValueId) -> ValueId {
+    let r = unary(b, "relu", x, Saves::Output);
+    unary(b, "square", r, Saves::Input)
 }
 
 /// `a + b`, out of place: saves nothing, passes the gradient through.

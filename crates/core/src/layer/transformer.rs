@@ -234,6 +234,7 @@ impl TransformerLayer {
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
                 FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
                 FfnActivation::BloomGelu => super::activation::bloom_gelu(b, h),
+                FfnActivation::Relu2 => super::activation::relu2(b, h),
             };
             b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)
