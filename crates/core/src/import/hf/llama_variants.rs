@@ -124,12 +124,12 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("granite", IGNORED_LLAMA_LIKE)?;
     let head = head_for(class, "GraniteForCausalLM", h, vocab, tied, false);
-    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: 1.0 / logits })] } else { vec![] };
+    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: 1.0 / logits, rebinds_embeds: false })] } else { vec![] };
     Ok(Decoder {
         name,
         vocab,
         embed_dim: h,
-        after_embed: vec![Layer::Scale(Scale { factor: embedding })],
+        after_embed: vec![Layer::Scale(Scale { factor: embedding, rebinds_embeds: true })],
         layers: vec![layer; n as usize],
         final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
         after_norm: vec![],
@@ -395,7 +395,7 @@ fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> 
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown(model_type, IGNORED_LLAMA_LIKE)?;
     let head = head_for(class, lm, h, vocab, tied, false);
-    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: scale })] } else { vec![] };
+    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: scale, rebinds_embeds: false })] } else { vec![] };
     Ok(Decoder {
         name,
         vocab,
