@@ -93,6 +93,16 @@ pub struct TransformerLayer {
     /// The attention runs over consecutive spans of these lengths (see `multihead_attention`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<Vec<u64>>,
+    /// The gated MLP's gate and up projections are one `gate_up_proj` whose output is chunked
+    /// (GLM-4's `Glm4MLP`, Phi-3's `Phi3MLP`): same parameters, but the `gate` view keeps the
+    /// whole `[S, 2I]` output referenced until the MLP's forward returns.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub fused_gate_up: bool,
+    /// Elements of a rotary table buffer every layer reads, held once by the model (GPT-J's
+    /// `GPTJRotaryEmbedding.embed_positions`, `[max_position_embeddings, rotary_dim]`, a
+    /// non-persistent buffer in the model's dtype: `modeling_gptj.py`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotary_buffer: Option<u64>,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -121,6 +131,10 @@ impl TransformerLayer {
         positive(self.dim_feedforward, "dim_feedforward")?;
         // Hugging Face module names of this layer's linears (fine-tuning targets)
         b.style = NameStyle::of(self.gated_mlp || self.rotary, self.fused_qkv);
+        if let Some(n) = self.rotary_buffer {
+            let dt = b.float_dtype();
+            b.shared_buffer("rotary_buffer", dt, crate::graph::Lin { fixed: n.saturating_mul(dt.size()), per_sample: 0 });
+        }
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }
@@ -221,7 +235,7 @@ impl TransformerLayer {
     pub(crate) fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
-            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower(b, x)?;
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower_fused(b, x, self.fused_gate_up)?;
             (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };

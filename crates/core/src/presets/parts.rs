@@ -56,5 +56,7 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         eager_only: false,
         rotary_local: false,
         windows: None,
+        fused_gate_up: false,
+        rotary_buffer: None,
     }
 }

@@ -174,6 +174,7 @@ pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary,
         rotary_dim,
         post_norms: true,
+        fused_gate_up: true,
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 13696)?)
     };
     let max_pos = c.size("max_position_embeddings", 131072)?;
@@ -284,6 +285,7 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         Some(i) => i,
         None => h.saturating_mul(4),
     };
+    let max_pos = c.size("n_positions", 2048)?;
     let layer = TransformerLayer {
         dropout: c.prob("resid_pdrop", 0.0)?,
         attention_dropout: Some(c.prob("attn_pdrop", 0.0)?),
@@ -297,10 +299,10 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary: true,
         rotary_dim,
         parallel: Some(crate::layer::transformer::ParallelNorms::Shared),
+        rotary_buffer: Some(max_pos.saturating_mul(rotary_dim.unwrap_or(hd))),
         ..presets::transformer_layer(h, heads, inner)
     };
     let embd = c.prob("embd_pdrop", 0.0)?;
-    let max_pos = c.size("n_positions", 2048)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("gptj", &[])?;
     let after_embed = if embd > 0.0 { vec![crate::import::fields::dropout(embd)?] } else { vec![] };
