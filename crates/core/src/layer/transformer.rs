@@ -103,6 +103,16 @@ pub struct TransformerLayer {
     /// non-persistent buffer in the model's dtype: `modeling_gptj.py`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotary_buffer: Option<u64>,
+    /// The attention's output stays in a local until the layer returns (StableLM's
+    /// `self_attn_output`, `modeling_stablelm.py`; MPT's `attn_outputs`, `modeling_mpt.py`
+    /// `MptBlock.forward`: neither is rebound). Pre-norm, sequential residuals only.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub attn_out_kept: bool,
+    /// The first norm's output stays in a local until the layer returns (StableLM's
+    /// `hidden_states = self.input_layernorm(hidden_states)`, never rebound after). Pre-norm,
+    /// sequential residuals only.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub norm_out_kept: bool,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -184,6 +194,7 @@ impl TransformerLayer {
             // hidden_states=hidden_states, ...)`: the local keeps the norm's output until the
             // attention returns (`LlamaDecoderLayer.forward`, `Qwen2_5_VLDecoderLayer.forward`)
             b.hold(n);
+            let attn_out = a;
             if self.post_norms {
                 a = self.norm(b, a)?;
             }
@@ -196,6 +207,12 @@ impl TransformerLayer {
             }
             let out = add(b, h, m);
             if let Some(w) = weights { b.hold(w) }
+            if self.norm_out_kept {
+                b.hold(n);
+            }
+            if self.attn_out_kept {
+                b.hold(attn_out);
+            }
             out
         } else {
             // Hugging Face BERT: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`

@@ -58,5 +58,7 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         windows: None,
         fused_gate_up: false,
         rotary_buffer: None,
+        attn_out_kept: false,
+        norm_out_kept: false,
     }
 }

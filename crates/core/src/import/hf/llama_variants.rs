@@ -234,6 +234,8 @@ pub(super) fn stablelm(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary,
         rotary_dim,
         parallel: parallel.then_some(crate::layer::transformer::ParallelNorms::Shared),
+        attn_out_kept: !parallel,
+        norm_out_kept: !parallel,
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 6912)?)
     };
     let max_pos = c.size("max_position_embeddings", 4096)?;
