@@ -443,6 +443,10 @@ impl Resolver {
                     for v in std::mem::take(&mut self.b.layer_locals) {
                         self.b.hold(v);
                     }
+                    // ... and its caller's loop (`hidden_states = decoder_layer(hidden_states,
+                    // ...)`) holds its input until it returns: past its first block where it
+                    // has several (OLMo 2's `residual + post_norm(attn(x))`, then the MLP's)
+                    self.b.hold(y);
                     if opened {
                         self.b.end_unit();
                     }
