@@ -101,18 +101,7 @@ fn rows() -> Vec<Row> {
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
-        let text = hf::data(file);
-        let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
-        for (t, rec) in types.zip(generate::records(&text)) {
-            let Some(family) = family_of(&t) else { continue };
-            let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
-            let g = e.generation.as_ref().unwrap();
-            let rel = |est, meas| generate::rel(est, meas) * 100.0;
-            let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-            for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-                rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
-            }
-        }
+        generate_rows(file, &mut rows);
     }
     // Llama 3.2 Vision's cache (`import_mllama.rs::mllama_generate_caches_the_image_keys_once`)
     for line in hf::data("hf/mllama_cache.jsonl").lines() {
@@ -124,6 +113,23 @@ fn rows() -> Vec<Row> {
     }
     rows.extend(dense2_rows());
     rows
+}
+
+/// The four rows (prefill, peak, decode, cache) of each `generate()` record of `file` whose
+/// `model_type` is a family's, estimated as `generate::check` estimates them.
+fn generate_rows(file: &'static str, rows: &mut Vec<Row>) {
+    let text = hf::data(file);
+    let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
+    for (t, rec) in types.zip(generate::records(&text)) {
+        let Some(family) = family_of(&t) else { continue };
+        let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
+        let g = e.generation.as_ref().unwrap();
+        let rel = |est, meas| generate::rel(est, meas) * 100.0;
+        let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
+        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
+            rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
+        }
+    }
 }
 
 /// The dense decoders' records of `generate_dense2.rs`: training steps of five families
@@ -138,19 +144,7 @@ fn dense2_rows() -> Vec<Row> {
         let family = family_of(&t).expect("an issue-25 family");
         rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known: None, file });
     }
-    let file = "generate_dense2.jsonl";
-    let text = hf::data(file);
-    for (line, rec) in text.lines().zip(generate::records(&text)) {
-        let t = serde_json::from_str::<Value>(line).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string();
-        let family = family_of(&t).expect("an issue-25 family");
-        let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
-        let g = e.generation.as_ref().unwrap();
-        let rel = |est, meas| generate::rel(est, meas) * 100.0;
-        let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-            rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
-        }
-    }
+    generate_rows("generate_dense2.jsonl", &mut rows);
     rows
 }
 
