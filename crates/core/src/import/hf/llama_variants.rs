@@ -145,7 +145,7 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
 /// biases (`attention_bias`, no `o_proj` bias), its own `head_dim`, partial rotary
 /// (`partial_rotary_factor`, default 0.5), four RMSNorms a layer (`post_self_attn_layernorm`,
 /// `post_mlp_layernorm` on the outputs: `post_norms`) and a fused `gate_up_proj` (the parameters of
-/// a gated MLP without biases).
+/// a gated MLP without biases; its whole output held to the down projection: `fused_gate_up`).
 pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let (class, name) = pick(arch, &["Glm4ForCausalLM", "Glm4Model"], "Glm4Model");
     let h = c.size("hidden_size", 4096)?;
