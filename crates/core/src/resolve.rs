@@ -99,15 +99,19 @@ pub fn resolve(spec: &ModelSpec, seq_len: Option<u64>, opts: LowerOptions) -> Re
     let out = match lm_head_keeps(spec, opts) {
         // `generate()`'s `logits_to_keep`: the LM head reads `hidden_states[:, -k:, :]`, a view
         // (`modeling_utils.slice_logits_to_keep`)
-        Some(keep) => {
-            let (head, body) = spec.layers.split_last().expect("layers checked non-empty above");
+        // (the logits' element-wise scalings after the head then see those positions only)
+        Some((keep, at)) => {
+            let (body, tail) = spec.layers.split_at(at);
             let h = r.sequence(body, x, &LayerPath::default(), Slot::Layers, None, 0)?;
             let s = r.b.shape(h).clone();
-            let h = match s.0.first() {
+            let mut h = match s.0.first() {
                 Some(&n) if s.rank() == 2 && n > keep => r.b.view(h, Shape::new([keep, s.last()])),
                 _ => h,
             };
-            r.layer(head, h, &LayerPath::default().child_in_repetition(Slot::Layers, None, body.len()), 0)?
+            for (i, layer) in tail.iter().enumerate() {
+                h = r.layer(layer, h, &LayerPath::default().child_in_repetition(Slot::Layers, None, at + i), 0)?;
+            }
+            h
         }
         None => r.sequence(&spec.layers, x, &LayerPath::default(), Slot::Layers, None, 0)?,
     };
@@ -198,10 +202,16 @@ pub fn proposed_lora_targets(spec: &ModelSpec) -> finetune::NameList {
     finetune::NameList::parse(finetune::names::ATTENTION_TARGETS).unwrap_or_default()
 }
 
-/// Positions the final `linear` (the LM head) computes in a generation forward, when limited.
-fn lm_head_keeps(spec: &ModelSpec, opts: LowerOptions) -> Option<u64> {
+/// Positions the final `linear` (the LM head) computes in a generation forward, when limited,
+/// and the head's index: the last layer, or the last `linear` followed only by element-wise
+/// scalings of the logits (Granite's `logits / logits_scaling`, Cohere's `logits *
+/// logit_scale`, Gemma 2's soft-cap), which transformers applies to the sliced logits
+/// (`modeling_granite.py` / `modeling_cohere.py` `ForCausalLM.forward`: `lm_head(hidden_states[:,
+/// slice_indices, :])` first).
+fn lm_head_keeps(spec: &ModelSpec, opts: LowerOptions) -> Option<(u64, usize)> {
     let keep = opts.generation?.logits_to_keep;
-    (keep > 0 && matches!(spec.layers.last(), Some(Layer::Linear(_)))).then_some(keep)
+    let at = spec.layers.iter().rposition(|l| !matches!(l, Layer::Scale(_) | Layer::LogitSoftcap(_)))?;
+    (keep > 0 && matches!(spec.layers[at], Layer::Linear(_))).then_some((keep, at))
 }
 
 /// One list of layers being lowered: the block's path, its slot and repetition, its depth.
@@ -433,6 +443,10 @@ impl Resolver {
                     for v in std::mem::take(&mut self.b.layer_locals) {
                         self.b.hold(v);
                     }
+                    // ... and its caller's loop (`hidden_states = decoder_layer(hidden_states,
+                    // ...)`) holds its input until it returns: past its first block where it
+                    // has several (OLMo 2's `residual + post_norm(attn(x))`, then the MLP's)
+                    self.b.hold(y);
                     if opened {
                         self.b.end_unit();
                     }

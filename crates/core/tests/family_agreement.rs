@@ -101,18 +101,7 @@ fn rows() -> Vec<Row> {
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
-        let text = hf::data(file);
-        let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
-        for (t, rec) in types.zip(generate::records(&text)) {
-            let Some(family) = family_of(&t) else { continue };
-            let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
-            let g = e.generation.as_ref().unwrap();
-            let rel = |est, meas| generate::rel(est, meas) * 100.0;
-            let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-            for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-                rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
-            }
-        }
+        generate_rows(file, &mut rows);
     }
     // Llama 3.2 Vision's cache (`import_mllama.rs::mllama_generate_caches_the_image_keys_once`)
     for line in hf::data("hf/mllama_cache.jsonl").lines() {
@@ -122,6 +111,40 @@ fn rows() -> Vec<Row> {
         let err = rel(after_prefill, "kv_cache_bytes_after_prefill").abs().max(rel(end, "kv_cache_bytes_end").abs());
         rows.push(Row { family: "mllama", model_type: "mllama".into(), workload: "cache", err, known: None, file: "hf/mllama_cache.jsonl" });
     }
+    rows.extend(dense2_rows());
+    rows
+}
+
+/// The four rows (prefill, peak, decode, cache) of each `generate()` record of `file` whose
+/// `model_type` is a family's, estimated as `generate::check` estimates them.
+fn generate_rows(file: &'static str, rows: &mut Vec<Row>) {
+    let text = hf::data(file);
+    let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
+    for (t, rec) in types.zip(generate::records(&text)) {
+        let Some(family) = family_of(&t) else { continue };
+        let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
+        let g = e.generation.as_ref().unwrap();
+        let rel = |est, meas| generate::rel(est, meas) * 100.0;
+        let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
+        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
+            rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
+        }
+    }
+}
+
+/// The dense decoders' records of `generate_dense2.rs`: training steps of five families
+/// (`hf/traces_dense2.jsonl`) and a `generate()` of fourteen (`generate_dense2.jsonl`), each
+/// estimated as that test estimates it.
+fn dense2_rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    let file = "hf/traces_dense2.jsonl";
+    for line in hf::data(file).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let t = r["config"]["model_type"].as_str().unwrap().to_string();
+        let family = family_of(&t).expect("an issue-25 family");
+        rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known: None, file });
+    }
+    generate_rows("generate_dense2.jsonl", &mut rows);
     rows
 }
 
@@ -312,4 +335,13 @@ fn every_record_of_the_families_is_in_a_row() {
     // the training traces of issue 25's types all (issue 12's families aside)
     assert_eq!(n("hf/hybrid_traces.jsonl") + n("hf/more_traces.jsonl") + n("hf/vlm_traces.jsonl"), 16 + 6 + 8);
     assert_eq!(n("hf/traces_25.jsonl") + n("hf/encoder_more_traces.jsonl") + n("hf/mllama_traces.jsonl"), 11 + 10 + 4);
+}
+
+/// The dense decoders' records all in rows: ten training steps, four rows per `generate()`.
+#[test]
+fn every_dense2_record_is_in_a_row() {
+    let rows = dense2_rows();
+    let n = |file: &str| rows.iter().filter(|r| r.file == file).count();
+    assert_eq!(n("hf/traces_dense2.jsonl"), 10);
+    assert_eq!(n("generate_dense2.jsonl"), 4 * 16);
 }

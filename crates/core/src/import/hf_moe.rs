@@ -148,9 +148,9 @@ pub fn from_config(obj: &Map<String, Value>, model_type: &str, arch: Option<&str
     }
     if let Some((embedding, logits)) = granite {
         use crate::layer::activation::Scale;
-        spec_layers.insert(1, Layer::Scale(Scale { factor: embedding }));
+        spec_layers.insert(1, Layer::Scale(Scale { factor: embedding, rebinds_embeds: true }));
         if head {
-            spec_layers.push(Layer::Scale(Scale { factor: 1.0 / logits }));
+            spec_layers.push(Layer::Scale(Scale { factor: 1.0 / logits, rebinds_embeds: false }));
         }
         // the inserted scale shifts the layout the names were written for
         names = Default::default();

@@ -25,6 +25,9 @@ pub enum FfnActivation {
     /// written in Python ops, saving `x`; its forward and backward build their polynomials from
     /// out-of-place temporaries ([`bloom_gelu`]).
     BloomGelu,
+    /// transformers' `ReLUSquaredActivation` (`activations.py`, `hidden_act: relu2`, Nemotron):
+    /// `torch.square(relu(x))` ([`relu2`]).
+    Relu2,
 }
 
 /// `GeLUFunction.apply(x)` of `modeling_bloom.py`: saves `x`. `bloom_gelu_forward` evaluates
@@ -85,6 +88,19 @@ pub fn quick_gelu(b: &mut Builder, x: ValueId) -> ValueId {
     let scaled = unary(b, "mul_scalar", x, Saves::Nothing);
     let sig = unary(b, "sigmoid", scaled, Saves::Output);
     mul(b, x, sig)
+}
+
+/// `ReLUSquaredActivation.forward` (transformers `activations.py`): `relu(input)` saves its
+/// output, `torch.square` (`pow(x, 2)`) saves its input — that same tensor — and its own
+/// `[.., I]` output is the one the down projection saves: two intermediate-sized tensors per
+/// layer stay for the backward, and during the square the forward's `input` is alive too (read from the source; Nemotron's traces,
+/// `tests/generate_dense2.rs`, measure them).
+pub fn relu2(b: &mut Builder, x: ValueId) -> ValueId {
+    let r = unary(b, "relu", x, Saves::Output);
+    let y = unary(b, "square", r, Saves::Input);
+    // `input` (the up projection's output) is the forward's argument: alive through the square
+    b.hold(x);
+    y
 }
 
 /// `a + b`, out of place: saves nothing, passes the gradient through.
@@ -244,6 +260,13 @@ pub fn softmax(b: &mut Builder, x: ValueId, out_dtype: Option<DType>) -> ValueId
 #[serde(deny_unknown_fields)]
 pub struct Scale {
     pub factor: f64,
+    /// The scaled embeddings replace the base model's `inputs_embeds` local (Granite's
+    /// `inputs_embeds = inputs_embeds * self.embedding_multiplier`, `modeling_granite.py`): in an
+    /// inference forward the embedding's own output is freed here and this one is kept to the
+    /// head (`memory::generate::hold_text_model_locals`); Gemma's `hidden_states =
+    /// inputs_embeds * normalizer` keeps both (false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rebinds_embeds: bool,
 }
 
 impl Scale {
@@ -251,7 +274,7 @@ impl Scale {
         if !self.factor.is_finite() {
             return Err(format!("factor must be a finite number, got {}", self.factor));
         }
-        Ok(unary(b, "mul_scalar", x, Saves::Nothing))
+        Ok(unary(b, if self.rebinds_embeds { "mul_scalar_embeds" } else { "mul_scalar" }, x, Saves::Nothing))
     }
 }
 

@@ -99,6 +99,14 @@ pub struct GatedMlp {
 
 impl GatedMlp {
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {
+        self.lower_fused(b, x, false)
+    }
+
+    /// `fused`: one `gate_up_proj` chunked into `gate` and `up` (`Glm4MLP.forward`:
+    /// `gate, up_states = up_states.chunk(2, dim=-1)`; `up_states` is rebound to the product, but
+    /// the `gate` view keeps the whole output's storage until the forward returns): both halves
+    /// are held to the down projection.
+    pub fn lower_fused(&self, b: &mut Builder, x: ValueId, fused: bool) -> LayerResult<ValueId> {
         positive(self.intermediate_size, "intermediate_size")?;
         let proj = |i, o| Linear { in_features: i, out_features: o, bias: self.bias, tied_weight: false };
         b.role = Some(LinearRole::Gate);
@@ -112,7 +120,12 @@ impl GatedMlp {
         let prod = super::activation::mul(b, act, up);
         let prod = super::activation::dropout(b, prod, p);
         b.role = Some(LinearRole::Down);
-        proj(self.intermediate_size, self.hidden_size).lower(b, prod)
+        let out = proj(self.intermediate_size, self.hidden_size).lower(b, prod)?;
+        if fused {
+            b.hold(gate);
+            b.hold(up);
+        }
+        Ok(out)
     }
 }
 

@@ -93,6 +93,26 @@ pub struct TransformerLayer {
     /// The attention runs over consecutive spans of these lengths (see `multihead_attention`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<Vec<u64>>,
+    /// The gated MLP's gate and up projections are one `gate_up_proj` whose output is chunked
+    /// (GLM-4's `Glm4MLP`, Phi-3's `Phi3MLP`): same parameters, but the `gate` view keeps the
+    /// whole `[S, 2I]` output referenced until the MLP's forward returns.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub fused_gate_up: bool,
+    /// Elements of a rotary table buffer every layer reads, held once by the model (GPT-J's
+    /// `GPTJRotaryEmbedding.embed_positions`, `[max_position_embeddings, rotary_dim]`, a
+    /// non-persistent buffer in the model's dtype: `modeling_gptj.py`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotary_buffer: Option<u64>,
+    /// The attention's output stays in a local until the layer returns (StableLM's
+    /// `self_attn_output`, `modeling_stablelm.py`; MPT's `attn_outputs`, `modeling_mpt.py`
+    /// `MptBlock.forward`: neither is rebound). Pre-norm, sequential residuals only.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub attn_out_kept: bool,
+    /// The first norm's output stays in a local until the layer returns (StableLM's
+    /// `hidden_states = self.input_layernorm(hidden_states)`, never rebound after). Pre-norm,
+    /// sequential residuals only.
+    #[serde(default, skip_serializing_if = "crate::serde_util::is_false")]
+    pub norm_out_kept: bool,
 }
 
 /// How a parallel attention + feed-forward block normalises its input.
@@ -121,6 +141,10 @@ impl TransformerLayer {
         positive(self.dim_feedforward, "dim_feedforward")?;
         // Hugging Face module names of this layer's linears (fine-tuning targets)
         b.style = NameStyle::of(self.gated_mlp || self.rotary, self.fused_qkv);
+        if let Some(n) = self.rotary_buffer {
+            let dt = b.float_dtype();
+            b.shared_buffer("rotary_buffer", dt, crate::graph::Lin { fixed: n.saturating_mul(dt.size()), per_sample: 0 });
+        }
         if !self.norm_first && (self.parallel.is_some() || self.post_norms) {
             return Err("`parallel` and `post_norms` need `norm_first: true`".into());
         }
@@ -170,6 +194,7 @@ impl TransformerLayer {
             // hidden_states=hidden_states, ...)`: the local keeps the norm's output until the
             // attention returns (`LlamaDecoderLayer.forward`, `Qwen2_5_VLDecoderLayer.forward`)
             b.hold(n);
+            let attn_out = a;
             if self.post_norms {
                 a = self.norm(b, a)?;
             }
@@ -182,6 +207,12 @@ impl TransformerLayer {
             }
             let out = add(b, h, m);
             if let Some(w) = weights { b.hold(w) }
+            if self.norm_out_kept {
+                b.hold(n);
+            }
+            if self.attn_out_kept {
+                b.hold(attn_out);
+            }
             out
         } else {
             // Hugging Face BERT: `hidden = self.LayerNorm(hidden + input)` keeps the old `hidden`
@@ -221,7 +252,7 @@ impl TransformerLayer {
     pub(crate) fn mlp(&self, b: &mut Builder, x: ValueId) -> LayerResult<(ValueId, ValueId)> {
         let bias = self.mlp_bias.unwrap_or(self.bias);
         let (m, act) = if self.gated_mlp {
-            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower(b, x)?;
+            let m = GatedMlp { hidden_size: self.d_model, intermediate_size: self.dim_feedforward, bias, gelu_new_dropout: None }.lower_fused(b, x, self.fused_gate_up)?;
             (m, m)
         } else {
             let fc = |i, o| Linear { in_features: i, out_features: o, bias, tied_weight: false };
@@ -234,6 +265,7 @@ impl TransformerLayer {
                 FfnActivation::Silu => unary(b, "silu", h, Saves::Input),
                 FfnActivation::QuickGelu => super::activation::quick_gelu(b, h),
                 FfnActivation::BloomGelu => super::activation::bloom_gelu(b, h),
+                FfnActivation::Relu2 => super::activation::relu2(b, h),
             };
             b.role = Some(LinearRole::FfnOut);
             (fc(self.dim_feedforward, self.d_model).lower(b, h)?, h)

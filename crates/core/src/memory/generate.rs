@@ -207,7 +207,13 @@ pub(crate) fn hold_text_model_locals(resolved: &mut Resolved) {
     let kept_op = |name: &str| PER_FORWARD.contains(&name) || name == "masked_scatter";
     if let Some(end) = head_first.checked_sub(1) {
         let from = start.filter(|&s| s <= end && g.ops[s].name == "masked_scatter").unwrap_or(0);
-        let kept: Vec<u32> = g.ops[from..=end].iter().filter(|o| kept_op(o.name)).flat_map(|o| o.allocs.clone()).collect();
+        // Granite's `inputs_embeds = inputs_embeds * embedding_multiplier`: the scaled copy is the
+        // local kept, the embedding's output is freed (`layer::activation::Scale::rebinds_embeds`)
+        let rebound = |i: usize| g.ops[i].name == "embedding" && g.ops.get(i + 1).is_some_and(|o| o.name == "mul_scalar_embeds");
+        let kept: Vec<u32> = (from..=end)
+            .filter(|&i| (kept_op(g.ops[i].name) && !rebound(i)) || g.ops[i].name == "mul_scalar_embeds")
+            .flat_map(|i| g.ops[i].allocs.clone())
+            .collect();
         g.holds.extend(kept.into_iter().map(|s| (s, end as u32)));
     }
     // ... and makes them before its first layer (`create_causal_mask`, `self.rotary_emb(...)`

@@ -56,5 +56,9 @@ pub(crate) fn transformer_layer(d_model: u64, nhead: u64, dim_feedforward: u64) 
         eager_only: false,
         rotary_local: false,
         windows: None,
+        fused_gate_up: false,
+        rotary_buffer: None,
+        attn_out_kept: false,
+        norm_out_kept: false,
     }
 }

@@ -97,6 +97,8 @@ pub(super) fn mpt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         norm: NormKind::LayerNorm,
         fused_qkv: true,
         eager_only: true,
+        // `MptBlock.forward`'s `attn_outputs` stays referenced to the block's end
+        attn_out_kept: true,
         ..presets::transformer_layer(h, heads, h.saturating_mul(4))
     };
     let max_seq = c.size("max_seq_len", 2048)?;

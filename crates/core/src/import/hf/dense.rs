@@ -312,6 +312,7 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
         rotary,
         rotary_dim: rotary_part,
         fused_qkv: model_type == "phi3",
+        fused_gate_up: model_type == "phi3",
         head_dim,
         qk_norm: matches!(model_type, "qwen3" | "gemma3_text"),
         post_norms: matches!(model_type, "gemma2" | "gemma3_text"),
@@ -328,7 +329,7 @@ pub(super) fn llama_like(c: &Fields, arch: Option<&str>, model_type: &str) -> Re
     let mut after_embed = Vec::new();
     if gemma {
         // `hidden_states * normalizer` (Gemma 3: `embed_tokens` scales by `embed_scale`)
-        after_embed.push(Layer::Scale(Scale { factor: (h as f64).sqrt() }));
+        after_embed.push(Layer::Scale(Scale { factor: (h as f64).sqrt(), rebinds_embeds: false }));
     }
     if embd > 0.0 {
         after_embed.push(dropout(embd)?);

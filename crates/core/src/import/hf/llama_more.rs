@@ -104,9 +104,9 @@ pub(super) fn hunyuan_v1_dense(c: &Fields, arch: Option<&str>) -> Result<ModelSp
 /// `NemotronConfig` (transformers 5.24, `modeling_nemotron.py`): Nemotron-4's layers —
 /// `NemotronLayerNorm1P` (a biased LayerNorm applied with `weight + 1`: the same parameters),
 /// GQA with partial rotary (`partial_rotary_factor`, default 0.5), biases by `attention_bias`,
-/// and a plain `down(relu²(up(x)))` MLP (`mlp_bias`). ReLU² is lowered as ReLU saving its output;
-/// its square's `[S, I]` output, saved by `down_proj`, is the ReLU's here, so the step is one
-/// `[S, I]` tensor short per layer (modelled, not measured).
+/// and a plain `down(relu²(up(x)))` MLP (`mlp_bias`): `ReLUSquaredActivation`, the ReLU's
+/// output and its square's both kept for the backward ([`FfnActivation::Relu2`]; measured:
+/// `tests/generate_dense2.rs`).
 pub(super) fn nemotron(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     use crate::layer::norm::LayerNorm;
     let (lm, base) = ("NemotronForCausalLM", "NemotronModel");
@@ -138,7 +138,7 @@ pub(super) fn nemotron(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let layer = TransformerLayer {
         dropout: 0.0,
         attention_dropout: Some(c.prob("attention_dropout", 0.0)?),
-        activation: FfnActivation::Relu,
+        activation: FfnActivation::Relu2,
         layer_norm_eps: eps,
         norm_first: true,
         bias: attn_bias,

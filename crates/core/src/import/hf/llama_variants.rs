@@ -124,12 +124,12 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("granite", IGNORED_LLAMA_LIKE)?;
     let head = head_for(class, "GraniteForCausalLM", h, vocab, tied, false);
-    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: 1.0 / logits })] } else { vec![] };
+    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: 1.0 / logits, rebinds_embeds: false })] } else { vec![] };
     Ok(Decoder {
         name,
         vocab,
         embed_dim: h,
-        after_embed: vec![Layer::Scale(Scale { factor: embedding })],
+        after_embed: vec![Layer::Scale(Scale { factor: embedding, rebinds_embeds: true })],
         layers: vec![layer; n as usize],
         final_norm: Some(Layer::RmsNorm(RmsNorm { normalized_shape: h, eps, t5: false })),
         after_norm: vec![],
@@ -145,7 +145,7 @@ pub(super) fn granite(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
 /// biases (`attention_bias`, no `o_proj` bias), its own `head_dim`, partial rotary
 /// (`partial_rotary_factor`, default 0.5), four RMSNorms a layer (`post_self_attn_layernorm`,
 /// `post_mlp_layernorm` on the outputs: `post_norms`) and a fused `gate_up_proj` (the parameters of
-/// a gated MLP without biases).
+/// a gated MLP without biases; its whole output held to the down projection: `fused_gate_up`).
 pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let (class, name) = pick(arch, &["Glm4ForCausalLM", "Glm4Model"], "Glm4Model");
     let h = c.size("hidden_size", 4096)?;
@@ -174,6 +174,7 @@ pub(super) fn glm4(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary,
         rotary_dim,
         post_norms: true,
+        fused_gate_up: true,
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 13696)?)
     };
     let max_pos = c.size("max_position_embeddings", 131072)?;
@@ -233,6 +234,8 @@ pub(super) fn stablelm(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary,
         rotary_dim,
         parallel: parallel.then_some(crate::layer::transformer::ParallelNorms::Shared),
+        attn_out_kept: !parallel,
+        norm_out_kept: !parallel,
         ..presets::transformer_layer(h, heads, c.size("intermediate_size", 6912)?)
     };
     let max_pos = c.size("max_position_embeddings", 4096)?;
@@ -284,6 +287,7 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         Some(i) => i,
         None => h.saturating_mul(4),
     };
+    let max_pos = c.size("n_positions", 2048)?;
     let layer = TransformerLayer {
         dropout: c.prob("resid_pdrop", 0.0)?,
         attention_dropout: Some(c.prob("attn_pdrop", 0.0)?),
@@ -297,10 +301,10 @@ pub(super) fn gptj(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         rotary: true,
         rotary_dim,
         parallel: Some(crate::layer::transformer::ParallelNorms::Shared),
+        rotary_buffer: Some(max_pos.saturating_mul(rotary_dim.unwrap_or(hd))),
         ..presets::transformer_layer(h, heads, inner)
     };
     let embd = c.prob("embd_pdrop", 0.0)?;
-    let max_pos = c.size("n_positions", 2048)?;
     let tied = c.flag("tie_word_embeddings", false)?;
     c.refuse_unknown("gptj", &[])?;
     let after_embed = if embd > 0.0 { vec![crate::import::fields::dropout(embd)?] } else { vec![] };
@@ -395,7 +399,7 @@ fn cohere_family(c: &Fields, arch: Option<&str>, v2: bool) -> Result<ModelSpec> 
     let tied = c.flag("tie_word_embeddings", true)?;
     c.refuse_unknown(model_type, IGNORED_LLAMA_LIKE)?;
     let head = head_for(class, lm, h, vocab, tied, false);
-    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: scale })] } else { vec![] };
+    let after_head = if head.is_some() { vec![Layer::Scale(Scale { factor: scale, rebinds_embeds: false })] } else { vec![] };
     Ok(Decoder {
         name,
         vocab,
