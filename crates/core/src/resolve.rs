@@ -433,6 +433,12 @@ impl Resolver {
                     for v in std::mem::take(&mut self.b.layer_locals) {
                         self.b.hold(v);
                     }
+                    if !self.b.training() {
+                        // `hidden_states = decoder_layer(hidden_states, ...)`: the caller's
+                        // variable keeps the layer's input until the layer returns (in training
+                        // its first norm saves it anyway)
+                        self.b.hold(y);
+                    }
                     if opened {
                         self.b.end_unit();
                     }

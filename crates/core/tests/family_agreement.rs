@@ -62,6 +62,14 @@ const LLAVA_DEAD_LAYER: Known = Known {
           gradients `None` (its output is unused); the spec keeps that layer on the path (import_vlm.rs::vlm_training_steps_match_traced_pytorch)",
 };
 
+/// `generate_moe2.rs::deepseek_v2_generation_against_transformers`: DeepSeek-V2's generate().
+const DEEPSEEK_V2_GENERATE: Known = Known {
+    bound: 2.0,
+    why: "prefill −1.00 % (batch 1) and −1.73 % (batch 2): one `[S, hidden]` fp32 per sample alive in the MoE layer that the estimate \
+          does not hold, not found yet; decode +1.29 % at batch 1 only: `matmul(attn_weights, value_states)` reads the strided values \
+          as a view at batch 1 and copies them at batch 2 (−0.10 %), and the estimate copies at every batch (generate_moe2.rs)",
+};
+
 /// One measured record: its family, the `model_type` recorded, the workload, its error in
 /// percent, the data file and the test that owns it.
 struct Row {
@@ -114,6 +122,7 @@ fn rows() -> Vec<Row> {
             }
         }
     }
+    rows.extend(generate_moe2_rows());
     // Llama 3.2 Vision's cache (`import_mllama.rs::mllama_generate_caches_the_image_keys_once`)
     for line in hf::data("hf/mllama_cache.jsonl").lines() {
         let r: Value = serde_json::from_str(line).unwrap();
@@ -123,6 +132,34 @@ fn rows() -> Vec<Row> {
         rows.push(Row { family: "mllama", model_type: "mllama".into(), workload: "cache", err, known: None, file: "hf/mllama_cache.jsonl" });
     }
     rows
+}
+
+/// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`), as
+/// `generate::check` estimates them: four rows (prefill, peak, decode, cache) per record.
+fn generate_moe2_rows() -> Vec<Row> {
+    let file = "generate_moe2.jsonl";
+    let text = hf::data(file);
+    let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
+    let mut rows = Vec::new();
+    for (t, rec) in types.zip(generate::records(&text)) {
+        let Some(family) = family_of(&t) else { continue };
+        let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
+        let g = e.generation.as_ref().unwrap();
+        let rel = |est, meas| generate::rel(est, meas) * 100.0;
+        let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
+        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
+            let known = (t == "deepseek_v2" && workload != "cache").then_some(&DEEPSEEK_V2_GENERATE);
+            rows.push(Row { family, model_type: t.clone(), workload, err, known, file });
+        }
+    }
+    rows
+}
+
+/// Every record of `generate_moe2.jsonl` is a family's: four rows each.
+#[test]
+fn every_generate_moe2_record_is_in_a_row() {
+    let n = rows().iter().filter(|r| r.file == "generate_moe2.jsonl").count();
+    assert_eq!(n, 4 * hf::data("generate_moe2.jsonl").lines().filter(|l| !l.trim().is_empty()).count());
 }
 
 /// The parameter-count files and the test that checks every entry exact.
@@ -205,7 +242,7 @@ fn tables() -> (String, Vec<String>) {
     for family in FAMILIES {
         for workload in WORKLOADS {
             // the known-bound records apart from the others
-            for known in [None, Some(&LLAVA_DEAD_LAYER)] {
+            for known in [None, Some(&LLAVA_DEAD_LAYER), Some(&DEEPSEEK_V2_GENERATE)] {
                 let group: Vec<&Row> = rows.iter().filter(|r| r.family == *family && r.workload == *workload && r.known.map(|k| k as *const Known) == known.map(|k| k as *const Known)).collect();
                 if group.is_empty() {
                     continue;
