@@ -91,13 +91,13 @@ fn grouped_mm_moe_generation_against_transformers() {
 /// attention, `q_lora_rank` none) at batch 1 and 2. transformers 5.24 caches the latents
 /// (normed `k_nope` and rotated `k_pe`: exact) and expands the whole cache through `kv_b_proj`
 /// in every forward, a decode step too (`expand_kv`; `layer/mla.rs` `expand_latent`); the
-/// decoder layer keeps the eager probabilities (`hidden_states, _ = self.self_attn(...)`).
-/// Decode +1.29 % at batch 1, −0.10 % at batch 2: `matmul(attn_weights, value_states)` copies
-/// the strided values only where the batch does not fold into the heads (batch > 1; the
-/// estimate, per sample, always copies). Prefill −1.00 % and −1.73 %, before: −3.0 % and
-/// (decode) −4.45 %: one `[S, hidden]` fp32 per sample alive in the MoE layer is not found yet.
-/// The bound reached, 2 %, is asserted (`family_agreement.rs` `DEEPSEEK_V2_GENERATE`).
+/// decoder layer keeps the eager probabilities (`hidden_states, _ = self.self_attn(...)`) and the
+/// model's forward its causal mask. Peak and prefill −0.50 % and −0.87 % (before: −3.0 %).
+/// Decode +1.31 % at batch 1 (before: −4.45 %), −0.08 % at batch 2:
+/// `matmul(attn_weights, value_states)` copies the strided values only where the batch does not
+/// fold into the heads (batch > 1); the estimate, per sample, always copies. The bound reached,
+/// 1.5 %, is asserted (`family_agreement.rs` `DEEPSEEK_V2_DECODE`).
 #[test]
 fn deepseek_v2_generation_against_transformers() {
-    check(&family("deepseek_v2", 2), 0.02);
+    check(&family("deepseek_v2", 2), 0.015);
 }

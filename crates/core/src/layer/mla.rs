@@ -23,6 +23,11 @@
 //! `past_key_values.update(key_states, value_states)` with the decompressed keys (`H·(n+r)`) and
 //! values (`H·v`). `--mode generate` models the latent (`layer/kv_cache.rs`, `latent`): the
 //! prefill attends as below, a decode step in the latent space (`latent_decode`).
+//! transformers 5.24's `DeepseekV2Attention` (`expand_latent`) does cache the latents (normed
+//! `k_nope` and rotated `k_pe`, `cache.update(k_nope, k_pe)`: measured exact in
+//! `tests/generate_moe2.rs`), then expands the whole cache in every forward (`expand_kv`:
+//! `kv_b_proj` over `L` tokens and a new `[H, L, n+r]` key) and attends as below, a decode step
+//! too.
 
 use super::activation::{add, dropout, softmax, unary, Saves};
 use super::linear::Linear;
@@ -184,7 +189,20 @@ impl MultiHeadLatentAttention {
         // q and k are contiguous (fresh `cat`s): matmul's reshape to 3-d is a view
         let scores = b.op("bmm", &ins, &[(Shape::new([h, seq, keys]), dt)], &ins, false, &[], GradRule::Alloc)[0];
         let scores = unary(b, "mul_scalar", scores, Saves::Nothing);
-        let mask = b.op("causal_mask", &[], &[(Shape::new([seq, keys]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let shape = Shape::new([seq, keys]);
+        let mask = if b.training() {
+            b.op("causal_mask", &[], &[(shape, dt)], &[], false, &[], GradRule::Alloc)[0]
+        } else {
+            // outside training: `create_causal_mask`'s one `[B, 1, Q, L]` mask per forward,
+            // passed to every layer (`attention.rs` `causal_mask`), a local of
+            // `DeepseekV2Model.forward` until it returns
+            b.per_forward("causal_mask", &shape, |b| {
+                let m = b.op("causal_mask", &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+                b.set_batched(m);
+                b.forward_locals.push(m);
+                m
+            })
+        };
         let scores = add(b, scores, mask);
         let probs = softmax(b, scores, Some(DType::F32));
         let probs = b.cast(probs, dt);
