@@ -63,7 +63,7 @@ const LLAVA_DEAD_LAYER: Known = Known {
 };
 
 /// `generate_moe2.rs::deepseek_v2_generation_against_transformers`: DeepSeek-V2's decode steps.
-const DEEPSEEK_V2_DECODE: Known = Known {
+static DEEPSEEK_V2_DECODE: Known = Known {
     bound: 1.5,
     why: "+1.31 % at batch 1, −0.08 % at batch 2: `matmul(attn_weights, value_states)` reads the strided values as a view where the \
           batch is 1 and copies them otherwise; the estimate, per sample, copies at every batch (generate_moe2.rs)",
@@ -108,18 +108,7 @@ fn rows() -> Vec<Row> {
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
-        let text = hf::data(file);
-        let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
-        for (t, rec) in types.zip(generate::records(&text)) {
-            let Some(family) = family_of(&t) else { continue };
-            let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
-            let g = e.generation.as_ref().unwrap();
-            let rel = |est, meas| generate::rel(est, meas) * 100.0;
-            let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-            for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-                rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file });
-            }
-        }
+        rows.extend(generate_rows(file, |_, _| None));
     }
     rows.extend(generate_moe2_rows());
     // Llama 3.2 Vision's cache (`import_mllama.rs::mllama_generate_caches_the_image_keys_once`)
@@ -133,10 +122,9 @@ fn rows() -> Vec<Row> {
     rows
 }
 
-/// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`), as
-/// `generate::check` estimates them: four rows (prefill, peak, decode, cache) per record.
-fn generate_moe2_rows() -> Vec<Row> {
-    let file = "generate_moe2.jsonl";
+/// The rows of a generate() file, as `generate::check` estimates them: four (prefill, peak,
+/// decode, cache) per record; `known(model_type, workload)` its documented bound, if any.
+fn generate_rows(file: &'static str, known: impl Fn(&str, &str) -> Option<&'static Known>) -> Vec<Row> {
     let text = hf::data(file);
     let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
     let mut rows = Vec::new();
@@ -147,11 +135,15 @@ fn generate_moe2_rows() -> Vec<Row> {
         let rel = |est, meas| generate::rel(est, meas) * 100.0;
         let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
         for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-            let known = (t == "deepseek_v2" && workload == "generate decode").then_some(&DEEPSEEK_V2_DECODE);
-            rows.push(Row { family, model_type: t.clone(), workload, err, known, file });
+            rows.push(Row { family, model_type: t.clone(), workload, err, known: known(&t, workload), file });
         }
     }
     rows
+}
+
+/// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`).
+fn generate_moe2_rows() -> Vec<Row> {
+    generate_rows("generate_moe2.jsonl", |t, workload| (t == "deepseek_v2" && workload == "generate decode").then_some(&DEEPSEEK_V2_DECODE))
 }
 
 /// Every record of `generate_moe2.jsonl` is a family's: four rows each.
