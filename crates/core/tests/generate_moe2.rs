@@ -51,8 +51,9 @@ fn minimax_generation_against_transformers() {
 }
 
 /// `Llama4ForCausalLM` (4 layers: three chunked-attention RoPE layers of chunk 32 and one
-/// full no-RoPE layer; MoE with a shared expert). The dynamic cache keeps every token on every
-/// layer (`DynamicLayer`: `layer_types` of `chunked_attention` are not sliding in the cache).
+/// full no-RoPE layer; MoE with a shared expert). The dynamic cache's chunked layers are
+/// sliding layers of the chunk: after the prefill they hold the whole prompt (a view of the
+/// prefill's `cat`), at the end 32 tokens each, the full layer all 79 (65,536 → 44,800 bytes).
 /// Cache exact; peak and prefill −0.59 %, decode −0.00 %.
 #[test]
 fn llama4_text_generation_against_transformers() {
