@@ -17,6 +17,12 @@ measure_llm.py's `kv_cache_bytes` counts only `keys`/`values`, so it is replaced
 counts every tensor storage of a cache layer (keys, values, conv and recurrent states, once each).
 A cache of linear-attention layers only (Mamba) records `cache_seq_len_end` as -1 (its
 `get_seq_length` raises).
+
+MiniMax is one of the excluded: `generate()` passes no cache and `MiniMaxModel.forward` makes its
+own empty `MiniMaxCache()` (`modeling_minimax.py`), a `DynamicCache` whose linear-attention layers
+keep their state `[b, heads, head_dim, head_dim]` in `linear_cache` (a list of tensors, one per
+layer; `[]` for the full-attention layers). The same empty `MiniMaxCache()` is made here before the
+prefill instead (nothing allocated), and `linear_cache`'s tensors are counted too.
 """
 import json
 import os
@@ -36,18 +42,19 @@ def cache_bytes(cache):
     """Bytes of every tensor storage the cache's layers hold (each storage once)."""
     if cache is None:
         return 0
-    seen, tot = set(), 0
+    tensors = list(getattr(cache, "linear_cache", []))  # MiniMaxCache's per-layer states
     for layer in getattr(cache, "layers", []):
-        tensors = [getattr(layer, n, None) for n in ("keys", "values")]
+        tensors.extend(getattr(layer, n, None) for n in ("keys", "values"))
         for n in ("conv_states", "recurrent_states"):
             tensors.extend((getattr(layer, n, None) or {}).values())
-        for t in tensors:
-            if isinstance(t, torch.Tensor):
-                st = t.untyped_storage()
-                key = id(st) if not hasattr(st, "_cdata") else st._cdata
-                if key not in seen:
-                    seen.add(key)
-                    tot += st.nbytes()
+    seen, tot = set(), 0
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            st = t.untyped_storage()
+            key = id(st) if not hasattr(st, "_cdata") else st._cdata
+            if key not in seen:
+                seen.add(key)
+                tot += st.nbytes()
     return tot
 
 
@@ -76,7 +83,12 @@ def main():
     def make(model, gen, batch):
         # `Cache.get_seq_length` raises on a cache of linear-attention layers only (Mamba); the
         # mirror calls it once at the end for `cache_seq_len_end`, a field of the record only
-        cache = make_cache(model, gen, batch)
+        if not model._supports_default_dynamic_cache():
+            # MiniMax: the model's own cache, as its forward makes it when given none
+            module = sys.modules[type(model).__module__]
+            cache = getattr(module, "MiniMaxCache")()
+        else:
+            cache = make_cache(model, gen, batch)
         seq_length = cache.get_seq_length
 
         def get_seq_length(*a, **k):

@@ -415,6 +415,7 @@ fn deepseek_v3(c: &Cfg, h: u64, n_layers: u64, eps: f64, v2: bool) -> Result<Vec
         rope_interleave: c.flag("rope_interleave", true)?,
         dropout: c.prob("attention_dropout", 0.0)?,
         eps,
+        expand_latent: v2,
     });
     let moe_i = c.size("moe_intermediate_size", if v2 { 1407 } else { 2048 })?;
     let n_shared = c.int("n_shared_experts", if v2 { 2 } else { 1 })?;

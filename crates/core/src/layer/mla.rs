@@ -23,6 +23,11 @@
 //! `past_key_values.update(key_states, value_states)` with the decompressed keys (`H·(n+r)`) and
 //! values (`H·v`). `--mode generate` models the latent (`layer/kv_cache.rs`, `latent`): the
 //! prefill attends as below, a decode step in the latent space (`latent_decode`).
+//! transformers 5.24's `DeepseekV2Attention` (`expand_latent`) does cache the latents (normed
+//! `k_nope` and rotated `k_pe`, `cache.update(k_nope, k_pe)`: measured exact in
+//! `tests/generate_moe2.rs`), then expands the whole cache in every forward (`expand_kv`:
+//! `kv_b_proj` over `L` tokens and a new `[H, L, n+r]` key) and attends as below, a decode step
+//! too.
 
 use super::activation::{add, dropout, softmax, unary, Saves};
 use super::linear::Linear;
@@ -61,6 +66,11 @@ pub struct MultiHeadLatentAttention {
     /// Epsilon of the two latent RMSNorms (`rms_norm_eps`).
     #[serde(default = "eps")]
     pub eps: f64,
+    /// transformers 5.24's `DeepseekV2Attention`: the cache holds the latents, and every forward
+    /// expands the whole cache through `kv_b_proj` (`expand_kv`: `[L, H·(n+v)]` and a new
+    /// `[H, L, n+r]` key) before attending, a decode step too (no absorbed latent decode).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expand_latent: bool,
 }
 
 fn eps() -> f64 {
@@ -106,22 +116,41 @@ impl MultiHeadLatentAttention {
         // and kv whole (a view shares its base's storage, so liveness and saving are the same).
         let ckv = lin(d, self.kv_lora_rank.saturating_add(rope), self.bias).lower(named(b, LinearRole::KvDown), x)?;
         let k_latent = b.view(ckv, Shape::new([seq, self.kv_lora_rank]));
-        let kv = norm(self.kv_lora_rank).lower(b, k_latent)?;
-        let kv = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false).lower(named(b, LinearRole::KvUp), kv)?;
+        let normed = norm(self.kv_lora_rank).lower(b, k_latent)?;
+        let kv_up = lin(self.kv_lora_rank, h.saturating_mul(nope.saturating_add(v)), false);
+        // DeepSeek-V2 expands after the cache update, V3 here
+        let early = if self.expand_latent { None } else { Some(kv_up.lower(named(b, LinearRole::KvUp), normed)?) };
+        // the expanded cache of a V2 decode step: the latents read and their length
+        let mut cached = None;
         if let Some(step) = b.opts.generation {
             // generation caches the latent (`layer/kv_cache.rs`, `latent`); a decode step attends
-            // in the latent space, the prefill as below
+            // in the latent space (V2: over the expanded cache), the prefill as below
             let (latent, attended) = super::kv_cache::latent(b, step, ckv, self.kv_lora_rank, rope);
             if !step.is_prefill() {
-                let out = super::kv_cache::latent_decode(b, h, self.kv_lora_rank, v, q, latent, attended);
-                return lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out);
+                if early.is_some() {
+                    let out = super::kv_cache::latent_decode(b, h, self.kv_lora_rank, v, q, latent, attended);
+                    return lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out);
+                }
+                cached = Some((latent, attended));
             }
         }
+        let (kv_in, keys) = match cached {
+            Some((latent, attended)) => (b.view(latent, Shape::new([attended, self.kv_lora_rank])), attended),
+            None => (normed, seq),
+        };
+        let kv = match early {
+            Some(kv) => kv,
+            None => kv_up.lower(named(b, LinearRole::KvUp), kv_in)?,
+        };
         let q_rot = self.rotary(b, q, Shape::new([h, seq, rope]));
-        // k_rot: one head, `expand`ed to all heads by the `cat` (a view)
-        let k_rot = self.rotary(b, ckv, Shape::new([1, seq, rope]));
+        // k_rot: one head, `expand`ed to all heads by the `cat` (a view); a V2 decode step's
+        // comes rotated from the cache
+        let k_rot = match cached {
+            Some((latent, _)) => latent,
+            None => self.rotary(b, ckv, Shape::new([1, seq, rope])),
+        };
         let query = cat(b, q, q_rot, Shape::new([h, seq, qk]));
-        let key = cat(b, kv, k_rot, Shape::new([h, seq, qk]));
+        let key = cat(b, kv, k_rot, Shape::new([h, keys, qk]));
         let value = kv;
         let out = match b.opts.attention {
             AttentionImpl::Sdpa => {
@@ -132,20 +161,48 @@ impl MultiHeadLatentAttention {
                 // the kernel writes [S, H, v] memory: transpose(1, 2).reshape(...) is free
                 b.op("sdpa", &ins, &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &ins, true, &[lse], GradRule::Alloc)[0]
             }
-            AttentionImpl::Eager => self.eager(b, query, key, value, seq),
+            AttentionImpl::Eager => {
+                let (out, probs) = self.eager(b, query, key, value, seq, keys);
+                // `hidden_states, _ = self.self_attn(...)`: the decoder layer keeps the
+                // probabilities in `_` until it returns
+                if !b.training() {
+                    b.layer_locals.push(probs);
+                }
+                out
+            }
         };
-        lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out)
+        let out = lin(h.saturating_mul(v), d, self.bias).lower(named(b, LinearRole::O), out)?;
+        if self.expand_latent && !b.training() {
+            // `query_states`, `key_states` and `value_states` (`kv_b_proj`'s output) are
+            // `forward`'s locals until it returns
+            [query, key, kv].into_iter().for_each(|l| b.hold(l));
+        }
+        Ok(out)
     }
 
     /// `eager_attention_forward`: `matmul(q, kᵀ) · scaling + mask`, fp32 softmax cast back,
     /// dropout, `matmul(p, v)`, `transpose(1, 2).contiguous()`.
-    fn eager(&self, b: &mut Builder, q: ValueId, k: ValueId, value: ValueId, seq: u64) -> ValueId {
+    /// `seq` queries over `keys` keys; returns the output and the probabilities.
+    fn eager(&self, b: &mut Builder, q: ValueId, k: ValueId, value: ValueId, seq: u64, keys: u64) -> (ValueId, ValueId) {
         let (h, v) = (self.num_heads, self.v_head_dim);
         let (ins, dt) = b.autocast(CastPolicy::Lower, &[q, k]);
         // q and k are contiguous (fresh `cat`s): matmul's reshape to 3-d is a view
-        let scores = b.op("bmm", &ins, &[(Shape::new([h, seq, seq]), dt)], &ins, false, &[], GradRule::Alloc)[0];
+        let scores = b.op("bmm", &ins, &[(Shape::new([h, seq, keys]), dt)], &ins, false, &[], GradRule::Alloc)[0];
         let scores = unary(b, "mul_scalar", scores, Saves::Nothing);
-        let mask = b.op("causal_mask", &[], &[(Shape::new([seq, seq]), dt)], &[], false, &[], GradRule::Alloc)[0];
+        let shape = Shape::new([seq, keys]);
+        let mask = if b.training() {
+            b.op("causal_mask", &[], &[(shape, dt)], &[], false, &[], GradRule::Alloc)[0]
+        } else {
+            // outside training: `create_causal_mask`'s one `[B, 1, Q, L]` mask per forward,
+            // passed to every layer (`attention.rs` `causal_mask`), a local of
+            // `DeepseekV2Model.forward` until it returns
+            b.per_forward("causal_mask", &shape, |b| {
+                let m = b.op("causal_mask", &[], &[(shape.clone(), dt)], &[], false, &[], GradRule::Alloc)[0];
+                b.set_batched(m);
+                b.forward_locals.push(m);
+                m
+            })
+        };
         let scores = add(b, scores, mask);
         let probs = softmax(b, scores, Some(DType::F32));
         let probs = b.cast(probs, dt);
@@ -153,9 +210,9 @@ impl MultiHeadLatentAttention {
         // v is a strided view of kv_b_proj's output: matmul copies it before the bmm
         let (vins, _) = b.autocast(CastPolicy::Lower, &[value]);
         let vdt = b.dtype(vins[0]);
-        let vc = b.op("clone", &vins, &[(Shape::new([h, seq, v]), vdt)], &[], false, &[], GradRule::Alias)[0];
+        let vc = b.op("clone", &vins, &[(Shape::new([h, keys, v]), vdt)], &[], false, &[], GradRule::Alias)[0];
         let out = b.op("bmm", &[probs, vc], &[(Shape::new([h, seq, v]), dt)], &[probs, vc], false, &[], GradRule::Alloc)[0];
-        b.op("clone", &[out], &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &[], false, &[], GradRule::Alias)[0]
+        (b.op("clone", &[out], &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &[], false, &[], GradRule::Alias)[0], probs)
     }
 
     /// `apply_rotary_pos_emb(_interleave)` on the rotary slice (`out`: `[heads, S, r]`) of `x`:

@@ -182,14 +182,19 @@ impl SparseMoe {
         self.check()?;
         let seq = sequence_len(b, x, self.hidden_size)?;
         let shared = |i| GatedMlp { hidden_size: self.hidden_size, intermediate_size: i, bias: self.shared_bias, gelu_new_dropout: None };
-        // Qwen2MoeSparseMoeBlock.forward runs the shared expert first; DeepseekV3MoE last.
+        // Qwen2MoeSparseMoeBlock.forward runs the shared expert first; DeepseekV3MoE last;
+        // ERNIE 4.5 (the one with `router_stats`) first too, ungated:
+        // `Ernie4_5_MoeSparseMoeBlock.forward` keeps `shared_output` through the routed experts
         let early_shared = match self.shared_intermediate_size {
-            Some(i) if self.shared_expert_gate => Some(shared(i).lower(b, x)?),
+            Some(i) if self.shared_expert_gate || self.router_stats => Some(shared(i).lower(b, x)?),
             _ => None,
         };
         let (weights, wdt) = self.route(b, x, seq);
         let mut out = self.experts(b, x, weights, wdt, seq);
-        if let Some(sh) = early_shared {
+        if let (Some(sh), false) = (early_shared, self.shared_expert_gate) {
+            // final_hidden_states + shared_output
+            out = add(b, out, sh);
+        } else if let Some(sh) = early_shared {
             // F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output; expert_output += ...
             let gw = b.param(Shape::new([1, self.hidden_size]));
             let g = linear(b, x, gw, None);
@@ -310,13 +315,23 @@ impl SparseMoe {
             out = sum;
             b.hold(g);
         }
+        let proj_out = out;
         let out = mul(b, out, wg);
         let odt = b.dtype(out);
         let out = b.op("index", &[out], &[(Shape::new([rows, d]), odt)], &[], false, &[index], GradRule::Alloc)[0];
         let summed = b.op("sum", &[out], &[(Shape::new([seq, d]), odt)], &[], false, &[], GradRule::Alloc)[0];
         let res = b.cast(summed, xdt);
-        // `selected_hidden_states` is a Python local until the function returns
-        b.hold(selected);
+        if b.opts.training {
+            // `selected_hidden_states` is a Python local until the function returns
+            b.hold(selected);
+        } else {
+            // no grad: what nothing saves lives as long as its name, to the return
+            // (`grouped_mm_experts_forward` of transformers 5.24 `integrations/moe.py`): the
+            // gathered `selected_hidden_states_g` [R, D] and the down projection's `proj_out`
+            // [R, D]; the routing-weighted product dies when `weighted_out` is rebound
+            b.hold(xg);
+            b.hold(proj_out);
+        }
         res
     }
 }

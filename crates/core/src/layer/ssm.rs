@@ -242,7 +242,7 @@ impl Mamba2Mixer {
             return Err(format!("num_heads ({}) must be a multiple of n_groups ({})", self.num_heads, self.n_groups));
         }
         let s = seq_of(b, x, self.hidden_size)?;
-        let (h, i, heads, p, n, q) = (self.hidden_size, self.inner(), self.num_heads, self.head_dim, self.state_size, self.chunk_size);
+        let (h, i, heads) = (self.hidden_size, self.inner(), self.num_heads);
         let conv_dim = self.conv_dim();
         let lin = |i, o, bias| Linear { in_features: i, out_features: o, bias, tied_weight: false };
         let proj = lin(h, i + conv_dim + heads, self.bias).lower(b, x)?;
@@ -252,9 +252,64 @@ impl Mamba2Mixer {
         let act = causal_conv(b, xbc, conv_dim, self.conv_kernel, s, self.conv_bias);
         let dt_bias = b.param(Shape::new([heads]));
         let a_log = b.param(Shape::new([heads]));
-        let f = DType::F32;
         let a = unary(b, "exp", a_log, Saves::Output);
         let a = unary(b, "neg", a, Saves::Nothing);
+        let d = b.param(Shape::new([heads]));
+        let y = if b.opts.generation.is_some_and(|g| !g.is_prefill()) && s == 1 {
+            self.state_update(b, act, dt_raw, dt_bias, a, d)
+        } else {
+            self.chunk_scan(b, act, dt_raw, dt_bias, a, d, s)
+        };
+        let y = b.view(y, Shape::new([s, i]));
+        let y = if self.gated_norm {
+            gated_rms_norm(b, y, gate, i)
+        } else {
+            y
+        };
+        let compute = b.dtype(proj);
+        let y = b.cast(y, compute);
+        let out = lin(i, h, self.out_bias.unwrap_or(self.bias)).lower(b, y)?;
+        if !b.opts.training {
+            // `projected_states` and the conv's output are `forward`'s locals until it returns
+            b.hold(proj);
+            b.hold(act);
+        }
+        cache_states(b, self.state());
+        Ok(out)
+    }
+
+    /// A decode step (`mamba2_selective_state_update`, `seq_len == 1` with a recurrent state):
+    /// `dA = exp(dt · A)`, `dB = dt · B`, `dBx = dB · x`, `state · dA + dBx`, each `[h, P, N]`
+    /// fp32, the function's locals until it returns; then `bmm` with C and the D skip.
+    fn state_update(&self, b: &mut Builder, act: ValueId, dt_raw: ValueId, dt_bias: ValueId, a: ValueId, d: ValueId) -> ValueId {
+        let (heads, p, n) = (self.num_heads, self.head_dim, self.state_size);
+        let f = DType::F32;
+        let hp = Shape::new([1, heads, p]);
+        let hpn = Shape::new([heads, p, n]);
+        // `dt.transpose(1, 2).expand(-1, -1, head_dim)` + `dt_bias[:, None].expand(...)`, softplus
+        let dt = tensor(b, "add", &[dt_raw, dt_bias], hp.clone(), f, &[]);
+        let dt = unary(b, "softplus", dt, Saves::Input);
+        let dta = tensor(b, "mul", &[dt, a], hpn.clone(), f, &[]);
+        let da = b.op("exp", &[dta], &[(hpn.clone(), f)], &[], true, &[], GradRule::Alloc)[0];
+        let bc = tensor(b, "contiguous", &[act], Shape::new([heads, n]), f, &[]);
+        let db = tensor(b, "mul", &[dt, bc], hpn.clone(), f, &[]);
+        let dbx = tensor(b, "mul", &[db, act], hpn.clone(), f, &[]);
+        let decayed = tensor(b, "mul", &[da], hpn.clone(), f, &[]);
+        let state = tensor(b, "add", &[decayed, dbx], hpn, f, &[]);
+        let cc = tensor(b, "contiguous", &[act], Shape::new([heads, n]), f, &[]);
+        let out = tensor(b, "bmm", &[state, cc], hp.clone(), f, &[]);
+        let skip = tensor(b, "mul", &[act, d], hp.clone(), f, &[]);
+        let y = tensor(b, "add", &[out, skip], hp, f, &[]);
+        [dt, da, bc, db, dbx, state, cc].into_iter().for_each(|v| b.hold(v));
+        y
+    }
+
+    /// The prefill (`mamba2_chunk_scan`): every tensor it names stays alive to its return under
+    /// `no_grad` (Python locals); in training autograd decides.
+    #[allow(clippy::too_many_arguments)]
+    fn chunk_scan(&self, b: &mut Builder, act: ValueId, dt_raw: ValueId, dt_bias: ValueId, a: ValueId, d: ValueId, s: u64) -> ValueId {
+        let (heads, p, n, q) = (self.num_heads, self.head_dim, self.state_size, self.chunk_size);
+        let f = DType::F32;
         let dt = tensor(b, "add", &[dt_raw, dt_bias], Shape::new([s, heads]), f, &[]);
         let dt = unary(b, "softplus", dt, Saves::Input);
         let dt = unary(b, "clamp", dt, Saves::Input);
@@ -267,7 +322,6 @@ impl Mamba2Mixer {
         let hp = Shape::new([padded, heads, p]);
         let hn = Shape::new([padded, heads, n]);
         // `D[..., None] * pad_tensor_by_size(hidden_states, pad_size)`: `F.pad` copies even by 0
-        let d = b.param(Shape::new([heads]));
         let pad_h = tensor(b, "pad", &[hs], hp.clone(), f, &[]);
         let d_res = tensor(b, "mul", &[d, pad_h], hp.clone(), f, &[d, pad_h]);
         let xdt = tensor(b, "mul", &[hs, dt], Shape::new([s, heads, p]), f, &[hs, dt]);
@@ -303,17 +357,10 @@ impl Mamba2Mixer {
         let y = add(b, y_diag, y_off);
         let y = tensor(b, "contiguous", &[y], hp, f, &[]);
         let y = add(b, y, d_res);
-        let y = b.view(y, Shape::new([s, i]));
-        let y = if self.gated_norm {
-            gated_rms_norm(b, y, gate, i)
-        } else {
-            y
-        };
-        let compute = b.dtype(proj);
-        let y = b.cast(y, compute);
-        let out = lin(i, h, self.out_bias.unwrap_or(self.bias)).lower(b, y)?;
-        cache_states(b, self.state());
-        Ok(out)
+        if !b.opts.training {
+            [dt, bn, cn, d_res, xdt, adt, a_cum, l, g, m, y_diag, decay, b_decay, decay_chunk, new_states, out_decay, cs, y_off].into_iter().for_each(|v| b.hold(v));
+        }
+        y
     }
 }
 
