@@ -444,8 +444,18 @@ fn positions(spec: &ModelSpec) -> Option<u64> {
         }
         false
     };
+    // an image-text model's tower (`image_input` to `image_tokens`) sees the image's patches, not
+    // the generated tokens: its learned positions (CLIP's, SigLIP's) bound nothing here
+    let mut tower = false;
     for l in &spec.layers {
-        l.any(&pick);
+        match l {
+            Layer::ImageInput(_) => tower = true,
+            Layer::ImageTokens(_) => tower = false,
+            _ if !tower => {
+                l.any(&pick);
+            }
+            _ => {}
+        }
     }
     found.get()
 }
