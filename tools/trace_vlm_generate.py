@@ -16,9 +16,11 @@ PaliGemma, Gemma 3 (`Gemma3ForConditionalGeneration`) and Llama 3.2 Vision
   1, every tile present), no `cross_attention_mask` (every token sees the whole image: as
   `tools/trace_hf.py`'s training records).
 
-Phases: the prefill is everything up to the end of the first forward (the tower runs before it
+Phases, as `shared/reference/llm/measure_llm.py`'s `generate_mirror` splits them: the prefill is
+everything up to the start of the second forward (the tower, which runs before the first forward
 in `_prepare_multimodal_encoder_kwargs_for_generation` for the models that take
-`mm_encoder_outputs`), the decode everything after; the cache bytes (every layer's keys and
+`mm_encoder_outputs`, the prefill forward and the selection of the first new token), the decode
+everything after; the cache bytes (every layer's keys and
 values, mllama's cross-attention layers' image keys too) after the first forward and at the end.
 The caller's tensors are tracked from the start (compare with `--batch 1`).
 
@@ -108,10 +110,14 @@ def main():
     def traced(_module, _args, out):
         phases["calls"] += 1
         if phases["calls"] == 1:
-            phases["prefill"] = tracker.peak
             phases["kv_prefill"] = cache_bytes(cache_of(out))
+
+    def second(_module, _args):
+        if phases["calls"] == 1 and "prefill" not in phases:
+            phases["prefill"] = tracker.peak
             tracker.peak = tracker.total()  # the decode phase from here
     model.register_forward_hook(traced)
+    model.register_forward_pre_hook(second)
     with tracker, torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=mask, pixel_values=pixels, max_new_tokens=a.new_tokens,
                              do_sample=False, return_dict_in_generate=True, **extra)
