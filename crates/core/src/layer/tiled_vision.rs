@@ -291,6 +291,10 @@ impl TiledVisionEncoder {
             b.hold(s);
         }
         b.hold(mask);
+        // `MllamaModel.forward` returns the tower's output (`image_outputs=vision_outputs`, its
+        // `last_hidden_state`): referenced until the forward returns (measured in the prefill of
+        // `generate()`, `tests/generate_vlm2.rs`)
+        b.forward_locals.push(out);
         match self.projection_dim {
             Some(p) => Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out),
             None => Ok(out),

@@ -84,7 +84,11 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     // an image-text model's prompt: `--seq-len`, else its `token_input`'s length
     let image_prompt = || match spec.layers.first() {
         Some(Layer::TokenInput(t)) if spec.image_prompt() => c.seq_len.or(Some(t.seq_len)),
-        _ => None,
+        // Llama 3.2 Vision's: the tower, then the prompt's `token_input` (`import/hf/mllama.rs`)
+        _ => spec.layers.iter().find_map(|l| match l {
+            Layer::TokenInput(t) if t.prompt => c.seq_len.or(Some(t.seq_len)),
+            _ => None,
+        }),
     };
     let prompt = g.prompt_len.or(spec.seq_len(c.seq_len)).or_else(image_prompt).unwrap_or(1);
     if prompt == 0 {
@@ -450,8 +454,18 @@ fn positions(spec: &ModelSpec) -> Option<u64> {
         }
         false
     };
+    // an image-text model's tower (`image_input` to `image_tokens`) sees the image's patches, not
+    // the generated tokens: its learned positions (CLIP's, SigLIP's) bound nothing here
+    let mut tower = false;
     for l in &spec.layers {
-        l.any(&pick);
+        match l {
+            Layer::ImageInput(_) => tower = true,
+            Layer::ImageTokens(_) => tower = false,
+            _ if !tower => {
+                l.any(&pick);
+            }
+            _ => {}
+        }
     }
     found.get()
 }

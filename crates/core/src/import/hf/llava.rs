@@ -11,14 +11,16 @@
 //!   `linear_2`, biases per `multimodal_projector_bias`); the text model (LLaMA-7B by default),
 //!   `lm_head` untied unless `tie_word_embeddings` (LlavaConfig's or the text config's).
 //! - PaliGemma: `SiglipVisionModel` without its head (`vision_use_head: false`, PaliGemmaConfig's
-//!   default), `PaliGemmaMultiModalProjector` (`Linear(Dv, projection_dim)` with bias), the image
-//!   features divided by `√hidden_size` (`get_image_features`), the Gemma text model (PaliGemma
+//!   default), `PaliGemmaMultiModalProjector` (`Linear(Dv, projection_dim)` with bias; its output is the
+//!   image features as it is: 5.24 divides by nothing), the Gemma text model (PaliGemma
 //!   3B's by default when `text_config` is absent: `init_kwargs` apply only then), `lm_head` tied
 //!   unless `tie_word_embeddings` is false.
 //!
 //! The spec's input is one image; a `token_input` of the prompt (the estimate's `seq_len`) and its
-//! embedding come first, then the tower on the image (`image_input`), and the image tokens are
-//! written into the embeddings (`image_tokens`). Modelled approximately (memory only;
+//! embedding (a Gemma text model's with its `embed_scale`) come first, then the tower on the image
+//! (`image_input`), and the image tokens are written into the embeddings (`image_tokens`). The
+//! tower outputs `get_image_features` returns are held to the end of the forward (`keep`; and by
+//! `generate()` to its end, `mm_encoder_outputs`: `tests/generate_vlm2.rs`). Modelled approximately (memory only;
 //! the parameters are exact): CLIP's `post_layernorm` normalises only the pooled `[CLS]` token in
 //! PyTorch (its output is unused by LLaVA), here the whole `[P, D]` output; and the layers after
 //! `vision_feature_layer` (the last one at the default −2) stay on the spec's path, where PyTorch
@@ -75,15 +77,19 @@ fn text_model(build: Build, mut text: Map<String, Value>, default_type: &str, dr
 #[allow(clippy::too_many_arguments)]
 fn assemble(name: &str, input: Vec<u64>, tower: Vec<Layer>, text: Text, tokens: u64, tied: bool, concat: bool, parts: &[(&str, &str)]) -> Result<ModelSpec> {
     let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": text.seq.max(tokens), "prompt": true}))?];
-    let mut rest = text.layers.into_iter();
-    layers.extend(rest.by_ref().take(1));
+    let mut rest = text.layers.into_iter().peekable();
+    layers.extend(rest.next());
+    // a Gemma text model's `embed_scale` is its embedding's (`GemmaTextScaledWordEmbedding`,
+    // transformers 5.24): the prompt's rows are scaled before the image rows are written
+    layers.extend(rest.next_if(|l| matches!(l, Layer::Scale(_))));
+    let head = layers.len() - 1;
     layers.push(layer(json!({"kind": "image_input"}))?);
     let mut names = tower_names(&tower, layers.len(), parts, "vision_tower.encoder.layers", true);
     let after = layers.len() + tower.len() + 1;
     layers.extend(tower);
     layers.push(layer(json!({"kind": "image_tokens", "embed_dim": text.hidden, "concat": concat}))?);
     layers.extend(rest);
-    names.extend(text_names(&text.names, |j| if j == 0 { 1 } else { after + j - 1 }, true));
+    names.extend(text_names(&text.names, |j| if j < head { 1 + j } else { after + j - head }, true));
     crate::layer_names::name_top(&mut names, layers.len(), "lm_head");
     layers.push(layer(json!({"kind": "linear", "in_features": text.hidden, "out_features": text.vocab, "bias": false, "tied_weight": tied}))?);
     Ok(ModelSpec {
@@ -139,15 +145,47 @@ fn clip_vision(obj: &Map<String, Value>) -> Result<(Vec<Layer>, Vec<u64>, u64, u
     Ok((layers, vec![channels, image, image], patches, h))
 }
 
+/// The tower outputs `LlavaModel.get_image_features` returns (`image_outputs`: the forward
+/// returns them in `LlavaModelOutputWithPast.image_outputs`, and `generate()` keeps them in
+/// `mm_encoder_outputs` to its end): `hidden_states[vision_feature_layer]` and
+/// `last_hidden_state` (the last encoder layer's output; one tensor at −1), measured by
+/// `tools/trace_vlm_generate.py` (`generate_vlm2.rs`). The `repeat` of the `n` encoder layers
+/// (after `pre_layrnorm`: `hidden_states[0]` is its output) is split at the feature layer.
+fn keep_image_outputs(layers: &mut Vec<Layer>, feature_layer: i64) -> Result<()> {
+    let Some(at) = layers.iter().position(|l| matches!(l, Layer::Repeat { .. })) else { return Ok(()) };
+    let Layer::Repeat { times: n, body } = layers[at].clone() else { return Ok(()) };
+    let k = if feature_layer < 0 { n as i64 + 1 + feature_layer } else { feature_layer };
+    if !(0..=n as i64).contains(&k) {
+        return Err(Error::Import(format!(
+            "field `vision_feature_layer`: {feature_layer} is not a hidden state of the {n}-layer vision tower ({} to {n})",
+            -(n as i64) - 1
+        )));
+    }
+    let keep = || layer(json!({"kind": "keep"}));
+    let k = k as u64;
+    let mut run = Vec::new();
+    if k > 0 {
+        run.push(Layer::Repeat { times: k, body: body.clone() });
+    }
+    if k < n {
+        run.push(keep()?);
+        run.push(Layer::Repeat { times: n - k, body });
+    }
+    run.push(keep()?);
+    layers.splice(at..=at, run);
+    Ok(())
+}
+
 /// `LlavaConfig` (transformers 5.24).
 pub(super) fn llava(c: &Fields, arch: Option<&str>, build: Build) -> Result<ModelSpec> {
     let name = class(arch, "LlavaForConditionalGeneration", "llava")?;
     let (mut layers, input, patches, hv) = clip_vision(&sub(c, "vision_config")?)?;
-    match c.get("vision_feature_layer") {
-        None | Some(Value::Null) => {}
-        Some(v) if v.as_i64().is_some() => {}
+    let feature_layer = match c.get("vision_feature_layer") {
+        None | Some(Value::Null) => -2,
+        Some(v) if v.as_i64().is_some() => v.as_i64().unwrap_or(-2),
         Some(v) => return Err(Fields::wrong("vision_feature_layer", "one layer index (a list of layers is not supported)", v)),
-    }
+    };
+    keep_image_outputs(&mut layers, feature_layer)?;
     let tokens = match c.str("vision_feature_select_strategy")?.unwrap_or("default") {
         "default" => {
             layers.push(layer(json!({"kind": "drop_tokens", "count": 1}))?);
@@ -163,6 +201,8 @@ pub(super) fn llava(c: &Fields, arch: Option<&str>, build: Build) -> Result<Mode
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": text.hidden, "bias": bias}))?);
     layers.push(activation("projector_hidden_act", c.str("projector_hidden_act")?.unwrap_or("gelu"))?);
     layers.push(layer(json!({"kind": "linear", "in_features": text.hidden, "out_features": text.hidden, "bias": bias}))?);
+    // the projected features: `image_outputs.pooler_output`
+    layers.push(layer(json!({"kind": "keep"}))?);
     let tied = c.flag("tie_word_embeddings", false)? || text_tied;
     for key in ["image_token_index", "image_token_id", "image_seq_length", "vision_config", "text_config"] {
         c.get(key);
@@ -204,9 +244,14 @@ pub(super) fn paligemma(c: &Fields, arch: Option<&str>, build: Build) -> Result<
     if proj != text.hidden {
         return Err(Error::Import(format!("field `projection_dim` ({proj}) must equal the text model's hidden_size ({})", text.hidden)));
     }
+    // `PaliGemmaModel.get_image_features` returns the tower's `last_hidden_state` (after
+    // `post_layernorm`) and the projected features (`pooler_output`, before the division): the
+    // forward returns them, `generate()` keeps them to its end (measured, `generate_vlm2.rs`)
+    layers.push(layer(json!({"kind": "keep"}))?);
     layers.push(layer(json!({"kind": "linear", "in_features": hv, "out_features": proj}))?);
-    // `image_features / (text_config.hidden_size ** 0.5)`
-    layers.push(layer(json!({"kind": "scale", "factor": 1.0 / (text.hidden as f64).sqrt()}))?);
+    layers.push(layer(json!({"kind": "keep"}))?);
+    // no `image_features / √hidden_size` in transformers 5.24 (`get_image_features` returns the
+    // projector's output as it is; older versions divided, a new `[P, Dt]` tensor)
     let tied = c.flag("tie_word_embeddings", true)?;
     for key in ["image_token_index", "image_token_id", "vocab_size", "hidden_size", "vision_config", "text_config"] {
         c.get(key);
