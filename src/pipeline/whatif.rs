@@ -8,7 +8,7 @@
 //! (`diffusion::reverse::largest_by`, the core's search over the mode's own answer).
 
 use super::{answer, lora_setup, settings};
-use crate::state::pipeline::{PipeMode, PipelineState, Trainer};
+use crate::state::pipeline::{PipeMode, PipelineState, TrainMethod, Trainer};
 use vramcalc_core::diffusion::pipeline::Family;
 use vramcalc_core::diffusion::reverse::{self, Knob};
 use vramcalc_core::diffusion::train_whatif::{self, LoraSetup};
@@ -72,6 +72,7 @@ fn candidates(s: &PipelineState, p: &PipelineSpec) -> Result<Vec<PipelineState>,
     Ok(match s.mode {
         PipeMode::Infer | PipeMode::Decode => reverse::what_ifs(p, &settings(s)).map_err(err)?.iter().map(|w| state_of(s, p, &w.settings)).collect(),
         PipeMode::Train if s.trainer == Trainer::Kohya => super::kohya::candidates(s, p)?,
+        PipeMode::Train if s.method == TrainMethod::Full => super::full::candidates(s, p)?,
         PipeMode::Train => {
             let (c, setup) = lora_setup(s, p)?;
             let mut out: Vec<PipelineState> = train_whatif::what_ifs(&c.1, &setup, None).map_err(err)?.iter().filter_map(|w| w.setup.as_ref()).map(|t| train_state(s, p, t)).collect();
