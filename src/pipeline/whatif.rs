@@ -3,7 +3,8 @@
 //! slicing, fp8/nf4 weights, a smaller size, fewer frames) for inference and decode,
 //! `diffusion::train_whatif::what_ifs` (checkpointing, 8-bit Adam, rank, size, batch) and cached
 //! latents for a LoRA step, `diffusion::kohya_job::what_ifs` for kohya's (its caches,
-//! checkpointing, 8-bit AdamW, full bf16/fp16, rank, batch) — each read back into the panel's state so Apply sets exactly what
+//! checkpointing, 8-bit AdamW, full bf16/fp16, rank, batch), `full::candidates` for a full fine-tune
+//! (checkpointing, 8-bit Adam, the EMA offloaded, gradients freed, batch 1, a LoRA instead) — each read back into the panel's state so Apply sets exactly what
 //! was shown; and the largest resolution, batch or frames that fits the GPU
 //! (`diffusion::reverse::largest_by`, the core's search over the mode's own answer).
 
