@@ -124,6 +124,7 @@ mod tests {
     /// --batch B --precision P [--checkpointing] [--optimizer O] [--use-ema [--offload-ema]]
     /// [--set-grads-to-none]` builds them (`crates/cli/src/diffusion_full.rs`), written out
     /// here rather than read from the state.
+    #[allow(clippy::too_many_arguments)]
     fn cli(w: u64, h: u64, batch: u64, mixed: Precision, ck: bool, opt: OptimizerKind, script: Script, ema: Ema) -> (Pass, FullSettings) {
         (Pass::Denoise { width: w, height: h, frames: 1, text_len: 77 }, FullSettings { mixed_precision: mixed, device: Device::Cuda, batch, checkpointing: ck, optimizer: opt, script, ema })
     }
