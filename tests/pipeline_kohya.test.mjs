@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { launch, URL, axeViolations } from './helpers.mjs';
+import { realErrors, bytes, peakIs, whatIfs, resident as residentOf, linked } from './pipeline_train_helpers.mjs';
 
 const axe = (page) => axeViolations(page, ['skip-link']);
 let browser;
@@ -20,27 +21,7 @@ function kohya(...extra) {
   return JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'vramcalc-cli', '--', ...args], { encoding: 'utf8' }));
 }
 
-const realErrors = (errors) => errors.filter((e) => !/Failed to load resource/.test(e));
-const bytes = async (page, id) => Number(await page.getByTestId(id).getAttribute('data-bytes'));
-const peakIs = (page, want) => page.waitForFunction((b) => document.querySelector('[data-testid=pipeline-peak]')?.dataset.bytes === b, String(want));
-
-async function whatIfs(page) {
-  await page.waitForFunction(() => document.querySelector('[data-testid=pipe-whatifs]')?.dataset.stale === 'false');
-  return page.$$eval('[data-testid=pipe-whatif]', (bs) => bs.map((b) => ({ changes: b.dataset.changes, peak: Number(b.dataset.bytes) })));
-}
-
-async function resident(page) {
-  return page.$$eval('[data-testid=train-resident]', (li) => li.map((l) => ({ name: l.dataset.name, bytes: Number(l.dataset.bytes) })));
-}
-
-async function linked(context, hash, errors) {
-  const p = await context.newPage();
-  p.on('pageerror', (e) => errors.push(String(e)));
-  p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await p.goto(URL + hash);
-  await p.getByTestId('pipeline-panel').waitFor();
-  return p;
-}
+const resident = (page) => residentOf(page);
 
 test('a kohya link opens with the CLI\'s peak, trainable parameters and frozen models; its what-ifs, settings and undo are the CLI\'s', async () => {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });

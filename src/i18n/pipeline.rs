@@ -77,6 +77,16 @@ pub struct PipelineTr {
     pub kohya_of: &'static str,
     pub kohya_resident: &'static str,
     pub kohya_cached: &'static str,
+    /// The diffusers trainer's full fine-tuning (`crate::pipeline::full`): its fields,
+    pub method: &'static str,
+    pub ema: &'static str,
+    pub set_grads_to_none: &'static str,
+    /// and its answer: what the job is, the script, the EMA copy (on the GPU or in CPU RAM).
+    pub full_of: &'static str,
+    pub full_script: &'static str,
+    pub ema_copy: &'static str,
+    pub ema_gpu: &'static str,
+    pub ema_cpu: &'static str,
 }
 
 impl PipelineTr {
@@ -111,6 +121,9 @@ impl PipelineTr {
             "cache-te" => self.cache_te,
             "unet-only" => self.unet_only,
             "fp8-base" => self.fp8_base,
+            "method" => self.method,
+            "ema" => self.ema,
+            "set-grads-to-none" => self.set_grads_to_none,
             "gpu" => self.gpu,
             _ => "",
         }
@@ -120,7 +133,7 @@ impl PipelineTr {
 pub const PIPELINE_EN: PipelineTr = PipelineTr {
     heading: "Image and video pipelines (diffusers)",
     pipeline: "Pipeline",
-    mode: "Mode (infer: the pipeline, decode: the VAE, train: a LoRA step)",
+    mode: "Mode (infer: the pipeline, decode: the VAE, train: a training step)",
     width: "Width (px)",
     height: "Height (px)",
     frames: "Frames",
@@ -185,12 +198,20 @@ pub const PIPELINE_EN: PipelineTr = PipelineTr {
     kohya_of: "kohya sd-scripts LoRA step of",
     kohya_resident: "Frozen on the GPU beside the step",
     kohya_cached: "Latents and text-encoder outputs cached: the VAE and the text encoders are off the GPU.",
+    method: "Method (lora: a LoRA of the denoiser · full: the whole denoiser, train_dreambooth.py / train_text_to_image.py)",
+    ema: "EMA (none · gpu: --use_ema · offload: --use_ema --offload_ema, the copy in CPU RAM)",
+    set_grads_to_none: "Set gradients to none (--set_grads_to_none: freed between steps)",
+    full_of: "Full fine-tuning step of",
+    full_script: "Script",
+    ema_copy: "EMA copy (fp32)",
+    ema_gpu: "on the GPU",
+    ema_cpu: "in CPU RAM",
 };
 
 pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     heading: "图像与视频管线（diffusers）",
     pipeline: "管线",
-    mode: "模式（infer：整条管线，decode：VAE，train：一步 LoRA 训练）",
+    mode: "模式（infer：整条管线，decode：VAE，train：一步训练）",
     width: "宽度（像素）",
     height: "高度（像素）",
     frames: "帧数",
@@ -255,4 +276,12 @@ pub const PIPELINE_ZH: PipelineTr = PipelineTr {
     kohya_of: "kohya sd-scripts LoRA 训练一步：",
     kohya_resident: "与训练步一同留在 GPU 上的冻结模型",
     kohya_cached: "已缓存潜变量与文本编码器输出：VAE 与文本编码器不在 GPU 上。",
+    method: "方法（lora：去噪模型的 LoRA · full：整个去噪模型，train_dreambooth.py / train_text_to_image.py）",
+    ema: "EMA（none：不用 · gpu：--use_ema · offload：--use_ema --offload_ema，副本在 CPU 内存）",
+    set_grads_to_none: "梯度置为 None（--set_grads_to_none：每步之间释放）",
+    full_of: "全量微调一步：",
+    full_script: "脚本",
+    ema_copy: "EMA 副本（fp32）",
+    ema_gpu: "在 GPU 上",
+    ema_cpu: "在 CPU 内存中",
 };

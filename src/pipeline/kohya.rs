@@ -93,6 +93,7 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<TrainAnswer, String
         frames,
         trainer: Trainer::Kohya,
         resident: e.resident,
+        full: None,
     })
 }
 

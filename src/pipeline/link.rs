@@ -35,6 +35,10 @@ const KEYS: &[(&str, &str)] = &[
     ("ct", "cache-te"),
     ("uo", "unet-only"),
     ("f8", "fp8-base"),
+    // the diffusers trainer's full fine-tuning (the mixed precision is `d`)
+    ("mt", "method"),
+    ("em", "ema"),
+    ("gn", "set-grads-to-none"),
 ];
 
 fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
@@ -63,6 +67,9 @@ fn values(s: &PipelineState) -> Vec<(&'static str, String)> {
         ("ct", s.kohya.cache_te.to_string()),
         ("uo", s.kohya.unet_only.to_string()),
         ("f8", super::kohya::fp8_name(s.kohya.fp8).to_string()),
+        ("mt", s.method.name().to_string()),
+        ("em", super::full::ema_name(s.full.ema).to_string()),
+        ("gn", s.full.set_grads_to_none.to_string()),
     ]
 }
 
@@ -186,6 +193,14 @@ mod tests {
                 kohya: KohyaOpts { full_half: true, conv_dim: 8, cache_latents: true, cache_te: true, unet_only: true, fp8: vramcalc_core::diffusion::kohya::Fp8Base::Unet },
                 ..PipelineState::default()
             },
+            PipelineState {
+                preset: "sd-1.5".into(),
+                mode: PipeMode::Train,
+                method: crate::state::pipeline::TrainMethod::Full,
+                dtype: Some(WeightDType::Fp32),
+                full: crate::state::pipeline::FullOpts { ema: vramcalc_core::diffusion::full_train::Ema::Gpu, set_grads_to_none: true },
+                ..PipelineState::default()
+            },
         ];
         for s in states {
             let f = to_fragment(&s);
@@ -219,5 +234,7 @@ mod tests {
         assert!(from_fragment("pipe.p=sd-1.5,o=disk").unwrap_err().starts_with("link o:"));
         assert!(from_fragment("pipe.p=sd-1.5,c.prior=fp8").unwrap_err().contains("no such component"));
         assert!(from_fragment("pipe.p=sd-1.5,w").unwrap_err().contains("key=value"));
+        assert!(from_fragment("pipe.p=sd-1.5,m=train,mt=full,em=cpu").unwrap_err().starts_with("link em:"));
+        assert!(from_fragment("pipe.p=sd-1.5,m=train,mt=dora").unwrap_err().starts_with("link mt:"));
     }
 }

@@ -4,15 +4,17 @@
 //! stage alone, as `vramcalc estimate --mode decode` does) or a LoRA training step of the
 //! denoiser (`diffusion::train::lora_step`, cached latents and text embeddings, as the CLI's
 //! `--mode train`), or kohya sd-scripts' LoRA job (`kohya`, core `diffusion::kohya_job`, as
-//! `--trainer kohya`). `components::pipeline` draws it; `link` writes and reads its share links.
+//! `--trainer kohya`), or diffusers' full fine-tuning of the denoiser (`full`, core
+//! `diffusion::full_train::full_job`, as `--mode train` without `--finetune lora`). `components::pipeline` draws it; `link` writes and reads its share links.
 
+pub mod full;
 pub mod hub;
 pub mod kohya;
 pub mod link;
 pub mod whatif;
 
 use crate::form::{flag, named, whole, Field};
-use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState, Trainer};
+use crate::state::pipeline::{HubPipeline, PipeMode, PipelineState, TrainMethod, Trainer};
 use vramcalc_core::diffusion::pipeline::{Family, PipelineEstimate};
 use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
@@ -105,9 +107,15 @@ pub fn fields(s: &PipelineState, p: &PipelineSpec) -> Vec<Field> {
     }
     if s.mode == PipeMode::Train {
         out.insert(2, Field::select("trainer", named(Trainer::ALL.iter().map(|t| t.name())), s.trainer.name()));
+        if s.trainer == Trainer::Diffusers {
+            out.insert(3, Field::select("method", named(TrainMethod::ALL.iter().map(|m| m.name())), s.method.name()));
+        }
     }
     if s.mode == PipeMode::Train && s.trainer == Trainer::Kohya {
         kohya::fields(s, p, &mut out);
+    } else if s.mode == PipeMode::Train && s.method == TrainMethod::Full {
+        out.push(dtype_field(s));
+        full::fields(s, &mut out);
     } else if s.mode != PipeMode::Train {
         out.push(dtype_field(s));
         for (name, id) in COMPONENT_FIELDS {
@@ -187,6 +195,9 @@ pub fn with(s: &PipelineState, p: &PipelineSpec, id: &str, text: &str) -> Result
         "cache-latents" => s.kohya.cache_latents = flag(text),
         "cache-te" => s.kohya.cache_te = flag(text),
         "unet-only" => s.kohya.unet_only = flag(text),
+        "method" => s.method = TrainMethod::parse(text).ok_or_else(|| format!("{text}: lora or full"))?,
+        "ema" => s.full.ema = full::ema_parse(text).ok_or_else(|| format!("{text}: none, gpu (--use-ema) or offload (--use-ema --offload-ema)"))?,
+        "set-grads-to-none" => s.full.set_grads_to_none = flag(text),
         "fp8-base" => s.kohya.fp8 = kohya::fp8_parse(text).ok_or_else(|| format!("{text}: off, all (--fp8_base) or unet (--fp8_base_unet)"))?,
         "checkpointing" => s.checkpointing = flag(text),
         "cached" => s.cached = flag(text),
@@ -238,8 +249,21 @@ pub struct TrainAnswer {
     pub height: u64,
     pub frames: u64,
     pub trainer: Trainer,
-    /// kohya's frozen components on the GPU beside the step, `(component, bytes)` (their sum is `frozen`).
+    /// kohya's or a full fine-tune's frozen components on the GPU beside the step,
+    /// `(component, bytes)` (their sum is `frozen`).
     pub resident: Vec<(String, u64)>,
+    /// A full fine-tune's own figures (`None`: a LoRA step).
+    pub full: Option<FullFigures>,
+}
+
+/// What a full fine-tuning job adds to the answer (core `full_train::FullJob`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FullFigures {
+    /// The script the core picked (`Script::name`).
+    pub script: &'static str,
+    /// The EMA copy's bytes (0: no EMA), on the GPU (in `peak`) or in CPU RAM.
+    pub ema_bytes: u64,
+    pub ema_on_gpu: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -263,7 +287,7 @@ impl Answer {
     pub fn cpu_ram(&self) -> u64 {
         match self {
             Answer::Stages(e) => e.cpu_ram_bytes,
-            Answer::Train(_) => 0,
+            Answer::Train(t) => t.full.filter(|f| !f.ema_on_gpu).map_or(0, |f| f.ema_bytes),
         }
     }
 }
@@ -282,13 +306,14 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<Answer, String> {
         PipeMode::Infer => p.estimate_stages(&settings(s), true).map(Answer::Stages).map_err(|e| e.to_string()),
         PipeMode::Decode => p.estimate_stages(&settings(s), false).map(|e| Answer::Stages(decode_only(e))).map_err(|e| e.to_string()),
         PipeMode::Train if s.trainer == Trainer::Kohya => kohya::answer(s, p).map(Answer::Train),
+        PipeMode::Train if s.method == TrainMethod::Full => full::answer(s, p).map(Answer::Train),
         PipeMode::Train => {
             let ((name, c), setup) = lora_setup(s, p)?;
             let step = setup.step(c).map_err(|e| e.to_string())?;
             // uncached: the VAE and text encoders stay loaded, frozen (as `--what-if` adds them)
             let frozen = if s.cached { 0 } else { frozen_weights(p, &settings(s)).map_err(|e| e.to_string())? };
             let Pass::Denoise { width, height, frames, .. } = setup.pass else { return Err("a LoRA step is of the denoiser".into()) };
-            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames, trainer: Trainer::Diffusers, resident: Vec::new() }))
+            Ok(Answer::Train(TrainAnswer { component: name.clone(), class: c.class().to_string(), peak: step.peak.saturating_add(frozen), frozen, params: step.params, trainable: step.trainable, width, height, frames, trainer: Trainer::Diffusers, resident: Vec::new(), full: None }))
         }
     }
 }

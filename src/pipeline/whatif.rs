@@ -3,12 +3,13 @@
 //! slicing, fp8/nf4 weights, a smaller size, fewer frames) for inference and decode,
 //! `diffusion::train_whatif::what_ifs` (checkpointing, 8-bit Adam, rank, size, batch) and cached
 //! latents for a LoRA step, `diffusion::kohya_job::what_ifs` for kohya's (its caches,
-//! checkpointing, 8-bit AdamW, full bf16/fp16, rank, batch) — each read back into the panel's state so Apply sets exactly what
+//! checkpointing, 8-bit AdamW, full bf16/fp16, rank, batch), `full::candidates` for a full fine-tune
+//! (checkpointing, 8-bit Adam, the EMA offloaded, gradients freed, batch 1, a LoRA instead) — each read back into the panel's state so Apply sets exactly what
 //! was shown; and the largest resolution, batch or frames that fits the GPU
 //! (`diffusion::reverse::largest_by`, the core's search over the mode's own answer).
 
 use super::{answer, lora_setup, settings};
-use crate::state::pipeline::{PipeMode, PipelineState, Trainer};
+use crate::state::pipeline::{PipeMode, PipelineState, TrainMethod, Trainer};
 use vramcalc_core::diffusion::pipeline::Family;
 use vramcalc_core::diffusion::reverse::{self, Knob};
 use vramcalc_core::diffusion::train_whatif::{self, LoraSetup};
@@ -72,6 +73,7 @@ fn candidates(s: &PipelineState, p: &PipelineSpec) -> Result<Vec<PipelineState>,
     Ok(match s.mode {
         PipeMode::Infer | PipeMode::Decode => reverse::what_ifs(p, &settings(s)).map_err(err)?.iter().map(|w| state_of(s, p, &w.settings)).collect(),
         PipeMode::Train if s.trainer == Trainer::Kohya => super::kohya::candidates(s, p)?,
+        PipeMode::Train if s.method == TrainMethod::Full => super::full::candidates(s, p)?,
         PipeMode::Train => {
             let (c, setup) = lora_setup(s, p)?;
             let mut out: Vec<PipelineState> = train_whatif::what_ifs(&c.1, &setup, None).map_err(err)?.iter().filter_map(|w| w.setup.as_ref()).map(|t| train_state(s, p, t)).collect();

@@ -2,6 +2,7 @@
 //! settings people change, as the core's types (`vramcalc_core::diffusion`). Plain data, tested
 //! natively; share links carry it (`crate::pipeline::link`).
 
+use vramcalc_core::diffusion::full_train::Ema;
 use vramcalc_core::diffusion::kohya::Fp8Base;
 use vramcalc_core::config::OptimizerKind;
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,46 @@ impl Trainer {
     }
     pub fn parse(s: &str) -> Option<Trainer> {
         Trainer::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+/// What the diffusers trainer trains (train mode): a LoRA of the denoiser (its
+/// `train_dreambooth_lora*.py` scripts), or the whole denoiser (`train_dreambooth.py`,
+/// `train_text_to_image*.py`, `train_dreambooth_flux.py`; core `diffusion::full_train`, as
+/// `vramcalc estimate --mode train` without `--finetune lora`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrainMethod {
+    #[default]
+    Lora,
+    Full,
+}
+
+impl TrainMethod {
+    pub const ALL: [TrainMethod; 2] = [TrainMethod::Lora, TrainMethod::Full];
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainMethod::Lora => "lora",
+            TrainMethod::Full => "full",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TrainMethod> {
+        TrainMethod::ALL.into_iter().find(|t| t.name() == s.trim())
+    }
+}
+
+/// Full fine-tuning's own flags (with [`TrainMethod::Full`]), beside the shared ones (size,
+/// batch, the mixed precision as `dtype`, checkpointing, optimizer). Defaults: the CLI's (off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FullOpts {
+    /// `--use-ema` (GPU), `--use-ema --offload-ema` (CPU), or none.
+    pub ema: Ema,
+    /// `--set-grads-to-none`.
+    pub set_grads_to_none: bool,
+}
+
+impl Default for FullOpts {
+    fn default() -> Self {
+        FullOpts { ema: Ema::None, set_grads_to_none: false }
     }
 }
 
@@ -124,6 +165,9 @@ pub struct PipelineState {
     pub cached: bool,
     pub trainer: Trainer,
     pub kohya: KohyaOpts,
+    /// The diffusers trainer's method, and full fine-tuning's flags.
+    pub method: TrainMethod,
+    pub full: FullOpts,
     /// The GPU the answer is checked against (`vramcalc_core::GPUS` id).
     pub gpu: String,
 }
@@ -151,6 +195,8 @@ impl Default for PipelineState {
             cached: true,
             trainer: Trainer::Diffusers,
             kohya: KohyaOpts::default(),
+            method: TrainMethod::Lora,
+            full: FullOpts::default(),
             gpu: "rtx-4090".into(),
         }
     }
@@ -189,6 +235,9 @@ impl PipelineState {
             ("cache-te", a.kohya.cache_te != b.kohya.cache_te),
             ("unet-only", a.kohya.unet_only != b.kohya.unet_only),
             ("fp8-base", a.kohya.fp8 != b.kohya.fp8),
+            ("method", a.method != b.method),
+            ("ema", a.full.ema != b.full.ema),
+            ("set-grads-to-none", a.full.set_grads_to_none != b.full.set_grads_to_none),
             ("gpu", a.gpu != b.gpu),
         ]
         .into_iter()
@@ -274,6 +323,23 @@ mod tests {
     }
 
     #[test]
+    fn full_fine_tuning_settings_are_undo_steps() {
+        let s = set(State::default(), |p| (p.preset, p.mode) = ("sd-1.5".into(), PipeMode::Train));
+        let s = set(s, |p| p.method = TrainMethod::Full);
+        let s = set(s, |p| p.full.ema = Ema::Gpu);
+        let s = set(s, |p| p.full.ema = Ema::Cpu); // the same field: the same step
+        let s = set(s, |p| p.full.set_grads_to_none = true);
+        let s = reduce(s, Action::Undo);
+        assert_eq!(s.model.pipeline.full, FullOpts { ema: Ema::Cpu, set_grads_to_none: false });
+        let s = reduce(s, Action::Undo);
+        assert_eq!((s.model.pipeline.method, s.model.pipeline.full), (TrainMethod::Full, FullOpts::default()));
+        let s = reduce(s, Action::Undo);
+        assert_eq!(s.model.pipeline.method, TrainMethod::Lora);
+        let s = reduce(reduce(reduce(s, Action::Redo), Action::Redo), Action::Redo);
+        assert_eq!((s.model.pipeline.method, s.model.pipeline.full), (TrainMethod::Full, FullOpts { ema: Ema::Cpu, set_grads_to_none: true }));
+    }
+
+    #[test]
     fn saved_work_keeps_the_pipeline_and_hub_files() {
         let (_, repo, index, comps) = vramcalc_core::diffusion::presets::files("sd-1.5").unwrap();
         let hub = HubPipeline { hub: HubRef::parse(repo).unwrap(), index: index.to_string(), configs: comps.iter().map(|c| (c.0.to_string(), c.1.to_string())).collect() };
@@ -282,6 +348,7 @@ mod tests {
             crate::pipeline::with_hub(&PipelineState { mode: PipeMode::Train, ..PipelineState::default() }, hub.clone()),
             PipelineState { mode: PipeMode::Train, cached: false, lora_r: 64, optimizer: OptimizerKind::Adam8bit, ..crate::pipeline::with_hub(&PipelineState::default(), hub.clone()) },
             PipelineState { preset: "sdxl".into(), mode: PipeMode::Train, trainer: Trainer::Kohya, kohya: KohyaOpts { cache_latents: true, conv_dim: 4, ..KohyaOpts::default() }, ..PipelineState::default() },
+            PipelineState { preset: "sd-1.5".into(), mode: PipeMode::Train, method: TrainMethod::Full, batch: 2, full: FullOpts { ema: Ema::Cpu, set_grads_to_none: true }, ..PipelineState::default() },
         ] {
             let s = set(State::default(), |x| *x = p.clone());
             let text = serde_json::to_string(&s.saved()).unwrap();
@@ -308,7 +375,9 @@ mod tests {
             // kohya's trainer (2026-12-01; `uo` defaults to kohya's own default, off, since the
             // text encoders' LoRA is modelled — before any kohya link was published)
             "pipe.p=sdxl,m=train,w=768,b=2,d=fp16,r=32,k=false,x=adam8bit,tr=kohya,fh=true,cd=8,cl=true,ct=true,uo=true",
-            "pipe.p=sd-1.5,m=train,tr=kohya,f8=all", "pipe.p=sdxl,m=train,tr=kohya,uo=true,f8=unet"] {
+            "pipe.p=sd-1.5,m=train,tr=kohya,f8=all", "pipe.p=sdxl,m=train,tr=kohya,uo=true,f8=unet",
+            // the diffusers trainer's full fine-tuning (2026-12-01)
+            "pipe.p=sd-1.5,m=train,mt=full", "pipe.p=sd-1.5,m=train,b=4,d=fp16,k=false,x=adam8bit,mt=full,em=offload,gn=true", "pipe.p=sdxl,m=train,mt=full,em=gpu"] {
             let s = from_fragment(link).unwrap_or_else(|e| panic!("{link}: {e}"));
             assert_eq!(to_fragment(&s), link);
             let saved = SavedPipeline::from(s.clone());

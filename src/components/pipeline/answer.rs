@@ -93,12 +93,25 @@ pub fn train_answer(p: &AnswerProps) -> Html {
     let t = ctx.pipe();
     let Answer::Train(tr) = &*p.answer else { return html! {} };
     let kohya = tr.trainer == Trainer::Kohya;
+    let of = match (kohya, tr.full.is_some()) {
+        (true, _) => t.kohya_of,
+        (false, true) => t.full_of,
+        (false, false) => t.train_of,
+    };
     html! {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train" data-trainer={tr.trainer.name()}>
             { verdict(&ctx, &p.answer, p.capacity) }
-            <p>{ format!("{} {} ({}), {}×{}{}", if kohya { t.kohya_of } else { t.train_of }, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
-            if tr.frozen == 0 { <p class="muted small">{ if kohya { t.kohya_cached } else { t.train_note } }</p> }
-            if kohya && !tr.resident.is_empty() {
+            <p>{ format!("{} {} ({}), {}×{}{}", of, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
+            if let Some(f) = tr.full {
+                <p data-testid="train-script" data-script={f.script}>{ format!("{}: {}", t.full_script, f.script) }</p>
+                if f.ema_bytes > 0 {
+                    <p data-testid="train-ema" data-bytes={f.ema_bytes.to_string()} data-where={if f.ema_on_gpu { "gpu" } else { "cpu" }}>
+                        { format!("{}: {} {}", t.ema_copy, ctx.bytes(f.ema_bytes), if f.ema_on_gpu { t.ema_gpu } else { t.ema_cpu }) }
+                    </p>
+                }
+            }
+            if tr.frozen == 0 && tr.full.is_none() { <p class="muted small">{ if kohya { t.kohya_cached } else { t.train_note } }</p> }
+            if !tr.resident.is_empty() {
                 <h3>{ t.kohya_resident }</h3>
                 <ul class="components small">
                     { for tr.resident.iter().map(|(name, b)| html! {

@@ -6,7 +6,8 @@ use vramcalc_core::diffusion::kohya::Fp8Base;
 use super::answer::{stage_chart, verdict};
 use crate::components::use_ctx;
 use crate::dom;
-use crate::pipeline::{self, Answer};
+use crate::pipeline::{self, Answer, TrainAnswer};
+use vramcalc_core::diffusion::full_train::Ema;
 use crate::state::pipeline::{PipelineState, Trainer};
 use yew::prelude::*;
 
@@ -16,7 +17,7 @@ pub struct PipelineCardProps {
 }
 
 /// The card's setup line: mode, size, batch, offload, and the LoRA step's rank (kohya's: its
-/// flags that are on, by their names).
+/// flags that are on, by their names; a full fine-tune's: the script and its flags).
 pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
     let size = |w: u64, h: u64, f: u64| if f > 1 { format!("{w}×{h}×{f}") } else { format!("{w}×{h}") };
     match a {
@@ -31,6 +32,15 @@ pub fn setup_line(s: &PipelineState, a: &Answer) -> String {
         Answer::Train(t) if t.trainer == Trainer::Kohya => {
             let mut parts = vec![format!("kohya LoRA network_dim={}", s.lora_r), t.component.clone(), size(t.width, t.height, t.frames), format!("batch {}", s.batch), s.optimizer.name().to_string()];
             for (on, flag) in [(s.checkpointing, "--gradient_checkpointing"), (s.kohya.cache_latents, "--cache_latents"), (s.kohya.cache_te, "--cache_text_encoder_outputs"), (s.kohya.unet_only, "--network_train_unet_only"), (s.kohya.full_half, "--full_bf16/fp16"), (s.kohya.fp8 == Fp8Base::All, "--fp8_base"), (s.kohya.fp8 == Fp8Base::Unet, "--fp8_base_unet")] {
+                if on {
+                    parts.push(flag.into());
+                }
+            }
+            parts.join(" · ")
+        }
+        Answer::Train(t @ TrainAnswer { full: Some(f), .. }) => {
+            let mut parts = vec![format!("full fine-tune · {}", f.script), t.component.clone(), size(t.width, t.height, t.frames), format!("batch {}", s.batch), s.optimizer.name().to_string()];
+            for (on, flag) in [(s.checkpointing, "--gradient_checkpointing"), (s.full.ema != Ema::None, "--use_ema"), (s.full.ema == Ema::Cpu, "--offload_ema"), (s.full.set_grads_to_none, "--set_grads_to_none")] {
                 if on {
                     parts.push(flag.into());
                 }
@@ -89,5 +99,8 @@ mod tests {
         let k = PipelineState { preset: "sdxl".into(), trainer: Trainer::Kohya, kohya: crate::state::pipeline::KohyaOpts { cache_latents: true, ..Default::default() }, ..t };
         let line = setup_line(&k, &pipeline::answer(&k, &pipeline::spec_of(&k).unwrap()).unwrap());
         assert_eq!(line, "kohya LoRA network_dim=32 · unet · 1024×1024 · batch 1 · adamw · --gradient_checkpointing · --cache_latents");
+        let f = PipelineState { preset: "sd-1.5".into(), trainer: Trainer::Diffusers, method: crate::state::pipeline::TrainMethod::Full, full: crate::state::pipeline::FullOpts { ema: Ema::Cpu, set_grads_to_none: false }, ..k };
+        let line = setup_line(&f, &pipeline::answer(&f, &pipeline::spec_of(&f).unwrap()).unwrap());
+        assert_eq!(line, "full fine-tune · train_text_to_image.py · unet · 512×512 · batch 1 · adamw · --gradient_checkpointing · --use_ema · --offload_ema");
     }
 }
