@@ -16,13 +16,9 @@ mod generate;
 #[path = "common/hf.rs"]
 mod hf;
 use generate::{check, records, Record};
-
-/// The generate records of one family (`<model_type>-small`); `n` of them.
+/// The records of one family; `n` of them.
 fn family(model_type: &str, n: usize) -> Vec<Record> {
-    let recs: Vec<Record> = records(include_str!("data/generate_dense2.jsonl"));
-    let recs: Vec<Record> = recs.into_iter().filter(|r| r.label.starts_with(&format!("{model_type}-small "))).collect();
-    assert_eq!(recs.len(), n, "{model_type}");
-    recs
+    generate::family(include_str!("data/generate_dense2.jsonl"), model_type, n)
 }
 
 /// Ten training steps (five families, eager and SDPA) within issue 25's 3 %.

@@ -11,14 +11,10 @@
 //! test's doc says where the rest is.
 
 mod common;
-use common::generate::{check, records, Record};
-
+use common::generate::{self, check, Record};
 /// The records of one family; `n` of them.
 fn family(model_type: &str, n: usize) -> Vec<Record> {
-    let recs: Vec<Record> = records(include_str!("data/generate_families.jsonl"));
-    let recs: Vec<Record> = recs.into_iter().filter(|r| r.label.starts_with(&format!("{model_type}-small "))).collect();
-    assert_eq!(recs.len(), n, "{model_type}");
-    recs
+    generate::family(include_str!("data/generate_families.jsonl"), model_type, n)
 }
 
 /// `Gemma3ForCausalLM` (6 layers: five 32-token sliding, one full): prompt 64 and 16 new

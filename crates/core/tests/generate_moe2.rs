@@ -7,14 +7,10 @@
 //! Configs: `tools/generate_configs/<family>.json`.
 
 mod common;
-use common::generate::{check, records, Record};
-
+use common::generate::{self, check, Record};
 /// The records of one family; `n` of them.
 fn family(model_type: &str, n: usize) -> Vec<Record> {
-    let recs: Vec<Record> = records(include_str!("data/generate_moe2.jsonl"));
-    let recs: Vec<Record> = recs.into_iter().filter(|r| r.label.starts_with(&format!("{model_type}-small "))).collect();
-    assert_eq!(recs.len(), n, "{model_type}");
-    recs
+    generate::family(include_str!("data/generate_moe2.jsonl"), model_type, n)
 }
 
 /// `Mamba2ForCausalLM` (2 layers, 8 heads of 16, 2 groups, N = 16, chunk 16). Cache exact (conv

@@ -76,6 +76,13 @@ pub fn records(text: &str) -> Vec<Record> {
     }).collect()
 }
 
+/// The records of `text` of one family (labelled `<model_type>-small …`); there must be `n`.
+pub fn family(text: &str, model_type: &str, n: usize) -> Vec<Record> {
+    let recs: Vec<Record> = records(text).into_iter().filter(|r| r.label.starts_with(&format!("{model_type}-small "))).collect();
+    assert_eq!(recs.len(), n, "{model_type}");
+    recs
+}
+
 /// Checks every record: the peak and the prefill and decode peaks within `max_err`, the cache
 /// after the prefill and at the end exact (0.1 %). Returns the median absolute error of the peak
 /// and prints a table.
