@@ -16,7 +16,7 @@ use vramcalc_core::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
 use vramcalc_core::{format_bytes, thousands, ByteUnit, Device};
 
 /// The settings of image and video generation.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct DiffusionArgs {
     /// Output width in pixels (default: the pipeline's, 512 for SD 1.5, 832 for Wan, else 1024).
     #[arg(long)]
@@ -180,6 +180,7 @@ pub fn run(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, 
     };
     if mode == "train" {
         let (name, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?;
+        let d = &pipeline_size(d, &spec);
         return match trainer(d)? {
             Trainer::Kohya => crate::kohya::train(c, name, Some(&spec), s, dist, d, json),
             Trainer::Diffusers if crate::diffusion_full::is_full(d, s)? => crate::diffusion_full::train(c, name, Some(&spec), s, dist, d, json),
@@ -264,6 +265,18 @@ fn pipeline_text(spec: &PipelineSpec, e: &PipelineEstimate, unit: ByteUnit) -> S
     let _ = writeln!(o, "CPU RAM for offloaded weights  {:>12}", f(e.cpu_ram_bytes));
     let _ = writeln!(o, "parameters                     {:>12}", thousands(e.params));
     o
+}
+
+/// `d` with the pipeline's own size where the flags give none (`--width`'s help: SD 1.5 trains
+/// at 512 × 512, Wan at 832 × 480 × 81), as inference and the app's pipeline panel default;
+/// [`lora_setup`]'s 1024 × 1024 is for a lone `--diffusers-config`, which has no pipeline.
+pub(crate) fn pipeline_size(d: &DiffusionArgs, spec: &PipelineSpec) -> DiffusionArgs {
+    let (w, h, f) = spec.default_size();
+    let mut d = d.clone();
+    d.width = d.width.or(Some(w));
+    d.height = d.height.or(Some(h));
+    d.frames = d.frames.or(Some(f));
+    d
 }
 
 /// `--mode train`: one LoRA step of the denoiser on cached latents and text embeddings (the VAE

@@ -144,18 +144,20 @@ fn what_if_text(items: &[PipelineWhatIf], capacity: Option<u64>, unit: ByteUnit)
 #[allow(clippy::too_many_arguments)]
 fn train(model: &ModelArgs, s: &Settings, dist: &DistArgs, d: &DiffusionArgs, as_json: bool, text: String, what_if: bool, fits: Option<&str>) -> Result<(String, ExitCode)> {
     use vramcalc_core::diffusion::{Component, ComponentKind};
-    let (c, others) = match &model.diffusers_config {
+    let (c, others, d) = match &model.diffusers_config {
         Some(path) => {
             let t = std::fs::read_to_string(path)?;
-            (Component::from_json(&t)?, None)
+            (Component::from_json(&t)?, None, d.clone())
         }
         None => {
             let spec = spec_of(model)?;
             let (_, c) = spec.components.iter().find(|c| c.1.kind() == ComponentKind::Denoiser).ok_or_else(|| anyhow!("the pipeline has no denoiser"))?.clone();
             let ps = crate::diffusion::settings(s, dist, d, Some(&spec))?;
-            (c, Some(vramcalc_core::diffusion::train_whatif::frozen_weights(&spec, &ps)?))
+            // the pipeline's own size, as `estimate` trains at it
+            (c, Some(vramcalc_core::diffusion::train_whatif::frozen_weights(&spec, &ps)?), crate::diffusion::pipeline_size(d, &spec))
         }
     };
+    let d = &d;
     let setup = crate::diffusion::lora_setup(&c, s, dist, d)?;
     let total = setup.step(&c)?.peak + vramcalc_core::memory::device::CUDA_CONTEXT_BYTES + vramcalc_core::memory::device::CUBLAS_WORKSPACE_BYTES;
     let items = if what_if { vramcalc_core::diffusion::train_whatif::what_ifs(&c, &setup, others)? } else { Vec::new() };
