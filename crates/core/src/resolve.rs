@@ -365,8 +365,11 @@ impl Resolver {
         if matches!(layer, Layer::Embedding(_)) && top.is_some() && ft.has_adapters() && self.b.opts.checkpointing && self.b.opts.training {
             self.b.g.values[out as usize].requires_grad = true;
         }
-        // the caller holds the module's input until the module returns
-        self.b.hold(x);
+        // the caller holds the module's input until the module returns (Llama 3.2 Vision's
+        // tower, one module split in two layers, holds its own: `layer/tiled_vision.rs`)
+        if !matches!(layer, Layer::TiledVisionEncoder(_)) {
+            self.b.hold(x);
+        }
         let shape = self.b.shape(out).clone();
         if shape.numel() > MAX_ELEMENTS || self.b.param_numel > MAX_ELEMENTS {
             return Err(Error::TooLarge(format!(

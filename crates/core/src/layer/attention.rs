@@ -430,10 +430,16 @@ pub(super) fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
 /// `torch.matmul` of `[H, S, hd]`-shaped operands: both come in transposed, so `matmul`'s reshape
 /// copies them before the `bmm`, which saves the copies.
 pub(super) fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {
+    matmul(b, x, y, out, (copy_left, true))
+}
+
+/// [`bmm`] with each operand's copy chosen: `(left, right)` are copied (not viewable as
+/// `[B·H, …]`); a contiguous `[B, H, …]` operand reshapes to a view.
+pub(super) fn matmul(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, (copy_left, copy_right): (bool, bool)) -> ValueId {
     let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, y]);
-    let left = if copy_left { let s = b.shape(ins[0]).clone(); copy(b, ins[0], s) } else { ins[0] };
-    let s = b.shape(ins[1]).clone();
-    let right = copy(b, ins[1], s);
+    let copied = |b: &mut Builder, v: ValueId, c: bool| if c { let s = b.shape(v).clone(); copy(b, v, s) } else { v };
+    let left = copied(b, ins[0], copy_left);
+    let right = copied(b, ins[1], copy_right);
     b.op("bmm", &[left, right], &[(out, dt)], &[left, right], false, &[], GradRule::Alloc)[0]
 }
 

@@ -21,7 +21,7 @@
 //! `full_text_row_masked_out_mask` (`[S, N]` and `[S, 1]` per sample) a caller passes with the image.
 
 use super::activation::{add, dropout, softmax};
-use super::attention::{bmm, copy};
+use super::attention::{copy, matmul};
 use super::linear::GatedMlp;
 use super::linear::Linear;
 use super::norm::RmsNorm;
@@ -61,6 +61,9 @@ impl GatedCrossAttentionLayer {
         let shape = Shape::new([kvh, sk, hd]);
         let step = b.opts.generation;
         if let Some(step) = step.filter(|s| !s.is_prefill()) {
+            // `k_proj`, `v_proj` and `k_norm` run on nothing (`cross_attention_states` is `None`)
+            // but stay resident: one parameter of their count
+            b.param(Shape::new([d.saturating_mul(kvh).saturating_mul(hd).saturating_mul(2).saturating_add(hd)]));
             let dt = step.kv_dtype.unwrap_or(b.compute_dtype());
             let cached = |b: &mut Builder| cache_tensor(b, "cache", &[], shape.clone(), dt, StorageClass::KvResident);
             return Ok((cached(b), cached(b)));
@@ -110,13 +113,17 @@ impl GatedCrossAttentionLayer {
             AttentionImpl::Eager => {
                 // `repeat_kv`: copies when the heads are grouped
                 let (k, v) = if kvh == h { (k, v) } else { (copy(b, k, Shape::new([h, sk, hd])), copy(b, v, Shape::new([h, sk, hd]))) };
-                let scores = bmm(b, q, k, Shape::new([h, sq, sk]), false);
+                // `torch.matmul` reshapes K·ᵀ and V to `[B·H, …]`: a view of a contiguous tensor
+                // (the `repeat_kv` copies, the cache's `torch.cat`), a copy of the transposed
+                // projections otherwise (`eager_attention_forward`, `modeling_mllama.py`)
+                let contiguous = kvh != h || b.opts.generation.is_some();
+                let scores = matmul(b, q, k, Shape::new([h, sq, sk]), (false, !contiguous));
                 let scores = super::activation::unary(b, "mul_scalar", scores, super::activation::Saves::Nothing);
                 let probs = softmax(b, scores, Some(DType::F32));
                 let dt = b.dtype(q);
                 let probs = b.cast(probs, dt);
                 let probs = dropout(b, probs, p);
-                let o = bmm(b, probs, v, Shape::new([h, sq, hd]), false);
+                let o = matmul(b, probs, v, Shape::new([h, sq, hd]), (false, !contiguous));
                 b.hold(probs);
                 copy(b, o, Shape::new([sq, d]))
             }
@@ -130,10 +137,17 @@ impl GatedCrossAttentionLayer {
             }
         };
         let a = proj(d, d).lower(b, out)?;
+        // `MllamaCrossAttentionDecoderLayer.forward` passes the norm's output to `self.cross_attn`
+        // as its local `hidden_states`, and `query_states` is the attention's: both live until it
+        // returns; `hidden_states = self.mlp(hidden_states)` keeps the second norm's output
+        // through the MLP (`modeling_mllama.py`)
+        b.hold(n);
+        b.hold(q);
         let a = tanh_gate(b, a);
         let hsum = add(b, x, a);
         let n2 = norm.lower(b, hsum)?;
         let m = GatedMlp { hidden_size: d, intermediate_size: self.intermediate_size, bias: false, gelu_new_dropout: None }.lower(b, n2)?;
+        b.hold(n2);
         let m = tanh_gate(b, m);
         Ok(add(b, hsum, m))
     }

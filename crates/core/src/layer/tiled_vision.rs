@@ -89,7 +89,12 @@ fn attention(b: &mut Builder, d: u64, h: u64, x: ValueId, mask: ValueId) -> Laye
         let o = b.op("sdpa", &ins, &[(heads, dt)], &ins, true, &[lse], GradRule::Alloc)[0];
         (b.view(o, Shape::new([s, d])), None)
     };
-    Ok((proj().lower(b, out)?, weights))
+    let out = proj().lower(b, out)?;
+    // `query`, `key`, `value` are `MllamaVisionAttention.forward`'s locals until it returns
+    for l in [q, k, v] {
+        b.hold(l);
+    }
+    Ok((out, weights))
 }
 
 /// A decode step of `generate()` (not the prefill).
@@ -210,6 +215,9 @@ impl TiledVisionEncoder {
         let l = &self.layer;
         let n = l.norm(b, x)?;
         let (a, weights) = attention(b, l.d_model, l.nhead, n, mask)?;
+        // `hidden_states = self.input_layernorm(hidden_states)` is the local passed to
+        // `self.self_attn`: the norm's output lives until the attention returns
+        b.hold(n);
         let a = if gated { tanh_gate(b, a) } else { a };
         let h = add(b, x, a);
         let n2 = l.norm(b, h)?;
@@ -250,6 +258,7 @@ impl TiledVisionEncoder {
 
     /// The encoders, the concatenation and the projector on `[T·L, D]` tokens.
     fn tower(&self, b: &mut Builder, x: ValueId, wide: u64) -> LayerResult<ValueId> {
+        let patch_embeds = b.g.ops.iter().rev().find(|o| o.name == "convolution").and_then(|o| o.outputs.first().copied());
         let (t, n, d) = (self.num_tiles, self.tile_tokens, self.layer.d_model);
         let (l, k) = (padded(n), self.intermediate_layers.len() as u64);
         let tokens = t.saturating_mul(l);
@@ -263,6 +272,10 @@ impl TiledVisionEncoder {
             h = b.in_unit(|b| self.block(b, h, mask, false))?;
             states.push(h);
         }
+        // `output = self.transformer(hidden_states, ...)`: the caller's `hidden_states` (the
+        // padded tokens) lives until the local encoder returns, then is reassigned (`resolve`
+        // does not hold this layer's input to its end)
+        b.hold(x);
         let h0 = LayerNorm { normalized_shape: d, eps: 1e-5, elementwise_affine: true, bias: true }.lower(b, h)?;
         let rows = self.num_aspect_ratios.saturating_add(1);
         let h1 = b.view(h0, Shape::new([t, l, d]));
@@ -286,19 +299,26 @@ impl TiledVisionEncoder {
         let mut ins = vec![last];
         ins.extend(stacked);
         let out = b.op("cat", &ins, &[(Shape::new([t.saturating_mul(n), wide]), dt)], &[], false, &[], GradRule::Alloc)[0];
-        // `encoder_states` and the mask live until the tower returns
+        // `encoder_states` and the mask live until the tower returns, and so does the patch
+        // conv's output (`patch_embeds`, a local of `MllamaVisionModel.forward`, made by the
+        // `tiled_patch_embed` before this layer)
         for s in states {
             b.hold(s);
         }
         b.hold(mask);
+        if let Some(conv) = patch_embeds {
+            b.hold(conv);
+        }
         // `MllamaModel.forward` returns the tower's output (`image_outputs=vision_outputs`, its
         // `last_hidden_state`): referenced until the forward returns (measured in the prefill of
         // `generate()`, `tests/generate_vlm2.rs`)
         b.forward_locals.push(out);
-        match self.projection_dim {
-            Some(p) => Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out),
-            None => Ok(out),
-        }
+        let Some(p) = self.projection_dim else { return Ok(out) };
+        // ... and its local `cross_attention_states`, the projector's output, which it passes to
+        // `self.language_model`: held to the forward's end, past the last cross-attention layer
+        let projected = Linear { in_features: wide, out_features: p, bias: true, tied_weight: false }.lower(b, out)?;
+        b.forward_locals.push(projected);
+        Ok(projected)
     }
 }
 

@@ -207,10 +207,14 @@ pub(crate) fn hold_text_model_locals(resolved: &mut Resolved) {
     let g = &mut resolved.graph;
     let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
     let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
-    let start = g.ops.iter().position(|o| o.name == "masked_scatter").or_else(|| g.ops.iter().position(|o| o.name == "embedding"));
+    // the text model's `embed_tokens(input_ids)`: the lookup of the int64 token ids (a tower's
+    // table lookups by `aspect_ratio_ids`, Llama 3.2 Vision's, run before it and take no ids)
+    let tokens = |o: &Op| o.name == "embedding" && o.inputs.iter().any(|&v| g.value(v).dtype == DType::I64);
+    let start = g.ops.iter().position(|o| o.name == "masked_scatter").or_else(|| g.ops.iter().position(tokens));
     let kept_op = |name: &str| PER_FORWARD.contains(&name) || name == "masked_scatter";
     if let Some(end) = head_first.checked_sub(1) {
-        let from = start.filter(|&s| s <= end && g.ops[s].name == "masked_scatter").unwrap_or(0);
+        // the locals are the text model's: from its embedding (or the image rows written into it)
+        let from = start.filter(|&s| s <= end).unwrap_or(0);
         // Granite's `inputs_embeds = inputs_embeds * embedding_multiplier`: the scaled copy is the
         // local kept, the embedding's output is freed (`layer::activation::Scale::rebinds_embeds`)
         let rebound = |i: usize| g.ops[i].name == "embedding" && g.ops.get(i + 1).is_some_and(|o| o.name == "mul_scalar_embeds");
