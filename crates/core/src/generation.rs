@@ -95,6 +95,9 @@ impl GenerateConfig {
 pub struct GenStep {
     /// Tokens in the cache before this forward (0: the prefill).
     pub past: u64,
+    /// The prompt's tokens: what the prefill's `torch.cat` holds (the first decode step's old
+    /// cache tensors).
+    pub prompt: u64,
     pub cache: KvCacheKind,
     /// The static cache's `max_cache_len` (prompt + new tokens − 1).
     pub max_cache_len: u64,

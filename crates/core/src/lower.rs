@@ -127,11 +127,14 @@ pub struct Builder {
     /// Values the model's forward keeps referenced until it returns (`keep`: a vision tower's
     /// outputs in the returned `image_outputs`): held to the forward's last op by `resolve`.
     pub forward_locals: Vec<ValueId>,
+    /// This forward's image tokens attend to each other (Gemma 3's `token_type_ids`, see
+    /// `layer/vision.rs`): every attention layer's mask is one per sample.
+    pub image_blocks: bool,
 }
 
 impl Builder {
     pub fn new(opts: LowerOptions) -> Self {
-        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new(), kohya: None, prompt_aside: false, forward_locals: Vec::new() }
+        Builder { g: Graph::default(), opts, layer: 0, unit: None, next_unit: 0, cast_cache: HashMap::new(), tied_embedding: None, param_numel: 0, per_forward: Vec::new(), trainable_numel: 0, frozen: false, role: None, param_role: None, style: NameStyle::default(), quantised: Vec::new(), linear_names: Vec::new(), memory: None, prompt_len: None, position_bias: None, seq_shards: 1, shared_buffers: Vec::new(), layer_locals: Vec::new(), kohya: None, prompt_aside: false, forward_locals: Vec::new(), image_blocks: false }
     }
 
     pub fn set_layer(&mut self, layer: u32) {

@@ -451,6 +451,11 @@ impl ModelSpec {
         self.is_token_input() || self.image_prompt() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
     }
 
+    /// The prompt comes with `token_type_ids` (a `token_input`'s `token_type_ids`).
+    pub fn token_type_ids(&self) -> bool {
+        self.layers.iter().any(|l| matches!(l, Layer::TokenInput(t) if t.token_type_ids))
+    }
+
     /// An image-text model that embeds its prompt before the vision tower (`image_input`): the
     /// image is the input, the prompt's length is the estimate's sequence length.
     pub fn image_prompt(&self) -> bool {

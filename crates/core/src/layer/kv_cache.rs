@@ -6,7 +6,9 @@
 //!   key_states], dim=-2)`, then the same for values: a new `[Hkv, L, d]` tensor while the old
 //!   `[Hkv, L−1, d]` one still exists; the old one dies with the assignment. A sliding-window
 //!   layer (`DynamicSlidingWindowLayer.update`) keeps a view of the last `W − 1` tokens of the
-//!   `cat`, so it holds at most `W` tokens.
+//!   `cat`, so it holds at most `W` tokens after the first decode step; until then the view
+//!   keeps the prefill's whole-prompt `cat`. It makes both `cat`s before it reassigns either:
+//!   the old keys live through the values' `cat`.
 //! * **static** (`StaticLayer.lazy_initialization` + `update`): `torch.zeros(b, Hkv,
 //!   max_cache_len, d)` for K and V at the layer's first update, `index_copy_` in place after;
 //!   attention reads all `max_cache_len` slots (SDPA's prefill slices them to Q, `sdpa_attention_forward`).
@@ -124,8 +126,10 @@ pub fn update(b: &mut Builder, step: GenStep, window: Option<u64>, states: &[Val
             ql
         }
         KvCacheKind::Dynamic => {
-            // a window keeps a view of `W − 1` tokens of the previous `cat`'s `W`
-            let kept = slots(&step, window, step.past);
+            // a window keeps a view of `W − 1` tokens of the previous `cat`'s `W`, or of the
+            // prefill's `cat` of the prompt (`self.keys = full_key_states[:, :, -W + 1:, :]`)
+            let kept = if step.past == step.prompt { step.past } else { slots(&step, window, step.past) };
+            let mut olds = Vec::with_capacity(states.len());
             for &x in states {
                 let old = cache_tensor(b, "cache", &[], shape(b, x, kept), store, StorageClass::KvPast);
                 let c = cache_tensor(b, "cat", &[old, x], shape(b, x, n), store, StorageClass::KvNew);
@@ -133,6 +137,13 @@ pub fn update(b: &mut Builder, step: GenStep, window: Option<u64>, states: &[Val
                     quantize_scratch(b, c);
                 }
                 read.push(c);
+                olds.push(old);
+            }
+            // `full_key_states = torch.cat(...)`, `full_value_states = torch.cat(...)`, then the
+            // assignments (`cache_utils.py`, `DynamicSlidingWindowLayer.update`); `DynamicLayer`
+            // assigns each `cat` at once
+            if window.is_some() {
+                olds.into_iter().for_each(|o| b.hold(o));
             }
             n
         }
@@ -231,8 +242,15 @@ fn repeat(b: &mut Builder, geo: &Geometry, x: ValueId) -> ValueId {
 fn sdpa(b: &mut Builder, step: GenStep, geo: Geometry, q: ValueId, k: ValueId, v: ValueId, attended: u64) -> Attended {
     let ql = b.shape(q).0[1];
     let dt = b.dtype(q);
-    let masked = explicit_mask(&step, &geo, attended);
-    if masked {
+    // Gemma 3's image blocks in the prefill: `create_masks_for_vision_model` builds both masks,
+    // `[b, 1, Q, L]` bool each (`layer/vision.rs`)
+    let blocks = b.image_blocks && step.is_prefill();
+    let masked = blocks || explicit_mask(&step, &geo, attended);
+    if blocks {
+        let name = if geo.sliding_window.is_some() { "block_mask_sliding" } else { "block_mask" };
+        let m = mask(b, name, ql, attended, DType::Bool);
+        b.set_batched(m);
+    } else if masked {
         mask(b, "sdpa_mask", ql, attended, DType::Bool);
     }
     let backend = sdpa_backend(b.opts.device, dt, geo.head_dim, masked, 0.0);

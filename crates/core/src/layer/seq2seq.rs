@@ -31,6 +31,11 @@ pub struct TokenInput {
     /// (`--seq-len`) replaces `seq_len`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prompt: bool,
+    /// The processor gives the prompt's `token_type_ids` too (`[S]` int64, 1 at the image
+    /// tokens: PaliGemma's and Gemma 3's `return_token_type_ids`), which `generate()` keeps
+    /// and grows (`memory/generate.rs`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub token_type_ids: bool,
 }
 
 impl TokenInput {

@@ -38,6 +38,13 @@ pub struct ImageTokens {
     /// `[N, D]` copy, referenced by the forward's local until it returns.
     #[serde(default, skip_serializing_if = "is_false")]
     pub concat: bool,
+    /// The image's tokens attend to each other, given `token_type_ids` (`Gemma3Model.forward`:
+    /// `get_block_sequence_ids_for_mask`, a `[S]` int64 local, and `create_masks_for_vision_model`:
+    /// OR(causal, blockwise) for the full layers, AND(window, OR(causal, blockwise)) for the
+    /// sliding ones, `modeling_gemma3.py`): the masks depend on the sample and no layer can skip
+    /// its mask for `is_causal` (`layer/kv_cache.rs`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub block_mask: bool,
 }
 
 impl ImageTokens {
@@ -65,7 +72,15 @@ impl ImageTokens {
         let dt = b.dtype(embeds);
         let image = b.cast(image, dt);
         let mask = (Shape::new([xs[0]]), true, DType::Bool);
+        let s = xs[0];
         let out = b.op("masked_scatter", &[embeds, image], &[(Shape::new(xs), dt)], &[], false, &[mask], GradRule::Alloc)[0];
+        if self.block_mask {
+            // `block_sequence_ids = torch.where(is_image, group_ids, -1)`, the forward's local
+            let ids = b.op("block_sequence_ids", &[], &[(Shape::new([s]), DType::I64)], &[], false, &[], GradRule::Alloc)[0];
+            b.set_batched(ids);
+            b.forward_locals.push(ids);
+            b.image_blocks = true;
+        }
         b.memory = None;
         b.prompt_aside = false;
         Ok(out)

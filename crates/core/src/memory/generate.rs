@@ -8,13 +8,18 @@
 //! * **Decode**: `new_tokens − 1` forwards of one token per sequence against the cache.
 //! * Around the forwards `generate()` keeps the prompt's `input_ids` and `attention_mask` (the
 //!   caller's), `position_ids = attention_mask.cumsum(-1) − 1` (`[b, L]`, grown by one per step
-//!   in `_update_model_kwargs_for_generation`), the growing `input_ids` (`torch.cat` per step), the
-//!   clones `prepare_inputs_for_generation` makes of the forward's `input_ids` and
-//!   `position_ids`, and the previous step's fp32 `next_token_logits` until it is replaced.
+//!   in `_update_model_kwargs_for_generation`; the prompt's first one stays in `generate()`'s
+//!   own `model_kwargs`, which it passes to `_sample` as `**model_kwargs`, a new dict), the
+//!   growing `input_ids` (`torch.cat` per step), the clones `prepare_inputs_for_generation`
+//!   makes of the forward's `input_ids` and `position_ids`, and the previous step's fp32
+//!   `next_token_logits` until it is replaced. A prompt given with `token_type_ids` (PaliGemma,
+//!   Gemma 3) adds the caller's and, in decode, the grown one (`torch.cat` per step).
 //!
 //! Every decode step runs the same ops; their sizes grow with the cache length `L` and never
-//! shrink, so the decode peak is the last step's, and between events (a sliding window filling,
-//! a page boundary) every sample of a step is linear in `L`. The memory over the decode steps is
+//! shrink, so the decode peak is the last step's — or the first's, where a dynamic cache's
+//! sliding window is shorter than the prompt: that step replaces the prefill's whole-prompt
+//! `cat`s, later ones `W`-token tensors (`layer/kv_cache.rs`) — and between events (a sliding
+//! window filling, a page boundary) every sample of a step is linear in `L`. The memory over the decode steps is
 //! therefore the upper envelope of those lines, from two simulated steps per piece
 //! (`memory/envelope.rs` does the same over the batch) — a 4,096-token decode of an 80-layer
 //! model costs a few simulated steps, not 4,096.
@@ -34,7 +39,7 @@ use {
 use serde::{Deserialize, Serialize};
 
 /// Tensors the model's forward makes once and keeps until it returns.
-const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local", "eager_mask", "eager_mask_sliding", "sdpa_mask"];
+const PER_FORWARD: &[&str] = &["embedding", "rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local", "eager_mask", "eager_mask_sliding", "sdpa_mask", "block_mask", "block_mask_sliding"];
 
 /// Points the decode series keeps (enough for a chart).
 const SERIES_POINTS: usize = 600;
@@ -134,6 +139,7 @@ fn step_options(base: LowerOptions, c: &TrainConfig, len: &Lengths, past: u64) -
         training: false,
         generation: Some(GenStep {
             past,
+            prompt: len.prompt,
             cache: c.generate.cache,
             max_cache_len: len.max_cache_len,
             kv_dtype: kv.map(|k| k.dtype()),
@@ -160,10 +166,17 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
     let total = past + tokens;
     // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
     let mut held = vec![i64s(len.prompt), i64s(len.prompt)];
-    // position_ids (`[b, L]`), and in decode the grown `input_ids` and the forward's clones
+    // position_ids (`[b, L]`), and in decode the grown `input_ids` and the forward's clones,
+    // and the prompt's `position_ids` in `generate()`'s `model_kwargs`
     held.push(i64s(total));
     if step > 0 {
-        held.extend([i64s(total), i64s(1)]);
+        held.extend([i64s(total), i64s(1), i64s(len.prompt)]);
+    }
+    if spec.token_type_ids() {
+        held.push(i64s(len.prompt));
+        if step > 0 {
+            held.push(i64s(total));
+        }
     }
     let vocab = g.value(resolved.model_output).shape.last();
     let logits32 = Lin { fixed: 0, per_sample: vocab.saturating_mul(4) };
@@ -254,6 +267,10 @@ pub struct GenPlan {
     pub lengths: Lengths,
     /// The last decode step (`None` with one new token).
     pub last: Option<Stage>,
+    /// The first decode step where it can hold more than the last (a dynamic cache's window
+    /// shorter than the prompt, see the module docs); it runs the last's ops (every window is
+    /// full from it on), so the last's graph labels its peak.
+    first: Option<Stage>,
     /// The last `device_at`: `(batch, peak, device total)`.
     device: std::sync::Mutex<Option<(u64, u64, DeviceTotal)>>,
 }
@@ -265,7 +282,22 @@ impl GenPlan {
             1 => None,
             g => Some(stage(spec, c, base, &lengths, g - 1)?),
         };
-        Ok(GenPlan { spec: spec.clone(), config: *c, base, lengths, last, device: std::sync::Mutex::new(None) })
+        let first = match first_step_differs(spec, c, &lengths) {
+            true => Some(stage(spec, c, base, &lengths, 1)?),
+            false => None,
+        };
+        Ok(GenPlan { spec: spec.clone(), config: *c, base, lengths, last, first, device: std::sync::Mutex::new(None) })
+    }
+
+    /// The decode step holding the decode peak at `batch` (the last, or the first where it is
+    /// higher), simulated; with `timeline` also the last's simulation, for the series.
+    fn decode(&self, batch: u64, timeline: bool) -> Option<(StepResult, Option<StepResult>)> {
+        let last = self.last.as_ref()?.simulate(batch, timeline);
+        let first = self.first.as_ref().map(|s| s.simulate(batch, timeline)).filter(|f| f.peak > last.peak);
+        Some(match first {
+            Some(f) => (f, timeline.then_some(last)),
+            None => (last, None),
+        })
     }
 
     /// Peak allocated bytes of the whole generation at `batch` and the device total at that
@@ -281,10 +313,10 @@ impl GenPlan {
         self.device_of(&r, last.as_ref(), batch)
     }
 
-    /// The prefill's and the last decode step's simulations at `batch` (no timeline).
+    /// The prefill's and the peak decode step's simulations at `batch` (no timeline).
     pub fn simulate(&self, prefill: &Graph, plan: &Plan, batch: u64) -> (StepResult, Option<StepResult>) {
         let one = |g: &Graph, plan: &Plan| plan.simulate(g, batch, OptimizerCost::default(), false, None);
-        (one(prefill, plan), self.last.as_ref().map(|s| one(&s.resolved.graph, &s.plan)))
+        (one(prefill, plan), self.decode(batch, false).map(|(r, _)| r))
     }
 
     /// The generation's peak and device total from its two simulations ([`GenPlan::simulate`]),
@@ -317,21 +349,22 @@ impl GenPlan {
     pub fn report(&self, prefill: &Graph, prefill_result: &StepResult, batch: u64) -> (GenerationReport, Option<StepResult>) {
         let len = self.lengths;
         let after_prefill = cache_bytes(prefill, batch);
-        let last = self.last.as_ref().map(|s| (s.simulate(batch, true), cache_bytes(&s.resolved.graph, batch)));
-        let series = match &last {
-            Some((r, _)) => self.series(batch, r),
+        let kv_end = self.last.as_ref().map_or(after_prefill, |s| cache_bytes(&s.resolved.graph, batch));
+        let decode = self.decode(batch, true);
+        let series = match &decode {
+            Some((peak, last)) => self.series(batch, last.as_ref().unwrap_or(peak)),
             None => Vec::new(),
         };
         let report = GenerationReport {
             prompt_len: len.prompt,
             new_tokens: len.new_tokens,
             prefill_peak_bytes: prefill_result.peak,
-            decode_peak_bytes: last.as_ref().map_or(0, |(r, _)| r.peak),
-            kv_cache_bytes: last.as_ref().map_or(after_prefill, |(_, kv)| *kv),
+            decode_peak_bytes: decode.as_ref().map_or(0, |(r, _)| r.peak),
+            kv_cache_bytes: kv_end,
             kv_cache_bytes_after_prefill: after_prefill,
             decode_series: series,
         };
-        (report, last.map(|(r, _)| r))
+        (report, decode.map(|(r, _)| r))
     }
 
     /// Peak of every decode step: lines through two simulated steps per piece, their upper
@@ -343,6 +376,10 @@ impl GenPlan {
         let steps = self.lengths.new_tokens - 1;
         let prompt = self.lengths.prompt;
         let mut knots = vec![1, steps];
+        if self.first.is_some() && steps > 2 {
+            // the first step replaces whole-prompt tensors, the others window-sized ones
+            knots.push(2);
+        }
         for w in windows(&self.spec) {
             // the step whose cache reaches the window (the mask appears), the one before, and
             // the one after (the old tensor a dynamic cache replaces reaches it too)
@@ -445,6 +482,12 @@ fn downsample(points: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
     }
     let chunk = points.len().div_ceil(max);
     points.chunks(chunk).filter_map(|c| c.iter().copied().max_by_key(|p| p.1)).collect()
+}
+
+/// Can the first decode step hold more than the last? With a dynamic cache and a sliding window
+/// shorter than the prompt (and steps after the first).
+fn first_step_differs(spec: &ModelSpec, c: &TrainConfig, len: &Lengths) -> bool {
+    c.generate.cache == KvCacheKind::Dynamic && len.new_tokens > 2 && windows(spec).iter().any(|&w| w < len.prompt)
 }
 
 /// The fewest learned positions of the model's position embeddings (`None`: rotary or none).

@@ -258,5 +258,10 @@ pub(super) fn paligemma(c: &Fields, arch: Option<&str>, build: Build) -> Result<
     }
     c.refuse_unknown("paligemma", &[])?;
     let parts = [SIGLIP_PARTS[0], SIGLIP_PARTS[1], SIGLIP_PARTS[2], ("linear", "multi_modal_projector.linear")];
-    assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied, false, &parts)
+    let mut spec = assemble(name, vec![channels, image, image], layers, text, side.saturating_mul(side), tied, false, &parts)?;
+    // `PaliGemmaProcessor` returns `token_type_ids` (1 at the image tokens)
+    if let Some(Layer::TokenInput(t)) = spec.layers.first_mut() {
+        t.token_type_ids = true;
+    }
+    Ok(spec)
 }

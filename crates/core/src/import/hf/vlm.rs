@@ -15,9 +15,10 @@
 //! tokens (capped by the text model's context), the image's `mm_tokens_per_image` included; the
 //! estimate's `seq_len` replaces it (`token_input`'s `prompt`).
 //!
-//! Not modelled (refused by name): SigLIP's pooling head (`vision_use_head: true`, the
-//! `SiglipVisionConfig` default, which Gemma 3 checkpoints turn off: its output is unused), and
-//! Gemma 3's bidirectional attention among an image's tokens, which changes a mask only.
+//! Gemma 3's bidirectional attention among an image's tokens changes the masks only: their
+//! memory is `image_tokens`' `block_mask`. Not modelled (refused by name): SigLIP's pooling head
+//! (`vision_use_head: true`, the `SiglipVisionConfig` default, which Gemma 3 checkpoints turn
+//! off: its output is unused).
 
 use super::dense;
 use super::parts::{layer, tower_layer};
@@ -162,7 +163,8 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     let seq = decoder.input.shape.first().copied().unwrap_or(MAX_DEFAULT_SEQ_LEN).max(tokens);
     // `Gemma3Model.forward`: the prompt's embedding (`Gemma3TextScaledWordEmbedding`: the
     // embedding and its `embed_scale`) first, then the tower and projector, then the image rows
-    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true}))?];
+    // `Gemma3Processor` returns `token_type_ids` (1 at the image tokens)
+    let mut layers = vec![layer(json!({"kind": "token_input", "seq_len": seq, "prompt": true, "token_type_ids": true}))?];
     let mut text_layers = decoder.layers.into_iter();
     layers.extend(text_layers.by_ref().take(2));
     layers.push(layer(json!({"kind": "image_input"}))?);
@@ -186,7 +188,7 @@ pub(super) fn gemma3(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
     ];
     let mut names = tower_names(tower, first, &parts, "vision_tower.encoder.layers", lm);
     let after = layers.len() + 1;
-    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht}))?);
+    layers.push(layer(json!({"kind": "image_tokens", "embed_dim": ht, "block_mask": true}))?);
     layers.extend(text_layers);
     names.extend(text_names(&decoder.names, |j| if j < 2 { 1 + j } else { after + j - 2 }, lm));
     let name = if lm { "Gemma3ForConditionalGeneration" } else { "Gemma3Model" };
