@@ -10,7 +10,9 @@
 //!
 //! At the time of writing every cache is exact (after the prefill and at the end; Llama 3.2
 //! Vision's cross-attention layers hold the `T·(P+1)` image keys once), and every peak, prefill
-//! and decode peak is within 1 % (each test's doc says what was traced).
+//! and decode peak is within 1 % (each test's doc says what was traced: `tools/trace_vlm_live.py`
+//! lists a record's live storages at each phase's peak, `examples/generate_live.rs` the
+//! estimate's).
 
 #[path = "common/generate.rs"]
 mod generate;

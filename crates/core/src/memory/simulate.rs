@@ -66,6 +66,9 @@ pub struct StepResult {
     pub phase_peaks: [u64; 3],
     /// Sizes of the tensors live at the sample asked for with `snapshot_at`.
     pub snapshot: Vec<Lin>,
+    /// The graph's storages live at that sample (the snapshot's storages, without gradients):
+    /// for listing them by the op that made them (`examples/generate_live.rs`).
+    pub snapshot_storages: Vec<StorageId>,
     pub timeline: Vec<TimelinePoint>,
     /// Bytes saved for backward by each op (at the simulated batch), indexed by op.
     pub saved_by_op: Vec<u64>,
@@ -493,6 +496,7 @@ struct Sim<'g> {
     n_samples: usize,
     snapshot_at: Option<usize>,
     snapshot: Vec<Lin>,
+    snapshot_storages: Vec<StorageId>,
     timeline: Vec<TimelinePoint>,
     saved_by_op: Vec<u64>,
     /// Rounding overhead of the live storages and gradient buffers (`round512(b) − b`,
@@ -539,6 +543,7 @@ impl<'g> Sim<'g> {
             n_samples: 0,
             snapshot_at: None,
             snapshot: Vec::new(),
+            snapshot_storages: Vec::new(),
             timeline: Vec::new(),
             saved_by_op: if record { vec![0; g.ops.len()] } else { Vec::new() },
             overhead: (0, 0),
@@ -681,6 +686,7 @@ impl<'g> Sim<'g> {
         let storages = self.live.iter().enumerate().filter(|(_, &l)| l).map(|(s, _)| g.storages[s].bytes);
         let grads = self.grads.iter().filter(|b| b.refs > 0).map(|b| b.bytes);
         self.snapshot = storages.chain(grads).collect();
+        self.snapshot_storages = self.live.iter().enumerate().filter(|(_, &l)| l).map(|(s, _)| s as StorageId).collect();
     }
 
     fn finish(self) -> StepResult {
@@ -691,6 +697,7 @@ impl<'g> Sim<'g> {
             breakdown: self.peak_breakdown,
             phase_peaks: self.phase_peaks,
             snapshot: self.snapshot,
+            snapshot_storages: self.snapshot_storages,
             timeline: self.timeline,
             saved_by_op: self.saved_by_op,
             max_rounded: self.max_rounded,

@@ -28,6 +28,7 @@ impl CandleStep {
             breakdown: self.breakdown,
             phase_peaks: self.phase_peaks,
             snapshot: Vec::new(),
+            snapshot_storages: Vec::new(),
             timeline: self.timeline,
             saved_by_op: vec![0; n_ops],
             max_rounded: (self.peak_rounded512, self.peak_reserved),
