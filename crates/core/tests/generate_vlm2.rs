@@ -63,7 +63,7 @@ fn gemma3_vlm_generation_against_transformers() {
     check(&family("gemma3"), 0.01);
 }
 
-/// Peak −0.00 % both, decode −0.03 % and −0.02 % (before: peak −1.03 % and −1.25 %, decode
+/// Peak −0.00 % both, decode −0.03 % and −0.01 % (before: peak −1.03 % and −1.25 %, decode
 /// −1.59 % and −2.96 %), cache exact. Traced (every live storage at each phase's peak): in a
 /// decode step the cross-attention layers' `k_proj`, `v_proj` and `k_norm` stay resident though
 /// they run on nothing, and eager attention's `torch.matmul` reads the contiguous `repeat_kv`
