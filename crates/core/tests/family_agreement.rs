@@ -57,20 +57,6 @@ struct Known {
     why: &'static str,
 }
 
-/// `import_vlm.rs::vlm_training_steps_match_traced_pytorch`: LLaVA at `vision_feature_layer` −2.
-static LLAVA_DEAD_LAYER: Known = Known {
-    bound: 4.0,
-    why: "`vision_feature_layer` −2: PyTorch runs the tower's last layer but frees its activations after the forward and leaves its \
-          gradients `None` (its output is unused); the spec keeps that layer on the path (import_vlm.rs::vlm_training_steps_match_traced_pytorch)",
-};
-
-/// `generate_moe2.rs::deepseek_v2_generation_against_transformers`: DeepSeek-V2's decode steps.
-static DEEPSEEK_V2_DECODE: Known = Known {
-    bound: 1.5,
-    why: "+1.31 % at batch 1, −0.08 % at batch 2: `matmul(attn_weights, value_states)` reads the strided values as a view where the \
-          batch is 1 and copies them otherwise; the estimate, per sample, copies at every batch (generate_moe2.rs)",
-};
-
 /// `generate_vlm2.rs`: Gemma 3's and Llama 3.2 Vision's `generate()` peaks bounded where they are reached.
 static VLM_GENERATE: Known = Known {
     bound: 3.0,
@@ -102,8 +88,7 @@ fn rows() -> Vec<Row> {
             let r: Value = serde_json::from_str(line).unwrap();
             let t = r["config"]["model_type"].as_str().unwrap().to_string();
             let Some(family) = family_of(&t) else { continue };
-            let known = (family == "llava" && r["config"]["vision_feature_layer"] == -2).then_some(&LLAVA_DEAD_LAYER);
-            rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known, file });
+            rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known: None, file });
         }
     }
     // Qwen2.5-VL (`qwen_vl_windows.rs`): a training step, an inference forward and a generate()
@@ -190,7 +175,7 @@ fn generate_rows(file: &'static str, known: impl Fn(&str, &str) -> Option<&'stat
 
 /// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`).
 fn generate_moe2_rows() -> Vec<Row> {
-    generate_rows("generate_moe2.jsonl", |t, workload| (t == "deepseek_v2" && workload == "generate decode").then_some(&DEEPSEEK_V2_DECODE))
+    generate_rows("generate_moe2.jsonl", |_, _| None)
 }
 
 /// Every record of `generate_moe2.jsonl` is a family's: four rows each.
@@ -280,7 +265,7 @@ fn tables() -> (String, Vec<String>) {
     for family in FAMILIES {
         for workload in WORKLOADS {
             // the known-bound records apart from the others
-            for known in [None, Some(&LLAVA_DEAD_LAYER), Some(&DEEPSEEK_V2_DECODE), Some(&VLM_GENERATE)] {
+            for known in [None, Some(&VLM_GENERATE)] {
                 let group: Vec<&Row> = rows.iter().filter(|r| r.family == *family && r.workload == *workload && r.known.map(|k| k as *const Known) == known.map(|k| k as *const Known)).collect();
                 if group.is_empty() {
                     continue;
