@@ -87,10 +87,11 @@ fn vlm_fields_they_do_not_model_are_refused_by_name() {
 /// its default `vision_feature_layer` (−2) runs the tower's last layer and `post_layernorm`
 /// off the backward path (a `discarded` block): their saved tensors die at the forward's end,
 /// their gradients stay `None` (traced: the bytes live after the forward differ between −1 and
-/// −2 by exactly the estimate's 1,069,120 eager and 937,008 SDPA). At the time of writing:
-/// LLaVA −2 −1.80 % (eager: the peak moved to the loss in the forward, where 3 × 131,072 bytes
-/// are missing, not diagnosed) and +0.28 % (SDPA; before: +1.45 % and +3.86 %), LLaVA −1
-/// +0.02 % (before: +0.3 %, `post_layernorm` of the whole output), PaliGemma −0.01 % and −2.46 %. And
+/// −2 by exactly the estimate's 1,069,120 eager and 937,008 SDPA). There the eager peak is the
+/// forward's (at the loss), where the Llama decoder's `DynamicCache` K/V copies that `repeat_kv`
+/// reads are alive (`layer/attention.rs`). At the time of writing: LLaVA −2 +0.26 % (eager) and
+/// +0.28 % (SDPA; before: +1.45 % and +3.86 %), LLaVA −1 +0.02 % (before: +0.3 %,
+/// `post_layernorm` of the whole output), PaliGemma −0.01 % and −2.46 %. And
 /// SigLIP's two towers (`SiglipModel`, 96-pixel images in 8-pixel patches with the attention-pooling
 /// head, 64-token captions, `return_loss=True`): +0.01 %.
 #[test]
