@@ -96,7 +96,7 @@ pub fn fields(layer: &Layer) -> Vec<Field> {
             return vec![Field { name: "join".into(), value: FieldValue::Text(j), optional: false }];
         }
         // a block of `"trainable": false` layers: nothing to edit but its children
-        Layer::Frozen { .. } => return Vec::new(),
+        Layer::Frozen { .. } | Layer::Discarded { .. } => return Vec::new(),
         _ if takes_no_arguments(layer) => return Vec::new(),
         _ => {}
     }

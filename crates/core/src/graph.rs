@@ -136,6 +136,9 @@ pub struct Graph {
     pub holds: Vec<(StorageId, u32)>,
     /// LoRA adapter weights (also in `params`).
     pub adapters: Vec<ValueId>,
+    /// A `reshape` folds the batch into a strided dimension (`Builder::fold_batch`): a copy
+    /// here, a view at a batch of one, so this graph holds from batch 2 on.
+    pub folds_batch: bool,
 }
 
 impl Graph {
@@ -156,6 +159,7 @@ impl Graph {
     pub fn trainable_params(&self) -> impl Iterator<Item = ValueId> + '_ {
         self.params.iter().copied().filter(|&p| self.value(p).requires_grad)
     }
+
     /// Elements of the trainable parameters.
     pub fn trainable_numel(&self) -> u64 {
         self.trainable_params().map(|p| self.value(p).shape.numel()).fold(0, u64::saturating_add)

@@ -33,6 +33,9 @@ pub struct LowerOptions {
     /// Megatron's sequence parallelism over this many tensor-parallel ranks (`layer/seq_parallel.rs`);
     /// 1: off.
     pub sequence_parallel: u64,
+    /// The (micro-)batch is one: a `reshape` that folds the batch into a strided dimension is a
+    /// view, where a larger batch copies ([`Builder::fold_batch`]).
+    pub batch_of_one: bool,
 }
 
 impl Default for LowerOptions {
@@ -50,6 +53,7 @@ impl Default for LowerOptions {
             finetune: FineTune::default(),
             generation: None,
             sequence_parallel: 1,
+            batch_of_one: false,
         }
     }
 }
@@ -438,6 +442,23 @@ impl Builder {
     /// A view (reshape of a contiguous tensor, transpose, select): same storage, no memory.
     pub fn view(&mut self, x: ValueId, shape: Shape) -> ValueId {
         self.view_with_grad(x, shape, GradRule::Alias)
+    }
+
+    /// `x.reshape(shape)` where `shape` merges the batch into `x`'s first per-sample dimension
+    /// and `x` is strided so that the two merge only at a batch of one: a size-1 dimension
+    /// merges with any stride (`computeStride` in `aten/src/ATen/TensorUtils.cpp`), so there
+    /// `reshape` is a view; from batch 2 it is a copy (`clone`, then `_unsafe_view`). `matmul`
+    /// of 4-d tensors folds its batch dims this way (`_matmul_impl`: `expand(...).reshape(
+    /// {batch·heads, m, p})`), and so does Wan's VAE (`permute(0, 2, 1, 3, 4).reshape(b·t, ...)`).
+    /// The graph is then per sample only from batch 2: `Graph::folds_batch` tells
+    /// `memory::Prepared` to lower a second one with `batch_of_one` for a batch of one.
+    pub fn fold_batch(&mut self, x: ValueId, shape: Shape) -> ValueId {
+        self.g.folds_batch = true;
+        if self.opts.batch_of_one {
+            return self.view(x, shape);
+        }
+        let dt = self.dtype(x);
+        self.op("clone", &[x], &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
     }
 
     /// A view whose backward follows `grad` (`select` allocates a full-size zero gradient).

@@ -421,6 +421,12 @@ impl Resolver {
                 self.layers[row].block = true;
                 self.sequence(layers, x, at, Slot::Layers, None, depth + 1)?
             }
+            Layer::Discarded { layers } => {
+                // nothing reads the output: the backward never reaches these ops (`memory::reach`)
+                self.layers[row].block = true;
+                self.sequence(layers, x, at, Slot::Layers, None, depth + 1)?;
+                x
+            }
             Layer::Repeat { times, body } => {
                 self.layers[row].block = true;
                 if *times == 0 {

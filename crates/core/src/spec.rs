@@ -330,6 +330,12 @@ blocks {
     /// gradient, no optimizer state). Any layer written with `"trainable": false` reads as this
     /// block around it.
     Frozen { layers: Vec<Layer> } = "frozen", r#"{"layers":[]}"#;
+    /// Layers run on the block's input whose output nothing downstream reads; the block passes
+    /// its input on. Autograd records them, but the loss's backward never reaches them: what
+    /// they save lives only while their output does (to the forward's end where a layer inside
+    /// `keep`s it), and their parameters get no gradient and no optimizer state (LLaVA's vision
+    /// layers after `vision_feature_layer`).
+    Discarded { layers: Vec<Layer> } = "discarded", r#"{"layers":[]}"#;
 }
 }
 
@@ -384,13 +390,13 @@ pub enum Join {
 impl Layer {
     /// Whether this layer contains other layers.
     pub fn is_block(&self) -> bool {
-        matches!(self, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. } | Layer::Frozen { .. })
+        matches!(self, Layer::Sequential { .. } | Layer::Residual { .. } | Layer::Repeat { .. } | Layer::Parallel { .. } | Layer::Frozen { .. } | Layer::Discarded { .. })
     }
 
     /// A block's child lists in order, each with the slot its paths name; empty for a leaf.
     pub fn children(&self) -> Vec<(Slot, &Vec<Layer>)> {
         match self {
-            Layer::Sequential { layers, .. } | Layer::Frozen { layers } => vec![(Slot::Layers, layers)],
+            Layer::Sequential { layers, .. } | Layer::Frozen { layers } | Layer::Discarded { layers } => vec![(Slot::Layers, layers)],
             Layer::Residual { body, shortcut, .. } => {
                 let mut lists = vec![(Slot::Body, body)];
                 lists.extend(shortcut.iter().map(|s| (Slot::Shortcut, s)));

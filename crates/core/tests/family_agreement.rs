@@ -3,8 +3,7 @@
 //! which workloads have no measured record, which test checks the parameter count exact, and each
 //! `quantization_config` method with the test that checks its stored bytes.
 //!
-//! Targets (issue 25): training within 3 %, inference, generation and caches within 1 %; where a
-//! test documents a known larger bound, that bound and its reason. The tables are the generated
+//! Targets (issue 25): training within 3 %, inference, generation and caches within 1 %. The tables are the generated
 //! section of `docs/models.md`; `FAMILY_TABLE=docs/models.md cargo test -p vramcalc-core --test
 //! family_agreement -- --nocapture` rewrites it, and the test fails while it is out of date.
 
@@ -51,26 +50,6 @@ fn family_of(model_type: &str) -> Option<&'static str> {
     FAMILIES.iter().copied().find(|f| *f == t)
 }
 
-/// A bound larger than the target that a test documents, with its reason.
-struct Known {
-    bound: f64,
-    why: &'static str,
-}
-
-/// `import_vlm.rs::vlm_training_steps_match_traced_pytorch`: LLaVA at `vision_feature_layer` −2.
-static LLAVA_DEAD_LAYER: Known = Known {
-    bound: 4.0,
-    why: "`vision_feature_layer` −2: PyTorch runs the tower's last layer but frees its activations after the forward and leaves its \
-          gradients `None` (its output is unused); the spec keeps that layer on the path (import_vlm.rs::vlm_training_steps_match_traced_pytorch)",
-};
-
-/// `generate_moe2.rs::deepseek_v2_generation_against_transformers`: DeepSeek-V2's decode steps.
-static DEEPSEEK_V2_DECODE: Known = Known {
-    bound: 1.5,
-    why: "+1.31 % at batch 1, −0.08 % at batch 2: `matmul(attn_weights, value_states)` reads the strided values as a view where the \
-          batch is 1 and copies them otherwise; the estimate, per sample, copies at every batch (generate_moe2.rs)",
-};
-
 /// One measured record: its family, the `model_type` recorded, the workload, its error in
 /// percent, the data file and the test that owns it.
 struct Row {
@@ -78,7 +57,6 @@ struct Row {
     model_type: String,
     workload: &'static str,
     err: f64,
-    known: Option<&'static Known>,
     file: &'static str,
 }
 
@@ -95,8 +73,7 @@ fn rows() -> Vec<Row> {
             let r: Value = serde_json::from_str(line).unwrap();
             let t = r["config"]["model_type"].as_str().unwrap().to_string();
             let Some(family) = family_of(&t) else { continue };
-            let known = (family == "llava" && r["config"]["vision_feature_layer"] == -2).then_some(&LLAVA_DEAD_LAYER);
-            rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known, file });
+            rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), file });
         }
     }
     // Qwen2.5-VL (`qwen_vl_windows.rs`): a training step, an inference forward and a generate()
@@ -106,11 +83,11 @@ fn rows() -> Vec<Row> {
             Some("infer") => "infer",
             _ => "generate peak",
         };
-        rows.push(Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, known: None, file: "hf/qwen_vl_traces.jsonl" });
+        rows.push(Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, file: "hf/qwen_vl_traces.jsonl" });
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
-        rows.extend(generate_rows(file, |_, _| None));
+        rows.extend(generate_rows(file));
     }
     rows.extend(generate_moe2_rows());
     // Llama 3.2 Vision's cache (`import_mllama.rs::mllama_generate_caches_the_image_keys_once`)
@@ -119,7 +96,7 @@ fn rows() -> Vec<Row> {
         let (after_prefill, end) = hf::generate_cache_bytes(&r);
         let rel = |est: u64, key: &str| generate::rel(est, r[key].as_u64().unwrap()) * 100.0;
         let err = rel(after_prefill, "kv_cache_bytes_after_prefill").abs().max(rel(end, "kv_cache_bytes_end").abs());
-        rows.push(Row { family: "mllama", model_type: "mllama".into(), workload: "cache", err, known: None, file: "hf/mllama_cache.jsonl" });
+        rows.push(Row { family: "mllama", model_type: "mllama".into(), workload: "cache", err, file: "hf/mllama_cache.jsonl" });
     }
     rows.extend(dense2_rows());
     rows.extend(vlm_generate_rows());
@@ -138,9 +115,9 @@ fn vlm_generate_rows() -> Vec<Row> {
         let rel = |est, meas| generate::rel(est, meas) * 100.0;
         let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
         for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode))] {
-            rows.push(Row { family, model_type: t.clone(), workload, err, known: None, file: "generate_vlm2.jsonl" });
+            rows.push(Row { family, model_type: t.clone(), workload, err, file: "generate_vlm2.jsonl" });
         }
-        rows.push(Row { family, model_type: t.clone(), workload: "cache", err: kv, known: None, file: "generate_vlm2.jsonl" });
+        rows.push(Row { family, model_type: t.clone(), workload: "cache", err: kv, file: "generate_vlm2.jsonl" });
     }
     rows
 }
@@ -155,15 +132,15 @@ fn dense2_rows() -> Vec<Row> {
         let r: Value = serde_json::from_str(line).unwrap();
         let t = r["config"]["model_type"].as_str().unwrap().to_string();
         let family = family_of(&t).expect("an issue-25 family");
-        rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), known: None, file });
+        rows.push(Row { family, model_type: t, workload: "train", err: hf::trace_error(&r), file });
     }
-    rows.extend(generate_rows("generate_dense2.jsonl", |_, _| None));
+    rows.extend(generate_rows("generate_dense2.jsonl"));
     rows
 }
 
 /// The rows of a generate() file, as `generate::check` estimates them: four (prefill, peak,
-/// decode, cache) per record; `known(model_type, workload)` its documented bound, if any.
-fn generate_rows(file: &'static str, known: impl Fn(&str, &str) -> Option<&'static Known>) -> Vec<Row> {
+/// decode, cache) per record.
+fn generate_rows(file: &'static str) -> Vec<Row> {
     let text = hf::data(file);
     let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
     let mut rows = Vec::new();
@@ -174,7 +151,7 @@ fn generate_rows(file: &'static str, known: impl Fn(&str, &str) -> Option<&'stat
         let rel = |est, meas| generate::rel(est, meas) * 100.0;
         let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
         for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-            rows.push(Row { family, model_type: t.clone(), workload, err, known: known(&t, workload), file });
+            rows.push(Row { family, model_type: t.clone(), workload, err, file });
         }
     }
     rows
@@ -182,7 +159,7 @@ fn generate_rows(file: &'static str, known: impl Fn(&str, &str) -> Option<&'stat
 
 /// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`).
 fn generate_moe2_rows() -> Vec<Row> {
-    generate_rows("generate_moe2.jsonl", |t, workload| (t == "deepseek_v2" && workload == "generate decode").then_some(&DEEPSEEK_V2_DECODE))
+    generate_rows("generate_moe2.jsonl")
 }
 
 /// Every record of `generate_moe2.jsonl` is a family's: four rows each.
@@ -271,33 +248,27 @@ fn tables() -> (String, Vec<String>) {
     let mut measured: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for family in FAMILIES {
         for workload in WORKLOADS {
-            // the known-bound records apart from the others
-            for known in [None, Some(&LLAVA_DEAD_LAYER), Some(&DEEPSEEK_V2_DECODE)] {
-                let group: Vec<&Row> = rows.iter().filter(|r| r.family == *family && r.workload == *workload && r.known.map(|k| k as *const Known) == known.map(|k| k as *const Known)).collect();
-                if group.is_empty() {
-                    continue;
-                }
-                measured.entry(family).or_default().push(workload);
-                let worst = group.iter().map(|r| r.err.abs()).fold(0.0, f64::max);
-                let bound = known.map_or(target(workload), |k| k.bound);
-                for r in &group {
-                    if r.err.abs() > bound {
-                        failures.push(format!("{family} {workload} ({}): {:+.2} % beyond {bound} %", r.file, r.err));
-                    }
-                }
-                let mut types: Vec<&str> = group.iter().map(|r| r.model_type.as_str()).collect();
-                types.sort_unstable();
-                types.dedup();
-                let mut files: Vec<&str> = group.iter().map(|r| r.file).collect();
-                files.sort_unstable();
-                files.dedup();
-                let name = if types == [*family] { format!("`{family}`") } else { format!("`{family}` ({})", types.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")) };
-                let target = match known {
-                    Some(k) => format!("known: {} % — {}", k.bound, k.why),
-                    None => format!("{} %", target(workload)),
-                };
-                out.push_str(&format!("| {name} | {workload} | {} | {} | {target} | {} |\n", group.len(), pct(worst), files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")));
+            let group: Vec<&Row> = rows.iter().filter(|r| r.family == *family && r.workload == *workload).collect();
+            if group.is_empty() {
+                continue;
             }
+            measured.entry(family).or_default().push(workload);
+            let worst = group.iter().map(|r| r.err.abs()).fold(0.0, f64::max);
+            let bound = target(workload);
+            for r in &group {
+                if r.err.abs() > bound {
+                    failures.push(format!("{family} {workload} ({}): {:+.2} % beyond {bound} %", r.file, r.err));
+                }
+            }
+            let mut types: Vec<&str> = group.iter().map(|r| r.model_type.as_str()).collect();
+            types.sort_unstable();
+            types.dedup();
+            let mut files: Vec<&str> = group.iter().map(|r| r.file).collect();
+            files.sort_unstable();
+            files.dedup();
+            let name = if types == [*family] { format!("`{family}`") } else { format!("`{family}` ({})", types.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")) };
+            let target = format!("{bound} %");
+            out.push_str(&format!("| {name} | {workload} | {} | {} | {target} | {} |\n", group.len(), pct(worst), files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")));
         }
     }
     out.push_str("\nEach family's parameter count and the workloads with no measured record:\n\n");

@@ -127,3 +127,38 @@ fn estimate_at_another_batch_equals_a_fresh_estimate() {
     assert!(prepared.estimate_at(1).is_err(), "accumulation steps beyond the batch");
     assert!(prepared.estimate_at(0).is_err());
 }
+
+/// A `discarded` block runs its layers but nothing reads their output (LLaVA's vision layers
+/// after `vision_feature_layer`): the backward never reaches them, so their parameters get no
+/// gradient and no AdamW state, and what they saved is gone before the backward — which sees
+/// the model without them plus their resident weights.
+#[test]
+fn discarded_layers_get_no_gradient_and_free_their_activations_after_the_forward() {
+    let spec = |side: &[serde_json::Value]| -> ModelSpec {
+        let mut layers = vec![serde_json::json!({"kind": "linear", "in_features": 64, "out_features": 64})];
+        layers.extend(side.iter().cloned());
+        layers.push(serde_json::json!({"kind": "linear", "in_features": 64, "out_features": 10}));
+        ModelSpec::from_json(&serde_json::json!({"input": {"shape": [64]}, "layers": layers}).to_string()).unwrap()
+    };
+    let body = vec![
+        serde_json::json!({"kind": "linear", "in_features": 64, "out_features": 256}),
+        serde_json::json!({"kind": "gelu"}),
+        serde_json::json!({"kind": "linear", "in_features": 256, "out_features": 64}),
+    ];
+    let side_params = (64 * 256 + 256 + 256 * 64 + 64) * 4;
+    let cfg = TrainConfig { batch: 32, optimizer: OptimizerKind::Adamw, ..TrainConfig::default() };
+    let plain = estimate(&spec(&[]), &cfg).unwrap();
+    let discarded = estimate(&spec(&[serde_json::json!({"kind": "discarded", "layers": body.clone()})]), &cfg).unwrap();
+    assert_eq!(discarded.param_bytes, plain.param_bytes + side_params);
+    assert_eq!(discarded.optimizer_state_bytes, plain.optimizer_state_bytes);
+    assert_eq!(discarded.phase_peaks[1], plain.phase_peaks[1] + side_params);
+    // kept to the forward's end (`keep` inside), the same tensors are gone by the backward too
+    let mut kept = body.clone();
+    kept.push(serde_json::json!({"kind": "keep"}));
+    let kept = estimate(&spec(&[serde_json::json!({"kind": "discarded", "layers": kept})]), &cfg).unwrap();
+    assert_eq!(kept.phase_peaks[1], discarded.phase_peaks[1]);
+    assert!(kept.phase_peaks[0] > discarded.phase_peaks[0]);
+    // on the path instead, its state exists: `exp_avg`, `exp_avg_sq` and a 4-byte `step` per tensor
+    let on_path = estimate(&spec(&body), &cfg).unwrap();
+    assert_eq!(on_path.optimizer_state_bytes, plain.optimizer_state_bytes + 2 * side_params + 4 * 4);
+}

@@ -146,7 +146,7 @@ impl WanVaeConfig {
         // each block's input is its caller's local (`x = up_block(x, ...)`) until it returns
         let mid_in = x;
         x = resblock(b, x, dims[0], dims[0], caches)?;
-        x = attention(b, x, dims[0], caches.batched)?;
+        x = attention(b, x, dims[0])?;
         x = resblock(b, x, dims[0], dims[0], caches)?;
         ops::keep(b, &[mid_in]);
         let tu: Vec<bool> = self.temperal_downsample.iter().rev().copied().collect();
@@ -211,13 +211,15 @@ impl WanVaeConfig {
     }
 
     fn decode_chunks(&self, b: &mut Builder, f: u64, h: u64, w: u64, tile: Option<(u64, u64, u64)>, batched: bool) -> LayerResult<ValueId> {
+        // a batch of one takes views where a larger one copies (`frames_of`)
+        b.opts.batch_of_one = !batched;
         // a first build of the chunk before (a first chunk when it is the first) on a scratch
         // builder lists the caches it leaves (`_conv_num` of them)
-        let mut before = Caches { first: f <= 2, batched, ..Caches::default() };
+        let mut before = Caches { first: f <= 2, ..Caches::default() };
         if f > 1 {
             self.decode_video(&mut Builder::new(b.opts), f, h, w, tile, &mut before)?;
         }
-        let mut caches = Caches { first: f == 1, batched, prev: before.made, ..Caches::default() };
+        let mut caches = Caches { first: f == 1, prev: before.made, ..Caches::default() };
         self.decode_video(b, f, h, w, tile, &mut caches)
     }
 
@@ -245,8 +247,6 @@ pub fn wan_latent_frames(frames: u64) -> u64 {
 struct Caches {
     /// The first chunk: every cache still `None`, `upsample3d` only marks its slot `"Rep"`.
     first: bool,
-    /// A batch of more than one (`frames_of` copies).
-    batched: bool,
     prev: Vec<Option<Shape>>,
     old: Vec<Option<ValueId>>,
     new: Vec<ValueId>,
@@ -375,22 +375,23 @@ fn resblock(b: &mut Builder, x: ValueId, cin: u64, cout: u64, caches: &mut Cache
 
 /// `x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)`: a copy, or a view when it can be one —
 /// one frame, or a batch of one (the permuted `[1, T, C, H, W]` merges into `[T, C, H, W]`
-/// with strides `(H·W, T·H·W, W, 1)`: `reshape` returns a view). Measured: a 96 px, 9-frame
-/// decode at batch 1, 2 and 3 (`tests/data/diffusion_forward.jsonl`, `wanvae-decode-tiled`).
-fn frames_of(b: &mut Builder, x: ValueId, batched: bool) -> ValueId {
+/// with strides `(H·W, T·H·W, W, 1)`: `reshape` returns a view; `Builder::fold_batch`). Measured:
+/// a 96 px, 9-frame decode at batch 1, 2 and 3 (`tests/data/diffusion_forward.jsonl`,
+/// `wanvae-decode-tiled`).
+fn frames_of(b: &mut Builder, x: ValueId) -> ValueId {
     let s = b.shape(x).0.clone();
     let shape = Shape::new([s[0], s[1].saturating_mul(s[2]), s[3]]);
-    if s[1] == 1 || !batched { b.view(x, shape) } else { ops::copy(b, x, shape) }
+    if s[1] == 1 { b.view(x, shape) } else { b.fold_batch(x, shape) }
 }
 
 /// `WanAttentionBlock` (per frame, one head over `H·W`): frames (`frames_of`), norm, `to_qkv`
 /// 1×1 conv, the `[HW, 3C]` permute made contiguous, SDPA, the permute back (a view: the 1×1
 /// `proj` reads it strided), `proj`, `x + identity`.
-fn attention(b: &mut Builder, x: ValueId, c: u64, batched: bool) -> LayerResult<ValueId> {
+fn attention(b: &mut Builder, x: ValueId, c: u64) -> LayerResult<ValueId> {
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
     let hw = h.saturating_mul(w);
-    let frames = frames_of(b, x, batched);
+    let frames = frames_of(b, x);
     let n = rms_norm(b, frames, c);
     let qkv = ops::conv(b, n, c, 3 * c, 1, 1, 0)?;
     let qkv = ops::copy(b, qkv, Shape::new([t.saturating_mul(hw), 3 * c]));
@@ -423,7 +424,7 @@ fn upsample(b: &mut Builder, x: ValueId, c: u64, temporal: bool, caches: &mut Ca
     }
     let s = b.shape(x).0.clone();
     let (t, h, w) = (s[1], s[2], s[3]);
-    let frames = frames_of(b, x, caches.batched);
+    let frames = frames_of(b, x);
     let f32 = b.cast(frames, DType::F32);
     let up = ops::upsample2x(b, f32);
     let up = b.cast(up, dt);

@@ -299,6 +299,19 @@ impl MultiheadAttention {
         let out = match eager || math {
             true => {
                 if kvh != h {
+                    if eager && self.causal && b.training() && !b.opts.checkpointing {
+                        // `use_cache=True` (no checkpointing: then transformers turns it off):
+                        // `DynamicCache.update`'s `torch.cat` copies of K and V, which
+                        // `repeat_kv` reads, live in the model's output (`past_key_values`) to
+                        // the forward's end (traced: LLaVA's Llama decoder, its 4 cats alive at
+                        // the loss). With as many K/V heads as query heads, the cats are what
+                        // matmul reads and saves (a contiguous `[B, H, S, d]` folds as a view):
+                        // `bmm`'s copies here.
+                        let (ks, vs) = (b.shape(k).clone(), b.shape(v).clone());
+                        k = copy(b, k, ks);
+                        v = copy(b, v, vs);
+                        b.forward_locals.extend([k, v]);
+                    }
                     // `repeat_kv` (eager), `repeat_interleave` for `enable_gqa` (math)
                     k = copy(b, k, Shape::new([h, seq, hd]));
                     v = copy(b, v, Shape::new([h, seq, hd]));

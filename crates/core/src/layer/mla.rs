@@ -207,10 +207,10 @@ impl MultiHeadLatentAttention {
         let probs = softmax(b, scores, Some(DType::F32));
         let probs = b.cast(probs, dt);
         let probs = dropout(b, probs, self.dropout);
-        // v is a strided view of kv_b_proj's output: matmul copies it before the bmm
+        // v is a strided view of kv_b_proj's output (`view(B, L, H, n + v).transpose(1, 2)`,
+        // split): matmul's reshape to `[B·H, L, v]` copies it, except at a batch of one
         let (vins, _) = b.autocast(CastPolicy::Lower, &[value]);
-        let vdt = b.dtype(vins[0]);
-        let vc = b.op("clone", &vins, &[(Shape::new([h, keys, v]), vdt)], &[], false, &[], GradRule::Alias)[0];
+        let vc = b.fold_batch(vins[0], Shape::new([h, keys, v]));
         let out = b.op("bmm", &[probs, vc], &[(Shape::new([h, seq, v]), dt)], &[probs, vc], false, &[], GradRule::Alloc)[0];
         (b.op("clone", &[out], &[(Shape::new([seq, h.saturating_mul(v)]), dt)], &[], false, &[], GradRule::Alias)[0], probs)
     }

@@ -79,3 +79,17 @@ pub const GPUS: &[Gpu] = &[
 pub fn gpu(id: &str) -> Option<&'static Gpu> {
     GPUS.iter().find(|g| g.id.eq_ignore_ascii_case(id))
 }
+
+/// Rounding of the CUDA caching allocator: 512-byte blocks; large blocks in 2 MiB granules.
+pub fn round512(b: u64) -> u64 {
+    b.div_ceil(512).saturating_mul(512)
+}
+
+pub fn round_reserved(b: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    if b <= MIB {
+        round512(b)
+    } else {
+        b.div_ceil(2 * MIB).saturating_mul(2 * MIB)
+    }
+}

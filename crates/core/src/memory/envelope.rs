@@ -7,7 +7,8 @@
 //! allocator's rounding of exactly the tensors live at the peak.
 
 use super::device::DeviceTotal;
-use super::simulate::{round512, round_reserved, OptimizerCost, Plan};
+use super::device::{round512, round_reserved};
+use super::simulate::{OptimizerCost, Plan};
 use crate::graph::{Graph, Lin};
 
 #[derive(Debug, Clone)]

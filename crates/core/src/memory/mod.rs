@@ -8,6 +8,7 @@ pub mod device;
 pub mod envelope;
 mod estimate;
 pub mod peak;
+pub mod reach;
 pub mod generate;
 pub mod optimizer;
 mod rule_of_thumb;
@@ -45,6 +46,10 @@ pub struct Prepared {
     envelope: std::sync::OnceLock<envelope::Envelope>,
     /// `Mode::Generate`: the decode steps (`resolved` and `plan` are the prefill's).
     generation: Option<Box<generate::GenPlan>>,
+    /// Where a `reshape` folds the batch into a strided dimension (`Graph::folds_batch`: a copy
+    /// from batch 2, a view at batch 1), the model lowered for a micro-batch of one, which
+    /// answers for it. (A rank's overlaid step keeps this graph's ops and so its copies.)
+    batch_one: Option<Box<Prepared>>,
 }
 
 impl Prepared {
@@ -69,6 +74,28 @@ impl Prepared {
     }
 
     fn unchecked(spec: &ModelSpec, config: &TrainConfig, t: u64) -> Result<Prepared> {
+        let mut prepared = Prepared::lowered(spec, config, t, false)?;
+        if prepared.folds_batch() {
+            prepared.batch_one = Some(Box::new(Prepared::lowered(spec, config, t, true)?));
+        }
+        Ok(prepared)
+    }
+
+    /// Whether a forward's graph folds the batch (`Builder::fold_batch`): the prefill's or the
+    /// step's, or a generation's last decode step's.
+    fn folds_batch(&self) -> bool {
+        let decode = self.generation.as_ref().and_then(|g| g.last.as_ref());
+        self.resolved.graph.folds_batch || decode.is_some_and(|s| s.resolved.graph.folds_batch)
+    }
+
+    /// The batch-of-one lowering, where it answers for `batch`: the micro-batch is one and the
+    /// graph folds the batch (`None`: this model answers).
+    fn at_batch(&self, batch: u64) -> Option<&Prepared> {
+        self.batch_one.as_deref().filter(|_| self.micro(batch) == 1)
+    }
+
+    /// The model lowered with `batch_of_one` as `LowerOptions` has it.
+    fn lowered(spec: &ModelSpec, config: &TrainConfig, t: u64, batch_of_one: bool) -> Result<Prepared> {
         validate(config)?;
         let config = &with_base_precision(*config);
         let training = config.mode == Mode::Train;
@@ -85,6 +112,7 @@ impl Prepared {
             finetune: config.finetune,
             generation: None,
             sequence_parallel: t.max(1),
+            batch_of_one,
         };
         let (resolved, plan, generation) = match config.mode {
             Mode::Generate => {
@@ -105,9 +133,11 @@ impl Prepared {
             generate::hold_text_model_locals(&mut resolved);
         }
         let g = &resolved.graph;
-        // frozen parameters get no optimizer state (the optimizer is built over the trainable ones)
-        let shapes: Vec<&[u64]> = g.trainable_params().map(|p| g.value(p).shape.0.as_slice()).collect();
-        let state_dtype = g.trainable_params().next().map(|p| g.value(p).dtype).unwrap_or_default();
+        // frozen parameters get no optimizer state (the optimizer is built over the trainable
+        // ones), nor do those whose `.grad` the backward leaves `None` (`reach::grad_params`)
+        let with_grad = if training { reach::grad_params(g) } else { Vec::new() };
+        let shapes: Vec<&[u64]> = with_grad.iter().map(|&p| g.value(p).shape.0.as_slice()).collect();
+        let state_dtype = with_grad.first().map(|&p| g.value(p).dtype).unwrap_or_default();
         let opt = if training {
             optimizer::cost(config.optimizer, config.optimizer_impl, &shapes, state_dtype)
         } else {
@@ -138,6 +168,7 @@ impl Prepared {
             candle,
             envelope: std::sync::OnceLock::new(),
             generation,
+            batch_one: None,
         };
         Ok(prepared)
     }
@@ -150,6 +181,9 @@ impl Prepared {
 
     /// Peak allocated bytes and the device total at `batch`.
     pub fn device_at(&self, batch: u64) -> (u64, DeviceTotal) {
+        if let Some(one) = self.at_batch(batch) {
+            return one.device_at(batch);
+        }
         let micro = self.micro(batch);
         #[cfg(feature = "candle")]
         if let Some(c) = &self.candle {
@@ -168,6 +202,9 @@ impl Prepared {
     }
 
     fn step(&self, batch: u64, timeline: bool) -> StepResult {
+        if let Some(one) = self.at_batch(batch) {
+            return one.step(batch, timeline);
+        }
         let micro = self.micro(batch);
         #[cfg(feature = "candle")]
         if let Some(c) = &self.candle {
@@ -228,6 +265,9 @@ impl Prepared {
     }
 
     fn estimate_for(&self, cfg: TrainConfig) -> Estimate {
+        if let Some(one) = self.at_batch(cfg.batch) {
+            return one.estimate_for(cfg);
+        }
         let r = self.step(cfg.batch, true);
         let (_, device) = self.device_at(cfg.batch);
         self.report(cfg, r, device)

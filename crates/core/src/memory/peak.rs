@@ -41,6 +41,9 @@ impl Prepared {
 
     /// The peak at `batch`, its device total by direct simulation ([`Prepared::measure`]).
     fn summary_direct(&self, batch: u64) -> PeakSummary {
+        if let Some(one) = self.at_batch(batch) {
+            return one.summary_direct(batch);
+        }
         let micro = self.micro(batch);
         #[cfg(feature = "candle")]
         if self.candle.is_some() {
@@ -64,6 +67,9 @@ impl Prepared {
     /// estimate and [`Prepared::peak_at`] take it (the batch unchecked: see
     /// [`Prepared::check_batch`]).
     pub fn summary_at(&self, batch: u64) -> PeakSummary {
+        if let Some(one) = self.at_batch(batch) {
+            return one.summary_at(batch);
+        }
         let (_, device) = self.device_at(batch);
         if let Some(gen) = &self.generation {
             let (r, last) = gen.simulate(&self.resolved.graph, &self.plan, self.micro(batch));

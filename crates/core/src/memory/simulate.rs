@@ -6,8 +6,11 @@
 //! gradient are released. The peak is sampled after each op's allocations, before its frees —
 //! where PyTorch's `max_memory_allocated` sees it. Checkpointing units drop their saved tensors in
 //! the forward, keep their inputs, and recompute the unit's forward when backward reaches it.
+//! Ops the backward does not reach (`reach.rs`) never run backward; what they saved dies with them.
 
 use super::breakdown::{Breakdown, Category};
+use super::device::{round512, round_reserved};
+use super::reach;
 use crate::graph::{GradRule, Graph, Lin, StorageClass, StorageId, ValueId};
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +103,10 @@ pub struct Plan {
     /// Gradient accumulation: after the first micro-batch every `.grad` exists for the whole
     /// step and new parameter gradients are added into them.
     accumulating: bool,
+    /// Per op: the backward reaches it ([`reach::backward`]); the others never run backward.
+    reach: Vec<bool>,
+    /// The parameters whose `.grad` the backward makes ([`reach::grad_params`]).
+    grad_params: Vec<ValueId>,
 }
 
 #[derive(Debug, Clone)]
@@ -138,6 +145,10 @@ impl Plan {
         for &(s, until) in &g.holds {
             last_use[s as usize] = last_use[s as usize].max(until);
         }
+        let reach = if training { reach::backward(g) } else { vec![false; n_ops] };
+        if training {
+            reach::hold_unreached(g, &reach, &mut last_use);
+        }
         let (mut units, mut first_rec): (Vec<UnitPlan>, Vec<Option<usize>>) = (Vec::new(), Vec::new());
         for (i, op) in g.ops.iter().enumerate() {
             if let Some(u) = op.unit {
@@ -153,7 +164,7 @@ impl Plan {
         }
         // Saved storages: in a checkpointing unit nothing is kept but the unit's inputs.
         for (i, op) in g.ops.iter().enumerate().rev() {
-            if !training || !op.recorded {
+            if !training || !reach[i] {
                 continue;
             }
             match op.unit {
@@ -200,7 +211,7 @@ impl Plan {
         for unit in units.iter_mut() {
             for i in (unit.first..=unit.last).rev() {
                 let op = &g.ops[i];
-                if op.recorded {
+                if reach[i] {
                     for &s in &op.saved {
                         saver[s as usize] = i;
                     }
@@ -226,14 +237,15 @@ impl Plan {
             }
         }
         let mut param_uses = vec![0u32; g.values.len()];
-        for op in g.ops.iter().filter(|op| op.recorded) {
+        for (op, _) in g.ops.iter().zip(&reach).filter(|(_, &r)| r) {
             for &v in &op.inputs {
                 if g.storages[g.storage_of(v) as usize].class == StorageClass::Param {
                     param_uses[v as usize] += 1;
                 }
             }
         }
-        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training, param_uses, accumulating: false }
+        let grad_params = if training { reach::grad_params(g) } else { Vec::new() };
+        Plan { fwd_frees, bwd_frees, end_of_forward_frees, units, training, param_uses, accumulating: false, reach, grad_params }
     }
 
     /// Simulates one step at `batch` with the optimizer's persistent state and step temporaries.
@@ -274,7 +286,7 @@ impl Plan {
         sim.add_raw(Category::OptimizerState, if self.training { opt.state } else { 0 });
         if self.accumulating {
             // `.grad`s left by the earlier micro-batches
-            for p in g.trainable_params() {
+            for &p in &self.grad_params {
                 let id = sim.new_grad(g.value(p).bytes(), true);
                 sim.promote_grad(id);
             }
@@ -330,7 +342,7 @@ impl Plan {
         let mut unit_done = vec![false; self.units.len()];
         for i in (0..g.ops.len()).rev() {
             let op = &g.ops[i];
-            if !op.recorded {
+            if !self.reach[i] {
                 continue;
             }
             sim.op = Some(i as u32);
@@ -505,20 +517,6 @@ struct Sim<'g> {
     max_rounded: (u64, u64),
     /// `overhead` at the last sample whose total equals the peak so far.
     peak_overhead: (u64, u64),
-}
-
-/// Rounding of the CUDA caching allocator: 512-byte blocks; large blocks in 2 MiB granules.
-pub fn round512(b: u64) -> u64 {
-    b.div_ceil(512).saturating_mul(512)
-}
-
-pub fn round_reserved(b: u64) -> u64 {
-    const MIB: u64 = 1 << 20;
-    if b <= MIB {
-        round512(b)
-    } else {
-        b.div_ceil(2 * MIB).saturating_mul(2 * MIB)
-    }
 }
 
 impl<'g> Sim<'g> {

@@ -20,13 +20,11 @@
 //! embedding (a Gemma text model's with its `embed_scale`) come first, then the tower on the image
 //! (`image_input`), and the image tokens are written into the embeddings (`image_tokens`). The
 //! tower outputs `get_image_features` returns are held to the end of the forward (`keep`; and by
-//! `generate()` to its end, `mm_encoder_outputs`: `tests/generate_vlm2.rs`). Modelled approximately (memory only;
-//! the parameters are exact): CLIP's `post_layernorm` normalises only the pooled `[CLS]` token in
-//! PyTorch (its output is unused by LLaVA), here the whole `[P, D]` output; and the layers after
-//! `vision_feature_layer` (the last one at the default −2) stay on the spec's path, where PyTorch
-//! runs them, frees their activations after the forward and leaves their gradients `None`: an
-//! over-estimate of one tower layer's saved activations and gradients (measured: +3.9 % on a
-//! 2-layer tower with SDPA, 0.3 % at `vision_feature_layer: -1`; `tests/import_vlm.rs`). PaliGemma's bidirectional attention over the image and prefix changes a mask only.
+//! `generate()` to its end, `mm_encoder_outputs`: `tests/generate_vlm2.rs`). The tower layers
+//! after `vision_feature_layer` (the last one at the default −2) and CLIP's `post_layernorm` (of
+//! the pooled `[CLS]` token) run, but nothing LLaVA computes reads them: a `discarded` block,
+//! whose saved tensors die with the forward's outputs and whose parameters get no gradient and
+//! no optimizer state (`tests/import_vlm.rs`). PaliGemma's bidirectional attention over the image and prefix changes a mask only.
 
 use super::parts::{activation, layer, tower_layer};
 use super::vlm::{siglip, sub, text_names, tower_names, SIGLIP_PARTS};
@@ -150,7 +148,12 @@ fn clip_vision(obj: &Map<String, Value>) -> Result<(Vec<Layer>, Vec<u64>, u64, u
 /// `mm_encoder_outputs` to its end): `hidden_states[vision_feature_layer]` and
 /// `last_hidden_state` (the last encoder layer's output; one tensor at −1), measured by
 /// `tools/trace_vlm_generate.py` (`generate_vlm2.rs`). The `repeat` of the `n` encoder layers
-/// (after `pre_layrnorm`: `hidden_states[0]` is its output) is split at the feature layer.
+/// (after `pre_layrnorm`: `hidden_states[0]` is its output) and `post_layernorm` become: the
+/// layers up to the feature layer, its output kept, then a `discarded` block of what
+/// `CLIPVisionTransformer.forward` runs and LLaVA never reads (`get_image_features` takes
+/// `hidden_states[vision_feature_layer]`): the layers after the feature layer, their output kept
+/// (`last_hidden_state`), and `post_layernorm` of the pooled `last_hidden_state[:, 0, :]`. The
+/// layers after it are listed one by one, for their module names (`name_discarded`).
 fn keep_image_outputs(layers: &mut Vec<Layer>, feature_layer: i64) -> Result<()> {
     let Some(at) = layers.iter().position(|l| matches!(l, Layer::Repeat { .. })) else { return Ok(()) };
     let Layer::Repeat { times: n, body } = layers[at].clone() else { return Ok(()) };
@@ -167,13 +170,42 @@ fn keep_image_outputs(layers: &mut Vec<Layer>, feature_layer: i64) -> Result<()>
     if k > 0 {
         run.push(Layer::Repeat { times: k, body: body.clone() });
     }
-    if k < n {
-        run.push(keep()?);
-        run.push(Layer::Repeat { times: n - k, body });
-    }
     run.push(keep()?);
-    layers.splice(at..=at, run);
+    let mut unread = Vec::new();
+    if k < n {
+        for _ in k..n {
+            unread.extend(body.iter().cloned());
+        }
+        unread.push(keep()?);
+    }
+    // `post_layernorm`, the last of `layers`
+    let post = layers.pop().ok_or_else(|| invalid("vision tower"))?;
+    unread.push(layer(json!({"kind": "select_token", "index": 0}))?);
+    unread.push(post);
+    run.push(Layer::Discarded { layers: unread });
+    layers.splice(at.., run);
     Ok(())
+}
+
+/// Names the `discarded` block's layers (`keep_image_outputs`) after the modules they are:
+/// `vision_tower.encoder.layers.<i>` from the feature layer on, `vision_tower.post_layernorm`.
+fn name_discarded(spec: &mut ModelSpec) {
+    use crate::path::{LayerPath, Slot};
+    let Some(at) = spec.layers.iter().position(|l| matches!(l, Layer::Discarded { .. })) else { return };
+    let before: u64 = spec.layers[..at].iter().map(|l| if let Layer::Repeat { times, .. } = l { *times } else { 0 }).sum();
+    let Layer::Discarded { layers } = &spec.layers[at] else { return };
+    let mut next = before;
+    for (i, l) in layers.iter().enumerate() {
+        let name = match l {
+            Layer::TransformerEncoderLayer(_) => {
+                next += 1;
+                format!("model.vision_tower.encoder.layers.{}", next - 1)
+            }
+            Layer::LayerNorm(_) => "model.vision_tower.post_layernorm".to_string(),
+            _ => continue,
+        };
+        crate::layer_names::set(&mut spec.names, &LayerPath::top(at).child(Slot::Layers, i), &name);
+    }
 }
 
 /// `LlavaConfig` (transformers 5.24).
@@ -213,10 +245,11 @@ pub(super) fn llava(c: &Fields, arch: Option<&str>, build: Build) -> Result<Mode
     let parts = [
         ("conv2d", "vision_tower.embeddings.patch_embedding"), ("cls_token", "vision_tower.embeddings"),
         ("positional_embedding", "vision_tower.embeddings.position_embedding"), ("layer_norm", "vision_tower.pre_layrnorm"),
-        ("layer_norm", "vision_tower.post_layernorm"), ("linear", "multi_modal_projector.linear_1"), ("*", "multi_modal_projector.act"),
-        ("linear", "multi_modal_projector.linear_2"),
+        ("linear", "multi_modal_projector.linear_1"), ("*", "multi_modal_projector.act"), ("linear", "multi_modal_projector.linear_2"),
     ];
-    assemble(name, input, layers, text, tokens, tied, true, &parts)
+    let mut spec = assemble(name, input, layers, text, tokens, tied, true, &parts)?;
+    name_discarded(&mut spec);
+    Ok(spec)
 }
 
 /// `PaliGemmaConfig` (transformers 5.24).

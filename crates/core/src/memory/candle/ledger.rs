@@ -7,7 +7,8 @@
 
 use crate::memory::timeline::downsample;
 use crate::memory::breakdown::{Breakdown, Category};
-use crate::memory::simulate::{round512, round_reserved, Phase, TimelinePoint};
+use crate::memory::device::{round512, round_reserved};
+use crate::memory::simulate::{Phase, TimelinePoint};
 use std::cell::RefCell;
 use std::rc::Rc;
 
