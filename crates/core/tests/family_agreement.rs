@@ -107,13 +107,20 @@ fn rows() -> Vec<Row> {
         }
     }
     // Qwen2.5-VL (`qwen_vl_windows.rs`): a training step, an inference forward and a generate()
+    // (its peak, and its phases and cache from `compare_generate`)
+    let qwen = |workload, err: f64| Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, known: None, file: "hf/qwen_vl_traces.jsonl" };
     for (label, _, _, err) in qwen_vl::compare() {
         let workload = match label.split(' ').next() {
             Some("train") => "train",
             Some("infer") => "infer",
             _ => "generate peak",
         };
-        rows.push(Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, known: None, file: "hf/qwen_vl_traces.jsonl" });
+        rows.push(qwen(workload, err));
+    }
+    for (_, errs) in qwen_vl::compare_generate() {
+        let cache = errs.iter().filter(|(what, _)| what.starts_with("cache")).map(|(_, e)| e.abs()).fold(0.0, f64::max);
+        rows.extend(errs.iter().filter(|(what, _)| !what.starts_with("cache")).map(|&(what, e)| qwen(if what == "prefill" { "generate prefill" } else { "generate decode" }, e)));
+        rows.push(qwen("cache", cache));
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
@@ -379,7 +386,8 @@ fn every_family_agrees_within_its_target_and_the_doc_is_current() {
 fn every_record_of_the_families_is_in_a_row() {
     let rows = rows();
     let n = |file: &str| rows.iter().filter(|r| r.file == file).count();
-    assert_eq!(n("hf/qwen_vl_traces.jsonl"), 8);
+    // six forwards, and four rows (prefill, peak, decode, cache) per generate()
+    assert_eq!(n("hf/qwen_vl_traces.jsonl"), 6 + 4 * 2);
     assert_eq!(n("hf/mllama_cache.jsonl"), hf::data("hf/mllama_cache.jsonl").lines().count());
     // generate: four rows (prefill, peak, decode, cache) per record, every record a family's
     assert_eq!(n("generate_families.jsonl"), 4 * 9);
