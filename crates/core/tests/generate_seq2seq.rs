@@ -68,6 +68,10 @@ fn t5_and_whisper_cache_the_encoder_output_once() {
             assert_eq!(g.kv_cache_bytes_after_prefill, per_token * (encoded + 1), "{config}");
             assert_eq!(g.kv_cache_bytes, per_token * (encoded + new_tokens), "{config}");
             assert!(g.decode_peak_bytes > 0 && g.prefill_peak_bytes > 0);
+            // transformers refuses a quantized cache for an encoder–decoder
+            let kv_dtype = vramcalc_core::KvDType::parse("fp8");
+            let q = vramcalc_core::TrainConfig { generate: vramcalc_core::GenerateConfig { kv_dtype, ..c.generate }, ..c };
+            assert!(vramcalc_core::estimate(&spec, &q).unwrap_err().to_string().contains("quantized cache"));
         }
     }
 }

@@ -100,6 +100,10 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     }
     // an encoder–decoder: the prompt is the encoder's source; the decoder starts from one token
     let (prompt, source) = if spec.encoder_decoder() { (1, Some(prompt)) } else { (prompt, None) };
+    // `generate()` raises "This model does not support the quantized cache" for an encoder–decoder
+    if source.is_some() && g.kv_dtype.is_some_and(|k| k.quantized()) {
+        return Err(Error::Config("an 8-bit KV cache: transformers' generate() refuses a quantized cache for an encoder–decoder".into()));
+    }
     if g.new_tokens == 0 {
         return Err(Error::Config("--new-tokens must be at least 1".into()));
     }
