@@ -16,9 +16,9 @@ fn family(model_type: &str) -> Vec<Record> {
     vlm_generate::family(include_str!("data/generate_seq2seq.jsonl"), model_type, 2)
 }
 
-/// `BartForConditionalGeneration`: peak and prefill −0.03 % (batch 1, eager) and −0.75 % (batch 2,
-/// SDPA), decode −0.03 % and −0.02 %, cache exact (the cross-attention layers' `[H, S, d]` keys
-/// and values once, the self-attention layers one token per forward). `resolve/seq2seq.rs`: the
+/// `BartForConditionalGeneration`: peak and prefill −0.03 % (batch 1, eager; batch 2, SDPA),
+/// decode −0.03 % and −0.02 %, cache exact (the cross-attention layers' `[H, S, d]` keys and
+/// values once, the self-attention layers one token per forward). `resolve/seq2seq.rs`: the
 /// prefill runs the encoder outside generation, keeping `BartEncoder.forward`'s `inputs_embeds`
 /// and `embed_pos` to its end and its stack's input only through its first layer (a loop), then
 /// the decoder on its one start token; a decode step holds the encoder's weights and output.
@@ -26,17 +26,13 @@ fn family(model_type: &str) -> Vec<Record> {
 /// `BART_TARGET_LEN` tokens (peak +16 % and +26 %, cache +192 % and +216 %); then the decode
 /// −7.3 % while a decode step dropped the cross-attention's K/V projection weights, the prefill
 /// −1.01 % and −1.47 % without the encoder's locals, +0.95 % with the stack's input held to its
-/// end, and the eager decode +0.95 % while `matmul` was taken to copy the cached keys.
-///
-/// The rest, batch 2's prefill (≈ −98 KB): `BartLearnedPositionalEmbedding` looks its positions up
-/// per sample (`arange(...).expand(bsz, -1) + offset`, `[b, S, D]`), the spec's
-/// `positional_embedding` once (`[1, S, D]`) outside `generate()`'s own `position_ids` — the
-/// encoder's, here: one `[96, 256]` fp32 short.
+/// end, the eager decode +0.95 % while `matmul` was taken to copy the cached keys, and batch 2's
+/// prefill −0.75 % while `BartLearnedPositionalEmbedding`'s positions (`arange(...).expand(bsz,
+/// -1) + offset`: `[b, S, D]`) were looked up once (`positional_embedding`'s `batched`).
 #[test]
 fn bart_generation_against_transformers() {
     check(&family("bart"), 0.01);
 }
-
 
 /// T5 and Whisper take the same path (not measured here): after the prefill each decoder layer
 /// caches the encoder output's keys and values (`[H, S_enc, d]` each; Whisper's encoder halves
