@@ -19,7 +19,11 @@ a real greedy `model.generate()` of N new tokens on the prompt (vramcalc's `--mo
 it — `input_ids`, an all-ones `attention_mask`, `pixel_values`, `image_grid_thw` and
 `mm_token_type_ids` (1 at the image tokens: `return_mm_token_type_ids = True`), so `generate()`
 computes the 3-D rope positions (`get_rope_index`) — with `eos_token_id` unset so that it makes
-all N tokens. The caller's tensors are tracked from the start (compare with `--batch 1`).
+all N tokens. The caller's tensors are tracked from the start (compare with `--batch 1`). A
+generate record also carries its phases and cache as `tools/trace_vlm_generate.py` splits them
+(the same hooks): `prefill_peak_bytes` (up to the start of the second forward: the tower, the
+prefill forward and the first token's selection), `decode_peak_bytes` (after it), and
+`kv_cache_bytes_after_prefill` / `kv_cache_bytes_end` (every layer's keys and values).
 
     /root/mvenv/bin/python tools/trace_qwen_vl.py CONFIG --image 252 196 --seq-len 128 --mode train
 
@@ -38,6 +42,7 @@ import transformers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from trace_hf import LiveBytes  # noqa: E402
+from trace_vlm_generate import cache_bytes, cache_of, split_phases  # noqa: E402
 
 
 def smart_resize(height, width, factor, min_pixels, max_pixels):
@@ -99,12 +104,16 @@ def main():
         model.generation_config.pad_token_id = 0
         for t in (mask, types):
             tracker.track(t)
+    phases = split_phases(model, tracker) if a.mode == "generate" else {}
     with tracker:
         if a.mode == "generate":
             with torch.no_grad():
                 out = model.generate(input_ids=ids, attention_mask=mask, pixel_values=pixels, image_grid_thw=grid,
-                                     mm_token_type_ids=types, max_new_tokens=a.new_tokens, do_sample=False)
-            assert out.shape[1] == a.seq_len + a.new_tokens, out.shape
+                                     mm_token_type_ids=types, max_new_tokens=a.new_tokens, do_sample=False,
+                                     return_dict_in_generate=True)
+            assert out.sequences.shape[1] == a.seq_len + a.new_tokens, out.sequences.shape
+            phases = {"prefill_peak_bytes": phases["prefill"], "decode_peak_bytes": tracker.peak, "forward_calls": phases["calls"],
+                      "kv_cache_bytes_after_prefill": phases["kv_prefill"], "kv_cache_bytes_end": cache_bytes(cache_of(out))}
         elif a.mode == "train":
             loss = model(input_ids=ids, pixel_values=pixels, image_grid_thw=grid, labels=ids).loss
             loss.backward()
@@ -114,10 +123,10 @@ def main():
     print(json.dumps({
         "family": "qwen2_5_vl", "class": "Qwen2_5_VLForConditionalGeneration", "mode": a.mode, "batch": a.batch,
         "seq_len": a.seq_len, "image": a.image, "resized": [w, h], "image_tokens": n_tokens, "attention": a.attn,
-        "dtype": "fp32", "measured_peak_bytes": tracker.peak, "config": given,
+        "dtype": "fp32", "measured_peak_bytes": max(tracker.peak, phases.get("prefill_peak_bytes", 0)), "config": given,
         "command": f"python tools/trace_qwen_vl.py CONFIG --image {a.image[0]} {a.image[1]} --seq-len {a.seq_len} --batch {a.batch} --mode {a.mode} --attn {a.attn}"
                    + (f" --new-tokens {a.new_tokens}" if a.mode == "generate" else ""),
-        **({"new_tokens": a.new_tokens} if a.mode == "generate" else {}),
+        **({"new_tokens": a.new_tokens, **phases} if a.mode == "generate" else {}),
         "transformers": transformers.__version__, "torch": torch.__version__,
     }, sort_keys=True))
 

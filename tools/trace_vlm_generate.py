@@ -60,6 +60,27 @@ def cache_of(out):
     return c if c is not None else getattr(out, "past_key_values", None)
 
 
+def split_phases(model, tracker, bytes_of=cache_bytes):
+    """Hooks on `model`'s forward that split a `generate()` in two, as `generate_mirror` does: at
+    the start of the second forward the peak so far is the prefill's (`phases["prefill"]`) and
+    the tracker's peak restarts from what is live (the decode's from there); after the first
+    forward, `phases["kv_prefill"]` is `bytes_of` its cache. `phases["calls"]` counts forwards."""
+    phases = {"calls": 0}
+
+    def traced(_module, _args, out):
+        phases["calls"] += 1
+        if phases["calls"] == 1:
+            phases["kv_prefill"] = bytes_of(cache_of(out))
+
+    def second(_module, _args):
+        if phases["calls"] == 1 and "prefill" not in phases:
+            phases["prefill"] = tracker.peak
+            tracker.peak = tracker.total()  # the decode phase from here
+    model.register_forward_hook(traced)
+    model.register_forward_pre_hook(second)
+    return phases
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("config")
@@ -105,19 +126,7 @@ def main():
         tracker.track(x)
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
-    phases = {"calls": 0}
-
-    def traced(_module, _args, out):
-        phases["calls"] += 1
-        if phases["calls"] == 1:
-            phases["kv_prefill"] = cache_bytes(cache_of(out))
-
-    def second(_module, _args):
-        if phases["calls"] == 1 and "prefill" not in phases:
-            phases["prefill"] = tracker.peak
-            tracker.peak = tracker.total()  # the decode phase from here
-    model.register_forward_hook(traced)
-    model.register_forward_pre_hook(second)
+    phases = split_phases(model, tracker)
     with tracker, torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=mask, pixel_values=pixels, max_new_tokens=a.new_tokens,
                              do_sample=False, return_dict_in_generate=True, **extra)

@@ -11,6 +11,7 @@ use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
 
 mod image_text;
+mod seq2seq;
 
 /// Limits that keep an absurd spec from exhausting memory or time (a clear error instead).
 pub const MAX_OPS: usize = 2_000_000;
@@ -296,7 +297,10 @@ impl Resolver {
     /// Lowers the list `slot` (repetition `repetition`) of the block at `parent`.
     fn sequence(&mut self, layers: &[Layer], x: ValueId, parent: &LayerPath, slot: Slot, repetition: Option<u64>, depth: u32) -> Result<ValueId> {
         let list = List { layers, parent, slot: &slot, repetition, depth };
-        match self.image_text_generation(&list, x)? {
+        if let Some(out) = self.image_text_generation(&list, x)? {
+            return Ok(out);
+        }
+        match self.encoder_decoder_generation(&list, x)? {
             Some(out) => Ok(out),
             None => self.run(&list, 0..layers.len(), x),
         }

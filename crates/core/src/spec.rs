@@ -454,7 +454,14 @@ impl ModelSpec {
     /// read the image through gated cross-attention (Llama 3.2 Vision: the image is the input,
     /// the prompt is the cache's text).
     pub fn can_generate(&self) -> bool {
-        self.is_token_input() || self.image_prompt() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+        self.is_token_input() || self.image_prompt() || self.encoder_decoder() || self.layers.iter().any(|l| l.any(&|l: &Layer| matches!(l, Layer::GatedCrossAttentionLayer(_))))
+    }
+
+    /// An encoder–decoder (T5, BART, Whisper): a `token_input` (not a prompt's) before
+    /// `cross_attention` layers; its input is the encoder's (token ids, or Whisper's frames).
+    pub fn encoder_decoder(&self) -> bool {
+        let start = self.layers.iter().position(|l| matches!(l, Layer::TokenInput(t) if !t.prompt));
+        start.is_some_and(|k| self.layers[k..].iter().any(|l| l.any(&|l| matches!(l, Layer::CrossAttention(_)))))
     }
 
     /// The prompt comes with `token_type_ids` (a `token_input`'s `token_type_ids`).

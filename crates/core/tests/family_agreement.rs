@@ -77,13 +77,20 @@ fn rows() -> Vec<Row> {
         }
     }
     // Qwen2.5-VL (`qwen_vl_windows.rs`): a training step, an inference forward and a generate()
+    // (its peak, and its phases and cache from `compare_generate`)
+    let qwen = |workload, err: f64| Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, file: "hf/qwen_vl_traces.jsonl" };
     for (label, _, _, err) in qwen_vl::compare() {
         let workload = match label.split(' ').next() {
             Some("train") => "train",
             Some("infer") => "infer",
             _ => "generate peak",
         };
-        rows.push(Row { family: "qwen2_5_vl", model_type: "qwen2_5_vl".into(), workload, err: err * 100.0, file: "hf/qwen_vl_traces.jsonl" });
+        rows.push(qwen(workload, err));
+    }
+    for (_, errs) in qwen_vl::compare_generate() {
+        let cache = errs.iter().filter(|(what, _)| what.starts_with("cache")).map(|(_, e)| e.abs()).fold(0.0, f64::max);
+        rows.extend(errs.iter().filter(|(what, _)| !what.starts_with("cache")).map(|&(what, e)| qwen(if what == "prefill" { "generate prefill" } else { "generate decode" }, e)));
+        rows.push(qwen("cache", cache));
     }
     // generate() of the families (`generate_families.rs`, `generate.rs`), as `generate::check` estimates them
     for file in ["generate_families.jsonl", "generate_hf.jsonl"] {
@@ -100,6 +107,8 @@ fn rows() -> Vec<Row> {
     }
     rows.extend(dense2_rows());
     rows.extend(vlm_generate_rows());
+    // an encoder–decoder's generate() (`generate_seq2seq.rs`)
+    rows.extend(record_rows(vlm_generate::parse(&hf::data("generate_seq2seq.jsonl")), "generate_seq2seq.jsonl"));
     rows
 }
 
@@ -107,17 +116,22 @@ fn rows() -> Vec<Row> {
 /// (`generate_vlm2.rs`, as `generate::check` estimates them): the cache and the peaks against
 /// the target.
 fn vlm_generate_rows() -> Vec<Row> {
+    record_rows(vlm_generate::records(), "generate_vlm2.jsonl")
+}
+
+/// The rows of `generate()` records (four: prefill, peak, decode, cache, each), as
+/// `generate::check` estimates them.
+fn record_rows(records: Vec<(String, generate::Record)>, file: &'static str) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (t, rec) in vlm_generate::records() {
+    for (t, rec) in records {
         let Some(family) = family_of(&t) else { continue };
         let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
         let g = e.generation.as_ref().unwrap();
         let rel = |est, meas| generate::rel(est, meas) * 100.0;
         let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode))] {
-            rows.push(Row { family, model_type: t.clone(), workload, err, file: "generate_vlm2.jsonl" });
+        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
+            rows.push(Row { family, model_type: t.clone(), workload, err, file });
         }
-        rows.push(Row { family, model_type: t.clone(), workload: "cache", err: kv, file: "generate_vlm2.jsonl" });
     }
     rows
 }
@@ -143,18 +157,7 @@ fn dense2_rows() -> Vec<Row> {
 fn generate_rows(file: &'static str) -> Vec<Row> {
     let text = hf::data(file);
     let types = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str::<Value>(l).unwrap()["hf_config_file"]["model_type"].as_str().unwrap().to_string());
-    let mut rows = Vec::new();
-    for (t, rec) in types.zip(generate::records(&text)) {
-        let Some(family) = family_of(&t) else { continue };
-        let e = vramcalc_core::estimate(&rec.spec, &rec.config).unwrap();
-        let g = e.generation.as_ref().unwrap();
-        let rel = |est, meas| generate::rel(est, meas) * 100.0;
-        let kv = rel(g.kv_cache_bytes, rec.kv_end).abs().max(rel(g.kv_cache_bytes_after_prefill, rec.kv_prefill).abs());
-        for (workload, err) in [("generate prefill", rel(g.prefill_peak_bytes, rec.prefill)), ("generate peak", rel(e.peak_bytes, rec.peak)), ("generate decode", rel(g.decode_peak_bytes, rec.decode)), ("cache", kv)] {
-            rows.push(Row { family, model_type: t.clone(), workload, err, file });
-        }
-    }
-    rows
+    record_rows(types.zip(generate::records(&text)).collect(), file)
 }
 
 /// generate() of the SSM hybrids, linear-attention and MoE families (`generate_moe2.rs`).
@@ -342,12 +345,14 @@ fn every_family_agrees_within_its_target_and_the_doc_is_current() {
 fn every_record_of_the_families_is_in_a_row() {
     let rows = rows();
     let n = |file: &str| rows.iter().filter(|r| r.file == file).count();
-    assert_eq!(n("hf/qwen_vl_traces.jsonl"), 8);
+    // six forwards, and four rows (prefill, peak, decode, cache) per generate()
+    assert_eq!(n("hf/qwen_vl_traces.jsonl"), 6 + 4 * 2);
     assert_eq!(n("hf/mllama_cache.jsonl"), hf::data("hf/mllama_cache.jsonl").lines().count());
     // generate: four rows (prefill, peak, decode, cache) per record, every record a family's
     assert_eq!(n("generate_families.jsonl"), 4 * 9);
     assert_eq!(n("generate_hf.jsonl"), 4);
     assert_eq!(n("generate_vlm2.jsonl"), 4 * 8);
+    assert_eq!(n("generate_seq2seq.jsonl"), 4 * 2);
     // the training traces of issue 25's types all (issue 12's families aside)
     assert_eq!(n("hf/hybrid_traces.jsonl") + n("hf/more_traces.jsonl") + n("hf/vlm_traces.jsonl"), 16 + 6 + 8);
     assert_eq!(n("hf/traces_25.jsonl") + n("hf/encoder_more_traces.jsonl") + n("hf/mllama_traces.jsonl"), 11 + 10 + 4);

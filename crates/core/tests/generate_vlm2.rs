@@ -19,12 +19,9 @@ mod generate;
 #[path = "common/vlm_generate.rs"]
 mod vlm_generate;
 use generate::{check, Record};
-use vlm_generate::records;
 
 fn family(model_type: &str) -> Vec<Record> {
-    let recs: Vec<Record> = records().into_iter().filter(|(t, _)| t == model_type).map(|(_, r)| r).collect();
-    assert_eq!(recs.len(), 2, "{model_type}");
-    recs
+    vlm_generate::family(vlm_generate::TEXT, model_type, 2)
 }
 
 /// Peak −0.00 % both, decode −0.00 % and −0.02 % (before: −1.28 % and −2.34 %, decode −1.44 %
@@ -66,8 +63,9 @@ fn gemma3_vlm_generation_against_transformers() {
 /// Peak −0.00 % both, decode −0.03 % and −0.01 % (before: peak −1.03 % and −1.25 %, decode
 /// −1.59 % and −2.96 %), cache exact. Traced (every live storage at each phase's peak): in a
 /// decode step the cross-attention layers' `k_proj`, `v_proj` and `k_norm` stay resident though
-/// they run on nothing, and eager attention's `torch.matmul` reads the contiguous `repeat_kv`
-/// copies as views (`layer/gated_cross.rs`); in the prefill `MllamaVisionAttention`'s `query`,
+/// they run on nothing (`layer/kv_cache.rs::cross_cache`), and eager attention's `torch.matmul`
+/// reads the contiguous `repeat_kv` copies and the cached keys and values as views
+/// (`layer/gated_cross.rs`); in the prefill `MllamaVisionAttention`'s `query`,
 /// `key`, `value` and the layer's norm output live until the attention returns, the tower's
 /// `patch_embeds` until it returns, its padded input only through the local encoder, and the
 /// projector's `cross_attention_states` to the end of `MllamaModel.forward`

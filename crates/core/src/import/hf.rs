@@ -350,6 +350,7 @@ fn vit(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             per_sample: false,
             index_buffer: 0,
             inplace: false,
+            batched: false,
         }),
         dropout(hidden_dropout)?,
         Layer::Repeat {

@@ -440,6 +440,16 @@ pub(super) fn copy(b: &mut Builder, x: ValueId, shape: Shape) -> ValueId {
     b.op("clone", &[x], &[(shape, dt)], &[], false, &[], GradRule::Alias)[0]
 }
 
+/// [`bmm`] in a `generate()` forward over a cross-attention cache: its contiguous `[H, S_enc, d]`
+/// keys and values (and one query token) fold the batch into views (`torch.matmul`), no copy.
+pub(super) fn bmm_cached(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {
+    if b.opts.generation.is_none() {
+        return bmm(b, x, y, out, copy_left);
+    }
+    let (ins, dt) = b.autocast(CastPolicy::Lower, &[x, y]);
+    b.op("bmm", &ins, &[(out, dt)], &[], false, &[], GradRule::Alloc)[0]
+}
+
 /// `torch.matmul` of `[H, S, hd]`-shaped operands: both come in transposed, so `matmul`'s reshape
 /// copies them before the `bmm`, which saves the copies.
 pub(super) fn bmm(b: &mut Builder, x: ValueId, y: ValueId, out: Shape, copy_left: bool) -> ValueId {

@@ -62,6 +62,10 @@ pub struct PositionalEmbedding {
     /// `x += emb` instead of `x = x + emb`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub inplace: bool,
+    /// The positions looked up once per sample (`[B, S, D]`), not once (`[1, S, D]`): BART's
+    /// `BartLearnedPositionalEmbedding` (`arange(...).expand(bsz, -1) + offset`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub batched: bool,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -90,7 +94,7 @@ impl PositionalEmbedding {
             let ids = b.op("arange", &[], &[(Shape::new([s[0]]), DType::I64)], &[], false, &[], GradRule::Alloc)[0];
             let e = b.op("embedding", &[w, ids], &[(Shape::new([s[0], s[1]]), dt)], &[], false, &[], GradRule::Alloc)[0];
             // `generate()` passes `position_ids` of shape `[b, S]`: one lookup per sample
-            if b.opts.generation.is_some() {
+            if b.opts.generation.is_some() || self.batched {
                 b.set_batched(e);
             }
             e

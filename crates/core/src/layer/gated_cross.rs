@@ -26,11 +26,11 @@ use super::linear::GatedMlp;
 use super::linear::Linear;
 use super::norm::RmsNorm;
 use super::sdpa::{sdpa_backend, SdpaBackend};
-use super::kv_cache::cache_tensor;
+use super::kv_cache::cross_cache;
 use super::tiled_vision::tanh_gate;
 use super::{positive, LayerResult};
 use crate::config::AttentionImpl;
-use crate::graph::{GradRule, StorageClass, ValueId};
+use crate::graph::{GradRule, ValueId};
 use crate::lower::{Builder, CastPolicy};
 use crate::units::{DType, Shape};
 use serde::{Deserialize, Serialize};
@@ -59,27 +59,14 @@ impl GatedCrossAttentionLayer {
     fn keys(&self, b: &mut Builder, mem: ValueId, sk: u64, hd: u64) -> LayerResult<(ValueId, ValueId)> {
         let (d, kvh) = (self.hidden_size, self.num_kv_heads);
         let shape = Shape::new([kvh, sk, hd]);
-        let step = b.opts.generation;
-        if let Some(step) = step.filter(|s| !s.is_prefill()) {
-            // `k_proj`, `v_proj` and `k_norm` run on nothing (`cross_attention_states` is `None`)
-            // but stay resident: one parameter of their count
-            b.param(Shape::new([d.saturating_mul(kvh).saturating_mul(hd).saturating_mul(2).saturating_add(hd)]));
-            let dt = step.kv_dtype.unwrap_or(b.compute_dtype());
-            let cached = |b: &mut Builder| cache_tensor(b, "cache", &[], shape.clone(), dt, StorageClass::KvResident);
-            return Ok((cached(b), cached(b)));
-        }
-        let proj = |o| Linear { in_features: d, out_features: o, bias: false, tied_weight: false };
-        let k = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
-        let v = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
-        let k = b.view(k, shape.clone());
-        let k = RmsNorm { normalized_shape: hd, eps: self.eps, t5: false }.lower(b, k)?;
-        let v = b.view(v, shape.clone());
-        let Some(step) = step else { return Ok((k, v)) };
-        // `cache.update`: `torch.cat([empty, states])` copies, returned and attended over
-        let store = step.kv_dtype.unwrap_or(b.dtype(k));
-        let k = cache_tensor(b, "cat", &[k], shape.clone(), store, StorageClass::KvNew);
-        let v = cache_tensor(b, "cat", &[v], shape, store, StorageClass::KvNew);
-        Ok((k, v))
+        cross_cache(b, mem, shape.clone(), |b, mem| {
+            let proj = |o| Linear { in_features: d, out_features: o, bias: false, tied_weight: false };
+            let k = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
+            let v = proj(kvh.saturating_mul(hd)).lower(b, mem)?;
+            let k = b.view(k, shape.clone());
+            let k = RmsNorm { normalized_shape: hd, eps: self.eps, t5: false }.lower(b, k)?;
+            Ok((k, b.view(v, shape)))
+        })
     }
 
     pub fn lower(&self, b: &mut Builder, x: ValueId) -> LayerResult<ValueId> {

@@ -78,6 +78,36 @@ pub(crate) fn cache_tensor(b: &mut Builder, name: &'static str, inputs: &[ValueI
     out
 }
 
+/// The keys and values of a cross-attention layer over `mem`, a memory that does not change
+/// during `generate()` (Llama 3.2 Vision's image tokens, an encoder's output): `project`ed
+/// (outside generation as they are); in the prefill `cache.update` stores them once
+/// (`DynamicLayer.update`'s `torch.cat([empty, states])`: a copy, `shape` each, returned and
+/// attended over); a decode step projects nothing and reads the cached `shape`, which never
+/// grows, while the projections' weights stay resident (lowered aside for their count).
+pub(crate) fn cross_cache(
+    b: &mut Builder,
+    mem: ValueId,
+    shape: Shape,
+    project: impl FnOnce(&mut Builder, ValueId) -> super::LayerResult<(ValueId, ValueId)>,
+) -> super::LayerResult<(ValueId, ValueId)> {
+    let step = b.opts.generation;
+    if let Some(step) = step.filter(|s| !s.is_prefill()) {
+        let mut aside = Builder::new(crate::lower::LowerOptions { generation: None, ..b.opts });
+        let input = aside.input(b.shape(mem).clone(), b.dtype(mem));
+        project(&mut aside, input)?;
+        b.param(Shape::new([aside.param_numel]));
+        let dt = step.kv_dtype.unwrap_or(b.compute_dtype());
+        let cached = |b: &mut Builder| cache_tensor(b, "cache", &[], shape.clone(), dt, StorageClass::KvResident);
+        return Ok((cached(b), cached(b)));
+    }
+    let (k, v) = project(b, mem)?;
+    let Some(step) = step else { return Ok((k, v)) };
+    let store = step.kv_dtype.unwrap_or(b.dtype(k));
+    let k = cache_tensor(b, "cat", &[k], shape.clone(), store, StorageClass::KvNew);
+    let v = cache_tensor(b, "cat", &[v], shape, store, StorageClass::KvNew);
+    Ok((k, v))
+}
+
 /// What attention returns: the `[Q, H·dv]` output, the eager probabilities the decoder layer keeps
 /// until it returns, and the attention module's locals (`query_states`, the keys and values it
 /// attended over) that live until its output projection is done.

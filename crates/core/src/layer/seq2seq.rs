@@ -11,7 +11,7 @@
 //! (`WhisperAttention`) write it. Per sample, activations are `[S, D]`; the memory `[S_enc, D]`.
 
 use super::activation::{add, dropout, softmax, unary, Saves};
-use super::attention::{bmm, copy, sdpa_backend, SdpaBackend};
+use super::attention::{bmm_cached, copy, sdpa_backend, SdpaBackend};
 use super::linear::Linear;
 use super::{positive, LayerResult};
 use crate::config::AttentionImpl;
@@ -134,10 +134,13 @@ impl CrossAttention {
         let inner = h.saturating_mul(hd);
         let proj = |i, o, bias| Linear { in_features: i, out_features: o, bias, tied_weight: false };
         let q = proj(d, inner, self.bias).lower(b, x)?;
-        let k = proj(ms[1], inner, self.key_bias.unwrap_or(self.bias)).lower(b, mem)?;
-        let v = proj(ms[1], inner, self.bias).lower(b, mem)?;
         let q = b.view(q, Shape::new([h, sq, hd]));
-        let (mut k, mut v) = (b.view(k, Shape::new([h, sk, hd])), b.view(v, Shape::new([h, sk, hd])));
+        // in `generate()`: projected and cached once (the `EncoderDecoderCache`'s cross-attention cache)
+        let (mut k, mut v) = super::kv_cache::cross_cache(b, mem, Shape::new([h, sk, hd]), |b, mem| {
+            let k = proj(ms[1], inner, self.key_bias.unwrap_or(self.bias)).lower(b, mem)?;
+            let v = proj(ms[1], inner, self.bias).lower(b, mem)?;
+            Ok((b.view(k, Shape::new([h, sk, hd])), b.view(v, Shape::new([h, sk, hd]))))
+        })?;
         let dropout_p = if b.training() { self.dropout } else { 0.0 };
         let eager = b.opts.attention == AttentionImpl::Eager;
         let bias = |b: &mut Builder| {
@@ -145,7 +148,8 @@ impl CrossAttention {
             b.op("zeros", &[], &[(Shape::new([h, sq, sk]), dt)], &[], false, &[], GradRule::Alloc)[0]
         };
         let out = if eager {
-            let scores = bmm(b, q, k, Shape::new([h, sq, sk]), true);
+            // (in `generate()` the cache's keys and values are read as views)
+            let scores = bmm_cached(b, q, k, Shape::new([h, sq, sk]), true);
             let mut scores = unary(b, "mul_scalar", scores, Saves::Nothing);
             if self.position_bias {
                 let zero = bias(b);
@@ -153,7 +157,7 @@ impl CrossAttention {
             }
             let probs = softmax(b, scores, None);
             let probs = dropout(b, probs, self.dropout);
-            let out = bmm(b, probs, v, Shape::new([h, sq, hd]), false);
+            let out = bmm_cached(b, probs, v, Shape::new([h, sq, hd]), false);
             b.hold(probs);
             copy(b, out, Shape::new([sq, inner]))
         } else {

@@ -51,11 +51,15 @@ pub struct Lengths {
     pub new_tokens: u64,
     /// `max_length − 1`: the static cache's `max_cache_len`, and the tokens the cache holds at the end.
     pub max_cache_len: u64,
+    /// An encoder–decoder's source tokens (the encoder's input; `prompt` is then the decoder's one
+    /// start token: `resolve/seq2seq.rs`).
+    pub source: Option<u64>,
 }
 
 /// What a generation estimate adds to [`super::Estimate`] (flattened into its JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerationReport {
+    /// The decoder's prompt (an encoder–decoder's: its one start token; `--prompt-len` is then the source's).
     pub prompt_len: u64,
     pub new_tokens: u64,
     /// Peak allocated bytes of the prefill forward (and the first token's selection).
@@ -74,7 +78,7 @@ pub struct GenerationReport {
 pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     let g = &c.generate;
     if !spec.can_generate() {
-        return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids)".into()));
+        return Err(Error::Config("generate mode needs a token model (an int64 `input` of token ids) or an encoder–decoder".into()));
     }
     let causal = |l: &Layer| match l {
         Layer::TransformerDecoderLayer(_) | Layer::MultiHeadLatentAttention(_) => true,
@@ -99,6 +103,12 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
     if prompt == 0 {
         return Err(Error::Config("--prompt-len must be at least 1".into()));
     }
+    // an encoder–decoder: the prompt is the encoder's source; the decoder starts from one token
+    let (prompt, source) = if spec.encoder_decoder() { (1, Some(prompt)) } else { (prompt, None) };
+    // `generate()` raises "This model does not support the quantized cache" for an encoder–decoder
+    if source.is_some() && g.kv_dtype.is_some_and(|k| k.quantized()) {
+        return Err(Error::Config("an 8-bit KV cache: transformers' generate() refuses a quantized cache for an encoder–decoder".into()));
+    }
     if g.new_tokens == 0 {
         return Err(Error::Config("--new-tokens must be at least 1".into()));
     }
@@ -117,8 +127,9 @@ pub fn lengths(spec: &ModelSpec, c: &TrainConfig) -> Result<Lengths> {
             g.new_tokens
         )));
     }
-    Ok(Lengths { prompt, new_tokens: g.new_tokens, max_cache_len })
+    Ok(Lengths { prompt, new_tokens: g.new_tokens, max_cache_len, source })
 }
+
 
 /// One simulated forward: its graph and liveness plan.
 pub struct Stage {
@@ -154,30 +165,45 @@ fn step_options(base: LowerOptions, c: &TrainConfig, len: &Lengths, past: u64) -
 pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Lengths, step: u64) -> Result<Stage> {
     let past = if step == 0 { 0 } else { len.prompt + step - 1 };
     let tokens = if step == 0 { len.prompt } else { 1 };
-    let mut resolved = resolve(spec, Some(tokens), step_options(base, c, len, past))?;
+    let mut resolved = resolve(spec, Some(len.source.unwrap_or(tokens)), step_options(base, c, len, past))?;
     // `--weights`: every forward runs the stored format, the decode steps as much as the prefill
     // (a kernel's dequantised temporary depends on the forward's tokens: `formats/apply.rs`)
     if let Some(w) = c.weights {
         super::weights::weights_in(spec, &mut resolved, w)?;
     }
-    hold_text_model_locals(&mut resolved);
-    let g = &mut resolved.graph;
     let i64s = |n: u64| Lin { fixed: 0, per_sample: n.saturating_mul(8) };
     let total = past + tokens;
-    // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
-    let mut held = vec![i64s(len.prompt), i64s(len.prompt)];
-    // position_ids (`[b, L]`), and in decode the grown `input_ids` and the forward's clones,
-    // and the prompt's `position_ids` in `generate()`'s `model_kwargs`
-    held.push(i64s(total));
-    if step > 0 {
-        held.extend([i64s(total), i64s(1), i64s(len.prompt)]);
-    }
-    if spec.token_type_ids() {
-        held.push(i64s(len.prompt));
-        if step > 0 {
+    let mut held = match len.source {
+        None => {
+            hold_text_model_locals(&mut resolved);
+            // the caller's prompt and all-ones attention mask (the forward's own input is the clone)
+            let mut held = vec![i64s(len.prompt), i64s(len.prompt)];
+            // position_ids (`[b, L]`), and in decode the grown `input_ids` and the forward's clones,
+            // and the prompt's `position_ids` in `generate()`'s `model_kwargs`
             held.push(i64s(total));
+            if step > 0 {
+                held.extend([i64s(total), i64s(1), i64s(len.prompt)]);
+            }
+            if spec.token_type_ids() {
+                held.push(i64s(len.prompt));
+                if step > 0 {
+                    held.push(i64s(total));
+                }
+            }
+            held
         }
-    }
+        Some(source) => {
+            // the decoder's locals (`BartDecoder.forward`'s, not the encoder's, which returned)
+            let row = resolved.layers.iter().position(|l| l.depth == 0 && l.kind == "token_input").unwrap_or(0) as u32;
+            let first = resolved.graph.ops.iter().position(|o| o.layer > row).unwrap_or(0);
+            hold_model_locals_from(&mut resolved, first);
+            // the caller's source `input_ids` is the encoder's input; its attention mask (kept:
+            // the cross-attention's), and the `decoder_input_ids` (`[b, L]`, grown by one per
+            // step; no position_ids for an encoder–decoder), whose clone is the decoder's input
+            vec![i64s(source), i64s(total)]
+        }
+    };
+    let g = &mut resolved.graph;
     let vocab = g.value(resolved.model_output).shape.last();
     let logits32 = Lin { fixed: 0, per_sample: vocab.saturating_mul(4) };
     if step > 0 {
@@ -217,17 +243,24 @@ pub fn stage(spec: &ModelSpec, c: &TrainConfig, base: LowerOptions, len: &Length
 /// vision tower: the tower's own tables are not the text model's). Inference forwards, with or
 /// without a cache (`--mode infer` and each forward of `generate()`).
 pub(crate) fn hold_text_model_locals(resolved: &mut Resolved) {
+    hold_model_locals_from(resolved, 0);
+}
+
+/// [`hold_text_model_locals`] of the model whose forward starts at op `first` (an
+/// encoder–decoder's decoder: the encoder before it returned).
+fn hold_model_locals_from(resolved: &mut Resolved, first: usize) {
     let g = &mut resolved.graph;
     let head_row = resolved.layers.iter().rposition(|l| l.depth == 0).unwrap_or(0) as u32;
     let head_first = g.ops.iter().position(|o| o.layer == head_row && head_row > 0).unwrap_or(g.ops.len());
     // the text model's `embed_tokens(input_ids)`: the lookup of the int64 token ids (a tower's
     // table lookups by `aspect_ratio_ids`, Llama 3.2 Vision's, run before it and take no ids)
     let tokens = |o: &Op| o.name == "embedding" && o.inputs.iter().any(|&v| g.value(v).dtype == DType::I64);
-    let start = g.ops.iter().position(|o| o.name == "masked_scatter").or_else(|| g.ops.iter().position(tokens));
+    let after = |p: &dyn Fn(&Op) -> bool| g.ops.iter().skip(first).position(p).map(|i| i + first);
+    let start = after(&|o: &Op| o.name == "masked_scatter").or_else(|| after(&tokens));
     let kept_op = |name: &str| PER_FORWARD.contains(&name) || name == "masked_scatter";
     if let Some(end) = head_first.checked_sub(1) {
         // the locals are the text model's: from its embedding (or the image rows written into it)
-        let from = start.filter(|&s| s <= end).unwrap_or(0);
+        let from = start.filter(|&s| s <= end).unwrap_or(first);
         // Granite's `inputs_embeds = inputs_embeds * embedding_multiplier`: the scaled copy is the
         // local kept, the embedding's output is freed (`layer::activation::Scale::rebinds_embeds`)
         let rebound = |i: usize| g.ops[i].name == "embedding" && g.ops.get(i + 1).is_some_and(|o| o.name == "mul_scalar_embeds");

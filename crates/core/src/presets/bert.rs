@@ -69,6 +69,7 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
             per_sample: true,
             index_buffer: c.max_position_embeddings,
             inplace: false,
+            batched: false,
         }),
         Layer::PositionalEmbedding(PositionalEmbedding {
             num_embeddings: c.max_position_embeddings,
@@ -76,6 +77,7 @@ pub fn bert(c: &BertConfig, classifier: bool) -> Option<ModelSpec> {
             per_sample: false,
             index_buffer: c.max_position_embeddings,
             inplace: true,
+            batched: false,
         }),
         Layer::LayerNorm(LayerNorm { normalized_shape: d, eps: c.layer_norm_eps, elementwise_affine: true, bias: true }),
         serde_json::from_value(json!({"kind": "dropout", "p": c.hidden_dropout_prob})).ok()?,

@@ -60,6 +60,7 @@ pub fn gpt2(c: &Gpt2Config, lm_head: bool) -> Option<ModelSpec> {
             per_sample: false,
             index_buffer: 0,
             inplace: false,
+            batched: false,
         }),
         serde_json::from_value(json!({"kind": "dropout", "p": c.embd_pdrop})).ok()?,
         Layer::Repeat {

@@ -1,7 +1,8 @@
 //! The `generate()` records of `data/generate_vlm2.jsonl` (`tools/measure_generate_vlm2.sh`:
 //! `tools/trace_vlm_generate.py`, a real greedy `generate()` with one image of LLaVA, PaliGemma,
 //! Gemma 3 and Llama 3.2 Vision) as [`super::generate::Record`]s, estimated as
-//! `qwen_vl.rs` estimates Qwen2.5-VL's: shared by `generate_vlm2.rs` and `family_agreement.rs`.
+//! `qwen_vl.rs` estimates Qwen2.5-VL's: shared by `generate_vlm2.rs`, `generate_seq2seq.rs` and
+//! `family_agreement.rs`.
 #![allow(dead_code)]
 
 use super::generate::Record;
@@ -12,7 +13,20 @@ pub const TEXT: &str = include_str!("../data/generate_vlm2.jsonl");
 
 /// `(model_type, record)` of every line.
 pub fn records() -> Vec<(String, Record)> {
-    TEXT.lines()
+    parse(TEXT)
+}
+
+/// The records of `text` (as [`parse`] reads it) of one `model_type`; there must be `n`.
+pub fn family(text: &str, model_type: &str, n: usize) -> Vec<Record> {
+    let recs: Vec<Record> = parse(text).into_iter().filter(|(t, _)| t == model_type).map(|(_, r)| r).collect();
+    assert_eq!(recs.len(), n, "{model_type}");
+    recs
+}
+
+/// `(model_type, record)` of every line of `text`: a file of `tools/trace_vlm_generate.py`'s
+/// records, or of `tools/trace_seq2seq_generate.py`'s (the same fields; `seq_len` the source's).
+pub fn parse(text: &str) -> Vec<(String, Record)> {
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let r: Value = serde_json::from_str(l).unwrap();

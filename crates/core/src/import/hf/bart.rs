@@ -5,7 +5,7 @@
 //!
 //! Per stack: `embed_tokens` (the `shared` embedding, tied: encoder, decoder and `lm_head` are one
 //! parameter), `× √d_model` when `scale_embedding`, `BartLearnedPositionalEmbedding`
-//! (`max_position_embeddings + 2` rows: the offset of 2), `layernorm_embedding`, dropout, then
+//! (`max_position_embeddings + 2` rows: the offset of 2; looked up per sample, `[B, S, D]`), `layernorm_embedding`, dropout, then
 //! post-norm layers: `x = LN(x + dropout(self_attn(x)))`, in the decoder `LN(x + dropout(encoder_attn(x)))`,
 //! then `LN(x + dropout(fc2(dropout(act(fc1(x))))))`; every projection has a bias. No final
 //! LayerNorm (that is mBART's). The head adds `final_logits_bias`, a buffer: written here as a
@@ -67,7 +67,8 @@ pub(super) fn bart(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         if scale {
             v.push(layer(json!({"kind": "scale", "factor": (d as f64).sqrt()}))?);
         }
-        v.push(layer(json!({"kind": "positional_embedding", "num_embeddings": max_pos.saturating_add(2), "embedding_dim": d}))?);
+        // `arange(past, past + S).expand(bsz, -1) + 2`: looked up per sample
+        v.push(layer(json!({"kind": "positional_embedding", "num_embeddings": max_pos.saturating_add(2), "embedding_dim": d, "batched": true}))?);
         v.push(norm()?);
         v.push(dropout(p)?);
         Ok(v)

@@ -521,6 +521,7 @@ pub(super) fn opt(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
         per_sample: true,
         index_buffer: 0,
         inplace: false,
+        batched: false,
     }));
     let remove_final = c.flag("_remove_final_layer_norm", false)?;
     let final_norm = (pre_norm && !remove_final)

@@ -95,6 +95,7 @@ pub(super) fn distilbert(c: &Fields, arch: Option<&str>) -> Result<ModelSpec> {
             per_sample: false,
             index_buffer: max_pos,
             inplace: false,
+            batched: false,
         }),
         Layer::LayerNorm(LayerNorm { normalized_shape: dim, eps: 1e-12, elementwise_affine: true, bias: true }),
         dropout(p)?,
