@@ -8,6 +8,7 @@ pub mod device;
 pub mod envelope;
 mod estimate;
 pub mod peak;
+mod phase;
 pub mod reach;
 pub mod generate;
 pub mod optimizer;

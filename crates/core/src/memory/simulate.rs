@@ -12,37 +12,7 @@ use super::breakdown::{Breakdown, Category};
 use super::device::{round512, round_reserved};
 use super::reach;
 use crate::graph::{GradRule, Graph, Lin, StorageClass, StorageId, ValueId};
-use serde::{Deserialize, Serialize};
-
-/// Where in the step something happens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    Forward,
-    Backward,
-    Optimizer,
-}
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Forward => "forward",
-            Phase::Backward => "backward",
-            Phase::Optimizer => "optimizer",
-        }
-    }
-}
-
-/// One sample of memory over the step (after an op's allocations).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimelinePoint {
-    pub phase: Phase,
-    /// Row of the per-layer table whose op this is (`u32::MAX` for the optimizer step).
-    pub layer: u32,
-    /// Index of the op in the graph (`u32::MAX` for the optimizer step).
-    pub op: u32,
-    pub bytes: u64,
-}
+pub use super::phase::{Phase, TimelinePoint};
 
 /// What the optimizer adds, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
