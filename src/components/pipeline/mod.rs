@@ -70,17 +70,17 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
         },
         _ => html! {},
     };
-    // until the current settings' answer arrives, the last one stays, dimmed, under a status line
+    // until the current settings' answer arrives a status line stands in for it: no figure on
+    // the page is of settings other than those shown (the form and the link change at once)
     let pending = (!answer.current).then(|| html! { <p class="muted small" role="status" data-testid="pipeline-pending">{ ctx.tr().computing }</p> });
     let shown = match answer.last.as_deref() {
+        _ if !answer.current => html! {},
         None => html! {},
         Some(Err(e)) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
         Some(Ok(a @ Answer::Stages(_))) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
         Some(Ok(a @ Answer::Train(_))) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
     };
-    let body = html! {
-        <div class={classes!((!answer.current).then_some("is-stale"))} aria-busy={(!answer.current).to_string()}>{ for pending }{ shown }</div>
-    };
+    let body = html! { <div aria-busy={(!answer.current).to_string()}>{ for pending }{ shown }</div> };
     html! {
         <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.hub.as_ref().map_or(s.preset.clone(), |h| h.hub.to_string())} data-mode={s.mode.name()}>
             <h2 id="pipeline-h">{ t.heading }</h2>
