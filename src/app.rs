@@ -15,7 +15,7 @@ use crate::components::local::LocalPanel;
 use crate::components::pipeline::PipelinePanel;
 use crate::components::workload::workload_switch;
 use crate::state::local::Workload;
-use crate::components::{Ctx, Shared};
+use crate::components::{use_dispatch, Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
 use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
 use crate::state::{Action, SetupMode};
@@ -126,7 +126,8 @@ pub fn app(p: &AppProps) -> Html {
         Workload::LlamaCpp => Some(crate::local::link::to_fragment(state.local.model.as_ref().map(|m| &m.0), &state.local.settings)),
         _ => link.fragment.clone(),
     };
-    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow };
+    let dispatch = use_dispatch(state.dispatcher());
+    let ctx = Ctx { dispatch, lang: state.prefs.lang, unit: state.prefs.unit, narrow };
     html! {
         <ContextProvider<Ctx> context={ctx.clone()}>
             { header(&ctx, state.can_undo(), state.can_redo(), state.prefs.theme) }

@@ -135,7 +135,7 @@ pub fn height_message(e: &web_sys::MessageEvent) -> Option<f64> {
 
 /// Opens the blocks around the row at `path` and focuses its handle (a chart's or the peak's link
 /// to its layer).
-pub fn go_to_row(dispatch: &yew::UseReducerDispatcher<crate::state::State>, path: String) {
+pub fn go_to_row(dispatch: &crate::components::Dispatch, path: String) {
     dispatch.dispatch(crate::state::Action::Reveal(path.clone()));
     focus_row_later(path);
 }

@@ -21,6 +21,8 @@ use vramcalc_core::spec::{InputSpec, Layer, ModelSpec};
 use vramcalc_core::{presets, ByteUnit, TrainConfig, GPUS};
 use yew::Reducible;
 
+// The embed card's own small state (issue 23, load times).
+pub mod card;
 // The llama.cpp panel's state and the workload switch (issue 24).
 pub mod local;
 // The image/video pipeline panel's state (issue 27).

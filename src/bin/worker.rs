@@ -1,6 +1,6 @@
 //! The app's worker (issue 23, load times): a second wasm module, run in a Web Worker that the app
 //! starts on first use (`vramcalc_web::worker`), with the code no PyTorch link needs — the
-//! importers (the paste box, a hub model) and llama.cpp's estimate. It answers each request's JSON text
+//! importers (the paste box, a hub model), llama.cpp's estimate and the image/video pipelines'. It answers each request's JSON text
 //! (`vramcalc_web::worker::answer`) and says `ready` once it is listening.
 
 #[cfg(target_arch = "wasm32")]

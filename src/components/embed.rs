@@ -5,12 +5,13 @@
 
 use super::charts::breakdown_chart;
 use super::inputs::batch_slider;
-use super::Ctx;
+use super::{use_dispatch, Ctx};
 use crate::capacity::{card_capacity, card_name, gpu_label};
 use crate::dom;
 use crate::hooks::{use_document_attributes, use_link, use_report};
 use crate::i18n::fill;
 use crate::share_link::{self, Control, Notice, Start};
+use crate::state::card::CardState;
 use crate::state::{Action, GpuChoice, Model};
 use std::rc::Rc;
 use vramcalc_core::presets;
@@ -44,7 +45,7 @@ fn title(model: &Model) -> String {
 pub fn embed_app(p: &EmbedProps) -> Html {
     let start = &p.start;
     let state = {
-        let initial = start.state.clone();
+        let initial = CardState::of(&start.state);
         use_reducer(move || initial)
     };
     use_document_attributes(state.prefs.theme, state.prefs.lang);
@@ -60,7 +61,8 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     // By the card's own core: every model and setup (rank 0's for a multi-GPU job).
     let report = Some(use_report(&model.spec, model.config, model.dist, capacity));
     let fragment = use_link(model, state.prefs, 0).fragment;
-    let ctx = Ctx { dispatch: state.dispatcher(), lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
+    let dispatch = use_dispatch(state.dispatcher());
+    let ctx = Ctx { dispatch, lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };
     let t = ctx.tr();
     let d = state.dispatcher();
     let c = model.config;

@@ -27,7 +27,7 @@ pub mod workload;
 pub mod workload_form;
 
 use crate::i18n::{tr, Lang, Tr};
-use crate::state::State;
+use crate::state::Action;
 use std::rc::Rc;
 use vramcalc_core::{format_bytes, ByteUnit};
 use yew::prelude::*;
@@ -35,7 +35,7 @@ use yew::prelude::*;
 /// What every component needs besides its props.
 #[derive(Clone, PartialEq)]
 pub struct Ctx {
-    pub dispatch: UseReducerDispatcher<State>,
+    pub dispatch: Dispatch,
     pub lang: Lang,
     pub unit: ByteUnit,
     /// Phone-narrow window: charts use a narrower viewBox.
@@ -76,6 +76,33 @@ impl Ctx {
     pub fn bytes(&self, b: u64) -> String {
         format_bytes(b, self.unit)
     }
+}
+
+/// Where the components send their [`Action`]s: the app's [`State`](crate::state::State) reducer,
+/// or the embed card's own (`crate::state::card`), which changes only what the card's controls
+/// set. A callback rather than `State`'s dispatcher, so the card's small bundle
+/// (`src/bin/card.rs`) links none of `State::reduce` (undo, saved work, the llama.cpp and
+/// pipeline panels: issue 23, load times).
+#[derive(Clone, PartialEq)]
+pub struct Dispatch(Callback<Action>);
+
+impl Dispatch {
+    pub fn dispatch(&self, action: Action) {
+        self.0.emit(action);
+    }
+}
+
+impl<R: Reducible<Action = Action> + 'static> From<UseReducerDispatcher<R>> for Dispatch {
+    fn from(d: UseReducerDispatcher<R>) -> Self {
+        Dispatch(Callback::from(move |a| d.dispatch(a)))
+    }
+}
+
+/// [`Dispatch`] for a reducer hook's dispatcher, the same callback at every render (a new one
+/// would change the context and redraw every component under it).
+#[hook]
+pub fn use_dispatch<R: Reducible<Action = Action> + 'static>(d: UseReducerDispatcher<R>) -> Dispatch {
+    (*use_memo((), move |_| Dispatch::from(d))).clone()
 }
 
 /// The app context. `App` always provides it above every component that calls this.

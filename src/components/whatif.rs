@@ -28,7 +28,7 @@ pub fn label(ctx: &Ctx, c: Change) -> &'static str {
 }
 
 /// Applies `w` to `current` and remembers it in `applied`.
-pub fn apply(dispatch: &UseReducerDispatcher<crate::state::State>, applied: &Applied, current: Job, w: &JobWhatIf) -> Callback<MouseEvent> {
+pub fn apply(dispatch: &crate::components::Dispatch, applied: &Applied, current: Job, w: &JobWhatIf) -> Callback<MouseEvent> {
     let (d, applied, change, after) = (dispatch.clone(), applied.clone(), w.change, (w.config, w.dist));
     Callback::from(move |_| {
         applied.set(Some((change, current, after)));

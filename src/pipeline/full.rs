@@ -71,7 +71,7 @@ pub fn answer(s: &PipelineState, p: &PipelineSpec) -> Result<TrainAnswer, String
         frames,
         trainer: s.trainer,
         resident: j.resident,
-        full: Some(FullFigures { script: fs.script.name(), ema_bytes: j.step.ema_bytes, ema_on_gpu: j.step.ema_on_gpu }),
+        full: Some(FullFigures { script: fs.script.name().to_string(), ema_bytes: j.step.ema_bytes, ema_on_gpu: j.step.ema_on_gpu }),
     })
 }
 
@@ -150,7 +150,7 @@ mod tests {
             assert_eq!(a.cpu_ram(), if fs.ema == Ema::Cpu { want.step.ema_bytes } else { 0 }, "{s:?}");
             let Answer::Train(t) = a else { panic!("a training answer") };
             assert_eq!((t.peak, t.params, t.trainable), (want.peak, want.step.step.params, want.step.step.trainable), "{s:?}");
-            assert_eq!(t.full, Some(FullFigures { script: fs.script.name(), ema_bytes: want.step.ema_bytes, ema_on_gpu: want.step.ema_on_gpu }));
+            assert_eq!(t.full, Some(FullFigures { script: fs.script.name().to_string(), ema_bytes: want.step.ema_bytes, ema_on_gpu: want.step.ema_on_gpu }));
             assert_eq!(t.resident, want.resident);
             assert_eq!(t.frozen, want.resident.iter().map(|r| r.1).sum::<u64>());
             assert_eq!(t.trainable, t.params, "the whole denoiser trains");
@@ -210,7 +210,7 @@ mod tests {
             let x = w.iter().find(|x| x.state == want).unwrap_or_else(|| panic!("{want:?} in {w:?}"));
             assert_eq!(pipe::answer(&x.state, &p).unwrap().device_total(), x.device_total);
         }
-        let offloaded = w.iter().find(|x| x.changes == vec![("ema", "offload".to_string())]).expect("the EMA offloaded alone");
+        let offloaded = w.iter().find(|x| x.changes == vec![("ema".to_string(), "offload".to_string())]).expect("the EMA offloaded alone");
         let Answer::Train(t) = pipe::answer(&s, &p).unwrap() else { panic!() };
         let ema = t.full.unwrap().ema_bytes;
         assert_eq!((offloaded.saves, offloaded.cpu_ram), (ema, ema), "the fp32 copy moves to CPU RAM");

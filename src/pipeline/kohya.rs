@@ -234,7 +234,7 @@ mod tests {
             let x = w.iter().find(|x| x.state == want).unwrap_or_else(|| panic!("{want:?} in {w:?}"));
             assert_eq!(pipe::answer(&x.state, &p).unwrap().peak(), x.peak);
         }
-        let cl = w.iter().find(|x| x.changes == vec![("cache-latents", "true".to_string())]).expect("cache latents alone");
+        let cl = w.iter().find(|x| x.changes == vec![("cache-latents".to_string(), "true".to_string())]).expect("cache latents alone");
         let vae = p.components.iter().find(|c| c.0 == "vae").unwrap();
         assert_eq!(cl.saves, vramcalc_core::diffusion::pipeline::component_params(&vae.1).unwrap() * 2, "the bf16 VAE off the GPU");
     }

@@ -20,6 +20,7 @@ use vramcalc_core::diffusion::train_whatif::{frozen_weights, LoraSetup};
 use vramcalc_core::diffusion::{presets, Component, ComponentKind, Guidance, Offload, Pass, PipelineSettings, PipelineSpec, WeightDType};
 use vramcalc_core::finetune::{FineTune, Method};
 use vramcalc_core::memory::device::{gpu, CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
+use serde::{Deserialize, Serialize};
 use vramcalc_core::{Device, OptimizerKind, GPUS};
 
 /// The components a pipeline may name, with their dtype field's id.
@@ -236,7 +237,7 @@ pub fn settings(s: &PipelineState) -> PipelineSettings {
 }
 
 /// A LoRA step's figures.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainAnswer {
     pub component: String,
     pub class: String,
@@ -257,16 +258,18 @@ pub struct TrainAnswer {
 }
 
 /// What a full fine-tuning job adds to the answer (core `full_train::FullJob`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FullFigures {
     /// The script the core picked (`Script::name`).
-    pub script: &'static str,
+    pub script: String,
     /// The EMA copy's bytes (0: no EMA), on the GPU (in `peak`) or in CPU RAM.
     pub ema_bytes: u64,
     pub ema_on_gpu: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// The panel's answer; computed in the app's worker (`crate::worker::pipeline`), so it crosses
+/// as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
     Stages(PipelineEstimate),
     Train(TrainAnswer),
@@ -287,7 +290,7 @@ impl Answer {
     pub fn cpu_ram(&self) -> u64 {
         match self {
             Answer::Stages(e) => e.cpu_ram_bytes,
-            Answer::Train(t) => t.full.filter(|f| !f.ema_on_gpu).map_or(0, |f| f.ema_bytes),
+            Answer::Train(t) => t.full.as_ref().filter(|f| !f.ema_on_gpu).map_or(0, |f| f.ema_bytes),
         }
     }
 }

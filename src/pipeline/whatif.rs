@@ -14,13 +14,14 @@ use vramcalc_core::diffusion::pipeline::Family;
 use vramcalc_core::diffusion::reverse::{self, Knob};
 use vramcalc_core::diffusion::train_whatif::{self, LoraSetup};
 use vramcalc_core::diffusion::{Pass, PipelineSettings, PipelineSpec};
+use serde::{Deserialize, Serialize};
 use vramcalc_core::Error;
 
-/// One change alone on the setup and the answer it gives.
-#[derive(Debug, Clone, PartialEq)]
+/// One change alone on the setup and the answer it gives (computed in the app's worker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipeWhatIf {
     /// The fields it changes: `(field id, the field's text after)`.
-    pub changes: Vec<(&'static str, String)>,
+    pub changes: Vec<(String, String)>,
     pub peak: u64,
     pub device_total: u64,
     pub cpu_ram: u64,
@@ -62,9 +63,9 @@ fn train_state(s: &PipelineState, p: &PipelineSpec, t: &LoraSetup) -> PipelineSt
 }
 
 /// The fields whose text differs between `before` and `after`, as `after` shows them.
-pub fn changes(p: &PipelineSpec, before: &PipelineState, after: &PipelineState) -> Vec<(&'static str, String)> {
+pub fn changes(p: &PipelineSpec, before: &PipelineState, after: &PipelineState) -> Vec<(String, String)> {
     let old = super::fields(before, p);
-    super::fields(after, p).into_iter().filter(|f| !old.iter().any(|o| o.id == f.id && o.value == f.value)).map(|f| (f.id, f.value)).collect()
+    super::fields(after, p).into_iter().filter(|f| !old.iter().any(|o| o.id == f.id && o.value == f.value)).map(|f| (f.id.to_string(), f.value)).collect()
 }
 
 /// The candidate states, in the core's order.
@@ -131,8 +132,8 @@ pub fn current(s: &PipelineState, p: &PipelineSpec, knob: Knob) -> u64 {
     }
 }
 
-/// The largest value of `knob` that fits.
-#[derive(Debug, Clone, PartialEq)]
+/// The largest value of `knob` that fits (computed in the app's worker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Biggest {
     pub knob: Knob,
     pub value: u64,
@@ -177,7 +178,7 @@ mod tests {
         let by = |id: &str, v: &str| w.iter().find(|x| x.changes.iter().any(|c| c.0 == id && c.1 == v)).unwrap_or_else(|| panic!("no {id}={v}: {w:?}"));
         assert_eq!(by("offload", "model").state.offload, Offload::Model);
         assert_eq!(by("dtype-transformer", "fp8").state.component_dtypes, vec![("transformer".to_string(), WeightDType::Fp8)]);
-        assert_eq!(by("offload", "group").changes, vec![("offload", "group".to_string())], "one change alone");
+        assert_eq!(by("offload", "group").changes, vec![("offload".to_string(), "group".to_string())], "one change alone");
         // the same list as the core's, in its order, less what does not lower the device total
         let core = reverse::what_ifs(&p, &settings(&s)).unwrap();
         let lowering: Vec<u64> = core.iter().filter(|c| reverse::device_total(&p.estimate(&c.settings).unwrap()) < base).map(|c| c.peak_bytes).collect();

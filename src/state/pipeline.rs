@@ -38,7 +38,7 @@ impl PipeMode {
 /// Whose script trains the LoRA (train mode): diffusers' `train_dreambooth_lora*.py`, or
 /// kohya-ss/sd-scripts' `train_network.py` / `sdxl_train_network.py` (UNets; core
 /// `diffusion::kohya_job`, as `vramcalc estimate --trainer kohya`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Trainer {
     #[default]
     Diffusers,

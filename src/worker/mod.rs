@@ -1,6 +1,7 @@
-//! The app's worker (issue 23, load times): the code no PyTorch link needs — the importers, and
-//! llama.cpp's estimate (`llama`) — runs in a second wasm module, `src/bin/worker.rs`, in a Web Worker the app starts on first use
-//! ([`call`]), so the app's own bundle, which every link loads, leaves it out. The two talk in
+//! The app's worker (issue 23, load times): the code no PyTorch link needs — the importers,
+//! llama.cpp's estimate (`llama`) and the image/video pipelines' (`pipeline`) — runs in a second
+//! wasm module, `src/bin/worker.rs`, in a Web Worker the app starts on first use ([`call`]), so
+//! the app's own bundle, which every link loads, leaves it out. The two talk in
 //! typed requests and answers, the core's own types ([`Request`], [`Response`]), sent as JSON
 //! text over `postMessage`, each request with an id its answer carries ([`Envelope`]).
 //!
@@ -10,9 +11,13 @@
 #[cfg(target_arch = "wasm32")]
 mod client;
 pub mod llama;
+pub mod pipeline;
 
 use crate::import::paste::{self, Pasted};
 use crate::local::Answer;
+use crate::pipeline::whatif::PipeWhatIf;
+use crate::pipeline::Answer as PipeAnswer;
+use crate::state::pipeline::PipelineState;
 use crate::state::local::{GgufSource, LocalSettings};
 use vramcalc_core::gguf::Header;
 use vramcalc_core::solve::fits::{FitsOptions, Row, Workload};
@@ -45,6 +50,12 @@ pub enum Request {
     /// per sequence length, so on the page's thread one search was a long task (issue 23).
     /// (The spec boxed: the other requests are a few words.)
     Largest { spec: Box<ModelSpec>, config: TrainConfig, dist: DistConfig, capacity: u64, of: Vec<Variable> },
+    /// The pipeline panel's answer (`crate::pipeline::answer`; `pipeline`).
+    Pipeline { state: PipelineState },
+    /// Its what-ifs against the GPU's `capacity` (`crate::pipeline::whatif::what_ifs`).
+    PipeWhatIfs { state: PipelineState, capacity: Option<u64> },
+    /// The largest value of each of its knobs that fits `capacity` (`crate::pipeline::whatif::largest`).
+    PipeLargest { state: PipelineState, capacity: u64 },
 }
 
 /// The worker's answer to a [`Request`] of the same name.
@@ -58,6 +69,9 @@ pub enum Response {
     QuantFit(Option<bool>),
     FitsRows(Vec<Row>),
     Largest(Vec<(Variable, Result<SolveAnswer, String>)>),
+    Pipeline(Result<PipeAnswer, String>),
+    PipeWhatIfs(Result<Vec<PipeWhatIf>, String>),
+    PipeLargest(Result<pipeline::Largest, String>),
     /// The request could not be read (a worker of another build, say): the message says what.
     Refused(String),
 }
@@ -80,6 +94,7 @@ pub fn handle(r: Request) -> Response {
         Request::Largest { spec, config, dist, capacity, of } => {
             Response::Largest(of.into_iter().map(|v| (v, crate::reverse::answer(&spec, &config, &dist, capacity, v))).collect())
         }
+        r @ (Request::Pipeline { .. } | Request::PipeWhatIfs { .. } | Request::PipeLargest { .. }) => pipeline::handle(r),
     }
 }
 

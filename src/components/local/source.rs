@@ -23,7 +23,7 @@ enum Tab {
     Quant,
 }
 
-fn finish(d: &UseReducerDispatcher<crate::state::State>, src: GgufSource, r: Result<read::Read, String>) {
+fn finish(d: &crate::components::Dispatch, src: GgufSource, r: Result<read::Read, String>) {
     d.dispatch(Action::Local(match r {
         Ok(r) => LocalAction::Loaded(src, Rc::new(r.header)),
         Err(e) => LocalAction::Failed(src, e),
@@ -31,7 +31,7 @@ fn finish(d: &UseReducerDispatcher<crate::state::State>, src: GgufSource, r: Res
 }
 
 /// Reads a hub file's header by `Range` and reports it.
-fn read_hub(d: UseReducerDispatcher<crate::state::State>, f: HubFile) {
+fn read_hub(d: crate::components::Dispatch, f: HubFile) {
     wasm_bindgen_futures::spawn_local(async move {
         let r = read::read_header(
             |s, e| {

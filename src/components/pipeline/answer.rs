@@ -102,8 +102,8 @@ pub fn train_answer(p: &AnswerProps) -> Html {
         <div class="pipeline-answer" data-testid="pipeline-answer" data-peak-stage="train" data-trainer={tr.trainer.name()}>
             { verdict(&ctx, &p.answer, p.capacity) }
             <p>{ format!("{} {} ({}), {}×{}{}", of, tr.component, tr.class, tr.width, tr.height, if tr.frames > 1 { format!("×{}", tr.frames) } else { String::new() }) }</p>
-            if let Some(f) = tr.full {
-                <p data-testid="train-script" data-script={f.script}>{ format!("{}: {}", t.full_script, f.script) }</p>
+            if let Some(f) = &tr.full {
+                <p data-testid="train-script" data-script={f.script.clone()}>{ format!("{}: {}", t.full_script, f.script) }</p>
                 if f.ema_bytes > 0 {
                     <p data-testid="train-ema" data-bytes={f.ema_bytes.to_string()} data-where={if f.ema_on_gpu { "gpu" } else { "cpu" }}>
                         { format!("{}: {} {}", t.ema_copy, ctx.bytes(f.ema_bytes), if f.ema_on_gpu { t.ema_gpu } else { t.ema_cpu }) }

@@ -28,11 +28,17 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
     let t = ctx.pipe();
     let s = &p.state;
     let spec = use_memo((s.preset.clone(), s.hub.clone()), |_| pipeline::spec_of(s).map(Rc::new));
+    // computed by the app's worker (the pipelines' lowering is not in the app's bundle: issue 23),
+    // whose wasm starts loading when the panel shows; a pipeline that does not read is its own
+    // error (not asked: it would not cross, `SavedPipeline`)
+    use_effect_with((), |_| crate::worker::warm_up());
     let answer = {
-        let spec = spec.clone();
-        use_memo(s.clone(), move |s| match &*spec {
-            Ok(sp) => pipeline::answer(s, sp),
-            Err(e) => Err(e.clone()),
+        let read = spec.as_ref().as_ref().map(|_| ()).map_err(|e| e.clone());
+        crate::hooks::use_answer_of((s.clone(), read), |(s, read)| async move {
+            match read {
+                Ok(()) => crate::worker::pipeline::answer(&s).await,
+                Err(e) => Err(e),
+            }
         })
     };
     // the address bar carries the panel's state (`#pipe.…`)
@@ -55,20 +61,26 @@ pub fn pipeline_panel(p: &PipelineProps) -> Html {
     let capacity = pipeline::capacity(s);
     let applied = use_state(|| None);
     // the what-ifs and the largest values that fit, once the answer is there
-    let reverse = match (&*spec, &*answer) {
-        (Ok(sp), Ok(_)) => html! {
+    let reverse = match (&*spec, answer.last.as_deref()) {
+        (Ok(sp), Some(Ok(_))) => html! {
             <>
-                <PipeWhatIfs state={s.clone()} spec={sp.clone()} {capacity} applied={applied.clone()} />
+                <PipeWhatIfs state={s.clone()} {capacity} applied={applied.clone()} />
                 if let Some(c) = capacity { <PipeLargest state={s.clone()} spec={sp.clone()} capacity={c} /> }
             </>
         },
         _ => html! {},
     };
-    let body = match &*answer {
-        Err(e) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
-        Ok(a @ Answer::Stages(_)) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
-        Ok(a @ Answer::Train(_)) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
+    // until the current settings' answer arrives a status line stands in for it: no figure on
+    // the page is of settings other than those shown (the form and the link change at once)
+    let pending = (!answer.current).then(|| html! { <p class="muted small" role="status" data-testid="pipeline-pending">{ ctx.tr().computing }</p> });
+    let shown = match answer.last.as_deref() {
+        _ if !answer.current => html! {},
+        None => html! {},
+        Some(Err(e)) => html! { <p class="error" role="alert" data-testid="pipeline-error">{ e }</p> },
+        Some(Ok(a @ Answer::Stages(_))) => html! { <StagesAnswer answer={Rc::new(a.clone())} {capacity} /> },
+        Some(Ok(a @ Answer::Train(_))) => html! { <TrainAnswerView answer={Rc::new(a.clone())} {capacity} /> },
     };
+    let body = html! { <div aria-busy={(!answer.current).to_string()}>{ for pending }{ shown }</div> };
     html! {
         <section class="panel pipeline" aria-labelledby="pipeline-h" data-testid="pipeline-panel" data-preset={s.hub.as_ref().map_or(s.preset.clone(), |h| h.hub.to_string())} data-mode={s.mode.name()}>
             <h2 id="pipeline-h">{ t.heading }</h2>

@@ -5,7 +5,6 @@
 //! logic is `crate::pipeline::whatif` (tested natively); both run after the page is drawn.
 
 use crate::components::{percent, use_ctx, Ctx};
-use crate::dom::{yield_to_page, Priority};
 use crate::hooks::use_deferred_future;
 use crate::i18n::fill;
 use crate::pipeline::whatif::{self, Biggest, PipeWhatIf};
@@ -23,13 +22,12 @@ pub type Applied = UseStateHandle<Option<(String, PipelineState, PipelineState)>
 #[derive(Properties, PartialEq)]
 pub struct PipeWhatIfProps {
     pub state: PipelineState,
-    pub spec: Rc<PipelineSpec>,
     pub capacity: Option<u64>,
     pub applied: Applied,
 }
 
 /// A change's label: each field it sets, `label: value`, in the page's language.
-fn label(ctx: &Ctx, changes: &[(&'static str, String)]) -> String {
+fn label(ctx: &Ctx, changes: &[(String, String)]) -> String {
     let t = ctx.pipe();
     let value = |id: &str, v: &str| -> String {
         match (id, v) {
@@ -51,9 +49,9 @@ fn set(ctx: &Ctx, s: PipelineState) -> Callback<MouseEvent> {
 pub fn pipe_what_ifs(p: &PipeWhatIfProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
-    let list = use_deferred_future((p.state.clone(), p.spec.clone(), p.capacity), 0, |(s, spec, cap)| async move {
-        yield_to_page(Priority::Background).await;
-        let w = whatif::what_ifs(&s, &spec, cap);
+    // by the app's worker (`crate::worker::pipeline`); a worker that failed is the list's error
+    let list = use_deferred_future((p.state.clone(), p.capacity), 0, |(s, cap)| async move {
+        let w = crate::worker::pipeline::what_ifs(&s, cap).await;
         Some((s, w))
     });
     let Some(list) = list else { return html! {} };
@@ -109,7 +107,7 @@ pub struct PipeLargestProps {
     pub capacity: u64,
 }
 
-type Found = Vec<(Knob, Result<Option<Biggest>, String>)>;
+type Found = crate::worker::pipeline::Largest;
 
 fn knob_name(ctx: &Ctx, k: Knob) -> &'static str {
     let t = ctx.pipe();
@@ -124,12 +122,12 @@ fn knob_name(ctx: &Ctx, k: Knob) -> &'static str {
 pub fn pipe_largest(p: &PipeLargestProps) -> Html {
     let ctx = use_ctx();
     let t = ctx.pipe();
-    let found = use_deferred_future((p.state.clone(), p.spec.clone(), p.capacity), 150, |(s, spec, cap)| async move {
-        let mut out: Found = Vec::new();
-        for k in whatif::knobs(&spec) {
-            yield_to_page(Priority::UserVisible).await; // one search per task
-            out.push((k, whatif::largest(&s, &spec, k, cap)));
-        }
+    // by the app's worker (`crate::worker::pipeline`); a worker that failed is the row's error
+    let found = use_deferred_future((p.state.clone(), p.capacity), 150, |(s, cap)| async move {
+        let out: Found = match crate::worker::pipeline::largest(&s, cap).await {
+            Ok(l) => l,
+            Err(e) => vec![(Knob::Resolution, Err(e))],
+        };
         Some((s, out))
     });
     let row = |(k, r): &(Knob, Result<Option<Biggest>, String>)| -> Html {

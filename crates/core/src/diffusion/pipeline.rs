@@ -14,7 +14,7 @@ use crate::finetune::BaseFormat;
 use crate::graph::{Graph, Lin, StorageClass};
 use crate::lower::LowerOptions;
 use crate::units::DType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A component's storage dtype.
@@ -97,7 +97,7 @@ pub struct PipelineSpec {
 }
 
 /// One stage's figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageReport {
     /// `encode:text_encoder`, `denoise`, `decode`.
     pub name: String,
@@ -119,7 +119,7 @@ pub struct StageReport {
 }
 
 /// One component's row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComponentReport {
     pub name: String,
     pub class: String,
@@ -128,8 +128,8 @@ pub struct ComponentReport {
     pub weight_bytes: u64,
 }
 
-/// The pipeline's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The pipeline's answer (deserialised too: the app's worker computes it, issue 23).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineEstimate {
     pub peak_bytes: u64,
     pub peak_stage: String,

@@ -12,10 +12,10 @@ use super::offload::Offload;
 use super::pipeline::{Family, PipelineEstimate, PipelineSettings, PipelineSpec, WeightDType};
 use crate::error::{Error, Result};
 use crate::memory::device::{CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What `largest` grows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Knob {
     Width,

@@ -47,7 +47,12 @@ pub fn check_sequence_parallel(t: u64, config: &TrainConfig) -> std::result::Res
 
 /// The model one tensor-parallel rank runs.
 pub fn split(spec: &ModelSpec, t: u64) -> Result<ModelSpec> {
-    let mut v = serde_json::to_value(spec).map_err(|e| Error::Config(format!("tensor parallelism: {e}")))?;
+    // The spec's JSON text read back: the value `serde_json::to_value` gives (floats round-trip:
+    // the core's serde_json has `float_roundtrip`), by the text serializer and reader every web
+    // bundle has anyway (share links), so they leave out serde_json's value serializer of every
+    // layer kind (issue 23, load times: 33 KB of function bodies).
+    let err = |e: serde_json::Error| Error::Config(format!("tensor parallelism: {e}"));
+    let mut v: Value = serde_json::from_str(&serde_json::to_string(spec).map_err(err)?).map_err(err)?;
     let vocab = v["input"]["vocab_size"].as_u64();
     if let Some(layers) = v.get_mut("layers").and_then(Value::as_array_mut) {
         let n = layers.len();
