@@ -141,7 +141,7 @@ impl Fsdp {
         let cur = self.layout.unit_of_op(i);
         // Units start in forward order (`Layout::new` opens each at the op it first sees), so
         // the units begun by op `i` are the first `run` ones, and `cur` (begun, not ended) is one.
-        let run = units.partition_point(|&(first, _)| first <= i);
+        let run = self.layout.units_begun(i);
         s.gathered = self.unsharded[root].saturating_add(if self.raf {
             cur.map_or(0, |u| self.unsharded[u])
         } else {
