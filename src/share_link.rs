@@ -155,36 +155,37 @@ pub struct Start {
 /// Chooses the initial state from the fragment (`location.hash`) and LocalStorage.
 pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     let hash = hash.trim().trim_start_matches('#');
-    let restored = State::from_saved(saved);
     if hash.is_empty() {
-        return Start { state: restored, notice: None, guard: None };
+        return Start { state: State::from_saved(saved), notice: None, guard: None };
     }
     // issue 24: a llama.cpp link opens that workload: a hub file is read by the panel, a model
     // and quant is built here
     if hash.starts_with(crate::local::link::PREFIX) {
         return match crate::state::local::LocalState::open(hash) {
             Ok(local) => {
-                let mut state = restored;
+                let mut state = State::from_saved(saved);
                 state.workload = crate::state::local::Workload::LlamaCpp;
                 state.local = local;
                 Start { state, notice: None, guard: None }
             }
-            Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },
+            Err(e) => Start { state: State::from_saved(saved), notice: Some(Notice::Broken(e)), guard: None },
         };
     }
     // issue 27: a pipeline link opens the pipeline workload over the saved work (not saved itself)
     if hash.starts_with(crate::pipeline::link::PREFIX) {
         return match crate::pipeline::link::open(hash).await {
             Ok(p) => {
-                let mut state = restored;
+                let mut state = State::from_saved(saved);
                 (state.workload, state.model.pipeline) = (crate::state::local::Workload::Pipeline, p);
                 Start { state, notice: None, guard: None }
             }
-            Err(e) => Start { state: restored, notice: Some(Notice::Broken(e)), guard: None },
+            Err(e) => Start { state: State::from_saved(saved), notice: Some(Notice::Broken(e)), guard: None },
         };
     }
-    let linked = open(hash, restored.prefs).await;
-    opened(hash, restored.prefs, linked)
+    // a PyTorch link brings its own model: only the saved preferences carry over
+    let prefs = State::saved_prefs(saved.as_ref());
+    let linked = open(hash, prefs).await;
+    opened(hash, prefs, linked)
 }
 
 /// The embed card's start (`src/bin/card.rs`): a PyTorch link (`#v1.…`) of a preset or a spec,
@@ -193,12 +194,12 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
 /// (`src/bin/embed.rs`, [`start`]); one that still arrives here is a broken link, named.
 pub async fn start_card(hash: &str) -> Start {
     let hash = hash.trim().trim_start_matches('#');
-    let restored = State::from_saved(None);
     if hash.is_empty() {
-        return Start { state: restored, notice: None, guard: None };
+        return Start { state: State::from_saved(None), notice: None, guard: None };
     }
-    let linked = share::decode(hash).map_err(|e| e.to_string()).and_then(|s| link_model(s, restored.prefs, None, crate::presets::preset));
-    opened(hash, restored.prefs, linked)
+    let prefs = Prefs::default();
+    let linked = share::decode(hash).map_err(|e| e.to_string()).and_then(|s| link_model(s, prefs, None, crate::presets::preset));
+    opened(hash, prefs, linked)
 }
 
 /// The start of a PyTorch link that opened as `linked` (or failed), over the preferences `base`.
@@ -545,6 +546,13 @@ mod tests {
         assert_eq!(s.state.prefs.theme, crate::state::Theme::Dark);
         assert_eq!(s.notice, Some(Notice::Opened));
         assert_eq!(s.guard, Some(s.state.saved()));
+        // a link starts from the preferences that restoring the saved work gives (none, or of
+        // another version: the defaults) without building its model
+        let mut other_version = saved.clone().unwrap();
+        other_version.version += 1;
+        for saved in [None, saved.clone(), Some(other_version)] {
+            assert_eq!(State::saved_prefs(saved.as_ref()), State::from_saved(saved).prefs);
+        }
         // a broken link: the default model, the decoder's message, the saved work guarded
         let s = start_now("#v1.s=AAAA", saved);
         assert_eq!(s.state.model, Model::default());
