@@ -10,7 +10,7 @@ use crate::components::results::{summary, summary_bar, BarProps, Charts, Summary
 use crate::components::reverse::{use_fixes, FitsTable, Fixes, Largest, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
-// issues 24, 27: the workload switch and its panels (to merge into the setup's mode switch)
+// issues 24, 27: the workload switch and the llama.cpp and pipeline workloads' panels
 use crate::components::local::LocalPanel;
 use crate::components::pipeline::PipelinePanel;
 use crate::components::workload::workload_switch;
@@ -135,7 +135,7 @@ pub fn app(p: &AppProps) -> Html {
                 { for notice.map(|n| link_notice(&ctx, &n, saved, dismiss)) }
                 <ShareButtons fragment={share_fragment.map(AttrValue::from)} fresh={link.fresh || state.workload != Workload::PyTorch} />
             </div>
-            // issues 24, 27: a minimal workload switch; the lead merges it into the mode switch
+            // issues 24, 27: which engine's workload the page sizes (each has its own model panel)
             { workload_switch(&ctx, state.workload) }
             if state.workload == Workload::LlamaCpp {
                 <main class="layout single"><LocalPanel state={state.local.clone()} /></main>

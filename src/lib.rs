@@ -24,7 +24,7 @@
 //! | `pipeline` | the image/video pipeline panel: fields, the core's stages or LoRA step, its share links (`#pipe.…`) |
 //! | `local` | the llama.cpp panel: GGUF headers by `File.slice` or HTTP `Range`, llama.cpp's buffers per device |
 //! | `reverse` | the reverse views: the largest value that fits, the cheapest fixes, what fits a GPU, the launch command, the measurement script |
-//! //! | `worker` | the app's worker (`src/bin/worker.rs`): the importers on first use, typed requests over `postMessage` |
+//! | `worker` | the app's worker (`src/bin/worker.rs`): the importers on first use, typed requests over `postMessage` |
 //! | `dom` | address bar, clipboard, downloads, standalone SVGs, the embed's height messages (web-sys) |
 //! | `components`, `hooks`, `app` | the Yew view |
 

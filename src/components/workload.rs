@@ -1,6 +1,8 @@
 //! The workload switch (issues 24, 27): PyTorch (every other panel), llama.cpp, or an image
-//! pipeline. A minimal, self-contained control for the lead to merge into the setup panel's
-//! mode switch (`local` and `pipeline` modes).
+//! pipeline. Above the page, not a mode of the setup panel: each workload starts from its own
+//! model (a PyTorch spec or Hugging Face config, a GGUF file, a diffusers pipeline), so the
+//! switch replaces the model panel too; a PyTorch model's modes (train, fine-tune, generate,
+//! serve) are the setup panel's.
 
 use super::Ctx;
 use crate::state::local::Workload;
