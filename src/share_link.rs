@@ -161,25 +161,25 @@ pub async fn start(hash: &str, saved: Option<Saved>) -> Start {
     // issue 24: a llama.cpp link opens that workload: a hub file is read by the panel, a model
     // and quant is built here
     if hash.starts_with(crate::local::link::PREFIX) {
+        let mut state = State::from_saved(saved);
         return match crate::state::local::LocalState::open(hash) {
             Ok(local) => {
-                let mut state = State::from_saved(saved);
                 state.workload = crate::state::local::Workload::LlamaCpp;
                 state.local = local;
                 Start { state, notice: None, guard: None }
             }
-            Err(e) => Start { state: State::from_saved(saved), notice: Some(Notice::Broken(e)), guard: None },
+            Err(e) => Start { state, notice: Some(Notice::Broken(e)), guard: None },
         };
     }
     // issue 27: a pipeline link opens the pipeline workload over the saved work (not saved itself)
     if hash.starts_with(crate::pipeline::link::PREFIX) {
+        let mut state = State::from_saved(saved);
         return match crate::pipeline::link::open(hash).await {
             Ok(p) => {
-                let mut state = State::from_saved(saved);
                 (state.workload, state.model.pipeline) = (crate::state::local::Workload::Pipeline, p);
                 Start { state, notice: None, guard: None }
             }
-            Err(e) => Start { state: State::from_saved(saved), notice: Some(Notice::Broken(e)), guard: None },
+            Err(e) => Start { state, notice: Some(Notice::Broken(e)), guard: None },
         };
     }
     // a PyTorch link brings its own model: only the saved preferences carry over

@@ -391,13 +391,13 @@ impl State {
         }
     }
 
-    /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
     /// The preferences [`State::from_saved`] restores, without building its model (a link
     /// replaces the model: building the saved or default one was work the link threw away).
     pub fn saved_prefs(saved: Option<&Saved>) -> Prefs {
         saved.filter(|s| s.version == SAVED_VERSION).map_or_else(Prefs::default, |s| s.prefs)
     }
 
+    /// Restores from LocalStorage's JSON; anything unreadable gives the default state.
     pub fn from_saved(saved: Option<Saved>) -> State {
         match saved {
             Some(mut s) if s.version == SAVED_VERSION => {
