@@ -28,7 +28,7 @@ pub fn fits_table(p: &FitsProps) -> Html {
     let chosen = use_state(|| None::<Workload>);
     let w = chosen.unwrap_or(p.workload);
     // (rows so far, models done, models in all)
-    let table = use_state(|| (Rc::new(Vec::<Row>::new()), 0usize, 0usize));
+    let table = use_state(|| (Rc::new(Vec::<Rc<Row>>::new()), 0usize, 0usize));
     let issued = use_mut_ref(|| 0u64);
     {
         let (table, cap, o) = (table.clone(), p.gpu.capacity(), p.options);
@@ -51,7 +51,7 @@ pub fn fits_table(p: &FitsProps) -> Html {
                         if stop() {
                             return;
                         }
-                        rows.extend(model_rows);
+                        rows.extend(model_rows.into_iter().map(Rc::new));
                         table.set((Rc::new(rows.clone()), done + 1, ids.len()));
                     }
                 });
@@ -61,7 +61,6 @@ pub fn fits_table(p: &FitsProps) -> Html {
     let ontoggle = { let open = open.clone(); Callback::from(move |e: Event| open.set(e.target_unchecked_into::<web_sys::HtmlDetailsElement>().open())) };
     let onchange = { let chosen = chosen.clone(); Callback::from(move |e: Event| chosen.set(Workload::parse(&e.target_unchecked_into::<HtmlSelectElement>().value()))) };
     let (rows, done, all) = (*table).clone();
-    let lang = ctx.lang.code();
     html! {
         <details class="panel fits" data-testid="fits-table" {ontoggle}>
             <summary><h2 class="inline">{ m.fits_h }</h2></summary>
@@ -80,23 +79,42 @@ pub fn fits_table(p: &FitsProps) -> Html {
                         <th class="num">{ m.variable(w.reverse(), ctx.zh()) }</th><th></th>
                     </tr></thead>
                     <tbody>
-                        { for rows.iter().map(|r| {
-                            let margin = if r.margin_bytes >= 0 { ctx.bytes(r.margin_bytes as u64) } else { format!("−{}", ctx.bytes(r.margin_bytes.unsigned_abs())) };
-                            let href = link(r, w, &p.options, &p.gpu, ctx.unit, lang);
-                            html! {
-                                <tr data-testid="fits-row" data-model={r.model.clone()} data-format={r.format.clone()} data-fits={r.fits.to_string()}
-                                    data-margin={r.margin_bytes.to_string()} data-reverse={r.reverse_value.map(|v| v.to_string()).unwrap_or_default()}>
-                                    <td>{ &r.model }</td><td><code>{ &r.format }</code></td>
-                                    <td class={if r.fits { "ok" } else { "over" }}>{ if r.fits { m.yes } else { m.no } }</td>
-                                    <td class="num">{ margin }</td>
-                                    <td class="num">{ r.reverse_value.map_or_else(|| "—".to_string(), thousands) }</td>
-                                    <td>if let Some(h) = href { <a href={h} data-testid="fits-open">{ m.open }</a> }</td>
-                                </tr>
-                            }
+                        { for rows.iter().enumerate().map(|(i, r)| html! {
+                            <FitsRow key={i} row={r.clone()} workload={w} options={p.options} gpu={p.gpu.clone()} />
                         }) }
                     </tbody>
                 </table>
             </div>
         </details>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct FitsRowProps {
+    row: Rc<Row>,
+    workload: Workload,
+    options: FitsOptions,
+    gpu: GpuChoice,
+}
+
+/// One row of the table, its own component so that a model's new rows render only themselves:
+/// the table grows a model at a time, and each row's link is a share link encoded and
+/// compressed (on a phone, re-rendering every row for each model made each update 200–490 ms).
+#[function_component(FitsRow)]
+fn fits_row(p: &FitsRowProps) -> Html {
+    let ctx = use_ctx();
+    let m = ctx.modes();
+    let r = &*p.row;
+    let margin = if r.margin_bytes >= 0 { ctx.bytes(r.margin_bytes as u64) } else { format!("−{}", ctx.bytes(r.margin_bytes.unsigned_abs())) };
+    let href = link(r, p.workload, &p.options, &p.gpu, ctx.unit, ctx.lang.code());
+    html! {
+        <tr data-testid="fits-row" data-model={r.model.clone()} data-format={r.format.clone()} data-fits={r.fits.to_string()}
+            data-margin={r.margin_bytes.to_string()} data-reverse={r.reverse_value.map(|v| v.to_string()).unwrap_or_default()}>
+            <td>{ &r.model }</td><td><code>{ &r.format }</code></td>
+            <td class={if r.fits { "ok" } else { "over" }}>{ if r.fits { m.yes } else { m.no } }</td>
+            <td class="num">{ margin }</td>
+            <td class="num">{ r.reverse_value.map_or_else(|| "—".to_string(), thousands) }</td>
+            <td>if let Some(h) = href { <a href={h} data-testid="fits-open">{ m.open }</a> }</td>
+        </tr>
     }
 }
