@@ -8,6 +8,11 @@ use std::fmt::Write;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The app's wasm keeps its relocations: `tools/wasm-split` reads its call graph from them to
+    // cut the lazily loaded views (`src/split.rs`) into files of their own.
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32") {
+        println!("cargo:rustc-link-arg-bin=vramcalc-web=--emit-relocs");
+    }
     let mut out = String::from("/// Each published config's preset as the importer builds it (compact JSON), by id.\n");
     out.push_str("pub fn spec_json(id: &str) -> Option<&'static str> {\n    Some(match id {\n");
     for p in vramcalc_core::presets::list() {

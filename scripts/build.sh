@@ -20,6 +20,14 @@ done
 # --offline: Trunk must use the pinned tools on PATH, never download its own; setup.sh has
 # fetched every crate the build compiles.
 env "${VRAMCALC_WASM_ENV[@]}" trunk build --release --offline "$@"
+# The app's views that no link's first answer needs, cut out of its wasm into files fetched on
+# first use (src/split.rs; tools/wasm-split, which also runs wasm-opt on every part: Trunk's
+# wasm-opt is off for this bundle, as the splitter needs wasm-bindgen's output as it is).
+cargo build --release --offline --locked --quiet --manifest-path tools/wasm-split/Cargo.toml --target-dir target/tools
+app_wasm=(dist/vramcalc-web-*_bg.wasm)
+[ ${#app_wasm[@]} = 1 ] || { echo "build: expected one dist/vramcalc-web-*_bg.wasm, found ${app_wasm[*]}" >&2; exit 1; }
+target/tools/release/vramcalc-wasm-split --original target/wasm32-unknown-unknown/wasm-release/vramcalc-web.wasm \
+  --bindgened "${app_wasm[0]}" --wasm "${app_wasm[0]}" --glue "${app_wasm[0]%_bg.wasm}.js" --wasm-opt wasm-opt -- -Oz
 # The first screen as HTML (src/bin/prerender.rs): the default page, rendered natively (stable
 # Rust, debug profile) into dist/index.html, so the first chart shows before the wasm arrives.
 cargo run --offline --quiet --bin vramcalc-prerender -- dist/index.html

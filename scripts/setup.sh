@@ -50,6 +50,9 @@ fi
 # crate, if any is missing — instead of the first `trunk build` failing on a newcomer's machine.
 cargo fetch --locked --quiet
 cargo fetch --locked --offline --quiet
+# The build's wasm splitter (tools/wasm-split, its own lockfile), built offline by scripts/build.sh.
+cargo fetch --locked --quiet --manifest-path tools/wasm-split/Cargo.toml
+cargo fetch --locked --offline --quiet --manifest-path tools/wasm-split/Cargo.toml
 if vramcalc_wasm_toolchain_ready; then
   std_manifest="$(rustup run "$VRAMCALC_WASM_TOOLCHAIN" rustc --print sysroot)/lib/rustlib/src/rust/library/Cargo.toml"
   rustup run "$VRAMCALC_WASM_TOOLCHAIN" cargo fetch --locked --quiet --manifest-path "$std_manifest"

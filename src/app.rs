@@ -4,15 +4,16 @@ use crate::analysis::{row_reports, Report};
 use crate::components::header::header;
 use crate::components::llm::LlmSetup;
 use crate::components::llm_answers::LlmAnswers;
-use crate::components::downloads::Downloads;
+use crate::components::downloads::DownloadsProps;
 use crate::components::model::ModelPanel;
 use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
-use crate::components::reverse::{use_fixes, FitsTable, Fixes, Largest, Launch, Measure};
+use crate::components::reverse::{fits::FitsProps, fixes::FixesProps, largest::LargestProps, use_fixes, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
 // issues 24, 27: the workload switch and the llama.cpp and pipeline workloads' panels
-use crate::components::local::LocalPanel;
-use crate::components::pipeline::PipelinePanel;
+use crate::components::local::LocalProps;
+use crate::components::pipeline::PipelineProps;
+use crate::split::{self, Lazy};
 use crate::components::workload::workload_switch;
 use crate::state::local::Workload;
 use crate::components::{use_dispatch, Ctx, Shared};
@@ -138,9 +139,9 @@ pub fn app(p: &AppProps) -> Html {
             // issues 24, 27: which engine's workload the page sizes (each has its own model panel)
             { workload_switch(&ctx, state.workload) }
             if state.workload == Workload::LlamaCpp {
-                <main class="layout single"><LocalPanel state={state.local.clone()} /></main>
+                <main class="layout single"><Lazy<LocalProps> view={&split::LOCAL} props={LocalProps { state: state.local.clone() }} /></main>
             } else if state.workload == Workload::Pipeline {
-                <main class="layout single"><PipelinePanel state={state.model.pipeline.clone()} /></main>
+                <main class="layout single"><Lazy<PipelineProps> view={&split::PIPELINE} props={PipelineProps { state: state.model.pipeline.clone() }} /></main>
             } else {
             { summary_bar(&ctx, &BarProps { report: shown.clone(), gpu: model.gpu.clone(), what_ifs: what_ifs.clone().map(Shared),
                 job, stale: error.is_some(), applied: applied.clone(), serving: serve_verdict, fix_set: fixes.as_ref().and_then(|f| f.first().cloned()) }) }
@@ -163,24 +164,24 @@ pub fn app(p: &AppProps) -> Html {
                     if let Some(r) = &shown {
                         <section class="panel reverse" aria-labelledby="reverse-h" data-testid="reverse">
                             <h2 id="reverse-h" class="sr-only">{ ctx.modes().largest_h }</h2>
-                            <Largest spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity} {mode} />
+                            <Lazy<LargestProps> view={&split::LARGEST} props={LargestProps { spec: Shared((*spec_shared).clone()), config: model.config, dist: model.dist, capacity, mode }} />
                             <Launch commands={(*commands).clone()} />
                             <Measure script={measure_script(&r.estimate)} estimate={r.estimate.peak_bytes} measured={model.measured_peak} />
                         </section>
                     }
                     if let (Some(_), Some(w)) = (&shown, what_ifs.clone()) {
                         { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some(),
-                            fixes: if over { html! { <Fixes list={fixes.clone()} /> } } else { html! {} } }) }
+                            fixes: if over { html! { <Lazy<FixesProps> view={&split::FIXES} props={FixesProps { list: fixes.clone() }} /> } } else { html! {} } }) }
                     }
                     <Charts report={shown.clone()} />
                     if shown.is_some() {
-                        <FitsTable gpu={model.gpu.clone()} workload={crate::reverse::fits::workload_of(mode, &model.config)}
-                            options={crate::reverse::fits::options(mode, &model.spec, &model.config)} />
+                        <Lazy<FitsProps> view={&split::FITS} props={FitsProps { gpu: model.gpu.clone(), workload: crate::reverse::fits::workload_of(mode, &model.config),
+                            options: crate::reverse::fits::options(mode, &model.spec, &model.config) }} />
                     }
                     if shown.is_some() {
                         <section class="panel exports" aria-labelledby="exports-h" data-testid="exports">
                             <h2 id="exports-h">{ ctx.tr().downloads }</h2>
-                            <Downloads spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} />
+                            <Lazy<DownloadsProps> view={&split::DOWNLOADS} props={DownloadsProps { spec: Shared((*spec_shared).clone()), config: model.config, dist: model.dist }} />
                         </section>
                     }
                 </div>

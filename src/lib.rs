@@ -45,6 +45,7 @@ pub mod prefs;
 pub mod presets;
 pub mod reverse;
 pub mod share_link;
+pub mod split;
 pub mod state;
 pub mod tree;
 pub mod worker;

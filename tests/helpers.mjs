@@ -17,7 +17,8 @@ export function launch() {
 }
 
 /** Opens the app (or `url`) in a page of `context`, by default a fresh one (empty LocalStorage),
- *  and waits for the first chart. */
+ *  and waits for the first chart and for the views whose code is fetched after it (src/split.rs):
+ *  each one that arrives moves what is below it, and a click aimed before would land elsewhere. */
 export async function open(browser, { viewport = { width: 1440, height: 1000 }, colorScheme = 'light', url = URL, context } = {}) {
   context ??= await browser.newContext({ viewport, colorScheme });
   const page = await context.newPage();
@@ -26,6 +27,7 @@ export async function open(browser, { viewport = { width: 1440, height: 1000 }, 
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   await page.goto(url);
   await page.getByTestId('chart-capacity').waitFor();
+  await page.waitForFunction(() => !document.querySelector('#app .lazy[aria-busy=true]'));
   return { context, page, errors };
 }
 

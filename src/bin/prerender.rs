@@ -42,6 +42,7 @@ fn main() {
 #[cfg(not(target_arch = "wasm32"))]
 fn render() -> String {
     use vramcalc_web::{app::AppProps, hooks::Boot, share_link, App};
+    vramcalc_web::split::renders::provide_all_ready();
     let boot = block_on(async { Boot { start: share_link::start("", None).await, saved: None } });
     let props = AppProps { boot: std::rc::Rc::new(boot) };
     block_on(yew::LocalServerRenderer::<App>::with_props(props).hydratable(false).render())

@@ -20,7 +20,7 @@ const CHARTS: [(&str, &str); 5] = [
     ("layers", "svg[data-testid=chart-layers]"),
 ];
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct DownloadsProps {
     pub spec: super::Shared<ModelSpec>,
     pub config: TrainConfig,

@@ -132,6 +132,7 @@ pub const EN: Tr = Tr {
     what_if: "What if…",
     what_if_help: "Each trick applied to the current setup; click to apply.",
     computing: "Computing…",
+    part_not_loaded: "This part of the page did not load (the connection?). Reload the page to try again.",
     trick_halve_batch: "Halve the batch",
     trick_amp: "Mixed precision (AMP bf16)",
     trick_checkpointing: "Activation checkpointing",

@@ -201,6 +201,8 @@ pub struct Tr {
     pub what_if_help: &'static str,
     /// Shown while a link's model is still being read (a hub link's fetch: the embed card).
     pub computing: &'static str,
+    /// A part of the page whose code is loaded on its own (`split::Lazy`) could not be fetched.
+    pub part_not_loaded: &'static str,
     pub trick_halve_batch: &'static str,
     pub trick_amp: &'static str,
     pub trick_checkpointing: &'static str,

@@ -132,6 +132,7 @@ pub const ZH: Tr = Tr {
     what_if: "如果……",
     what_if_help: "每个技巧应用于当前设置的效果；点击即可应用。",
     computing: "计算中…",
+    part_not_loaded: "页面的这一部分未能加载（网络连接？）。请重新加载页面再试。",
     trick_halve_batch: "批大小减半",
     trick_amp: "混合精度（AMP bf16）",
     trick_checkpointing: "激活检查点",

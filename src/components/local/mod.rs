@@ -19,7 +19,7 @@ use source::SourcePicker;
 use std::rc::Rc;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct LocalProps {
     pub state: LocalState,
 }

@@ -17,7 +17,7 @@ use whatif::{PipeLargest, PipeWhatIfs};
 use std::rc::Rc;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct PipelineProps {
     pub state: PipelineState,
 }

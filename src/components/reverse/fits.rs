@@ -12,7 +12,7 @@ use vramcalc_core::thousands;
 use web_sys::HtmlSelectElement;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct FitsProps {
     pub gpu: GpuChoice,
     /// The page's mode's workload (`reverse::fits::workload_of`).

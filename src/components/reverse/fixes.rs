@@ -31,7 +31,7 @@ pub fn use_fixes(spec: Shared<ModelSpec>, config: TrainConfig, dist: DistConfig,
     .filter(|_| search)
 }
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct FixesProps {
     /// `use_fixes`' answer (`None`: still searching).
     pub list: Option<Shared<Vec<Fix>>>,

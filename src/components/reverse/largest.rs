@@ -13,7 +13,7 @@ use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{thousands, TrainConfig};
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct LargestProps {
     pub spec: Shared<ModelSpec>,
     pub config: TrainConfig,
