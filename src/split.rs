@@ -113,14 +113,11 @@ pub mod renders {
 pub struct LazyProps<P: PartialEq + 'static> {
     pub view: &'static LazyView<P>,
     pub props: P,
-    /// The placeholder's `data-testid` while the view's code is on its way.
-    #[prop_or_default]
-    pub testid: Option<AttrValue>,
 }
 
 impl<P: PartialEq + 'static> PartialEq for LazyProps<P> {
     fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.view, other.view) && self.props == other.props && self.testid == other.testid
+        std::ptr::eq(self.view, other.view) && self.props == other.props
     }
 }
 
@@ -145,7 +142,7 @@ pub fn lazy<P: PartialEq + 'static>(p: &LazyProps<P>) -> Html {
     match view.ready() {
         Some(render) => render(&p.props),
         None if *failed => html! { <p class="small error" role="status">{ ctx.tr().part_not_loaded }</p> },
-        None => html! { <div class="lazy" aria-busy="true" data-testid={p.testid.clone()}></div> },
+        None => html! { <div class="lazy" aria-busy="true"></div> },
     }
 }
 
