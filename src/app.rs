@@ -6,7 +6,7 @@ use crate::components::llm::LlmSetup;
 use crate::components::llm_answers::LlmAnswers;
 use crate::components::downloads::DownloadsProps;
 use crate::components::model::ModelPanel;
-use crate::components::results::{summary, summary_bar, BarProps, Charts, SummaryProps};
+use crate::components::results::{summary, summary_bar, BarProps, ChartsProps, SummaryProps};
 use crate::components::reverse::{fits::FitsProps, fixes::FixesProps, largest::LargestProps, use_fixes, Launch, Measure};
 use crate::components::settings::Settings;
 use crate::components::whatif::{what_if_panel, WhatIfProps};
@@ -173,7 +173,7 @@ pub fn app(p: &AppProps) -> Html {
                         { what_if_panel(&ctx, &WhatIfProps { items: Shared(w), job, applied: applied.clone(), stale: error.is_some(),
                             fixes: if over { html! { <Lazy<FixesProps> view={&split::FIXES} props={FixesProps { list: fixes.clone() }} /> } } else { html! {} } }) }
                     }
-                    <Charts report={shown.clone()} />
+                    <Lazy<ChartsProps> view={&split::CHARTS} props={ChartsProps { report: shown.clone() }} />
                     if shown.is_some() {
                         <Lazy<FitsProps> view={&split::FITS} props={FitsProps { gpu: model.gpu.clone(), workload: crate::reverse::fits::workload_of(mode, &model.config),
                             options: crate::reverse::fits::options(mode, &model.spec, &model.config) }} />

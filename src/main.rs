@@ -27,10 +27,12 @@ fn main() {
 #[cfg(target_arch = "wasm32")]
 mod lazy_views {
     use vramcalc_web::components::downloads::DownloadsProps;
+    use vramcalc_web::components::layers::LayersProps;
     use vramcalc_web::components::local::LocalProps;
     use vramcalc_web::components::pipeline::PipelineProps;
+    use vramcalc_web::components::results::ChartsProps;
     use vramcalc_web::components::reverse::{fits::FitsProps, fixes::FixesProps, largest::LargestProps};
-    use vramcalc_web::split::{renders, Render, DOWNLOADS, FITS, FIXES, LARGEST, LOCAL, PIPELINE};
+    use vramcalc_web::split::{renders, Render, CHARTS, DOWNLOADS, FITS, FIXES, LARGEST, LAYERS, LOCAL, PIPELINE};
     use wasm_split::{lazy_loader, LazyLoader};
 
     fn local(_: ()) -> Render<LocalProps> {
@@ -38,6 +40,12 @@ mod lazy_views {
     }
     fn pipeline(_: ()) -> Render<PipelineProps> {
         renders::pipeline
+    }
+    fn charts(_: ()) -> Render<ChartsProps> {
+        renders::charts
+    }
+    fn layers(_: ()) -> Render<LayersProps> {
+        renders::layers
     }
     fn fits(_: ()) -> Render<FitsProps> {
         renders::fits
@@ -53,6 +61,8 @@ mod lazy_views {
     }
     static LOCAL_CODE: LazyLoader<(), Render<LocalProps>> = lazy_loader!(extern "local" fn local(_: ()) -> Render<LocalProps>);
     static PIPELINE_CODE: LazyLoader<(), Render<PipelineProps>> = lazy_loader!(extern "pipeline" fn pipeline(_: ()) -> Render<PipelineProps>);
+    static CHARTS_CODE: LazyLoader<(), Render<ChartsProps>> = lazy_loader!(extern "charts" fn charts(_: ()) -> Render<ChartsProps>);
+    static LAYERS_CODE: LazyLoader<(), Render<LayersProps>> = lazy_loader!(extern "layers" fn layers(_: ()) -> Render<LayersProps>);
     static FITS_CODE: LazyLoader<(), Render<FitsProps>> = lazy_loader!(extern "fits" fn fits(_: ()) -> Render<FitsProps>);
     static LARGEST_CODE: LazyLoader<(), Render<LargestProps>> = lazy_loader!(extern "largest" fn largest(_: ()) -> Render<LargestProps>);
     static FIXES_CODE: LazyLoader<(), Render<FixesProps>> = lazy_loader!(extern "fixes" fn fixes(_: ()) -> Render<FixesProps>);
@@ -70,6 +80,8 @@ mod lazy_views {
     pub fn provide() {
         LOCAL.provide(|| Box::pin(fetch(&LOCAL_CODE)));
         PIPELINE.provide(|| Box::pin(fetch(&PIPELINE_CODE)));
+        CHARTS.provide(|| Box::pin(fetch(&CHARTS_CODE)));
+        LAYERS.provide(|| Box::pin(fetch(&LAYERS_CODE)));
         FITS.provide(|| Box::pin(fetch(&FITS_CODE)));
         LARGEST.provide(|| Box::pin(fetch(&LARGEST_CODE)));
         FIXES.provide(|| Box::pin(fetch(&FIXES_CODE)));

@@ -2,8 +2,9 @@
 //!
 //! A share link waits for the whole app's wasm before it shows its answer, and on a phone that
 //! wait is the download. The views below the answer that no link's first figure needs — the
-//! llama.cpp and image-pipeline workloads, what fits a GPU, the largest values, the cheapest
-//! fixes, the downloads — are cut out of the app's wasm into files of their own at build time
+//! llama.cpp and image-pipeline workloads, the layer editor, the charts (timeline, batch size,
+//! per layer: about half of the page's elements), what fits a GPU, the largest values, the cheapest fixes, the
+//! downloads — are cut out of the app's wasm into files of their own at build time
 //! (`tools/wasm-split`, Dioxus' `wasm-split`: one wasm memory and one state, so a lazy view is
 //! an ordinary component of the typed state, not a second app).
 //!
@@ -14,8 +15,10 @@
 //! draws a placeholder until its view's file has arrived, then the view.
 
 use crate::components::downloads::{Downloads, DownloadsProps};
+use crate::components::layers::{Layers, LayersProps};
 use crate::components::local::{LocalPanel, LocalProps};
 use crate::components::pipeline::{PipelinePanel, PipelineProps};
+use crate::components::results::{Charts, ChartsProps};
 use crate::components::reverse::fits::FitsProps;
 use crate::components::reverse::fixes::FixesProps;
 use crate::components::reverse::largest::LargestProps;
@@ -69,6 +72,8 @@ impl<P: 'static> LazyView<P> {
 
 pub static LOCAL: LazyView<LocalProps> = LazyView::new();
 pub static PIPELINE: LazyView<PipelineProps> = LazyView::new();
+pub static CHARTS: LazyView<ChartsProps> = LazyView::new();
+pub static LAYERS: LazyView<LayersProps> = LazyView::new();
 pub static FITS: LazyView<FitsProps> = LazyView::new();
 pub static LARGEST: LazyView<LargestProps> = LazyView::new();
 pub static FIXES: LazyView<FixesProps> = LazyView::new();
@@ -84,6 +89,12 @@ pub mod renders {
     }
     pub fn pipeline(p: &PipelineProps) -> Html {
         html! { <PipelinePanel ..p.clone() /> }
+    }
+    pub fn charts(p: &ChartsProps) -> Html {
+        html! { <Charts ..p.clone() /> }
+    }
+    pub fn layers(p: &LayersProps) -> Html {
+        html! { <Layers ..p.clone() /> }
     }
     pub fn fits(p: &FitsProps) -> Html {
         html! { <FitsTable ..p.clone() /> }
@@ -102,6 +113,8 @@ pub mod renders {
     pub fn provide_all_ready() {
         LOCAL.provide_ready(local);
         PIPELINE.provide_ready(pipeline);
+        CHARTS.provide_ready(charts);
+        LAYERS.provide_ready(layers);
         FITS.provide_ready(fits);
         LARGEST.provide_ready(largest);
         FIXES.provide_ready(fixes);
@@ -186,7 +199,7 @@ mod tests {
     #[test]
     fn a_native_render_has_every_view_at_hand() {
         renders::provide_all_ready();
-        assert!(LOCAL.ready().is_some() && PIPELINE.ready().is_some() && FITS.ready().is_some());
+        assert!(LOCAL.ready().is_some() && PIPELINE.ready().is_some() && CHARTS.ready().is_some() && LAYERS.ready().is_some() && FITS.ready().is_some());
         assert!(LARGEST.ready().is_some() && FIXES.ready().is_some() && DOWNLOADS.ready().is_some());
     }
 }

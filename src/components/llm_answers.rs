@@ -84,7 +84,8 @@ pub fn llm_answers(p: &AnswersProps) -> Html {
 type SizingRequest = (Shared<ModelSpec>, TrainConfig, DistConfig, u64);
 
 /// The job's sizing, computed after the page is drawn, a world size per macrotask; a newer
-/// request stops the one running.
+/// request stops the one running. The fewest GPUs show as soon as they are known, the chart's
+/// larger sizes after.
 #[hook]
 fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing>>> {
     let answer = use_state(|| None::<Rc<Sizing>>);
@@ -102,7 +103,12 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
             if let Some((spec, c, d, cap)) = request {
                 wasm_bindgen_futures::spawn_local(async move {
                     let stop = || *issued.borrow() != n;
-                    if let Some(s) = size(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible), stop).await {
+                    let found = |s: &Sizing| {
+                        if !stop() {
+                            answer.set(Some(Rc::new(s.clone())));
+                        }
+                    };
+                    if let Some(s) = size(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible), stop, found).await {
                         if !stop() {
                             answer.set(Some(Rc::new(s)));
                         }

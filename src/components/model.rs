@@ -1,7 +1,8 @@
 //! The model panel: presets (grouped by family) or an empty model, the input, the layer editor
 //! and the paste box.
 
-use super::layers::{Layers, RowMap};
+use super::layers::{LayersProps, RowMap};
+use crate::split::{self, Lazy};
 use super::{use_ctx, Shared};
 use crate::state::{Action, Model};
 use std::collections::BTreeSet;
@@ -152,8 +153,8 @@ pub fn model_panel(p: &ModelProps) -> Html {
                     </select>
                 </div>
             </div>
-            <Layers spec={p.model.spec.clone()} config={p.model.config} collapsed={p.collapsed.clone()}
-                selected={p.selected.clone()} rows={p.rows.clone()} error={p.error.clone()} />
+            <Lazy<LayersProps> view={&split::LAYERS} props={LayersProps { spec: p.model.spec.clone(), config: p.model.config, collapsed: p.collapsed.clone(),
+                selected: p.selected.clone(), rows: p.rows.clone(), error: p.error.clone() }} />
             <super::import::ImportPanel />
         </section>
     }

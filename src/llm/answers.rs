@@ -71,7 +71,9 @@ pub struct Sizing {
 
 /// [`Sizing`], one world size per step (`distributed::GpuSteps`); `pause` runs before each step
 /// (in the browser it yields to the page, so a large model's sizes never hold up typing). `None`
-/// when `stop` says a newer request came.
+/// when `stop` says a newer request came. `found` gets the sizing so far once the fewest GPUs
+/// are known and the chart's larger sizes are still to come: the answer a multi-GPU link waits
+/// for shows without waiting for them (issue 23's load goals).
 pub async fn size<F: std::future::Future<Output = ()>>(
     spec: &ModelSpec,
     c: &TrainConfig,
@@ -79,6 +81,7 @@ pub async fn size<F: std::future::Future<Output = ()>>(
     capacity: u64,
     pause: impl Fn() -> F,
     stop: impl Fn() -> bool,
+    found: impl Fn(&Sizing),
 ) -> Option<Sizing> {
     let chart_end = *CHART_GPUS.last().unwrap_or(&1);
     let first = first_gpus(d);
@@ -91,7 +94,8 @@ pub async fn size<F: std::future::Future<Output = ()>>(
             return None;
         }
         let Some((n, peak)) = steps.step() else { break };
-        if n >= first && fewest.is_none() {
+        let unknown = fewest.is_none();
+        if n >= first && unknown {
             match &peak {
                 Ok((_, total)) if *total <= capacity => {
                     pause().await;
@@ -106,6 +110,9 @@ pub async fn size<F: std::future::Future<Output = ()>>(
         }
         if (fewest.is_some() && n >= chart_end) || n >= MAX_GPUS {
             break;
+        }
+        if let (true, Some(f)) = (unknown, &fewest) {
+            found(&Sizing { fewest: f.clone(), points: points.clone() });
         }
     }
     Some(Sizing { fewest: fewest.unwrap_or(Ok(None)), points })
@@ -122,7 +129,7 @@ mod tests {
         let spec = vramcalc_core::presets::build("gpt2").unwrap();
         let c = TrainConfig { batch: 4, seq_len: Some(256), ..Default::default() };
         let d = DistConfig { gpus: 2, strategy: Strategy::Zero3, ..Default::default() };
-        assert_eq!(block_on(size(&spec, &c, &d, 8 << 30, || std::future::ready(()), || true)), None);
+        assert_eq!(block_on(size(&spec, &c, &d, 8 << 30, || std::future::ready(()), || true, |_| {})), None);
     }
 
     /// The fewest GPUs and the bars are the CLI's `fewest-gpus` and `estimate --gpus`.
@@ -131,10 +138,17 @@ mod tests {
         let spec = vramcalc_core::presets::build("gpt2").unwrap();
         let c = TrainConfig { batch: 4, seq_len: Some(256), ..Default::default() };
         let d = DistConfig { gpus: 2, strategy: Strategy::Zero3, ..Default::default() };
-        let s = block_on(size(&spec, &c, &d, 8 << 30, || std::future::ready(()), || false)).unwrap();
+        let early = std::cell::RefCell::new(Vec::new());
+        let s = block_on(size(&spec, &c, &d, 8 << 30, || std::future::ready(()), || false, |s| early.borrow_mut().push(s.clone()))).unwrap();
         assert_eq!(s.fewest, Ok(vramcalc_core::distributed::fewest_gpus(&spec, &c, &d, 8 << 30, MAX_GPUS).unwrap()));
         let want: Vec<_> = vramcalc_core::distributed::sweep_gpus(&spec, &c, &d, &CHART_GPUS);
         assert_eq!(s.points, want);
+        // the fewest came first, once, with the chart's sizes up to it
+        let early = early.into_inner();
+        let fewest = s.fewest.clone().unwrap().unwrap().0;
+        assert_eq!(early.len(), 1);
+        assert_eq!(early[0].fewest, s.fewest);
+        assert_eq!(early[0].points, want.iter().copied().filter(|p| p.0 <= fewest).collect::<Vec<_>>());
     }
 
     /// Serving takes the page's weights, KV dtype and tensor parallelism (issue 22 item 4).

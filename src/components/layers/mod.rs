@@ -27,7 +27,7 @@ const OPEN_UP_TO: usize = 12;
 /// Per-row figures by row path, and the saved bytes of the whole model.
 pub type RowMap = (HashMap<String, RowReport>, u64);
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct LayersProps {
     pub spec: ModelSpec,
     pub config: TrainConfig,

@@ -8,7 +8,7 @@ use crate::i18n::fill;
 use vramcalc_core::thousands;
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq)]
+#[derive(Properties, PartialEq, Clone)]
 pub struct ChartsProps {
     pub report: Option<Shared<Report>>,
 }
