@@ -18,7 +18,7 @@ use crate::components::workload::workload_switch;
 use crate::state::local::Workload;
 use crate::components::{use_dispatch, Ctx, Shared};
 use crate::components::share::{link_notice, ShareButtons};
-use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_undo_shortcuts};
+use crate::hooks::{use_app_state, AppState, Boot, use_deferred_future, use_document_attributes, use_narrow, use_report, use_shared_spec, use_undo_shortcuts};
 use crate::state::{Action, SetupMode};
 use std::rc::Rc;
 use vramcalc_core::spec::Layer;
@@ -41,9 +41,10 @@ pub fn app(p: &AppProps) -> Html {
 
     // Derived, never stored: the estimate with its batch analysis (rank 0's for a multi-GPU
     // job), and the what-ifs of the whole job, computed after the main update is drawn.
-    let report = use_report(&model.spec, model.config, model.dist, capacity);
+    let spec_shared = use_shared_spec(&model.spec);
+    let report = use_report(spec_shared.clone(), model.config, model.dist, capacity);
     let job = report.as_ref().ok().map(|r| (r.estimate.peak_bytes, r.estimate.device_total_bytes));
-    let what_ifs = use_deferred_future((model.spec.clone(), model.config, model.dist, capacity, job), 0, |(spec, config, dist, cap, job)| async move {
+    let what_ifs = use_deferred_future((spec_shared.clone(), model.config, model.dist, capacity, job), 0, |(spec, config, dist, cap, job)| async move {
         // one change per task, after any step of the multi-GPU sizing (issue 23: no long task);
         // none for a rejected job
         crate::analysis::job_what_ifs(&spec, &config, &dist, Some(cap), job?, || crate::dom::yield_to_page(crate::dom::Priority::Background)).await
@@ -90,7 +91,7 @@ pub fn app(p: &AppProps) -> Html {
     };
     let mode = model.mode();
     let modes: Vec<SetupMode> = SetupMode::ALL.into_iter().filter(|m| *m == mode || m.applies_to(&model.spec)).collect();
-    let llm_fields = use_memo((model.spec.clone(), model.config, model.dist, mode), |(spec, c, d, mode)| {
+    let llm_fields = use_memo((spec_shared.clone(), model.config, model.dist, mode), |(spec, c, d, mode)| {
         let all = crate::llm::setup::fields(spec, c, d, *mode);
         let (lengths, rest): (Vec<_>, Vec<_>) = all.into_iter().partition(|f| matches!(f.id, "prompt-len" | "new-tokens"));
         (lengths, rest)
@@ -98,7 +99,7 @@ pub fn app(p: &AppProps) -> Html {
     // vLLM's answer for a language model served (or run for inference: what serving it would hold)
     let lm = model.spec.is_token_input();
     let serving = {
-        let (spec, c, d) = (model.spec.clone(), model.config, model.dist);
+        let (spec, c, d) = (spec_shared.clone(), model.config, model.dist);
         use_memo((spec, c, d, capacity, mode), move |(spec, c, d, cap, mode)| {
             (matches!(mode, SetupMode::Serve | SetupMode::Infer) && lm && *cap > 0)
                 .then(|| Rc::new(vramcalc_core::serve::capacity(spec, &crate::llm::answers::serve_config(spec, c, d, *cap))))
@@ -107,15 +108,11 @@ pub fn app(p: &AppProps) -> Html {
     let serve_verdict = (*serving).clone().filter(|_| mode == SetupMode::Serve).map(|s| {
         (s, model.config.batch, crate::llm::answers::serve_context(&model.spec, &model.config))
     });
-    let spec_shared = {
-        let spec = model.spec.clone();
-        use_memo(spec, |spec| Rc::new(spec.clone()))
-    };
     let job = (model.config, model.dist);
     // the cheapest fixes when the setup does not fit: the what-if panel's first list, and the
     // sticky verdict's offer when no single change fits
     let over = matches!(&shown, Some(r) if r.estimate.device_total_bytes > capacity) && mode != SetupMode::Serve && error.is_none();
-    let fixes = use_fixes(Shared((*spec_shared).clone()), model.config, model.dist, capacity, over).map(Shared);
+    let fixes = use_fixes(spec_shared.clone(), model.config, model.dist, capacity, over).map(Shared);
     // the command that runs the setup and the script that measures it (issue 26)
     let commands = use_memo((model.clone(), capacity), |(m, cap)| crate::reverse::launch::commands(m, *cap));
     let measure_script = |e: &vramcalc_core::Estimate| crate::reverse::measure::script(model, e.peak_bytes, e.device_total_bytes);
@@ -158,13 +155,13 @@ pub fn app(p: &AppProps) -> Html {
                 <div class="col right">
                     { summary(&ctx, SummaryProps { report: shown.clone(), error: error.clone(), fix, assumed_seq: state.assumed_seq, checkpoint: state.checkpoint().cloned() }) }
                     if let Some(r) = &shown {
-                        <LlmAnswers report={r.clone()} spec={Shared((*spec_shared).clone())} config={model.config} dist={model.dist} {capacity}
+                        <LlmAnswers report={r.clone()} spec={spec_shared.clone()} config={model.config} dist={model.dist} {capacity}
                             serving={(*serving).clone().map(Shared)} />
                     }
                     if let Some(r) = &shown {
                         <section class="panel reverse" aria-labelledby="reverse-h" data-testid="reverse">
                             <h2 id="reverse-h" class="sr-only">{ ctx.modes().largest_h }</h2>
-                            <Lazy<LargestProps> view={&split::LARGEST} props={LargestProps { spec: Shared((*spec_shared).clone()), config: model.config, dist: model.dist, capacity, mode }} />
+                            <Lazy<LargestProps> view={&split::LARGEST} props={LargestProps { spec: spec_shared.clone(), config: model.config, dist: model.dist, capacity, mode }} />
                             <Launch commands={(*commands).clone()} />
                             <Measure script={measure_script(&r.estimate)} estimate={r.estimate.peak_bytes} measured={model.measured_peak} />
                         </section>
@@ -181,7 +178,7 @@ pub fn app(p: &AppProps) -> Html {
                     if shown.is_some() {
                         <section class="panel exports" aria-labelledby="exports-h" data-testid="exports">
                             <h2 id="exports-h">{ ctx.tr().downloads }</h2>
-                            <Lazy<DownloadsProps> view={&split::DOWNLOADS} props={DownloadsProps { spec: Shared((*spec_shared).clone()), config: model.config, dist: model.dist }} />
+                            <Lazy<DownloadsProps> view={&split::DOWNLOADS} props={DownloadsProps { spec: spec_shared.clone(), config: model.config, dist: model.dist }} />
                         </section>
                     }
                 </div>

@@ -59,7 +59,8 @@ pub fn embed_app(p: &EmbedProps) -> Html {
     let model = &state.model;
     let capacity = model.gpu.capacity();
     // By the card's own core: every model and setup (rank 0's for a multi-GPU job).
-    let report = Some(use_report(&model.spec, model.config, model.dist, capacity));
+    let spec = crate::hooks::use_shared_spec(&model.spec);
+    let report = Some(use_report(spec, model.config, model.dist, capacity));
     let fragment = use_link(model, state.prefs, 0).fragment;
     let dispatch = use_dispatch(state.dispatcher());
     let ctx = Ctx { dispatch, lang: state.prefs.lang, unit: state.prefs.unit, narrow: true };

@@ -225,7 +225,7 @@ pub fn use_document_attributes(theme: Theme, lang: Lang) {
 use wasm_bindgen::JsCast;
 
 mod report;
-pub use report::use_report;
+pub use report::{use_report, use_shared_spec};
 
 /// Like `use_memo`, but computes after the render that changed `deps`, so slow secondary views
 /// (what-ifs, the share link) never delay the main estimate's update; a delay above zero also lets
