@@ -146,6 +146,10 @@ pub fn lazy<P: PartialEq + 'static>(p: &LazyProps<P>) -> Html {
         use_effect_with((), move |_| {
             if view.ready().is_none() {
                 yew::platform::spawn_local(async move {
+                    // After the page's user-visible work (the multi-GPU sizing's steps): a view
+                    // arriving and drawing (the charts are half the page's elements) would land
+                    // between them and hold back the answer a link waits for.
+                    crate::dom::yield_to_page(crate::dom::Priority::Background).await;
                     // a new value either way: the loaded view is drawn, or the failure said
                     failed.set(view.load().await.is_none());
                 });
