@@ -1,10 +1,10 @@
 //! Views whose code loads after the page's first answer (issue 23, load times).
 //!
 //! A share link waits for the whole app's wasm before it shows its answer, and on a phone that
-//! wait is the download. The views below the answer that no link's first figure needs — the
-//! llama.cpp and image-pipeline workloads, the layer editor, the charts (timeline, batch size,
-//! per layer: about half of the page's elements), what fits a GPU, the largest values, the cheapest fixes, the
-//! downloads — are cut out of the app's wasm into files of their own at build time
+//! wait is the download. The views that no link's first figure needs — the llama.cpp and
+//! image-pipeline workloads, the layer editor, the charts (timeline, batch size, per layer:
+//! about half of the page's elements), what fits a GPU, the largest values, the cheapest fixes,
+//! the downloads — are cut out of the app's wasm into files of their own at build time
 //! (`tools/wasm-split`, Dioxus' `wasm-split`: one wasm memory and one state, so a lazy view is
 //! an ordinary component of the typed state, not a second app).
 //!

@@ -103,15 +103,14 @@ fn use_sizing(request: Option<SizingRequest>) -> UseStateHandle<Option<Rc<Sizing
             if let Some((spec, c, d, cap)) = request {
                 wasm_bindgen_futures::spawn_local(async move {
                     let stop = || *issued.borrow() != n;
-                    let found = |s: &Sizing| {
-                        if !stop() {
-                            answer.set(Some(Rc::new(s.clone())));
-                        }
-                    };
-                    if let Some(s) = size(&spec, &c, &d, cap, || crate::dom::yield_to_page(crate::dom::Priority::UserVisible), stop, found).await {
+                    let publish = |s: Sizing| {
                         if !stop() {
                             answer.set(Some(Rc::new(s)));
                         }
+                    };
+                    let pause = || crate::dom::yield_to_page(crate::dom::Priority::UserVisible);
+                    if let Some(s) = size(&spec, &c, &d, cap, pause, stop, |s| publish(s.clone())).await {
+                        publish(s);
                     }
                 });
             }

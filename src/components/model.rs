@@ -2,8 +2,8 @@
 //! and the paste box.
 
 use super::layers::{LayersProps, RowMap};
-use crate::split::{self, Lazy};
 use super::{use_ctx, Shared};
+use crate::split::{self, Lazy};
 use crate::state::{Action, Model};
 use std::collections::BTreeSet;
 use vramcalc_core::presets::{self, Family};
