@@ -83,11 +83,16 @@ pub fn app(p: &AppProps) -> Html {
     // One truth for each length: the input shape shows the length the model runs at (the
     // prompt when generating).
     let panel_model = {
-        let mut m = model.clone();
-        if let (Some(l), Some(first)) = (crate::state::mode::running_len(&model.spec, &model.config), m.spec.input.shape.first_mut()) {
-            *first = l;
-        }
-        m
+        let len = crate::state::mode::running_len(&model.spec, &model.config);
+        // a copy only when the length differs, kept while neither changes (cheap props)
+        let spec = use_memo((model.spec.clone(), len), |(spec, len)| {
+            let mut spec = spec.clone();
+            if let Some(l) = len.filter(|l| spec.input.shape.first().is_some_and(|first| first != l)) {
+                spec.make_mut().input.shape[0] = l;
+            }
+            spec
+        });
+        crate::state::Model { spec: (*spec).clone(), ..model.clone() }
     };
     let mode = model.mode();
     let modes: Vec<SetupMode> = SetupMode::ALL.into_iter().filter(|m| *m == mode || m.applies_to(&model.spec)).collect();

@@ -25,7 +25,7 @@ pub fn to_share(model: &Model, prefs: &Prefs) -> ShareState {
     let source = match (&model.hub, &model.preset) {
         (Some(id), _) if model.unedited => ModelSource::Hub(id.clone()),
         (_, Some(id)) if model.unedited => ModelSource::Preset { id: id.clone() },
-        _ => ModelSource::Spec(model.spec.clone()),
+        _ => ModelSource::Spec((*model.spec).clone()),
     };
     let (gpu, capacity_bytes) = match &model.gpu {
         GpuChoice::Listed(id) => (Some(id.clone()), None),
@@ -95,14 +95,14 @@ fn link_model(s: ShareState, base: Prefs, hub: Option<ModelSpec>, preset: fn(&st
             Model::of_preset(&id, preset(&id).map_err(|e| e.to_string())?)
         }
         ModelSource::Hub(id) => match hub {
-            Some(spec) => Model { spec, preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), ..Model::empty() },
+            Some(spec) => Model { spec: spec.into(), preset: None, unedited: true, hub: Some(id), config: TrainConfig::default(), ..Model::empty() },
             None => return Err(field("h", format!("a Hugging Face model opens in the full card (`{EMBED_PAGE}`)"))),
         },
         ModelSource::Spec(spec) => {
             // An edited preset keeps its name: show which preset it started from (by the
             // presets' table: nothing is built).
             let preset = spec.name.as_deref().and_then(presets::named).map(|p| p.id.to_string());
-            Model { spec, preset, unedited: false, hub: None, config: TrainConfig::default(), ..Model::empty() }
+            Model { spec: spec.into(), preset, unedited: false, hub: None, config: TrainConfig::default(), ..Model::empty() }
         }
     };
     model.config = s.config;

@@ -27,6 +27,9 @@ pub mod card;
 pub mod local;
 // The image/video pipeline panel's state (issue 27).
 pub mod pipeline;
+// The model's spec, shared between copies of the state.
+mod spec;
+pub use spec::SpecRc;
 
 /// How many edits undo remembers (the oldest is forgotten first).
 pub const UNDO_LIMIT: usize = 100;
@@ -71,7 +74,7 @@ impl Default for GpuChoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "SavedModel")]
 pub struct Model {
-    pub spec: ModelSpec,
+    pub spec: SpecRc,
     /// The preset the spec started from, if any (kept through edits, for the title).
     #[serde(default)]
     pub preset: Option<String>,
@@ -108,7 +111,7 @@ pub struct Model {
 /// "generate", "weights", "dist"}`); they are read into the config and the job.
 #[derive(Deserialize)]
 struct SavedModel {
-    spec: ModelSpec,
+    spec: SpecRc,
     #[serde(default)]
     preset: Option<String>,
     #[serde(default)]
@@ -150,7 +153,7 @@ impl From<SavedModel> for Model {
 impl Model {
     /// Preset `id`'s model (built elsewhere) with the default training setup.
     pub fn of_preset(id: &str, spec: ModelSpec) -> Model {
-        Model { spec, preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default(), engine: Engine::default(), measured_peak: None, pipeline: Default::default() }
+        Model { spec: spec.into(), preset: Some(id.to_string()), unedited: true, hub: None, config: TrainConfig::default(), gpu: GpuChoice::default(), dist: DistConfig::default(), engine: Engine::default(), measured_peak: None, pipeline: Default::default() }
     }
 
     /// The setup's mode, read from the settings and the engine.
@@ -184,7 +187,7 @@ impl Model {
     /// An image model with no layers yet.
     pub fn empty() -> Model {
         Model {
-            spec: ModelSpec {
+            spec: SpecRc::new(ModelSpec {
                 version: vramcalc_core::spec::SPEC_VERSION,
                 name: Some("custom".into()),
                 input: InputSpec { shape: vec![3, 224, 224], dtype: Default::default(), vocab_size: None },
@@ -192,7 +195,7 @@ impl Model {
                 loss: Default::default(),
                 names: Default::default(),
                 unquantised: None,
-            },
+            }),
             preset: None,
             unedited: false,
             hub: None,
@@ -491,13 +494,13 @@ impl State {
     fn load_spec(&mut self, spec: ModelSpec) {
         self.assumed_seq = None;
         let config = TrainConfig { seq_len: None, ..self.model.config };
-        let m = Model { spec, preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), dist: self.model.dist, ..Model::empty() };
+        let m = Model { spec: spec.into(), preset: None, unedited: false, hub: None, config, gpu: self.model.gpu.clone(), dist: self.model.dist, ..Model::empty() };
         self.replace_model(m);
     }
 
     fn edit_spec(&mut self, kind: Option<EditKind>, f: impl FnOnce(&mut ModelSpec) -> bool) {
         let mut model = self.model.clone();
-        if f(&mut model.spec) {
+        if f(model.spec.make_mut()) {
             model.unedited = false;
             self.selected.clear();
             self.commit(model, kind);
@@ -602,7 +605,7 @@ impl Reducible for State {
                     s.assumed_seq = None;
                 }
                 if input != m.spec.input {
-                    (m.spec.input, m.unedited) = (input, false);
+                    (m.spec.make_mut().input, m.unedited) = (input, false);
                     s.selected.clear();
                 }
                 s.commit(m, Some(EditKind::Input));
@@ -709,7 +712,7 @@ mod tests {
     #[test]
     fn a_hub_checkpoint_belongs_to_its_model() {
         use crate::import::checkpoint::{Source, Stored};
-        let spec = Model::preset("gpt2").unwrap().spec;
+        let spec = crate::presets::preset("gpt2").unwrap();
         let s = reduce(State::default(), Action::ImportHf(spec, Some(1024), Some("openai-community/gpt2".into()), None));
         let stored = Stored { bytes: 248_894_656, source: Source::Header };
         let other = HubCheckpoint { hub: "Qwen/Qwen2.5-0.5B".into(), stored: Ok(stored.clone()) };
@@ -907,7 +910,7 @@ mod tests {
     fn add_move_duplicate_delete_group() {
         let top = ListPath::top();
         let mut s = reduce(State::default(), Action::StartEmpty);
-        s.model.spec.input.shape = vec![16];
+        s.model.spec.make_mut().input.shape = vec![16];
         s = reduce(s, Action::AddLayer { list: top.clone(), index: None, layer: linear(16, 8) });
         s = reduce(s, Action::AddLayer { list: top.clone(), index: None, layer: linear(8, 4) });
         assert_eq!(s.model.spec.layers.len(), 2);

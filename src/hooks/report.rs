@@ -4,6 +4,7 @@
 
 use crate::analysis::{PreparedCache, Report};
 use crate::components::Shared;
+use crate::state::SpecRc;
 use std::rc::Rc;
 use vramcalc_core::distributed::DistConfig;
 use vramcalc_core::spec::ModelSpec;
@@ -21,16 +22,20 @@ pub fn use_report(spec: Shared<ModelSpec>, config: TrainConfig, dist: DistConfig
     (*report).clone()
 }
 
-/// The page's spec behind one shared pointer, copied only when it changes: the memos and
-/// deferred computations that depend on it compare pointers instead of deep-comparing (and
-/// first deep-copying) a spec of hundreds of layers on every render (issue 23: ResNet-152's
-/// batch change spent about a third of its time in such copies and comparisons).
+/// The page's spec as one pointer that changes only when the spec does: the memos and deferred
+/// computations that depend on it compare pointers instead of a spec of hundreds of layers.
+/// The state's copies share one spec until an edit ([`SpecRc`]); a spec rebuilt equal (the
+/// same preset loaded again) keeps the pointer handed out before, so nothing recomputes.
 #[hook]
-pub fn use_shared_spec(spec: &ModelSpec) -> Shared<ModelSpec> {
-    let kept = use_mut_ref(|| Rc::new(spec.clone()));
-    if *kept.borrow().as_ref() != *spec {
-        *kept.borrow_mut() = Rc::new(spec.clone());
+pub fn use_shared_spec(spec: &SpecRc) -> Shared<ModelSpec> {
+    // the copy last seen, and the pointer handed out for it
+    let kept = use_mut_ref(|| (spec.clone(), spec.rc().clone()));
+    let mut kept = kept.borrow_mut();
+    if !kept.0.same(spec) {
+        if kept.0 != *spec {
+            kept.1 = spec.rc().clone();
+        }
+        kept.0 = spec.clone();
     }
-    let shared = kept.borrow().clone();
-    Shared(shared)
+    Shared(kept.1.clone())
 }

@@ -38,7 +38,7 @@ fn image_input_shapes_are_not_sequence_lengths() {
 
 #[test]
 fn an_import_starts_at_a_stated_sequence_length() {
-    let mut spec = Model::preset("gpt2").unwrap().spec;
+    let mut spec = crate::presets::preset("gpt2").unwrap();
     spec.input.shape[0] = 2048;
     let s = reduce(State::default(), Action::ImportHf(spec.clone(), Some(2048), None, None));
     assert_eq!(s.model.config.seq_len, Some(IMPORT_SEQ_LEN));

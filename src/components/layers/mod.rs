@@ -14,10 +14,9 @@ pub use row::{LayerRow, RowProps};
 
 use crate::analysis::{input_shape_for, RowReport};
 use crate::components::{use_ctx, Shared};
-use crate::state::Action;
+use crate::state::{Action, SpecRc};
 use crate::tree::{self, GroupKind, ListPath, NodePath, Row, Slot};
 use std::collections::{BTreeSet, HashMap};
-use vramcalc_core::spec::ModelSpec;
 use vramcalc_core::{Error, TrainConfig};
 use yew::prelude::*;
 
@@ -29,7 +28,7 @@ pub type RowMap = (HashMap<String, RowReport>, u64);
 
 #[derive(Properties, PartialEq, Clone)]
 pub struct LayersProps {
-    pub spec: ModelSpec,
+    pub spec: SpecRc,
     pub config: TrainConfig,
     pub collapsed: BTreeSet<NodePath>,
     pub selected: Vec<NodePath>,
@@ -91,7 +90,7 @@ pub fn layers(p: &LayersProps) -> Html {
     let shape_for = |list: &ListPath, index: Option<usize>| input_shape_for(&p.spec, &p.config, list, index, map);
 
     let items = rows.into_iter().map(|row| match row {
-        Row::Node { path, layer, depth } => {
+        Row::Node { path, depth, .. } => {
             let key = path.to_string();
             let (list, index) = (path.list(), path.index().unwrap_or(0));
             let len = list.as_ref().and_then(|l| tree::list(&p.spec, l)).map(|v| v.len()).unwrap_or(0);
@@ -101,7 +100,7 @@ pub fn layers(p: &LayersProps) -> Html {
                 (*ep == key || inside).then(|| msg.clone())
             });
             html! {
-                <LayerRow key={key.clone()} path={path.clone()} name={vramcalc_core::layer_names::full_name(&p.spec, &path)} layer={layer.clone()} {depth} {collapsed}
+                <LayerRow key={key.clone()} spec={p.spec.clone()} path={path.clone()} {depth} {collapsed}
                     selected={p.selected.contains(&path)} report={map.get(&key).cloned()} {total}
                     first={index == 0} last={index + 1 >= len} open={error.is_some() || default_open != open.1.contains(&key)}
                     {error} on_toggle={on_toggle.clone()} checkpointing={p.config.checkpointing} />

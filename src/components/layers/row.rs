@@ -5,17 +5,17 @@ use super::field::FieldInput;
 use crate::analysis::RowReport;
 use crate::components::{percent, use_ctx};
 use crate::fields::fields;
-use crate::state::Action;
-use crate::tree::{can_ungroup, NodePath};
+use crate::state::{Action, SpecRc};
+use crate::tree::{self, can_ungroup, NodePath};
 use vramcalc_core::spec::Layer;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct RowProps {
+    /// The model, shared: the row reads its layer and name from it, so a batch change (which
+    /// redraws every row's figures) copies and compares no layer (a ResNet block's body).
+    pub spec: SpecRc,
     pub path: NodePath,
-    /// The model's own name for the layer (`model.layers`, `features.0`), if it has one.
-    pub name: Option<String>,
-    pub layer: Layer,
     pub depth: usize,
     pub collapsed: bool,
     pub selected: bool,
@@ -37,6 +37,10 @@ pub struct RowProps {
 #[function_component(LayerRow)]
 pub fn layer_row(p: &RowProps) -> Html {
     let ctx = use_ctx();
+    // the list's rows are the spec's (`tree::rows`), so the path names a layer
+    let Some(layer) = tree::node(&p.spec, &p.path) else { return Html::default() };
+    // the model's own name for the layer (`model.layers`, `features.0`), if it has one
+    let name = vramcalc_core::layer_names::full_name(&p.spec, &p.path);
     let t = ctx.tr();
     let d = ctx.dispatch.clone();
     let path = p.path.clone();
@@ -77,24 +81,20 @@ pub fn layer_row(p: &RowProps) -> Html {
     };
     let on_select = act(Action::ToggleSelected);
     let key = p.path.to_string();
-    let kind = p.layer.kind();
-    let block = p.layer.is_block();
-    let extra = match &p.layer {
-        Layer::Residual { body, shortcut: None, inplace } => {
-            let n = Layer::Residual { body: body.clone(), shortcut: Some(Vec::new()), inplace: *inplace };
-            Some((t.add_shortcut, "add-shortcut", n))
-        }
-        Layer::Parallel { branches, join } => {
-            let mut b = branches.clone();
-            b.push(Vec::new());
-            Some((t.add_branch, "add-branch", Layer::Parallel { branches: b, join: *join }))
-        }
+    let kind = layer.kind();
+    let block = layer.is_block();
+    let extra = match layer {
+        Layer::Residual { shortcut: None, .. } => Some((t.add_shortcut, "add-shortcut")),
+        Layer::Parallel { .. } => Some((t.add_branch, "add-branch")),
         _ => None,
     };
-    let extra = extra.map(|(label, id, layer)| {
-        let (d, path) = (d.clone(), path.clone());
+    let extra = extra.map(|(label, id)| {
+        let (d, spec, path) = (d.clone(), p.spec.clone(), path.clone());
+        // the block with one more (empty) shortcut or branch, built on the click, not per render
         let onclick = Callback::from(move |_| {
-            d.dispatch(Action::EditLayer { path: path.clone(), field: "structure".into(), layer: layer.clone() })
+            if let Some(layer) = tree::node(&spec, &path).and_then(with_new_branch) {
+                d.dispatch(Action::EditLayer { path: path.clone(), field: "structure".into(), layer });
+            }
         });
         html! { <button {onclick} data-testid={id}>{ label }</button> }
     });
@@ -107,7 +107,7 @@ pub fn layer_row(p: &RowProps) -> Html {
             </span>
         }
     });
-    let label = p.name.as_deref().unwrap_or(&key);
+    let label = name.as_deref().unwrap_or(&key);
     let handle_label = format!("{kind} {label}: {}", if p.open { t.collapse } else { t.expand });
     html! {
         <li class={classes!("layer-row", block.then_some("block"), p.error.is_some().then_some("has-error"), p.selected.then_some("selected"))}
@@ -126,7 +126,7 @@ pub fn layer_row(p: &RowProps) -> Html {
                     onclick={{ let (cb, k) = (p.on_toggle.clone(), key.clone()); Callback::from(move |_| cb.emit(k.clone())) }}>
                     <span class="kind">{ kind }</span>
                 </button>
-                <code class="path" title={p.name.is_some().then(|| key.clone())}>{ label }</code>
+                <code class="path" title={name.is_some().then(|| key.clone())}>{ label }</code>
                 if let Some(r) = &p.report {
                     <span class="shape" data-testid="layer-shape" title={t.output}>{ format!("→ {}", r.output_shape) }</span>
                     if r.params > 0 {
@@ -142,7 +142,7 @@ pub fn layer_row(p: &RowProps) -> Html {
                             <rect x="1.5" y="4.5" width="9" height="10" rx="1.5" /><path d="M5.5 4.5V2.5a1 1 0 0 1 1-1h7a1 1 0 0 1 1 1v8a1 1 0 0 1-1 1h-3" />
                         </svg>
                     </button>
-                    if block && can_ungroup(&p.layer) {
+                    if block && can_ungroup(layer) {
                         <button onclick={act(Action::Ungroup)} aria-label={t.ungroup} title={t.ungroup} data-testid="layer-ungroup">{ "⇤" }</button>
                     }
                     { for extra }
@@ -151,9 +151,9 @@ pub fn layer_row(p: &RowProps) -> Html {
             </div>
             if p.open {
                 <div class="row-fields">
-                    { for fields(&p.layer).into_iter().map(|f| {
+                    { for fields(layer).into_iter().map(|f| {
                         let key = f.name.clone();
-                        html! { <FieldInput {key} path={p.path.clone()} layer={p.layer.clone()} field={f} checkpointing={p.checkpointing} /> }
+                        html! { <FieldInput {key} path={p.path.clone()} layer={layer.clone()} field={f} checkpointing={p.checkpointing} /> }
                     }) }
                 </div>
             }
@@ -161,5 +161,19 @@ pub fn layer_row(p: &RowProps) -> Html {
                 <div class="error" role="alert" data-testid="layer-error">{ e }</div>
             }
         </li>
+    }
+}
+
+/// A residual block with an empty shortcut, or a parallel block with one more empty branch
+/// (the row's "add shortcut" and "add branch"); `None` for any other layer.
+fn with_new_branch(layer: &Layer) -> Option<Layer> {
+    match layer {
+        Layer::Residual { body, shortcut: None, inplace } => Some(Layer::Residual { body: body.clone(), shortcut: Some(Vec::new()), inplace: *inplace }),
+        Layer::Parallel { branches, join } => {
+            let mut branches = branches.clone();
+            branches.push(Vec::new());
+            Some(Layer::Parallel { branches, join: *join })
+        }
+        _ => None,
     }
 }
