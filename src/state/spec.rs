@@ -53,12 +53,6 @@ impl PartialEq for SpecRc {
     }
 }
 
-impl PartialEq<ModelSpec> for SpecRc {
-    fn eq(&self, other: &ModelSpec) -> bool {
-        *self.0 == *other
-    }
-}
-
 impl Serialize for SpecRc {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(s)
@@ -83,7 +77,7 @@ mod tests {
         assert!(a.same(&b) && a == b);
         b.make_mut().input.shape[1] = 128;
         assert!(!a.same(&b) && a != b, "an edit copies, leaving the other copy as it was");
-        assert_eq!(a, spec);
+        assert_eq!(*a, spec);
         assert_eq!(SpecRc::new(spec.clone()), a, "built apart, equal by content");
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(json, serde_json::to_string(&spec).unwrap(), "serialised as the spec itself");
