@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, open, waitAttr, shot, pickPreset } from './helpers.mjs';
+import { launch, open, waitAttr, shot, pickPreset, routeWhileOpen, isClosedError } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -23,7 +23,7 @@ const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers
  *  list of requests it saw (`{ url, method, headers }`); `hub.answer` can be swapped later. */
 async function fakeHub(context, answer) {
   const hub = { answer, seen: [] };
-  await context.route('https://huggingface.co/**', async (route) => {
+  await routeWhileOpen(context, 'https://huggingface.co/**', async (route) => {
     const req = route.request();
     const headers = await req.allHeaders();
     hub.seen.push({ url: req.url(), method: req.method(), headers });
@@ -44,8 +44,13 @@ const gets = (hub) => hub.seen.filter((r) => r.method === 'GET' && new globalThi
 /** Every request the browser context makes, with its headers (to check where a token went). */
 function recordAll(context) {
   const all = [];
-  context.on('request', (r) => all.push(r.allHeaders().then((headers) => ({ url: r.url(), headers }))));
-  return () => Promise.all(all);
+  // a request made after the test closed its context has no headers to read: it is left out
+  const read = (r) => r.allHeaders().then((headers) => ({ url: r.url(), headers }), (e) => {
+    if (isClosedError(e)) return null;
+    throw e;
+  });
+  context.on('request', (r) => all.push(read(r)));
+  return async () => (await Promise.all(all)).filter(Boolean);
 }
 
 /** Console errors other than the browser's own line for a failed or non-2xx request. */

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { launch, open, waitAttr, shot, URL, axeViolations } from './helpers.mjs';
+import { launch, open, waitAttr, shot, URL, axeViolations, routeWhileOpen } from './helpers.mjs';
 
 // index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
 // retarget when the workloads merge)
@@ -30,7 +30,7 @@ function cli(...args) {
 /** A hub serving `body` (a Buffer) at any path by Range, or `status` without a body. */
 async function rangeHub(context, answer) {
   const hub = { seen: [], served: 0 };
-  await context.route('https://huggingface.co/**', async (route) => {
+  await routeWhileOpen(context, 'https://huggingface.co/**', async (route) => {
     const req = route.request();
     const headers = await req.allHeaders();
     hub.seen.push({ url: req.url(), method: req.method(), range: headers.range, headers });
@@ -180,10 +180,11 @@ test('a hub GGUF is read by Range requests, growing until the header parses, no 
   await page.waitForFunction(() => location.hash === '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
   const total = await num(page, 'llama-total');
   const other = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
-  await rangeHub(other, () => ({ body: GGUF }));
+  const hub2 = await rangeHub(other, () => ({ body: GGUF }));
   const p2 = await other.newPage();
   await p2.goto(URL + '#gguf.hub=test-org/Tiny-GGUF/tiny-qwen3moe-Q8_0.gguf,c=16384');
   await status(p2, 'loaded');
+  assert.ok(hub2.served <= GGUF.length, 'the link reads the file once');
   assert.equal(await p2.getByTestId('workload').getAttribute('data-workload'), 'llama-cpp');
   assert.equal(await p2.getByTestId('c').inputValue(), '16384');
   assert.equal(await num(p2, 'llama-total'), total);

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { launch, open, URL, shot, axeViolations } from './helpers.mjs';
+import { launch, open, URL, shot, axeViolations, routeWhileOpen } from './helpers.mjs';
 
 // index.html's static skip links point at the PyTorch panels (for the setup's mode switch to
 // retarget when the workloads merge)
@@ -244,7 +244,7 @@ const TOKEN = 'hf_testTOKEN0123456789';
  *  (401 without the token); anything else is a 404. Returns the GET requests seen. */
 async function fakeHub(context, repos) {
   const seen = [];
-  await context.route('https://huggingface.co/**', async (route) => {
+  await routeWhileOpen(context, 'https://huggingface.co/**', async (route) => {
     const req = route.request();
     if (req.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: CORS });
     const headers = await req.allHeaders();

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, URL, bytes } from './helpers.mjs';
+import { launch, URL, bytes, routeWhileOpen } from './helpers.mjs';
 
 const link = readFileSync('tests/data/bench_links.txt', 'utf8').split('\n').find((l) => l.startsWith('llama-8b-serve')).split(' ')[1];
 let browser;
@@ -18,7 +18,7 @@ async function held(context) {
   const page = await context.newPage();
   let release;
   const gate = new Promise((r) => { release = r; });
-  await page.route('**/*_bg.wasm', async (r) => { await gate; await r.continue(); });
+  await routeWhileOpen(page, '**/*_bg.wasm', async (r) => { await gate; await r.continue(); });
   return { page, release };
 }
 
