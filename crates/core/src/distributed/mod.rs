@@ -24,12 +24,15 @@ mod zero;
 use crate::config::{Precision, TrainConfig};
 use crate::error::Result;
 use crate::memory::peak::PeakSummary;
+use crate::memory::envelope::Envelope;
 use crate::memory::{Estimate, Overlay, Prepared};
 use crate::spec::ModelSpec;
 pub use layout::Layout;
 pub use setup::{DistBreakdown, DistConfig, DistReport, ModelStates, MpDtype, Offload, Strategy, MAX_GPUS};
 use setup::Rank;
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// One rank's estimate and its distributed report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -48,13 +51,19 @@ pub struct DistPrepared {
     /// The setup as given, and as the ranks compute (FSDP's `param_dtype` as the precision).
     config: TrainConfig,
     compute: TrainConfig,
+    /// The rank's peaks at every batch ([`Prepared::overlaid_peaks`]), built when a second
+    /// batch is asked for: a largest-batch search or a batch sweep then simulates twice, not
+    /// once per batch, and a world size the sizing steps to once still costs one simulation.
+    peaks: OnceLock<Option<Envelope>>,
+    /// Whether a peak was asked for already.
+    asked: AtomicBool,
 }
 
 impl DistPrepared {
     pub fn new(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig) -> Result<DistPrepared> {
         dist.validate(config)?;
         if dist.is_single() {
-            return Ok(DistPrepared { prepared: Prepared::new(spec, config)?, dist: *dist, rank: None, config: *config, compute: *config });
+            return Ok(DistPrepared::of(Prepared::new(spec, config)?, *dist, None, *config, *config));
         }
         let t = dist.tp_degree();
         let spec = if t > 1 { tp::split(spec, t)? } else { spec.clone() };
@@ -62,7 +71,11 @@ impl DistPrepared {
         let sp = if dist.sequence_parallel { t } else { 1 };
         let prepared = Prepared::with_sequence_parallel(&spec, &cfg, sp)?;
         let rank = rank_of(&prepared, &cfg, config, dist);
-        Ok(DistPrepared { prepared, dist: *dist, rank, config: *config, compute: cfg })
+        Ok(DistPrepared::of(prepared, *dist, rank, *config, cfg))
+    }
+
+    fn of(prepared: Prepared, dist: DistConfig, rank: Option<Box<dyn Rank + Send + Sync>>, config: TrainConfig, compute: TrainConfig) -> DistPrepared {
+        DistPrepared { prepared, dist, rank, config, compute, peaks: OnceLock::new(), asked: AtomicBool::new(false) }
     }
 
     /// Whether `batch` is valid for the job (`Prepared::check_batch`).
@@ -84,7 +97,7 @@ impl DistPrepared {
         }
         dist.validate(&self.config)?;
         let rank = rank_of(&self.prepared, &compute, &self.config, &dist);
-        Ok(DistPrepared { rank, dist, compute, ..self })
+        Ok(DistPrepared::of(self.prepared, dist, rank, self.config, compute))
     }
 
     pub fn estimate_at(&self, batch: u64) -> Result<DistEstimate> {
@@ -107,10 +120,24 @@ impl DistPrepared {
         match &self.rank {
             None => self.prepared.peak_at(batch),
             Some(r) => {
-                let (p, d) = self.prepared.peak_overlaid(batch, r.optimizer(), r.as_ref() as &dyn Overlay);
+                let (p, d) = match self.peaks(r.as_ref()) {
+                    Some(peaks) => self.prepared.peak_in(peaks, batch),
+                    None => self.prepared.peak_overlaid(batch, r.optimizer(), r.as_ref() as &dyn Overlay),
+                };
                 (p, d.total)
             }
         }
+    }
+
+    /// The rank's peaks at every batch from the second peak asked for on (see `peaks`).
+    fn peaks(&self, rank: &(dyn Rank + Send + Sync)) -> Option<&Envelope> {
+        if let Some(peaks) = self.peaks.get() {
+            return peaks.as_ref();
+        }
+        if !self.asked.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        self.peaks.get_or_init(|| self.prepared.overlaid_peaks(rank.optimizer(), rank as &dyn Overlay)).as_ref()
     }
 
     /// Rank 0's peak at `batch` and where it is: [`DistPrepared::peak_at`]'s figures from the
@@ -289,4 +316,57 @@ pub fn sweep_gpus(spec: &ModelSpec, config: &TrainConfig, dist: &DistConfig, gpu
             Some((n, peak, total))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::OptimizerKind;
+    use crate::finetune::Method;
+
+    /// A rank's peaks from its envelope (from the second batch asked for) are the direct
+    /// simulation's at every batch, for each strategy and setting that changes its overlay; and
+    /// the envelope is built for them, so a batch search or sweep does not simulate each batch.
+    #[test]
+    fn a_ranks_peaks_from_its_envelope_are_the_simulations() {
+        let gpt2 = crate::presets::build("gpt2").unwrap();
+        let qwen = crate::import::preset("qwen2.5-0.5b").unwrap();
+        let train = TrainConfig { batch: 2, seq_len: Some(128), precision: Precision::Bf16, ..Default::default() };
+        let accumulating = TrainConfig { grad_accum: 4, batch: 8, ..train };
+        let mut lora = TrainConfig { optimizer: OptimizerKind::Sgd, checkpointing: true, ..train };
+        (lora.finetune.method, lora.finetune.lora_r) = (Method::Lora, 16);
+        let d = |strategy, gpus| DistConfig { gpus, strategy, ..Default::default() };
+        let jobs = [
+            (d(Strategy::Ddp, 2), train),
+            (DistConfig { gradient_as_bucket_view: true, ..d(Strategy::Ddp, 4) }, accumulating),
+            (d(Strategy::Zero1, 4), train),
+            (d(Strategy::Zero2, 8), accumulating),
+            (d(Strategy::Zero3, 8), train),
+            (DistConfig { offload: Offload::Params, ..d(Strategy::Zero3, 4) }, train),
+            (DistConfig { offload: Offload::Optimizer, ..d(Strategy::Zero2, 2) }, train),
+            (d(Strategy::Fsdp, 8), train),
+            (DistConfig { reshard_after_forward: false, ..d(Strategy::Fsdp, 2) }, accumulating),
+            (DistConfig { fsdp_param_dtype: Some(MpDtype::Bf16), fsdp_reduce_dtype: Some(MpDtype::Fp32), ..d(Strategy::Fsdp, 4) }, TrainConfig { precision: Precision::Fp32, ..train }),
+            (d(Strategy::Fsdp, 4), lora),
+            (d(Strategy::Zero3, 2), lora),
+        ];
+        let batches: Vec<u64> = (1..=24).chain([63, 64, 100, 1000, 1 << 16]).collect();
+        for spec in [&gpt2, &qwen] {
+            for (dist, c) in jobs {
+                let job = format!("{:?} {} GPUs {:?}", dist.strategy, dist.gpus, c.finetune.method);
+                let shared = DistPrepared::new(spec, &c, &dist).unwrap();
+                for &b in &batches {
+                    let direct = DistPrepared::new(spec, &c, &dist).unwrap().peak_at(b);
+                    assert_eq!(shared.peak_at(b), direct, "{job}, batch {b}");
+                }
+                assert!(matches!(shared.peaks.get(), Some(Some(_))), "{job}: no envelope");
+                // the world size changed: a new overlay, so a new envelope
+                let on16 = shared.on_gpus(spec, 16).unwrap();
+                assert!(on16.peaks.get().is_none(), "{job}");
+                for &b in &batches[..8] {
+                    assert_eq!(on16.peak_at(b), DistPrepared::new(spec, &c, &DistConfig { gpus: 16, ..dist }).unwrap().peak_at(b), "{job} on 16, batch {b}");
+                }
+            }
+        }
+    }
 }

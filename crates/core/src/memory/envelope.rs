@@ -8,7 +8,7 @@
 
 use super::device::DeviceTotal;
 use super::device::{round512, round_reserved};
-use super::simulate::{OptimizerCost, Plan};
+use super::simulate::{OptimizerCost, Overlay, Plan};
 use crate::graph::{Graph, Lin};
 
 #[derive(Debug, Clone)]
@@ -37,6 +37,34 @@ impl Envelope {
             .map(|i| HullLine { line: lines[i], live: plan.simulate(g, 1, opt, false, Some(i)).snapshot })
             .collect();
         Envelope { hull }
+    }
+
+    /// The peaks of a step under `overlay` (one rank of a multi-GPU job) at every batch, from
+    /// the same two simulations. The overlay's bytes depend on the phase and op only, so each
+    /// sample is still a line, unless the overlay takes more from a category than the step holds
+    /// there at batch 0 (the sample is then cut at zero, and bends): `None`, and the caller
+    /// simulates each batch. The peaks only: the device total comes from the step without the
+    /// overlay (`Prepared::device_like`), so no tensors are listed.
+    pub fn overlaid(plan: &Plan, g: &Graph, opt: OptimizerCost, overlay: &dyn Overlay) -> Option<Envelope> {
+        let r0 = plan.simulate_overlaid(g, 0, opt, true, overlay);
+        // a category held at batch 0 only grows with the batch: no cut at 0, none at any batch
+        if r0.overlay_clamped {
+            return None;
+        }
+        let t1 = plan.simulate_overlaid(g, 1, opt, true, overlay).timeline;
+        let lines: Vec<Lin> = r0
+            .timeline
+            .iter()
+            .zip(&t1)
+            .map(|(a, b)| Lin { fixed: a.bytes, per_sample: b.bytes.saturating_sub(a.bytes) })
+            .collect();
+        let hull = upper_hull(&lines).into_iter().map(|i| HullLine { line: lines[i], live: Vec::new() }).collect();
+        Some(Envelope { hull })
+    }
+
+    /// Peak allocated bytes at `batch` (micro-batch) samples.
+    pub fn peak(&self, batch: u64) -> u64 {
+        self.hull.iter().map(|h| h.line.at(batch)).max().unwrap_or(0)
     }
 
     /// Peak allocated bytes and the device total at `batch` (micro-batch) samples.

@@ -258,6 +258,18 @@ impl Prepared {
         (peak, self.device_like(batch, peak))
     }
 
+    /// The peaks under `overlay` at every batch ([`envelope::Envelope::overlaid`]; `None`:
+    /// simulate each batch with [`Prepared::peak_overlaid`]).
+    pub fn overlaid_peaks(&self, opt: OptimizerCost, overlay: &dyn Overlay) -> Option<envelope::Envelope> {
+        envelope::Envelope::overlaid(&self.plan, &self.resolved.graph, opt, overlay)
+    }
+
+    /// [`Prepared::peak_overlaid`] read from the overlay's [`Prepared::overlaid_peaks`].
+    pub fn peak_in(&self, peaks: &envelope::Envelope, batch: u64) -> (u64, DeviceTotal) {
+        let peak = peaks.peak(self.micro(batch));
+        (peak, self.device_like(batch, peak))
+    }
+
     /// The device total of another peak at `batch`, with this step's allocator rounding and reserve.
     fn device_like(&self, batch: u64, peak: u64) -> DeviceTotal {
         let (base, d) = self.device_at(batch);

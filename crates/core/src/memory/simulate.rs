@@ -54,6 +54,11 @@ pub struct StepResult {
     pub max_rounded: (u64, u64),
     #[doc(hidden)]
     pub peak_rounded: (u64, u64),
+    /// Whether an overlay took more from a category at some sample than the step held there
+    /// (the sample then counts the category as empty): such samples are not lines in the batch
+    /// (see `envelope::Envelope::overlaid`).
+    #[doc(hidden)]
+    pub overlay_clamped: bool,
 }
 
 /// Batch-independent bookkeeping for a graph, computed once and reused across batch sizes.
@@ -487,6 +492,8 @@ struct Sim<'g> {
     max_rounded: (u64, u64),
     /// `overhead` at the last sample whose total equals the peak so far.
     peak_overhead: (u64, u64),
+    /// See [`StepResult::overlay_clamped`].
+    overlay_clamped: bool,
 }
 
 impl<'g> Sim<'g> {
@@ -517,6 +524,7 @@ impl<'g> Sim<'g> {
             overhead: (0, 0),
             max_rounded: (0, 0),
             peak_overhead: (0, 0),
+            overlay_clamped: false,
         }
     }
 
@@ -619,7 +627,9 @@ impl<'g> Sim<'g> {
                 let (add, sub) = o.at(self.phase, self.op);
                 let mut b = self.cur;
                 for c in Category::ALL {
-                    *b.slot(c) = b.get(c).saturating_add(add.get(c)).saturating_sub(sub.get(c));
+                    let held = b.get(c).saturating_add(add.get(c));
+                    self.overlay_clamped |= sub.get(c) > held;
+                    *b.slot(c) = held.saturating_sub(sub.get(c));
                 }
                 b
             }
@@ -670,6 +680,7 @@ impl<'g> Sim<'g> {
             saved_by_op: self.saved_by_op,
             max_rounded: self.max_rounded,
             peak_rounded: (self.peak.saturating_add(self.peak_overhead.0), self.peak.saturating_add(self.peak_overhead.1)),
+            overlay_clamped: self.overlay_clamped,
         }
     }
 }

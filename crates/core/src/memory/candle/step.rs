@@ -33,6 +33,7 @@ impl CandleStep {
             saved_by_op: vec![0; n_ops],
             max_rounded: (self.peak_rounded512, self.peak_reserved),
             peak_rounded: (self.peak_rounded512, self.peak_reserved),
+            overlay_clamped: false,
         }
     }
 }
