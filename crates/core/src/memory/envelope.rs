@@ -8,7 +8,7 @@
 
 use super::device::DeviceTotal;
 use super::device::{round512, round_reserved};
-use super::simulate::{OptimizerCost, Overlay, Plan};
+use super::simulate::{OptimizerCost, Overlay, Plan, TimelinePoint};
 use crate::graph::{Graph, Lin};
 
 #[derive(Debug, Clone)]
@@ -26,12 +26,7 @@ pub struct Envelope {
 impl Envelope {
     pub fn build(plan: &Plan, g: &Graph, opt: OptimizerCost) -> Envelope {
         let t0 = plan.simulate(g, 0, opt, true, None).timeline;
-        let t1 = plan.simulate(g, 1, opt, true, None).timeline;
-        let lines: Vec<Lin> = t0
-            .iter()
-            .zip(&t1)
-            .map(|(a, b)| Lin { fixed: a.bytes, per_sample: b.bytes.saturating_sub(a.bytes) })
-            .collect();
+        let lines = lines(&t0, &plan.simulate(g, 1, opt, true, None).timeline);
         let hull = upper_hull(&lines)
             .into_iter()
             .map(|i| HullLine { line: lines[i], live: plan.simulate(g, 1, opt, false, Some(i)).snapshot })
@@ -51,13 +46,7 @@ impl Envelope {
         if r0.overlay_clamped {
             return None;
         }
-        let t1 = plan.simulate_overlaid(g, 1, opt, true, overlay).timeline;
-        let lines: Vec<Lin> = r0
-            .timeline
-            .iter()
-            .zip(&t1)
-            .map(|(a, b)| Lin { fixed: a.bytes, per_sample: b.bytes.saturating_sub(a.bytes) })
-            .collect();
+        let lines = lines(&r0.timeline, &plan.simulate_overlaid(g, 1, opt, true, overlay).timeline);
         let hull = upper_hull(&lines).into_iter().map(|i| HullLine { line: lines[i], live: Vec::new() }).collect();
         Some(Envelope { hull })
     }
@@ -75,6 +64,11 @@ impl Envelope {
         let peak = best.line.at(batch);
         (peak, device_total(peak, &best.live, batch))
     }
+}
+
+/// Each sample's line from its bytes at batch 0 and 1.
+fn lines(t0: &[TimelinePoint], t1: &[TimelinePoint]) -> Vec<Lin> {
+    t0.iter().zip(t1).map(|(a, b)| Lin { fixed: a.bytes, per_sample: b.bytes.saturating_sub(a.bytes) }).collect()
 }
 
 /// The device total of a `peak` at which the tensors `live` exist: each rounded as the caching

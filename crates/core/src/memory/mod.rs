@@ -260,12 +260,12 @@ impl Prepared {
 
     /// The peaks under `overlay` at every batch ([`envelope::Envelope::overlaid`]; `None`:
     /// simulate each batch with [`Prepared::peak_overlaid`]).
-    pub fn overlaid_peaks(&self, opt: OptimizerCost, overlay: &dyn Overlay) -> Option<envelope::Envelope> {
+    pub(crate) fn overlaid_peaks(&self, opt: OptimizerCost, overlay: &dyn Overlay) -> Option<envelope::Envelope> {
         envelope::Envelope::overlaid(&self.plan, &self.resolved.graph, opt, overlay)
     }
 
     /// [`Prepared::peak_overlaid`] read from the overlay's [`Prepared::overlaid_peaks`].
-    pub fn peak_in(&self, peaks: &envelope::Envelope, batch: u64) -> (u64, DeviceTotal) {
+    pub(crate) fn peak_in(&self, peaks: &envelope::Envelope, batch: u64) -> (u64, DeviceTotal) {
         let peak = peaks.peak(self.micro(batch));
         (peak, self.device_like(batch, peak))
     }
